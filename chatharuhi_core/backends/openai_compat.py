@@ -1,0 +1,101 @@
+"""OpenAI and every OpenAI-compatible server (vLLM, TGI, Ollama, llama.cpp server) by base URL.
+
+Every failure becomes a BackendError whose text is one plain sentence for the chat.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterator
+
+from ..errors import BackendError
+from .base import BackendOptions, ChatRequest, register_backend
+
+log = logging.getLogger(__name__)
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _where(options: BackendOptions) -> str:
+    return options.base_url or "api.openai.com"
+
+
+def translate_error(exc: BaseException, options: BackendOptions) -> BackendError:
+    """Map SDK and transport errors to a sentence a visitor understands."""
+    import httpx
+    import openai
+
+    where = _where(options)
+    model = options.model or "the model"
+    if isinstance(exc, openai.AuthenticationError):
+        return BackendError("The model server refused the API key (401). Check the key in Settings.")
+    if isinstance(exc, openai.PermissionDeniedError):
+        return BackendError(f"This API key may not use {model} (403).")
+    if isinstance(exc, openai.RateLimitError):
+        return BackendError("The model server is busy or the quota is used up (429). Wait a moment and try again.")
+    if isinstance(exc, openai.NotFoundError):
+        return BackendError(f"The server at {where} has no model named '{model}' (404). Check the model name.")
+    if isinstance(exc, openai.BadRequestError):
+        return BackendError("The model server rejected the request (400): the conversation may be too long for it.")
+    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
+        return BackendError(f"The model server at {where} did not answer within {options.timeout_s:g} seconds.")
+    if isinstance(exc, openai.InternalServerError) or (
+        isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+    ):
+        return BackendError(f"The model server at {where} failed ({exc.status_code}). Try again in a moment.")
+    if isinstance(exc, openai.APIStatusError):
+        return BackendError(f"The model server at {where} answered with an error ({exc.status_code}).")
+    if isinstance(exc, openai.APIConnectionError):
+        return BackendError(f"Could not reach the model server at {where}. Is it running, and is the URL right?")
+    if isinstance(exc, (httpx.HTTPError, openai.APIError)):
+        return BackendError("The connection to the model server broke off in the middle of the reply. Try again.")
+    return BackendError(f"The model server gave an unexpected answer ({type(exc).__name__}).")
+
+
+@register_backend(
+    "openai",
+    "OpenAI-compatible server",
+    "OpenAI, or any server that speaks its chat API (vLLM, TGI, Ollama, llama.cpp) at a base URL.",
+)
+class OpenAIBackend:
+    name = "openai"
+
+    def __init__(self, options: BackendOptions | None = None):
+        self.options = options or BackendOptions()
+
+    def _client(self):
+        import httpx
+        from openai import OpenAI
+
+        o = self.options
+        if not o.api_key and not o.base_url:
+            raise BackendError(
+                "No API key: enter one in Settings, or choose the offline engine."
+            )
+        timeout = httpx.Timeout(o.timeout_s, connect=min(CONNECT_TIMEOUT_S, o.timeout_s))
+        return OpenAI(api_key=o.api_key or "not-needed", base_url=o.base_url or None,
+                      timeout=timeout, max_retries=0)
+
+    def stream(self, request: ChatRequest) -> Iterator[str]:
+        client = self._client()
+        model = self.options.model or "gpt-4o-mini"
+        finished = False
+        try:
+            stream = client.chat.completions.create(model=model, messages=request.messages, stream=True)
+            with stream:
+                for chunk in stream:
+                    if not chunk.choices:
+                        continue
+                    choice = chunk.choices[0]
+                    if choice.delta and choice.delta.content:
+                        yield choice.delta.content
+                    if choice.finish_reason:
+                        finished = True
+        except BackendError:
+            raise
+        except Exception as exc:
+            log.info("openai backend failed: %s", type(exc).__name__)
+            raise translate_error(exc, self.options) from None
+        if not finished:
+            raise BackendError(
+                "The connection to the model server broke off in the middle of the reply. Try again."
+            )

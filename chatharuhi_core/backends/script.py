@@ -1,0 +1,94 @@
+"""The offline engine: no language model, the character answers with its own lines.
+
+For each retrieved scene, every line spoken to the character and answered by it is a
+candidate; the answer whose cue is most similar to the visitor's message wins. This is
+retrieval, not generation, and the page says so.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Iterator
+
+from ..embedding import cosine
+from ..prompt import parse_scene_lines
+from .base import BackendOptions, ChatRequest, register_backend
+
+CHUNK_CHARS = 3
+CHUNK_DELAY_S = 0.012
+CUE_WEIGHT = 0.6  # how much the cue's likeness counts against the answer's own
+SCENE_WEIGHT = 0.25
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!。？！…])\s*")
+
+
+def _pieces(cue: str) -> list[str]:
+    """The cue and, when it has several, each of its sentences: "Holmes, who are you? ..." """
+    parts = [p.strip() for p in _SENTENCE_END.split(cue) if len(p.strip()) > 1]
+    return [cue] + (parts if len(parts) > 1 else [])
+
+
+def _candidates(request: ChatRequest) -> list[tuple[str, str, float]]:
+    """(cue, answer, scene similarity) for every exchange with the role in the scenes."""
+    names = request.role.speaker_names
+    out: list[tuple[str, str, float]] = []
+    for hit in request.scenes:
+        spoken = [(s, t) for s, t in parse_scene_lines(hit.text) if s is not None and t]
+        for (spk, cue), (nxt, answer) in zip(spoken, spoken[1:]):
+            if spk not in names and nxt in names:
+                out.append((cue, answer, hit.similarity))
+    return out
+
+
+def choose_line(request: ChatRequest) -> str:
+    """The role's line that best answers the query, avoiding the last few answers given.
+
+    A cue like the query means the answer fits the turn; an answer like the query means it is
+    on the topic (the cue "Who is your enemy?" is answered with "Moriarty...").
+    """
+    cands = _candidates(request)
+    recent = {ex.reply for ex in request.history[-4:]}
+    fresh = [c for c in cands if c[1] not in recent] or cands
+    if fresh and request.embedder is not None:
+        pieces = [_pieces(c[0]) for c in fresh]
+        flat = [p for ps in pieces for p in ps]
+        vecs = request.embedder.embed([request.text] + flat + [c[1] for c in fresh])
+        sims = cosine(vecs[:1], vecs[1:])[0]
+        cue_sims, answer_sims = sims[: len(flat)], sims[len(flat):]
+        scores, at = [], 0
+        for i, ps in enumerate(pieces):
+            cue = float(cue_sims[at : at + len(ps)].max())
+            at += len(ps)
+            scores.append(CUE_WEIGHT * cue + (1 - CUE_WEIGHT) * float(answer_sims[i])
+                          + SCENE_WEIGHT * fresh[i][2])
+        return fresh[max(range(len(fresh)), key=scores.__getitem__)][1]
+    if fresh:
+        return fresh[0][1]
+    for hit in request.scenes:  # no exchange found: any line of the role
+        for spk, text in parse_scene_lines(hit.text):
+            if spk in request.role.speaker_names and text and text not in recent:
+                return text
+    return request.role.greeting or "……"
+
+
+@register_backend(
+    "script",
+    "Offline: quote the script",
+    "No language model. The character answers with its own line from the original scenes that "
+    "best follows your message: it quotes the script, it does not invent.",
+    uses_model=False,
+)
+class ScriptBackend:
+    name = "script"
+
+    def __init__(self, options: BackendOptions | None = None):
+        self.options = options or BackendOptions()
+
+    def stream(self, request: ChatRequest) -> Iterator[str]:
+        line = choose_line(request)
+        for i in range(0, len(line), CHUNK_CHARS):
+            if i:
+                time.sleep(CHUNK_DELAY_S)  # paced like typing, so the page shows it arrive
+            yield line[i : i + CHUNK_CHARS]

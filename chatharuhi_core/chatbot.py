@@ -1,0 +1,209 @@
+"""ChatHaruhi: one conversation with one character (the API of the paper's appendix).
+
+    bot = ChatHaruhi(role_name="sunwukong", llm="script")
+    bot.chat(text="你是谁？", role="唐僧")
+
+One object is one conversation: it owns its history. Roles, stores and embedders behind it are
+shared read-only caches, so creating many objects is cheap.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from .backends import Backend, BackendOptions, ChatRequest, create_backend
+from .config import Budgets, Settings
+from .embedding import Embedder, get_embedder
+from .errors import BackendError, InputError, RoleFormatError
+from .prompt import Exchange, build_messages, clean_reply, parse_scene_lines, pending_prefix
+from .role import Role, Story, load_role_package, parse_stories
+from .sources import load_role
+from .store import Hit, open_store
+
+MAX_INPUT_CHARS = 8000
+
+
+def check_input(text: str) -> str:
+    """Refuse what no model should be sent, with a sentence saying why."""
+    if text is None or not str(text).strip():
+        raise InputError("Please type a message first.")
+    text = str(text).strip()
+    if len(text) > MAX_INPUT_CHARS:
+        raise InputError(
+            f"That message is {len(text):,} characters long; the limit is {MAX_INPUT_CHARS:,}. "
+            "Please send a shorter one."
+        )
+    return text
+
+
+def _read_stories(story_db: str | Path) -> list[Story]:
+    """A stories.jsonl file, a role package folder, or a folder of one-scene .txt files."""
+    path = Path(story_db)
+    if path.is_file():
+        return parse_stories(path.read_text(encoding="utf-8"), path.name)
+    if (path / "stories.jsonl").is_file():
+        return parse_stories((path / "stories.jsonl").read_text(encoding="utf-8"))
+    if path.is_dir():
+        texts = sorted(path.glob("*.txt"))
+        stories = [Story(p.stem, p.read_text(encoding="utf-8").strip()) for p in texts]
+        stories = [s for s in stories if s.text]
+        if stories:
+            return stories
+    raise RoleFormatError(str(path), None, "no stories.jsonl or .txt scenes found here.")
+
+
+def _main_speaker(stories: list[Story]) -> str:
+    """The character is the one who speaks most in its own scenes."""
+    counts = Counter(spk for s in stories for spk, _ in parse_scene_lines(s.text) if spk)
+    return counts.most_common(1)[0][0] if counts else "Character"
+
+
+def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str | None = None) -> Role:
+    """Build a Role from the paper's two ingredients: a system prompt and a story folder."""
+    if (Path(story_db) / "role.json").is_file():
+        return load_role_package(story_db)
+    prompt_path = Path(str(system_prompt))
+    prompt = (
+        prompt_path.read_text(encoding="utf-8")
+        if len(str(system_prompt)) < 1024 and prompt_path.is_file()
+        else str(system_prompt)
+    )
+    stories = _read_stories(story_db)
+    name = name or _main_speaker(stories)
+    return Role(id=f"custom-{name}" if name.isascii() else "custom", name=name,
+                system_prompt=prompt.strip(), stories=stories)
+
+
+class ChatHaruhi:
+    """A conversation: role + backend + history. Not shared between visitors."""
+
+    def __init__(
+        self,
+        system_prompt: str | Path | None = None,
+        story_db: str | Path | None = None,
+        llm: str | Backend = "script",
+        *,
+        role_name: str | None = None,
+        role: Role | None = None,
+        name: str | None = None,
+        user_role: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        budgets: Budgets | None = None,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        history: list[Exchange] | None = None,
+    ):
+        self.settings = settings or Settings.from_env()
+        if role is None:
+            if role_name:
+                role = load_role(role_name)
+            elif story_db is not None and system_prompt is not None:
+                role = role_from_parts(system_prompt, story_db, name)
+            else:
+                raise ValueError("Give role_name=..., role=..., or both system_prompt= and story_db=.")
+        self.role = role
+        self.user_role = user_role or role.user_name
+        self.budgets = budgets or self.settings.budgets
+        self.embedder = embedder or get_embedder(self.settings.embedder)
+        if isinstance(llm, str):
+            is_openai = llm == "openai"
+            options = BackendOptions(
+                model=model or (self.settings.openai_model if is_openai else None),
+                base_url=base_url or (self.settings.openai_base_url if is_openai else None),
+                api_key=api_key or (self.settings.openai_api_key if is_openai else None),
+                timeout_s=self.settings.timeout_s,
+            )
+            llm = create_backend(llm, options)
+        self.backend: Backend = llm
+        self.history: list[Exchange] = list(history or [])
+        self.last_scenes: list[Hit] = []
+        self.last_messages: list[dict] = []
+
+    # ------------------------------------------------------------ pieces of a turn
+
+    @property
+    def store(self):
+        return open_store(self.role, self.embedder, self.settings)
+
+    def retrieve(self, text: str) -> list[Hit]:
+        """The nearest scenes (top_k by cosine similarity), most similar first."""
+        return self.store.search(text, self.budgets.top_k)
+
+    def prepare(self, text: str, role: str | None = None) -> ChatRequest:
+        text = check_input(text)
+        user_role = (role or self.user_role).strip() or self.role.user_name
+        scenes = self.retrieve(text)
+        messages = build_messages(
+            self.role.system_prompt, self.role.name, [h.text for h in scenes],
+            self.history, user_role, text, self.budgets,
+        )
+        return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
+                           scenes=scenes, history=list(self.history), embedder=self.embedder)
+
+    # ------------------------------------------------------------ the API
+
+    def stream(self, text: str, role: str | None = None) -> Iterator[str]:
+        """Yield the reply as it arrives; the exchange joins the history only when complete.
+
+        Raises InputError for unusable input and BackendError when the model fails; in both
+        cases the history is left as it was.
+        """
+        request = self.prepare(text, role)
+        self.last_scenes = request.scenes
+        self.last_messages = request.messages
+        name = self.role.name
+        raw, shown = "", ""
+        for delta in self.backend.stream(request):
+            raw += delta
+            if pending_prefix(raw, name):
+                continue
+            now = _visible(raw, name)
+            if now.startswith(shown) and len(now) > len(shown):
+                yield now[len(shown):]
+                shown = now
+        final = clean_reply(raw, name)
+        if not final:
+            raise BackendError("The model returned an empty reply. Try again, or pick another model.")
+        if final.startswith(shown) and len(final) > len(shown):
+            yield final[len(shown):]
+        self.history.append(Exchange(request.user_role, request.text, final))
+
+    def chat(self, text: str, role: str | None = None) -> str:
+        """Answer one message and return the whole reply."""
+        for _ in self.stream(text, role):
+            pass
+        return self.history[-1].reply
+
+    def regenerate(self) -> Iterator[str]:
+        """Drop the last exchange and answer the same message again."""
+        if not self.history:
+            raise InputError("There is no reply to regenerate yet.")
+        last = self.history.pop()
+        try:
+            yield from self.stream(last.text, last.user_role)
+        except Exception:
+            self.history.append(last)
+            raise
+
+    def reset(self) -> None:
+        self.history.clear()
+        self.last_scenes = []
+        self.last_messages = []
+
+    def with_budgets(self, **changes) -> "ChatHaruhi":
+        self.budgets = replace(self.budgets, **changes)
+        return self
+
+
+def _visible(raw: str, name: str) -> str:
+    """What may be shown mid-stream: clean text minus a tail that may yet become a new speaker."""
+    text = clean_reply(raw, name)
+    cut = text.rfind("\n")
+    if cut >= 0 and len(text) - cut <= 25 and "「" not in text[cut:]:
+        text = text[:cut]
+    return text.rstrip("」").rstrip()

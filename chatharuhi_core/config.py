@@ -1,0 +1,75 @@
+"""Settings read from the environment when asked, never at import time."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping
+
+DEFAULT_STORY_TOKENS = 1500
+DEFAULT_HISTORY_TOKENS = 1200
+DEFAULT_TOP_K = 19
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+
+
+def _default_cache_dir(env: Mapping[str, str]) -> Path:
+    """A Space with persistent storage mounts /data; elsewhere use the user cache."""
+    if env.get("CHATHARUHI_CACHE"):
+        return Path(env["CHATHARUHI_CACHE"]).expanduser()
+    data = Path("/data")
+    if data.is_dir() and os.access(data, os.W_OK):
+        return data / "chatharuhi"
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "chatharuhi"
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Token budgets of the paper (sec. 3.3 and 3.4), counted with cl100k_base."""
+
+    story_tokens: int = DEFAULT_STORY_TOKENS
+    history_tokens: int = DEFAULT_HISTORY_TOKENS
+    top_k: int = DEFAULT_TOP_K
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Deployment settings: where caches live, which Chroma, which default engine."""
+
+    cache_dir: Path
+    chroma_host: str | None = None
+    chroma_port: int = 8000
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    openai_model: str = DEFAULT_OPENAI_MODEL
+    hf_token: str | None = field(default=None, repr=False)
+    default_backend: str = "script"
+    embedder: str = "use-multilingual-v3"
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    budgets: Budgets = Budgets()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        key = env.get("OPENAI_API_KEY") or None
+        base_url = env.get("OPENAI_BASE_URL") or None
+        backend = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "script")
+        host = env.get("CHROMA_HOST") or None
+        port = int(env.get("CHROMA_PORT") or 8000)
+        return cls(
+            cache_dir=_default_cache_dir(env),
+            chroma_host=host,
+            chroma_port=port,
+            openai_api_key=key,
+            openai_base_url=base_url,
+            openai_model=env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL,
+            hf_token=env.get("HF_TOKEN") or None,
+            default_backend=backend,
+            embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
+            timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
+        )
+
+    def with_(self, **changes) -> "Settings":
+        return replace(self, **changes)

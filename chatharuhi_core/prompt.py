@@ -1,0 +1,136 @@
+"""Prompt assembly exactly as the ChatHaruhi paper and its code lay it out.
+
+messages = [system: s_R]
+         + [user: "Classic scenes for the role are as follows:\n" + scenes joined by "\n###\n"]
+         + kept history pairs as user/assistant messages
+         + [user: "{user_role}:「{text}」"]
+Scenes are added in order of similarity until the story budget would be exceeded; history is
+walked back from the newest whole pair while it fits the history budget. Both stop at the first
+item that does not fit, and either may end up empty.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .config import Budgets
+from .tokens import count_tokens
+
+SCENES_HEADER = "Classic scenes for the role are as follows:\n"
+SCENE_SEPARATOR = "\n###\n"
+NARRATOR_ROLES = frozenset({"旁白", "narrator", "scene", "场景", "narration"})
+
+Counter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One finished round: who the visitor played, what they said, what the character said."""
+
+    user_role: str
+    text: str
+    reply: str
+
+
+def format_query(user_role: str, text: str) -> str:
+    """`Kyon:「text」`, or `narrator:text` for narration roles."""
+    user_role = (user_role or "").strip() or "User"
+    if user_role.lower() in NARRATOR_ROLES:
+        return f"{user_role}:{text}"
+    return f"{user_role}:「{text}」"
+
+
+def format_reply(character: str, reply: str) -> str:
+    """The character's line as it appears in the scenes, so history reads like a script."""
+    return f"{character}:「{reply}」"
+
+
+def pack_stories(stories: Sequence[str], budget: int, count: Counter = count_tokens) -> list[str]:
+    """Most similar first; stop at the first scene that would overflow the budget."""
+    packed: list[str] = []
+    used = 0
+    for story in stories:
+        n = count(story)
+        if used + n > budget:
+            break
+        packed.append(story)
+        used += n
+    return packed
+
+
+def trim_history(history: Sequence[Exchange], character: str, budget: int,
+                 count: Counter = count_tokens) -> list[Exchange]:
+    """Newest pairs first, whole pairs only; an empty list when even the newest does not fit."""
+    kept: list[Exchange] = []
+    used = 0
+    for ex in reversed(history):
+        n = count(format_query(ex.user_role, ex.text)) + count(format_reply(character, ex.reply))
+        if used + n > budget:
+            break
+        kept.append(ex)
+        used += n
+    kept.reverse()
+    return kept
+
+
+def build_messages(system_prompt: str, character: str, stories: Sequence[str],
+                   history: Sequence[Exchange], user_role: str, text: str,
+                   budgets: Budgets = Budgets(), count: Counter = count_tokens) -> list[dict]:
+    """The full message list for one turn, budgets applied."""
+    messages: list[dict] = [{"role": "system", "content": system_prompt}]
+    packed = pack_stories(stories, budgets.story_tokens, count)
+    if packed:
+        messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
+    for ex in trim_history(history, character, budgets.history_tokens, count):
+        messages.append({"role": "user", "content": format_query(ex.user_role, ex.text)})
+        messages.append({"role": "assistant", "content": format_reply(character, ex.reply)})
+    messages.append({"role": "user", "content": format_query(user_role, text)})
+    return messages
+
+
+# ------------------------------------------------------------ reply clean-up
+
+_SPEAKER_LINE = re.compile(r"\n\s*[^\s:：「」\n]{1,24}\s*[:：]\s*「")
+
+
+def clean_reply(raw: str, character: str) -> str:
+    """Strip a `Name:「…」` wrapper and cut where another speaker's line starts."""
+    text = raw.strip()
+    for prefix in (f"{character}:「", f"{character}：「", f"{character}:", f"{character}："):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    if text.startswith("「"):
+        text = text[1:]
+    m = _SPEAKER_LINE.search(text)
+    if m:
+        text = text[: m.start()]
+    text = text.strip()
+    if text.endswith("」") and text.count("「") < text.count("」"):
+        text = text[:-1]
+    return text.strip()
+
+
+def pending_prefix(raw: str, character: str) -> bool:
+    """True while a stream so far could still be the start of the `Name:「` wrapper."""
+    s = raw.lstrip()
+    return any(w.startswith(s) and len(s) < len(w) for w in (f"{character}:「", f"{character}：「"))
+
+
+_SCENE_LINE = re.compile(r"^\s*([^:：「」\n]{1,24}?)\s*[:：]\s*「(.*)」\s*$")
+
+
+def parse_scene_lines(scene: str) -> list[tuple[str | None, str]]:
+    """(speaker, line) for each `Name:「line」`; (None, text) for narration."""
+    out: list[tuple[str | None, str]] = []
+    for line in scene.splitlines():
+        if not line.strip():
+            continue
+        m = _SCENE_LINE.match(line)
+        if m:
+            out.append((m.group(1).strip(), m.group(2).strip()))
+        else:
+            out.append((None, line.strip()))
+    return out

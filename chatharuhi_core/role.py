@@ -1,0 +1,285 @@
+"""The Role record and the role package format, version 1 (see docs/role-format.md).
+
+A package is a folder (or a zip of one) holding role.json, system_prompt.txt, stories.jsonl,
+an optional portrait (image.png/.jpg/.webp) and an optional prebuilt Chroma store in store/.
+Everything is validated on load, and every error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import RoleFormatError
+
+FORMAT_VERSION = 1
+ROLE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+IMAGE_NAMES = ("image.png", "image.jpg", "image.jpeg", "image.webp")
+MAX_STORY_CHARS = 20_000
+
+SYSTEM_PROMPT_TEMPLATE = (
+    "I want you to act like {character} from {series}. You are now cosplay {character}. "
+    "If others' questions are related with the novel, please try to reuse the original lines "
+    "from the novel. I want you to respond and answer like {character} using the tone, manner "
+    "and vocabulary {character} would use. You must know all of the knowledge of {character}."
+)
+
+
+@dataclass(frozen=True)
+class Story:
+    """One classic scene: lines written as `Name:「line」`, narration allowed."""
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Voice:
+    edge_tts: str | None = None
+    espeak: str | None = None
+    rate: str = "+0%"
+    pitch: str = "+0Hz"
+
+
+@dataclass
+class Role:
+    """Everything the engine needs to play one character."""
+
+    id: str
+    name: str
+    system_prompt: str
+    stories: list[Story]
+    aliases: list[str] = field(default_factory=list)
+    series: str = ""
+    language: str = "en"
+    description: str = ""
+    greeting: str = ""
+    alternate_greetings: list[str] = field(default_factory=list)
+    user_name: str = "User"
+    voice: Voice = Voice()
+    profile: dict[str, Any] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+    source: str = ""
+    license: str = ""
+    image_path: Path | None = None
+    root: Path | None = None
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def stories_sha256(self) -> str:
+        """Identity of the texts: a store built from other texts must not be reused."""
+        h = hashlib.sha256()
+        for s in self.stories:
+            h.update(s.id.encode("utf-8") + b"\x00" + s.text.encode("utf-8") + b"\x01")
+        return h.hexdigest()
+
+    @property
+    def speaker_names(self) -> frozenset[str]:
+        """Names under which the role speaks in its scenes."""
+        return frozenset([self.name, *self.aliases])
+
+    @property
+    def store_dir(self) -> Path | None:
+        if self.root is None:
+            return None
+        d = self.root / "store"
+        return d if d.is_dir() else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format_version": self.format_version,
+            "id": self.id,
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "series": self.series,
+            "language": self.language,
+            "description": self.description,
+            "greeting": self.greeting,
+            "alternate_greetings": list(self.alternate_greetings),
+            "user_name": self.user_name,
+            "voice": {
+                "edge_tts": self.voice.edge_tts,
+                "espeak": self.voice.espeak,
+                "rate": self.voice.rate,
+                "pitch": self.voice.pitch,
+            },
+            "profile": self.profile,
+            "examples": list(self.examples),
+            "source": self.source,
+            "license": self.license,
+        }
+
+
+def fill_system_prompt(character: str, series: str, personality: str = "") -> str:
+    """The paper's template (sec. 3.1) plus the supplementary personality note."""
+    text = SYSTEM_PROMPT_TEMPLATE.format(character=character, series=series)
+    return text + ("\n\n" + personality.strip() if personality.strip() else "")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _str(data: dict, key: str, file: str, *, required: bool = False, default: str = "") -> str:
+    value = data.get(key, None)
+    if value is None:
+        if required:
+            raise RoleFormatError(file, key, "this field is required.")
+        return default
+    if not isinstance(value, str):
+        raise RoleFormatError(file, key, f"expected text, found {type(value).__name__}.")
+    if required and not value.strip():
+        raise RoleFormatError(file, key, "this field must not be empty.")
+    return value
+
+
+def _str_list(data: dict, key: str, file: str) -> list[str]:
+    value = data.get(key, [])
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RoleFormatError(file, key, "expected a list of texts.")
+    return [v for v in value if v.strip()]
+
+
+def _read_text(path: Path, name: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RoleFormatError(name, None, f"the file is not UTF-8 text (byte {exc.start}).") from None
+
+
+def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
+    """Validate role.json and return keyword arguments for Role."""
+    if not isinstance(data, dict):
+        raise RoleFormatError(file, None, "expected a JSON object at the top level.")
+    version = data.get("format_version", FORMAT_VERSION)
+    if not isinstance(version, int) or version < 1:
+        raise RoleFormatError(file, "format_version", "expected a whole number such as 1.")
+    if version > FORMAT_VERSION:
+        raise RoleFormatError(
+            file, "format_version",
+            f"version {version} is newer than this app reads ({FORMAT_VERSION}); update ChatHaruhi.",
+        )
+    role_id = _str(data, "id", file, required=True)
+    if not ROLE_ID_RE.match(role_id):
+        raise RoleFormatError(
+            file, "id", "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."
+        )
+    voice = data.get("voice") or {}
+    if not isinstance(voice, dict):
+        raise RoleFormatError(file, "voice", "expected an object with edge_tts and espeak names.")
+    for key in ("edge_tts", "espeak", "rate", "pitch"):
+        if voice.get(key) is not None and not isinstance(voice[key], str):
+            raise RoleFormatError(file, f"voice.{key}", "expected text.")
+    profile = data.get("profile") or {}
+    if not isinstance(profile, dict):
+        raise RoleFormatError(file, "profile", "expected an object (attributes and behaviours).")
+    return dict(
+        id=role_id,
+        name=_str(data, "name", file, required=True).strip(),
+        aliases=_str_list(data, "aliases", file),
+        series=_str(data, "series", file),
+        language=_str(data, "language", file, default="en") or "en",
+        description=_str(data, "description", file),
+        greeting=_str(data, "greeting", file),
+        alternate_greetings=_str_list(data, "alternate_greetings", file),
+        user_name=_str(data, "user_name", file, default="User").strip() or "User",
+        voice=Voice(
+            edge_tts=voice.get("edge_tts"),
+            espeak=voice.get("espeak"),
+            rate=voice.get("rate") or "+0%",
+            pitch=voice.get("pitch") or "+0Hz",
+        ),
+        profile=profile,
+        examples=_str_list(data, "examples", file),
+        source=_str(data, "source", file),
+        license=_str(data, "license", file),
+        format_version=version,
+    )
+
+
+def parse_stories(text: str, file: str = "stories.jsonl") -> list[Story]:
+    """One JSON object a line: {"id": ..., "text": ...}; blank lines are skipped."""
+    stories: list[Story] = []
+    seen: set[str] = set()
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{file} line {n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RoleFormatError(where, None, f"not valid JSON ({exc.msg}).") from None
+        if not isinstance(row, dict):
+            raise RoleFormatError(where, None, "expected a JSON object.")
+        sid = row.get("id", str(n))
+        if not isinstance(sid, (str, int)) or isinstance(sid, bool):
+            raise RoleFormatError(where, "id", "expected text or a number.")
+        sid = str(sid)
+        if sid in seen:
+            raise RoleFormatError(where, "id", f"the id '{sid}' is used twice.")
+        seen.add(sid)
+        body = row.get("text")
+        if not isinstance(body, str) or not body.strip():
+            raise RoleFormatError(where, "text", "each scene needs non-empty text.")
+        if len(body) > MAX_STORY_CHARS:
+            raise RoleFormatError(where, "text", f"a scene is limited to {MAX_STORY_CHARS} characters.")
+        stories.append(Story(id=sid, text=body.strip()))
+    if not stories:
+        raise RoleFormatError(file, None, "the role has no scenes; add at least one line.")
+    return stories
+
+
+def find_image(root: Path) -> Path | None:
+    for name in IMAGE_NAMES:
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
+def load_role_package(root: Path | str) -> Role:
+    """Read and validate a role package folder."""
+    root = Path(root)
+    if not root.is_dir():
+        raise RoleFormatError(str(root), None, "not a folder.")
+    meta_path = root / "role.json"
+    if not meta_path.is_file():
+        raise RoleFormatError("role.json", None, f"missing from {root.name}/.")
+    try:
+        data = json.loads(_read_text(meta_path, "role.json"))
+    except json.JSONDecodeError as exc:
+        raise RoleFormatError("role.json", None, f"not valid JSON ({exc.msg}, line {exc.lineno}).") from None
+    kwargs = parse_role_json(data)
+    prompt_path = root / "system_prompt.txt"
+    if not prompt_path.is_file():
+        raise RoleFormatError("system_prompt.txt", None, f"missing from {root.name}/.")
+    system_prompt = _read_text(prompt_path, "system_prompt.txt").strip()
+    if not system_prompt:
+        raise RoleFormatError("system_prompt.txt", None, "the system prompt is empty.")
+    stories_path = root / "stories.jsonl"
+    if not stories_path.is_file():
+        raise RoleFormatError("stories.jsonl", None, f"missing from {root.name}/.")
+    stories = parse_stories(_read_text(stories_path, "stories.jsonl"))
+    return Role(system_prompt=system_prompt, stories=stories, image_path=find_image(root), root=root, **kwargs)
+
+
+def write_role_package(role: Role, root: Path | str) -> Path:
+    """Write role.json, system_prompt.txt, stories.jsonl and the portrait to a folder."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "role.json").write_text(
+        json.dumps(role.to_json(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
+    (root / "system_prompt.txt").write_text(role.system_prompt.strip() + "\n", encoding="utf-8")
+    with (root / "stories.jsonl").open("w", encoding="utf-8") as f:
+        for s in role.stories:
+            f.write(json.dumps({"id": s.id, "text": s.text}, ensure_ascii=False) + "\n")
+    if role.image_path and role.image_path.is_file():
+        target = root / ("image" + role.image_path.suffix.lower())
+        if target.resolve() != role.image_path.resolve():
+            target.write_bytes(role.image_path.read_bytes())
+    return root

@@ -1,0 +1,260 @@
+"""The story store: a Chroma collection of a role's scenes, built from stories.jsonl.
+
+The texts are the source of truth; a collection is a cache. It is reused only when its manifest
+(kept as collection metadata) names the same embedder, dimension and stories hash, and it is
+rebuilt when missing, stale or unreadable. Embedded PersistentClient by default; a Chroma
+server when Settings.chroma_host is set.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .config import Settings
+from .embedding import Embedder
+from .errors import ChatHaruhiError
+from .role import Role
+
+log = logging.getLogger(__name__)
+
+MANIFEST_VERSION = 1
+ADD_BATCH = 512
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A scene found for a query, with its cosine similarity."""
+
+    id: str
+    text: str
+    similarity: float
+
+
+def _chroma_settings():
+    from chromadb.config import Settings as ChromaSettings
+
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+def collection_name(role_id: str, embedder_name: str) -> str:
+    """Chroma wants 3-512 chars of [a-zA-Z0-9._-], starting and ending alphanumeric."""
+    raw = f"chatharuhi-{role_id}-{embedder_name}"
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", raw).strip("-._")[:500]
+    return name if len(name) >= 3 else f"{name}xxx"
+
+
+def manifest_for(role: Role, embedder: Embedder) -> dict[str, Any]:
+    import chromadb
+
+    return {
+        "chatharuhi_manifest": MANIFEST_VERSION,
+        "embedder": embedder.name,
+        "dim": embedder.dim,
+        "stories_sha256": role.stories_sha256,
+        "count": len(role.stories),
+        "chromadb": chromadb.__version__,
+    }
+
+
+def manifest_matches(found: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
+    """Same embedder, dimension, texts and count; the chromadb version may differ."""
+    if not found:
+        return False
+    keys = ("chatharuhi_manifest", "embedder", "dim", "stories_sha256", "count")
+    return all(found.get(k) == wanted[k] for k in keys)
+
+
+class StoryStore:
+    """Search a role's scenes by meaning. Read-only after build; safe to share across threads."""
+
+    def __init__(self, collection, embedder: Embedder, size: int, where: str):
+        self._collection = collection
+        self.embedder = embedder
+        self.size = size
+        self.where = where
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self.search_vector(self.embedder.embed([query])[0], k)
+
+    def search_vector(self, vector: np.ndarray, k: int) -> list[Hit]:
+        k = max(0, min(k, self.size))
+        if k == 0:
+            return []
+        res = self._collection.query(
+            query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],
+            n_results=k,
+            include=["documents", "distances"],
+        )
+        ids, docs, dists = res["ids"][0], res["documents"][0], res["distances"][0]
+        return [Hit(id=i, text=d, similarity=1.0 - float(x)) for i, d, x in zip(ids, docs, dists)]
+
+
+def _fill(collection, role: Role, embedder: Embedder, vectors: np.ndarray | None = None) -> None:
+    texts = [s.text for s in role.stories]
+    if vectors is None:
+        vectors = embedder.embed(texts)
+    if vectors.shape != (len(texts), embedder.dim):
+        raise ChatHaruhiError(
+            f"The embeddings for role '{role.id}' have shape {vectors.shape}, "
+            f"expected ({len(texts)}, {embedder.dim})."
+        )
+    for i in range(0, len(texts), ADD_BATCH):
+        collection.add(
+            ids=[s.id for s in role.stories[i : i + ADD_BATCH]],
+            documents=texts[i : i + ADD_BATCH],
+            embeddings=vectors[i : i + ADD_BATCH].tolist(),
+        )
+
+
+def _open_collection(client, role: Role, embedder: Embedder, vectors: np.ndarray | None):
+    """Return (collection, rebuilt?) for a client, rebuilding a stale collection."""
+    name = collection_name(role.id, embedder.name)
+    wanted = manifest_for(role, embedder)
+    existing = {c.name if hasattr(c, "name") else c for c in client.list_collections()}
+    if name in existing:
+        col = client.get_collection(name, embedding_function=None)
+        if manifest_matches(col.metadata, wanted) and col.count() == len(role.stories):
+            return col, False
+        log.info("store for %s is stale; rebuilding", role.id)
+        client.delete_collection(name)
+    col = client.create_collection(
+        name,
+        embedding_function=None,
+        metadata=wanted,
+        configuration={"hnsw": {"space": "cosine"}},
+    )
+    _fill(col, role, embedder, vectors)
+    return col, True
+
+
+def _probe(col, embedder: Embedder) -> None:
+    """A query that touches the index, so a damaged store fails here and not mid-turn."""
+    col.query(query_embeddings=[[0.0] * (embedder.dim - 1) + [1.0]], n_results=1, include=[])
+
+
+def _persistent_dir(settings: Settings, role: Role, embedder: Embedder) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", role.id)
+    return settings.cache_dir / "stores" / safe / embedder.name
+
+
+def _copy_prebuilt(role: Role, embedder: Embedder, target: Path) -> bool:
+    """Copy a package's store/ into the cache when its manifest matches; else ignore it."""
+    import json
+
+    src = role.store_dir
+    if src is None or target.exists():
+        return False
+    try:
+        manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not manifest_matches(manifest, manifest_for(role, embedder)):
+        log.info("prebuilt store of %s does not match; building from text", role.id)
+        return False
+    shutil.copytree(src, target, ignore=shutil.ignore_patterns("manifest.json"))
+    return True
+
+
+def open_persistent(path: Path, role: Role, embedder: Embedder,
+                    vectors: np.ndarray | None = None) -> tuple[StoryStore, bool]:
+    """Open (or build) the store at path; a broken one is wiped and rebuilt once."""
+    import chromadb
+
+    for attempt in (1, 2):
+        client = None
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+            col, rebuilt = _open_collection(client, role, embedder, vectors)
+            _probe(col, embedder)
+            return StoryStore(col, embedder, len(role.stories), str(path)), rebuilt
+        except ChatHaruhiError:
+            raise
+        except Exception as exc:  # chromadb raises many kinds on a damaged database
+            if attempt == 2:
+                raise ChatHaruhiError(
+                    f"The story store for '{role.name}' could not be built in {path}: {exc}"
+                ) from exc
+            log.warning("story store at %s is unreadable (%s); rebuilding", path, exc)
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:
+                    pass
+            shutil.rmtree(path, ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def open_remote(settings: Settings, role: Role, embedder: Embedder,
+                vectors: np.ndarray | None = None) -> tuple[StoryStore, bool]:
+    import chromadb
+
+    try:
+        client = chromadb.HttpClient(
+            host=settings.chroma_host, port=settings.chroma_port, settings=_chroma_settings()
+        )
+        col, rebuilt = _open_collection(client, role, embedder, vectors)
+    except ChatHaruhiError:
+        raise
+    except Exception as exc:
+        raise ChatHaruhiError(
+            f"Could not use the Chroma server at {settings.chroma_host}:{settings.chroma_port} "
+            f"({type(exc).__name__}). Check CHROMA_HOST and CHROMA_PORT."
+        ) from exc
+    where = f"http://{settings.chroma_host}:{settings.chroma_port}"
+    return StoryStore(col, embedder, len(role.stories), where), rebuilt
+
+
+_CACHE: dict[tuple, StoryStore] = {}
+_CACHE_LOCK = threading.Lock()
+_BUILD_LOCKS: dict[tuple, threading.Lock] = {}
+
+
+def open_store(role: Role, embedder: Embedder, settings: Settings,
+               vectors: np.ndarray | None = None) -> StoryStore:
+    """The shared store for (role texts, embedder, location), opened or built once per process."""
+    where = (settings.chroma_host, settings.chroma_port) if settings.chroma_host else str(settings.cache_dir)
+    key = (role.id, role.stories_sha256, embedder.name, where)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        lock = _BUILD_LOCKS.setdefault(key, threading.Lock())
+    with lock:  # one build per key; other keys proceed in parallel
+        with _CACHE_LOCK:
+            if key in _CACHE:
+                return _CACHE[key]
+        if settings.chroma_host:
+            store, _ = open_remote(settings, role, embedder, vectors)
+        else:
+            path = _persistent_dir(settings, role, embedder)
+            _copy_prebuilt(role, embedder, path)
+            store, _ = open_persistent(path, role, embedder, vectors)
+        with _CACHE_LOCK:
+            _CACHE[key] = store
+        return store
+
+
+def write_prebuilt(role: Role, embedder: Embedder, target: Path) -> Path:
+    """Build a store into a package's store/ folder with its manifest (for shipping)."""
+    import json
+
+    if target.exists():
+        shutil.rmtree(target)
+    store, _ = open_persistent(target, role, embedder)
+    del store
+    (target / "manifest.json").write_text(
+        json.dumps(manifest_for(role, embedder), indent=2) + "\n", encoding="utf-8"
+    )
+    return target
+
+
+def story_texts(hits: Sequence[Hit]) -> list[str]:
+    return [h.text for h in hits]
