@@ -1,0 +1,174 @@
+"""ChatHaruhi: the Gradio page. Layout and event wiring only; the work is in chatharuhi_core."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a Space or laptop
+
+import gradio as gr  # noqa: E402
+
+from chatharuhi_core.backends import backend_info, backend_names  # noqa: E402
+from chatharuhi_core.config import Budgets, Settings  # noqa: E402
+from chatharuhi_core.sources import bundled_ids, load_role  # noqa: E402
+from chatharuhi_core.webchat import (  # noqa: E402
+    Conversation,
+    Engine,
+    chat_messages,
+    describe_role,
+    engine_note,
+    scenes_markdown,
+    stream_turn,
+)
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+log = logging.getLogger("chatharuhi.app")
+
+
+def _role_view(conv: Conversation):
+    """Everything that changes with the character: portrait, text, chat, examples, name."""
+    role = load_role(conv.role_id)
+    return (
+        conv,
+        str(role.image_path) if role.image_path else None,
+        describe_role(role),
+        chat_messages(conv, role),
+        gr.Dataset(samples=[[q] for q in role.examples]),
+        role.user_name,
+        scenes_markdown(conv),
+    )
+
+
+def start_session():
+    """A new visitor: the first bundled role, and the engine the deployment prefers."""
+    settings = Settings.from_env()
+    conv = Conversation(bundled_ids()[0])
+    return (*_role_view(conv), settings.default_backend, engine_note(settings.default_backend),
+            gr.update(visible=settings.default_backend != "script"))
+
+
+def pick_role(evt: gr.SelectData):
+    return _role_view(Conversation(bundled_ids()[evt.index]))
+
+
+def clear_chat(conv: Conversation):
+    return _role_view(Conversation(conv.role_id))[:4] + (scenes_markdown(Conversation(conv.role_id)),)
+
+
+def change_engine(backend: str):
+    return engine_note(backend), gr.update(visible=backend_info(backend).uses_model)
+
+
+def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, regenerate):
+    if conv is None:
+        conv = Conversation(bundled_ids()[0])
+    engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens)
+    keep = "" if not regenerate else text
+    for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
+        if up.done and up.error:
+            gr.Warning(up.error)
+            # keep the visitor's words in the box so nothing is lost
+            yield up.messages, (text if not regenerate else keep), up.conversation, scenes_markdown(up.conversation)
+        elif up.done:
+            yield up.messages, keep, up.conversation, scenes_markdown(up.conversation)
+        else:
+            yield up.messages, keep, up.conversation, gr.skip()
+
+
+def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens):
+    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, False)
+
+
+def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens):
+    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, True)
+
+
+def build_demo() -> gr.Blocks:
+    roles = [load_role(i) for i in bundled_ids()]
+    engines = [(backend_info(n).label, n) for n in backend_names()]
+    budgets = Budgets()
+    with gr.Blocks(title="ChatHaruhi · 凉宫春日") as demo:
+        conv = gr.State(None)
+        gr.Markdown(
+            "# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
+            "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。"
+        )
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                picker = gr.Gallery(
+                    value=[(str(r.image_path), r.name) for r in roles], label="Characters · 角色",
+                    columns=3, height=220, allow_preview=False, object_fit="cover", elem_id="picker",
+                )
+                portrait = gr.Image(label="Portrait", show_label=False, interactive=False, height=260,
+                                    elem_id="portrait", buttons=[])
+                about = gr.Markdown(elem_id="about")
+                user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", elem_id="user-role")
+                with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
+                    backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
+                    with gr.Group(visible=False) as model_box:
+                        model = gr.Textbox(label="Model", placeholder="gpt-4o-mini", elem_id="model")
+                        base_url = gr.Textbox(label="Base URL", placeholder="https://api.openai.com/v1",
+                                              elem_id="base-url")
+                        api_key = gr.Textbox(label="API key (this session only, never stored)",
+                                             type="password", elem_id="api-key")
+                    story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=100,
+                                             label="Scene budget (tokens)")
+                    history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=100,
+                                               label="History budget (tokens)")
+            with gr.Column(scale=2):
+                note = gr.Markdown(elem_id="engine-note")
+                chat = gr.Chatbot(label="Chat", elem_id="chat", height=520, buttons=["copy"])
+                with gr.Row():
+                    text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…",
+                                      scale=6, elem_id="message", max_lines=6)
+                    send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
+                examples = gr.Dataset(components=[text], samples=[], label="Try asking · 试着问",
+                                      elem_id="examples")
+                with gr.Row():
+                    regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
+                    clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
+                with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
+                                  elem_id="scenes-panel"):
+                    scenes = gr.Markdown(elem_id="scenes")
+
+        view = [conv, portrait, about, chat, examples, user_role, scenes]
+        settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens]
+        demo.load(start_session, None, view + [backend, note, model_box])
+        picker.select(pick_role, None, view)
+        backend.change(change_engine, backend, [note, model_box])
+        examples.click(lambda sample: sample[0], examples, text)
+        turn_out = [chat, text, conv, scenes]
+        text.submit(send, [conv, text, user_role, *settings_in], turn_out)
+        send_btn.click(send, [conv, text, user_role, *settings_in], turn_out)
+        regen_btn.click(regenerate, [conv, text, user_role, *settings_in], turn_out)
+        clear_btn.click(clear_chat, conv, [conv, portrait, about, chat, scenes])
+    return demo
+
+
+def _warm_up() -> None:
+    """Load the embedder and open every bundled store in the background, not at import."""
+    from chatharuhi_core.chatbot import ChatHaruhi
+
+    try:
+        for rid in bundled_ids():
+            ChatHaruhi(role_name=rid).store
+    except Exception:
+        log.exception("warm-up failed; stores will be built on first use")
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    demo = build_demo()
+    demo.queue(default_concurrency_limit=32)
+    threading.Thread(target=_warm_up, daemon=True).start()
+    host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
+    port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"],
+                theme=gr.themes.Soft(), allowed_paths=[str(Path(__file__).resolve().parent / "characters")])
+
+
+if __name__ == "__main__":
+    main()

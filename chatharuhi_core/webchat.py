@@ -1,0 +1,146 @@
+"""What the page does for one visitor, as plain functions over a Conversation value.
+
+app.py keeps a Conversation in gr.State (one per browser session) and calls these; nothing
+here is per-visitor module state. The API key arrives with each event and is never stored.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .backends import BackendOptions, backend_info, create_backend
+from .chatbot import ChatHaruhi
+from .config import Budgets, Settings
+from .errors import ChatHaruhiError, InputError
+from .prompt import Exchange, pack_stories
+from .role import Role
+from .sources import load_role
+from .store import Hit
+
+log = logging.getLogger(__name__)
+WARNING_MARK = "⚠️ "
+
+
+@dataclass
+class Conversation:
+    """One visitor's chat with one character."""
+
+    role_id: str
+    history: list[Exchange] = field(default_factory=list)
+    last_scenes: list[Hit] = field(default_factory=list)
+    last_packed: int = 0
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The visitor's settings panel, as sent with each event."""
+
+    backend: str = "script"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+    story_tokens: int = Budgets().story_tokens
+    history_tokens: int = Budgets().history_tokens
+
+
+def greeting_messages(role: Role) -> list[dict]:
+    return [{"role": "assistant", "content": role.greeting}] if role.greeting else []
+
+
+def chat_messages(conv: Conversation, role: Role) -> list[dict]:
+    """The chat as the page shows it: the greeting, then every finished exchange."""
+    msgs = greeting_messages(role)
+    for ex in conv.history:
+        msgs.append({"role": "user", "content": ex.text})
+        msgs.append({"role": "assistant", "content": ex.reply})
+    return msgs
+
+
+def describe_role(role: Role) -> str:
+    series = f" · *{html.escape(role.series)}*" if role.series else ""
+    return f"### {html.escape(role.name)}{series}\n{html.escape(role.description)}"
+
+
+def engine_note(backend: str) -> str:
+    try:
+        info = backend_info(backend)
+    except KeyError as exc:
+        return WARNING_MARK + str(exc.args[0])
+    return f"**{info.label}.** {info.description}"
+
+
+def scenes_markdown(conv: Conversation) -> str:
+    """The scenes retrieved for the last reply, marking those that fit the story budget."""
+    if not conv.last_scenes:
+        return "_Send a message to see which classic scenes the reply drew on._"
+    parts = []
+    for i, hit in enumerate(conv.last_scenes):
+        used = "in the prompt" if i < conv.last_packed else "over the budget, left out"
+        body = "\n>\n".join("> " + html.escape(line) for line in hit.text.splitlines() if line.strip())
+        parts.append(f"**{i + 1}. {html.escape(hit.id)}** · similarity {hit.similarity:.2f} · {used}\n\n{body}")
+    return "\n\n".join(parts)
+
+
+def make_bot(conv: Conversation, engine: Engine, user_role: str, settings: Settings) -> ChatHaruhi:
+    """A ChatHaruhi for this event; the visitor's key wins over the operator's."""
+    role = load_role(conv.role_id)
+    info = backend_info(engine.backend)
+    options = BackendOptions(
+        model=(engine.model or "").strip() or (settings.openai_model if engine.backend == "openai" else None),
+        base_url=(engine.base_url or "").strip() or (settings.openai_base_url if engine.backend == "openai" else None),
+        api_key=(engine.api_key or "").strip() or (settings.openai_api_key if engine.backend == "openai" else None),
+        timeout_s=settings.timeout_s,
+    )
+    budgets = Budgets(story_tokens=int(engine.story_tokens), history_tokens=int(engine.history_tokens),
+                      top_k=settings.budgets.top_k)
+    return ChatHaruhi(role=role, llm=create_backend(info.name, options), user_role=user_role or None,
+                      budgets=budgets, settings=settings, history=conv.history)
+
+
+@dataclass
+class TurnUpdate:
+    """One frame of a streaming turn for the page."""
+
+    messages: list[dict]
+    conversation: Conversation
+    error: str | None = None
+    done: bool = False
+
+
+def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
+                settings: Settings, *, regenerate: bool = False) -> Iterator[TurnUpdate]:
+    """Stream one reply. On failure the history stays as it was and the error is one sentence."""
+    role = load_role(conv.role_id)
+    base = Conversation(conv.role_id, list(conv.history), conv.last_scenes, conv.last_packed)
+    if regenerate:
+        if not base.history:
+            yield TurnUpdate(chat_messages(base, role), base, "There is no reply to regenerate yet.", True)
+            return
+        last = base.history.pop()
+        text, user_role = last.text, last.user_role
+    shown = chat_messages(base, role) + [{"role": "user", "content": text}]
+    reply = ""
+    try:
+        bot = make_bot(base, engine, user_role, settings)
+        for delta in bot.stream(text):
+            reply += delta
+            yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
+    except InputError as exc:
+        yield TurnUpdate(chat_messages(conv, role), conv, str(exc), True)
+        return
+    except ChatHaruhiError as exc:
+        partial = (reply + "\n\n") if reply else ""
+        msg = shown + [{"role": "assistant", "content": partial + WARNING_MARK + str(exc)}]
+        yield TurnUpdate(msg, conv, str(exc), True)
+        return
+    except Exception as exc:  # never a traceback in the page
+        log.exception("turn failed")
+        sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
+        yield TurnUpdate(shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
+        return
+    done = Conversation(conv.role_id, bot.history, bot.last_scenes,
+                        len(pack_stories([h.text for h in bot.last_scenes], bot.budgets.story_tokens)))
+    yield TurnUpdate(chat_messages(done, role), done, None, True)

@@ -1,0 +1,86 @@
+"""Shared fixtures: a per-run cache, the real embedder, servers on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 90.0, proc: subprocess.Popen | None = None) -> None:
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except Exception:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def settings(cache_dir):
+    from chatharuhi_core.config import Settings
+
+    return Settings.from_env({"CHATHARUHI_CACHE": str(cache_dir)})
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from chatharuhi_core.embedding import get_embedder
+
+    return get_embedder()
+
+
+@pytest.fixture()
+def fake_openai():
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """python app.py on a free loopback port, offline, with its own cache."""
+    port = free_port()
+    cache = tmp_path_factory.mktemp("appcache")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHROMA_", "CHATHARUHI_"))}
+    env.update(GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", CHATHARUHI_CACHE=str(cache),
+               GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    log = open(tmp_path_factory.mktemp("applog") / "app.log", "w")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", proc=proc)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
