@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from .backends import Backend, BackendOptions, ChatRequest, create_backend
 from .config import Budgets, Settings
@@ -55,10 +55,12 @@ def _read_stories(story_db: str | Path) -> list[Story]:
     raise RoleFormatError(str(path), None, "no stories.jsonl or .txt scenes found here.")
 
 
-def _main_speaker(stories: list[Story]) -> str:
-    """The character is the one who speaks most in its own scenes."""
+def _main_speaker(stories: list[Story], prompt: str = "") -> str:
+    """The character: a speaker the system prompt names, else the one who speaks most."""
     counts = Counter(spk for s in stories for spk, _ in parse_scene_lines(s.text) if spk)
-    return counts.most_common(1)[0][0] if counts else "Character"
+    named = Counter({spk: n for spk, n in counts.items() if spk in prompt})
+    best = (named or counts).most_common(1)
+    return best[0][0] if best else "Character"
 
 
 def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str | None = None) -> Role:
@@ -72,7 +74,7 @@ def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str |
         else str(system_prompt)
     )
     stories = _read_stories(story_db)
-    name = name or _main_speaker(stories)
+    name = name or _main_speaker(stories, prompt)
     return Role(id=f"custom-{name}" if name.isascii() else "custom", name=name,
                 system_prompt=prompt.strip(), stories=stories)
 
@@ -134,7 +136,7 @@ class ChatHaruhi:
         """The nearest scenes (top_k by cosine similarity), most similar first."""
         return self.store.search(text, self.budgets.top_k)
 
-    def prepare(self, text: str, role: str | None = None) -> ChatRequest:
+    def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.user_name
         scenes = self.retrieve(text)
@@ -143,17 +145,18 @@ class ChatHaruhi:
             self.history, user_role, text, self.budgets,
         )
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
-                           scenes=scenes, history=list(self.history), embedder=self.embedder)
+                           scenes=scenes, history=list(self.history), embedder=self.embedder,
+                           avoid=tuple(avoid))
 
     # ------------------------------------------------------------ the API
 
-    def stream(self, text: str, role: str | None = None) -> Iterator[str]:
+    def stream(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> Iterator[str]:
         """Yield the reply as it arrives; the exchange joins the history only when complete.
 
         Raises InputError for unusable input and BackendError when the model fails; in both
         cases the history is left as it was.
         """
-        request = self.prepare(text, role)
+        request = self.prepare(text, role, avoid)
         self.last_scenes = request.scenes
         self.last_messages = request.messages
         name = self.role.name
@@ -185,7 +188,7 @@ class ChatHaruhi:
             raise InputError("There is no reply to regenerate yet.")
         last = self.history.pop()
         try:
-            yield from self.stream(last.text, last.user_role)
+            yield from self.stream(last.text, last.user_role, avoid=[last.reply])
         except Exception:
             self.history.append(last)
             raise

@@ -163,6 +163,43 @@ def _copy_prebuilt(role: Role, embedder: Embedder, target: Path) -> bool:
     return True
 
 
+def _sqlite_ok(path: Path) -> bool:
+    """Cheap check before Chroma opens the file: a damaged database must not poison its cache."""
+    import sqlite3
+
+    db = path / "chroma.sqlite3"
+    if not db.exists():
+        return True
+    try:
+        with db.open("rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                return False
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return con.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        finally:
+            con.close()
+    except (OSError, sqlite3.Error):
+        return False
+
+
+def _forget_client(path: Path) -> None:
+    """Drop Chroma's per-path system cache so a rebuilt folder is opened afresh.
+
+    chromadb keeps one System per persist directory for the process; after a failed open it
+    stays broken. There is no public call for this, so the private map is used with care.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        system = SharedSystemClient._identifier_to_system.pop(str(path), None)
+        SharedSystemClient._identifier_to_refcount.pop(str(path), None)
+        if system is not None:
+            system.stop()
+    except Exception:  # best effort: a later open reports its own error
+        pass
+
+
 def open_persistent(path: Path, role: Role, embedder: Embedder,
                     vectors: np.ndarray | None = None) -> tuple[StoryStore, bool]:
     """Open (or build) the store at path; a broken one is wiped and rebuilt once."""
@@ -171,6 +208,8 @@ def open_persistent(path: Path, role: Role, embedder: Embedder,
     for attempt in (1, 2):
         client = None
         try:
+            if not _sqlite_ok(path):
+                raise ValueError("the database file is damaged")
             path.mkdir(parents=True, exist_ok=True)
             client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
             col, rebuilt = _open_collection(client, role, embedder, vectors)
@@ -189,6 +228,7 @@ def open_persistent(path: Path, role: Role, embedder: Embedder,
                     client.close()
                 except Exception:
                     pass
+            _forget_client(path)
             shutil.rmtree(path, ignore_errors=True)
     raise AssertionError("unreachable")
 

@@ -120,12 +120,14 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
             yield TurnUpdate(chat_messages(base, role), base, "There is no reply to regenerate yet.", True)
             return
         last = base.history.pop()
-        text, user_role = last.text, last.user_role
+        text, user_role, avoid = last.text, last.user_role, (last.reply,)
+    else:
+        avoid = ()
     shown = chat_messages(base, role) + [{"role": "user", "content": text}]
     reply = ""
     try:
         bot = make_bot(base, engine, user_role, settings)
-        for delta in bot.stream(text):
+        for delta in bot.stream(text, avoid=avoid):
             reply += delta
             yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
     except InputError as exc:

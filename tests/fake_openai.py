@@ -62,7 +62,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         req = json.loads(self.rfile.read(length) or b"{}")
-        self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": req})
+        self.server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": req})
         if not self.path.endswith("/chat/completions"):
             return self._error(404, "no such route", "not_found")
         if self.headers.get("Authorization") != f"Bearer {GOOD_KEY}":
@@ -102,11 +102,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a client that hung up is expected here
+        pass
+
+
 class FakeOpenAI:
     """Start with `with FakeOpenAI() as srv:`; srv.base_url ends in /v1."""
 
     def __init__(self, token_delay_s: float = 0.005, slow_s: float = 5.0):
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.httpd.requests = []
         self.httpd.token_delay_s = token_delay_s

@@ -24,6 +24,7 @@ class ChatRequest:
     scenes: list["Hit"] = field(default_factory=list)
     history: list[Exchange] = field(default_factory=list)
     embedder: "Embedder | None" = None
+    avoid: tuple[str, ...] = ()  # replies not to give again (the one being regenerated)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from .base import BackendOptions, ChatRequest, register_backend
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 10.0
+CUT_MESSAGE = "The connection to the model server broke off in the middle of the reply. Try again."
 
 
 def _where(options: BackendOptions) -> str:
@@ -47,7 +48,7 @@ def translate_error(exc: BaseException, options: BackendOptions) -> BackendError
     if isinstance(exc, openai.APIConnectionError):
         return BackendError(f"Could not reach the model server at {where}. Is it running, and is the URL right?")
     if isinstance(exc, (httpx.HTTPError, openai.APIError)):
-        return BackendError("The connection to the model server broke off in the middle of the reply. Try again.")
+        return BackendError(CUT_MESSAGE)
     return BackendError(f"The model server gave an unexpected answer ({type(exc).__name__}).")
 
 
@@ -76,9 +77,12 @@ class OpenAIBackend:
                       timeout=timeout, max_retries=0)
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
+        import httpx
+        import openai
+
         client = self._client()
         model = self.options.model or "gpt-4o-mini"
-        finished = False
+        finished = started = False
         try:
             stream = client.chat.completions.create(model=model, messages=request.messages, stream=True)
             with stream:
@@ -87,6 +91,7 @@ class OpenAIBackend:
                         continue
                     choice = chunk.choices[0]
                     if choice.delta and choice.delta.content:
+                        started = True
                         yield choice.delta.content
                     if choice.finish_reason:
                         finished = True
@@ -94,8 +99,8 @@ class OpenAIBackend:
             raise
         except Exception as exc:
             log.info("openai backend failed: %s", type(exc).__name__)
+            if started and isinstance(exc, (httpx.TransportError, openai.APIConnectionError)):
+                raise BackendError(CUT_MESSAGE) from None
             raise translate_error(exc, self.options) from None
         if not finished:
-            raise BackendError(
-                "The connection to the model server broke off in the middle of the reply. Try again."
-            )
+            raise BackendError(CUT_MESSAGE)

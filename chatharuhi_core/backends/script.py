@@ -49,7 +49,7 @@ def choose_line(request: ChatRequest) -> str:
     on the topic (the cue "Who is your enemy?" is answered with "Moriarty...").
     """
     cands = _candidates(request)
-    recent = {ex.reply for ex in request.history[-4:]}
+    recent = {ex.reply for ex in request.history[-4:]} | set(request.avoid)
     fresh = [c for c in cands if c[1] not in recent] or cands
     if fresh and request.embedder is not None:
         pieces = [_pieces(c[0]) for c in fresh]

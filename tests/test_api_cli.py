@@ -1,0 +1,100 @@
+"""The Python API of the paper's appendix and the command line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from chatharuhi_core import ChatHaruhi
+from chatharuhi_core.sources import BUNDLED_DIR
+
+ROOT = BUNDLED_DIR.parent
+
+
+def test_role_name_form(settings):
+    bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings)
+    reply = bot.chat(text="Can you introduce yourself?", role="Watson")
+    assert isinstance(reply, str) and reply
+    assert bot.history[-1].user_role == "Watson"
+    assert bot.last_messages[-1]["content"] == "Watson:「Can you introduce yourself?」"
+
+
+def test_system_prompt_and_story_db_forms(settings, tmp_path):
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "1.txt").write_text("阿强:「你最喜欢什么？」\n小美:「我最喜欢下雨天，可以在窗边看书。」", encoding="utf-8")
+    (texts / "2.txt").write_text("阿强:「明天去爬山吗？」\n小美:「好呀，不过要早点出发。」", encoding="utf-8")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("I want you to act like 小美 from 我的故事.", encoding="utf-8")
+    bot = ChatHaruhi(system_prompt=str(prompt), story_db=str(texts), llm="script", settings=settings)
+    assert bot.role.name == "小美"  # the main speaker of the scenes
+    assert "下雨天" in bot.chat(text="你喜欢什么天气？", role="阿强")
+
+    jsonl = tmp_path / "stories.jsonl"
+    jsonl.write_text("\n".join(json.dumps({"id": i, "text": (texts / f"{i}.txt").read_text()}) for i in (1, 2)))
+    bot = ChatHaruhi(system_prompt="act like 小美", story_db=jsonl, llm="script", settings=settings)
+    assert "早点出发" in bot.chat("明天爬山吗？")
+    package = ChatHaruhi(system_prompt="ignored", story_db=BUNDLED_DIR / "sherlock", settings=settings)
+    assert package.role.id == "sherlock"
+
+
+def test_one_object_is_one_conversation(settings):
+    a = ChatHaruhi(role_name="sunwukong", settings=settings)
+    b = ChatHaruhi(role_name="sunwukong", settings=settings)
+    a.chat("你好")
+    assert len(a.history) == 1 and b.history == []
+    assert a.store is b.store  # the story store is shared, read-only
+
+
+def test_regenerate_replaces_the_last_reply(settings):
+    bot = ChatHaruhi(role_name="sherlock", settings=settings)
+    first = bot.chat("What is your method?")
+    again = "".join(bot.regenerate())
+    assert len(bot.history) == 1 and bot.history[0].reply == again and again != first
+
+
+def run_cli(*args, cache, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATHARUHI_"))}
+    env["CHATHARUHI_CACHE"] = str(cache)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "chatharuhi_core", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_one_message_in_character(cache_dir):
+    out = run_cli("chat", "--role", "sherlock", "--llm", "script", "hello", cache=cache_dir)
+    assert out.returncode == 0, out.stderr
+    assert "Hello" in out.stdout and "Traceback" not in out.stderr
+    out = run_cli("chat", "--role", "sunwukong", "--llm", "script", "你的金箍棒有多重？", cache=cache_dir)
+    assert "一万三千五百斤" in out.stdout
+
+
+def test_cli_interactive_loop(cache_dir):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATHARUHI_"))}
+    env["CHATHARUHI_CACHE"] = str(cache_dir)
+    out = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sunwukong"], cwd=ROOT,
+                         env=env, input="你好\n/quit\n", capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0
+    assert "俺老孙刚从南山摘桃回来" in out.stdout  # the greeting
+    assert out.stdout.count("孙悟空:") >= 2
+
+
+@pytest.mark.parametrize("args", [(), ("chat",), ("roles",), ("engines",), ("validate",)])
+def test_cli_help_everywhere(cache_dir, args):
+    out = run_cli(*args, "--help", cache=cache_dir)
+    assert out.returncode == 0 and "usage:" in out.stdout
+
+
+def test_cli_errors_are_sentences(cache_dir, tmp_path):
+    out = run_cli("chat", "--role", "nobody", "hi", cache=cache_dir)
+    assert out.returncode == 1 and "No character called 'nobody'" in out.stderr and "Traceback" not in out.stderr
+    (tmp_path / "role.json").write_text("{}", encoding="utf-8")
+    out = run_cli("validate", str(tmp_path), cache=cache_dir)
+    assert out.returncode == 1 and "role.json, field 'id'" in out.stderr
+    out = run_cli("validate", str(BUNDLED_DIR / "sherlock"), cache=cache_dir)
+    assert out.returncode == 0 and "OK: sherlock" in out.stdout
+    out = run_cli("chat", "--role", "sherlock", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1", "hi",
+                  cache=cache_dir)
+    assert out.returncode == 1 and "Could not reach the model server" in out.stderr
