@@ -46,12 +46,22 @@ def start_session():
     """A new visitor: the first bundled role, and the engine the deployment prefers."""
     settings = Settings.from_env()
     conv = Conversation(bundled_ids()[0])
-    return (*_role_view(conv), settings.default_backend, engine_note(settings.default_backend),
+    return (*_role_view(conv), conv.role_id, settings.default_backend, engine_note(settings.default_backend),
             gr.update(visible=settings.default_backend != "script"))
 
 
 def pick_role(evt: gr.SelectData):
-    return _role_view(Conversation(bundled_ids()[evt.index]))
+    """A click on a portrait in the gallery."""
+    rid = bundled_ids()[evt.index]
+    return (*_role_view(Conversation(rid)), rid)
+
+
+def switch_role(role_id: str):
+    """The searchable list (and the API): a new character starts a fresh conversation."""
+    if role_id not in bundled_ids():
+        gr.Warning(f"No character called '{role_id}'.")
+        return (gr.skip(),) * 7
+    return _role_view(Conversation(role_id))
 
 
 def clear_chat(conv: Conversation):
@@ -102,6 +112,8 @@ def build_demo() -> gr.Blocks:
                     value=[(str(r.image_path), r.name) for r in roles], label="Characters · 角色",
                     columns=3, height=220, allow_preview=False, object_fit="cover", elem_id="picker",
                 )
+                chooser = gr.Dropdown([(f"{r.name} · {r.series}", r.id) for r in roles],
+                                      label="Search characters · 搜索角色", filterable=True, elem_id="role-choice")
                 portrait = gr.Image(label="Portrait", show_label=False, interactive=False, height=260,
                                     elem_id="portrait", buttons=[])
                 about = gr.Markdown(elem_id="about")
@@ -136,12 +148,13 @@ def build_demo() -> gr.Blocks:
 
         view = [conv, portrait, about, chat, examples, user_role, scenes]
         settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens]
-        demo.load(start_session, None, view + [backend, note, model_box])
-        picker.select(pick_role, None, view)
+        demo.load(start_session, None, view + [chooser, backend, note, model_box])
+        picker.select(pick_role, None, view + [chooser])
+        chooser.input(switch_role, chooser, view, api_name="switch_role")
         backend.change(change_engine, backend, [note, model_box])
         examples.click(lambda sample: sample[0], examples, text)
         turn_out = [chat, text, conv, scenes]
-        text.submit(send, [conv, text, user_role, *settings_in], turn_out)
+        text.submit(send, [conv, text, user_role, *settings_in], turn_out, api_name="submit")
         send_btn.click(send, [conv, text, user_role, *settings_in], turn_out)
         regen_btn.click(regenerate, [conv, text, user_role, *settings_in], turn_out)
         clear_btn.click(clear_chat, conv, [conv, portrait, about, chat, scenes])
@@ -154,7 +167,7 @@ def _warm_up() -> None:
 
     try:
         for rid in bundled_ids():
-            ChatHaruhi(role_name=rid).store
+            _ = ChatHaruhi(role_name=rid).store
     except Exception:
         log.exception("warm-up failed; stores will be built on first use")
 

@@ -10,9 +10,9 @@ shared read-only caches, so creating many objects is cheap.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .backends import Backend, BackendOptions, ChatRequest, create_backend
 from .config import Budgets, Settings
@@ -198,7 +198,7 @@ class ChatHaruhi:
         self.last_scenes = []
         self.last_messages = []
 
-    def with_budgets(self, **changes) -> "ChatHaruhi":
+    def with_budgets(self, **changes) -> ChatHaruhi:
         self.budgets = replace(self.budgets, **changes)
         return self
 

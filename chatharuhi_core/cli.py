@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from .backends import backend_info, backend_names
 from .config import Settings
@@ -56,7 +56,8 @@ def cmd_roles(args: argparse.Namespace) -> int:
     from .sources import bundled_roles
 
     for role in bundled_roles():
-        print(f"{role.id:12} {role.name} ({role.series}, {role.language}, {len(role.stories)} scenes): {role.description}")
+        facts = f"{role.series}, {role.language}, {len(role.stories)} scenes"
+        print(f"{role.id:12} {role.name} ({facts}): {role.description}")
     return 0
 
 
@@ -64,7 +65,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .role import load_role_package
 
     role = load_role_package(args.path)
-    print(f"OK: {role.id} ({role.name}), {len(role.stories)} scenes, portrait: {role.image_path.name if role.image_path else 'none'}")
+    portrait = role.image_path.name if role.image_path else "none"
+    print(f"OK: {role.id} ({role.name}), {len(role.stories)} scenes, portrait: {portrait}")
     return 0
 
 

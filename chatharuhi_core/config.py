@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
 
 DEFAULT_STORY_TOKENS = 1500
 DEFAULT_HISTORY_TOKENS = 1200
@@ -51,7 +51,7 @@ class Settings:
     budgets: Budgets = Budgets()
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         key = env.get("OPENAI_API_KEY") or None
         base_url = env.get("OPENAI_BASE_URL") or None
@@ -71,5 +71,5 @@ class Settings:
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
         )
 
-    def with_(self, **changes) -> "Settings":
+    def with_(self, **changes) -> Settings:
         return replace(self, **changes)

@@ -6,7 +6,8 @@ Embedders are shared by every visitor: created once per process, read-only after
 from __future__ import annotations
 
 import threading
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

@@ -12,8 +12,8 @@ item that does not fit, and either may end up empty.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from .config import Budgets
 from .tokens import count_tokens

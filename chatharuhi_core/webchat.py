@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import html
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from .backends import BackendOptions, backend_info, create_backend
 from .chatbot import ChatHaruhi

@@ -27,7 +27,7 @@ def _chunk(model: str, content: str | None, finish: str | None = None) -> bytes:
         "choices": [{"index": 0, "delta": ({"content": content} if content is not None else {}),
                      "finish_reason": finish}],
     }
-    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode("utf-8")
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -62,7 +62,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         req = json.loads(self.rfile.read(length) or b"{}")
-        self.server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": req})
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.requests.append({"path": self.path, "headers": headers, "body": req})
         if not self.path.endswith("/chat/completions"):
             return self._error(404, "no such route", "not_found")
         if self.headers.get("Authorization") != f"Bearer {GOOD_KEY}":
@@ -126,7 +127,7 @@ class FakeOpenAI:
     def requests(self) -> list[dict]:
         return self.httpd.requests
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self.thread.start()
         return self
 

@@ -9,7 +9,7 @@ import pytest
 
 from chatharuhi_core.config import Settings
 from chatharuhi_core.role import Story, load_role_package, write_role_package
-from chatharuhi_core.sources import BUNDLED_DIR, load_role
+from chatharuhi_core.sources import load_role
 from chatharuhi_core.store import (
     _persistent_dir,
     manifest_for,
@@ -49,7 +49,8 @@ def test_reused_then_rebuilt_when_stale(tmp_path, embedder):
     assert rebuilt
     _, rebuilt = open_persistent(path, role, embedder)
     assert not rebuilt  # same texts, same embedder: reused
-    changed = dataclasses.replace(role, stories=role.stories[:-1] + [Story("new", "Watson:「Hi」\nSherlock Holmes:「Hello.」")])
+    new = Story("new", "Watson:「Hi」\nSherlock Holmes:「Hello.」")
+    changed = dataclasses.replace(role, stories=role.stories[:-1] + [new])
     store, rebuilt = open_persistent(path, changed, embedder)
     assert rebuilt and "Hello." in store.search("hello holmes", 1)[0].text
 

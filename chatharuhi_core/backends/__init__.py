@@ -1,5 +1,7 @@
 """Reply engines, registered by name. Importing this package registers the built-in ones."""
 
+from . import openai_compat as _openai  # noqa: F401  (registers "openai")
+from . import script as _script  # noqa: F401  (registers "script")
 from .base import (
     Backend,
     BackendInfo,
@@ -10,8 +12,6 @@ from .base import (
     create_backend,
     register_backend,
 )
-from . import script as _script  # noqa: F401  (registers "script")
-from . import openai_compat as _openai  # noqa: F401  (registers "openai")
 
 __all__ = [
     "Backend",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..prompt import Exchange
 
@@ -18,12 +19,12 @@ class ChatRequest:
     """One turn as a backend sees it: the prompt messages plus what produced them."""
 
     messages: list[dict]
-    role: "Role"
+    role: Role
     user_role: str
     text: str
-    scenes: list["Hit"] = field(default_factory=list)
+    scenes: list[Hit] = field(default_factory=list)
     history: list[Exchange] = field(default_factory=list)
-    embedder: "Embedder | None" = None
+    embedder: Embedder | None = None
     avoid: tuple[str, ...] = ()  # replies not to give again (the one being regenerated)
 
 

@@ -6,7 +6,7 @@ Every failure becomes a BackendError whose text is one plain sentence for the ch
 from __future__ import annotations
 
 import logging
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import BackendError
 from .base import BackendOptions, ChatRequest, register_backend

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..embedding import cosine
 from ..prompt import parse_scene_lines

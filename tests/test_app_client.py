@@ -1,0 +1,91 @@
+"""The app launched on loopback (python app.py) and driven through gradio_client."""
+
+import threading
+
+import pytest
+from fake_openai import GOOD_KEY
+from gradio_client import Client
+
+from test_engines import lines_of
+
+pytestmark = pytest.mark.server
+
+
+def text_of(message) -> str:
+    content = message["content"]
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content
+
+
+def send(client, text, user_role="", backend="script", model="", base_url="", key=""):
+    job = client.submit(text, user_role, backend, model, base_url, key, 1500, 1200, api_name="/send")
+    frames = list(job)
+    return frames, job.result()
+
+
+def test_page_serves_and_lists_endpoints(app_server):
+    client = Client(app_server, verbose=False)
+    names = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert {"/send", "/regenerate", "/switch_role", "/clear_chat"} <= set(names)
+
+
+@pytest.mark.parametrize("role_id, text", [("sunwukong", "你的金箍棒有多重？"), ("sherlock", "What is your method?")])
+def test_a_streamed_reply_in_character(app_server, role_id, text):
+    client = Client(app_server, verbose=False)
+    view = client.predict(role_id, api_name="/switch_role")
+    chat = view[2]
+    assert text_of(chat[0]) == __import__("chatharuhi_core").load_role(role_id).greeting
+    frames, (chat, box, scenes) = send(client, text)
+    assert len(frames) > 2  # it streamed
+    assert text_of(chat[-2]) == text and text_of(chat[-1]) in lines_of(role_id)
+    assert "similarity" in scenes and box == ""
+
+
+def test_openai_backend_faults_then_recovery(app_server, fake_openai):
+    client = Client(app_server, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    _, (chat, box, _) = send(client, "Who are you?", "Watson", "openai", "echo", fake_openai.base_url, "sk-wrong")
+    assert text_of(chat[-1]).startswith("⚠️ The model server refused the API key")
+    assert box == "Who are you?"  # the visitor's words are kept
+    _, (chat, _, _) = send(client, "Who are you?", "Watson", "openai", "echo", fake_openai.base_url, GOOD_KEY)
+    assert text_of(chat[-1]) == "Echo: Watson:「Who are you?」"
+    assert len(chat) == 3  # greeting + one exchange: the failed turn left no trace in the history
+    down = "http://127.0.0.1:9/v1"
+    _, (chat, _, _) = send(client, "Still there?", "Watson", "openai", "echo", down, GOOD_KEY)
+    assert "Could not reach the model server" in text_of(chat[-1])
+    _, (chat, _, _) = send(client, "x" * 9000, "Watson")
+    assert len(chat) == 3  # refused input: the chat is as it was
+    key_seen = [r for r in fake_openai.requests if r["headers"].get("authorization") == f"Bearer {GOOD_KEY}"]
+    assert key_seen
+
+
+def test_regenerate_and_clear(app_server):
+    client = Client(app_server, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    _, (chat, _, _) = send(client, "What is your method?")
+    first = text_of(chat[-1])
+    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, api_name="/regenerate")
+    assert len(chat) == 3 and text_of(chat[-1]) != first
+    out = client.predict(api_name="/clear_chat")
+    assert len(out[2]) == 1  # only the greeting
+
+
+def test_two_visitors_at_once_stay_apart(app_server):
+    results = {}
+
+    def visitor(role_id, words):
+        client = Client(app_server, verbose=False)
+        client.predict(role_id, api_name="/switch_role")
+        for w in words:
+            _, (chat, _, _) = send(client, w)
+        results[role_id] = [text_of(m) for m in chat]
+
+    a = threading.Thread(target=visitor, args=("sunwukong", ["你好", "你想家吗？", "你的金箍棒有多重？"]))
+    b = threading.Thread(target=visitor, args=("sherlock", ["hello", "What is your method?", "Do you play the violin?"]))
+    a.start(), b.start()
+    a.join(120), b.join(120)
+    assert results["sunwukong"][1::2] == ["你好", "你想家吗？", "你的金箍棒有多重？"]
+    assert results["sherlock"][1::2] == ["hello", "What is your method?", "Do you play the violin?"]
+    assert all(r in lines_of("sunwukong") for r in results["sunwukong"][2::2])
+    assert all(r in lines_of("sherlock") for r in results["sherlock"][2::2])
