@@ -158,6 +158,7 @@ def build_demo() -> gr.Blocks:
         send_btn.click(send, [conv, text, user_role, *settings_in], turn_out)
         regen_btn.click(regenerate, [conv, text, user_role, *settings_in], turn_out)
         clear_btn.click(clear_chat, conv, [conv, portrait, about, chat, scenes])
+        chat.clear(clear_chat, conv, [conv, portrait, about, chat, scenes], api_name=False)
     return demo
 
 

@@ -1,0 +1,119 @@
+"""A real browser (Debian's Chromium driven by Playwright) on the app at loopback."""
+
+import shutil
+import time
+
+import pytest
+from conftest import ARTIFACTS
+
+from chatharuhi_core.sources import bundled_ids, load_role
+from test_engines import lines_of
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+QUESTIONS = {"sunwukong": "你的金箍棒有多重？", "sherlock": "What is your method?"}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not shutil.which("chromium") and not shutil.which(CHROMIUM):
+        pytest.fail("Debian's chromium is missing: run scripts/test.sh, which installs it")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def open_page(browser, url):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#chat .message", timeout=60_000)  # the greeting is shown
+    return page
+
+
+def bot_texts(page) -> list[str]:
+    return [t.strip() for t in page.locator("#chat .message.bot").all_inner_texts()]
+
+
+def say(page, text):
+    page.fill("#message textarea", text)
+    page.click("#send")
+
+
+def wait_reply(page, count, timeout=30, changed_from=None):
+    """Wait until there are `count` bot messages and the last one has stopped changing."""
+    deadline, seen, stable = time.time() + timeout, [], 0
+    while time.time() < deadline:
+        texts = [t for t in bot_texts(page) if t and t != "Loading content"]
+        if len(texts) >= count and texts[-1] != changed_from:
+            stable = stable + 1 if seen and seen[-1] == texts[-1] else 0
+            seen.append(texts[-1])
+            if stable >= 4:
+                return texts, seen
+        time.sleep(0.2)
+    raise AssertionError(f"no reply: {bot_texts(page)}")
+
+
+@pytest.mark.parametrize("index, role_id", list(enumerate(bundled_ids())))
+def test_pick_each_role_and_chat(browser, app_server, index, role_id):
+    role = load_role(role_id)
+    page = open_page(browser, app_server)
+    page.locator("#picker .thumbnail-item").nth(index).click()
+    page.wait_for_function(
+        "([sel, name]) => document.querySelector(sel)?.innerText.includes(name)", arg=["#about", role.name]
+    )
+    assert role.greeting[:10] in bot_texts(page)[0]
+    src = page.locator("#portrait img").get_attribute("src")
+    assert page.request.get(src).body() == role.image_path.read_bytes()  # the right portrait
+    say(page, QUESTIONS[role_id])
+    texts, frames = wait_reply(page, 2)
+    assert texts[-1] in lines_of(role_id)
+    assert any(0 < len(f) < len(texts[-1]) for f in frames)  # seen while it was still arriving
+    page.click("#scenes-panel button")
+    page.wait_for_selector("#scenes :text('similarity')")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"chat-{role_id}.png"), full_page=True)
+    page.close()
+
+
+def test_two_browser_visitors_never_share_history(browser, app_server):
+    ctx_a, ctx_b = browser.new_context(), browser.new_context()
+    a, b = ctx_a.new_page(), ctx_b.new_page()
+    for page in (a, b):
+        page.goto(app_server)
+        page.wait_for_selector("#chat .message", timeout=60_000)
+    b.locator("#picker .thumbnail-item").nth(1).click()
+    b.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
+    say(a, "你想家吗？")
+    say(b, "Do you play the violin at night?")
+    wait_reply(a, 2), wait_reply(b, 2)
+    text_a, text_b = a.locator("#chat").inner_text(), b.locator("#chat").inner_text()
+    assert "你想家吗" in text_a and "violin" not in text_a
+    assert "violin" in text_b and "你想家吗" not in text_b
+    ctx_a.close(), ctx_b.close()
+
+
+def test_settings_switch_to_an_openai_server(browser, app_server, fake_openai):
+    from fake_openai import GOOD_KEY
+
+    page = open_page(browser, app_server)
+    page.click("#settings button")
+    page.locator("#backend input").click()
+    page.get_by_role("option", name="OpenAI-compatible server").click()
+    field = lambda elem: page.locator(f"#{elem}").locator("input, textarea").first  # noqa: E731
+    field("model").fill("echo")
+    field("base-url").fill(fake_openai.base_url)
+    field("api-key").fill("sk-wrong")
+    say(page, "你是谁？")
+    texts, _ = wait_reply(page, 2)
+    assert "refused the API key" in texts[-1]
+    field("api-key").fill(GOOD_KEY)
+    say(page, "你是谁？")
+    texts, _ = wait_reply(page, 2, changed_from=texts[-1])  # the failed turn is not kept
+    assert texts[-1] == "Echo: 唐僧:「你是谁？」"
+    assert field("api-key").get_attribute("type") == "password"
+    page.close()
