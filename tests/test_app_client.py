@@ -5,7 +5,6 @@ import threading
 import pytest
 from fake_openai import GOOD_KEY
 from gradio_client import Client
-
 from test_engines import lines_of
 
 pytestmark = pytest.mark.server

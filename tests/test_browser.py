@@ -5,9 +5,9 @@ import time
 
 import pytest
 from conftest import ARTIFACTS
+from test_engines import lines_of
 
 from chatharuhi_core.sources import bundled_ids, load_role
-from test_engines import lines_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
