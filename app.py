@@ -64,8 +64,10 @@ def switch_role(role_id: str):
     return _role_view(Conversation(role_id))
 
 
-def clear_chat(conv: Conversation):
-    return _role_view(Conversation(conv.role_id))[:4] + (scenes_markdown(Conversation(conv.role_id)),)
+def clear_chat(conv: Conversation | None):
+    """Back to the greeting with the same character."""
+    view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]))
+    return view[:4] + view[6:]  # conv, portrait, about, chat, scenes
 
 
 def change_engine(backend: str):
@@ -76,16 +78,13 @@ def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens
     if conv is None:
         conv = Conversation(bundled_ids()[0])
     engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens)
-    keep = "" if not regenerate else text
     for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
-        if up.done and up.error:
+        # a sent message leaves the box; after a failure (or a regenerate) the words stay in it
+        box = text if (regenerate or up.error) else ""
+        if up.error:
             gr.Warning(up.error)
-            # keep the visitor's words in the box so nothing is lost
-            yield up.messages, (text if not regenerate else keep), up.conversation, scenes_markdown(up.conversation)
-        elif up.done:
-            yield up.messages, keep, up.conversation, scenes_markdown(up.conversation)
-        else:
-            yield up.messages, keep, up.conversation, gr.skip()
+        scenes_out = scenes_markdown(up.conversation) if up.done else gr.skip()
+        yield up.messages, box, up.conversation, scenes_out
 
 
 def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens):
