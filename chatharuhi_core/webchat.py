@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .backends import BackendOptions, backend_info, create_backend
+from .backends import backend_info
 from .chatbot import ChatHaruhi
 from .config import Budgets, Settings
 from .errors import ChatHaruhiError, InputError
@@ -85,19 +85,14 @@ def scenes_markdown(conv: Conversation) -> str:
 
 
 def make_bot(conv: Conversation, engine: Engine, user_role: str, settings: Settings) -> ChatHaruhi:
-    """A ChatHaruhi for this event; the visitor's key wins over the operator's."""
-    role = load_role(conv.role_id)
-    info = backend_info(engine.backend)
-    options = BackendOptions(
-        model=(engine.model or "").strip() or (settings.openai_model if engine.backend == "openai" else None),
-        base_url=(engine.base_url or "").strip() or (settings.openai_base_url if engine.backend == "openai" else None),
-        api_key=(engine.api_key or "").strip() or (settings.openai_api_key if engine.backend == "openai" else None),
-        timeout_s=settings.timeout_s,
-    )
+    """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
     budgets = Budgets(story_tokens=int(engine.story_tokens), history_tokens=int(engine.history_tokens),
                       top_k=settings.budgets.top_k)
-    return ChatHaruhi(role=role, llm=create_backend(info.name, options), user_role=user_role or None,
-                      budgets=budgets, settings=settings, history=conv.history)
+    return ChatHaruhi(
+        role=load_role(conv.role_id), llm=backend_info(engine.backend).name, user_role=user_role or None,
+        model=(engine.model or "").strip() or None, base_url=(engine.base_url or "").strip() or None,
+        api_key=(engine.api_key or "").strip() or None, budgets=budgets, settings=settings, history=conv.history,
+    )
 
 
 @dataclass
