@@ -9,7 +9,6 @@ shared read-only caches, so creating many objects is cheap.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +17,7 @@ from .backends import Backend, BackendOptions, ChatRequest, create_backend
 from .config import Budgets, Settings
 from .embedding import Embedder, get_embedder
 from .errors import BackendError, InputError, RoleFormatError
-from .prompt import Exchange, build_messages, clean_reply, parse_scene_lines, pending_prefix
+from .prompt import Exchange, build_messages, clean_reply, main_speaker, pending_prefix
 from .role import Role, Story, load_role_package, parse_stories
 from .sources import load_role
 from .store import Hit, open_store
@@ -55,14 +54,6 @@ def _read_stories(story_db: str | Path) -> list[Story]:
     raise RoleFormatError(str(path), None, "no stories.jsonl or .txt scenes found here.")
 
 
-def _main_speaker(stories: list[Story], prompt: str = "") -> str:
-    """The character: a speaker the system prompt names, else the one who speaks most."""
-    counts = Counter(spk for s in stories for spk, _ in parse_scene_lines(s.text) if spk)
-    named = Counter({spk: n for spk, n in counts.items() if spk in prompt})
-    best = (named or counts).most_common(1)
-    return best[0][0] if best else "Character"
-
-
 def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str | None = None) -> Role:
     """Build a Role from the paper's two ingredients: a system prompt and a story folder."""
     if (Path(story_db) / "role.json").is_file():
@@ -74,7 +65,7 @@ def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str |
         else str(system_prompt)
     )
     stories = _read_stories(story_db)
-    name = name or _main_speaker(stories, prompt)
+    name = name or main_speaker((s.text for s in stories), prompt) or "Character"
     return Role(id=f"custom-{name}" if name.isascii() else "custom", name=name,
                 system_prompt=prompt.strip(), stories=stories)
 

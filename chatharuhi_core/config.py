@@ -45,6 +45,9 @@ class Settings:
     openai_base_url: str | None = None
     openai_model: str = DEFAULT_OPENAI_MODEL
     hf_token: str | None = field(default=None, repr=False)
+    hf_endpoint: str | None = None  # HF_ENDPOINT, e.g. a mirror
+    hub_cache: Path | None = None  # HF_HUB_CACHE; None leaves huggingface_hub's default
+    hub_offline: bool = False  # HF_HUB_OFFLINE: serve only what is cached
     default_backend: str = "script"
     embedder: str = "use-multilingual-v3"
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -66,10 +69,18 @@ class Settings:
             openai_base_url=base_url,
             openai_model=env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL,
             hf_token=env.get("HF_TOKEN") or None,
+            hf_endpoint=env.get("HF_ENDPOINT") or None,
+            hub_cache=Path(env["HF_HUB_CACHE"]).expanduser() if env.get("HF_HUB_CACHE") else None,
+            hub_offline=(env.get("HF_HUB_OFFLINE") or "").strip().lower() in {"1", "true", "yes", "on"},
             default_backend=backend,
             embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
         )
+
+    @property
+    def roles_dir(self) -> Path:
+        """Imported roles live here as role packages, one folder per id."""
+        return self.cache_dir / "roles"
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

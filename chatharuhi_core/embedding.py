@@ -20,6 +20,8 @@ class Embedder(Protocol):
 
     name: str
     dim: int
+    # the column that holds this embedder's vectors in ChatHaruhi 2.0 jsonl files, if any
+    chatharuhi_column: str | None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim)."""
@@ -68,6 +70,7 @@ class UseEmbedder:
 
     name = DEFAULT_EMBEDDER
     dim = 512
+    chatharuhi_column = "use_m3"
     batch_size = 64
 
     def __init__(self, threads: int = 2):
@@ -94,3 +97,8 @@ register_embedder(DEFAULT_EMBEDDER)(UseEmbedder)
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine similarity of each row of a with each row of b."""
     return _normalise(np.atleast_2d(a)) @ _normalise(np.atleast_2d(b)).T
+
+
+def embedding_column(embedder: Embedder) -> str:
+    """The jsonl column for an embedder: its declared one, else its name."""
+    return getattr(embedder, "chatharuhi_column", None) or embedder.name

@@ -28,3 +28,11 @@ class BackendError(ChatHaruhiError):
 
 class InputError(ChatHaruhiError):
     """The visitor's input cannot be used as it is (too long, empty...)."""
+
+
+class ImportProblem(ChatHaruhiError):
+    """A file, zip, card or dataset brought from outside cannot be turned into a role."""
+
+
+class HubError(ChatHaruhiError):
+    """The Hugging Face Hub could not be reached or does not hold what was asked for."""

@@ -12,7 +12,8 @@ item that does not fit, and either may end up empty.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter as _Tally
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .config import Budgets
@@ -134,3 +135,11 @@ def parse_scene_lines(scene: str) -> list[tuple[str | None, str]]:
         else:
             out.append((None, line.strip()))
     return out
+
+
+def main_speaker(scenes: Iterable[str], prompt: str = "") -> str | None:
+    """The character of a set of scenes: a speaker the system prompt names, else the most frequent."""
+    counts = _Tally(spk for text in scenes for spk, _ in parse_scene_lines(text) if spk)
+    named = _Tally({spk: n for spk, n in counts.items() if spk in prompt})
+    best = (named or counts).most_common(1)
+    return best[0][0] if best else None

@@ -65,9 +65,13 @@ class Role:
     examples: list[str] = field(default_factory=list)
     source: str = ""
     license: str = ""
+    extensions: dict[str, Any] = field(default_factory=dict)
     image_path: Path | None = None
     root: Path | None = None
     format_version: int = FORMAT_VERSION
+    # vectors that came with the texts (a ChatHaruhi jsonl column), keyed by column name;
+    # a store uses them as they are when the column belongs to the active embedder
+    embeddings: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def stories_sha256(self) -> str:
@@ -111,12 +115,13 @@ class Role:
             "examples": list(self.examples),
             "source": self.source,
             "license": self.license,
+            "extensions": self.extensions,
         }
 
 
 def fill_system_prompt(character: str, series: str, personality: str = "") -> str:
     """The paper's template (sec. 3.1) plus the supplementary personality note."""
-    text = SYSTEM_PROMPT_TEMPLATE.format(character=character, series=series)
+    text = SYSTEM_PROMPT_TEMPLATE.format(character=character, series=series or "their own story")
     return text + ("\n\n" + personality.strip() if personality.strip() else "")
 
 
@@ -178,6 +183,9 @@ def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
     profile = data.get("profile") or {}
     if not isinstance(profile, dict):
         raise RoleFormatError(file, "profile", "expected an object (attributes and behaviours).")
+    extensions = data.get("extensions") or {}
+    if not isinstance(extensions, dict):
+        raise RoleFormatError(file, "extensions", "expected an object.")
     return dict(
         id=role_id,
         name=_str(data, "name", file, required=True).strip(),
@@ -198,6 +206,7 @@ def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
         examples=_str_list(data, "examples", file),
         source=_str(data, "source", file),
         license=_str(data, "license", file),
+        extensions=extensions,
         format_version=version,
     )
 
@@ -283,3 +292,22 @@ def write_role_package(role: Role, root: Path | str) -> Path:
         if target.resolve() != role.image_path.resolve():
             target.write_bytes(role.image_path.read_bytes())
     return root
+
+
+def derive_role_id(hint: str, content: bytes | str) -> str:
+    """A unique, stable id for an imported role: a readable slug plus a hash of its source.
+
+    Two uploads that share a name but not their content get different ids (and stores).
+    """
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    digest = hashlib.sha256(data).hexdigest()[:10]
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", hint).strip("-").lower()[:40] or "role"
+    return f"{slug}-{digest}"
+
+
+def guess_language(text: str) -> str:
+    """'zh' when CJK characters make up a real share of the text, else 'en'."""
+    sample = text[:4000]
+    cjk = sum(1 for ch in sample if "\u4e00" <= ch <= "\u9fff" or "\u3040" <= ch <= "\u30ff")
+    letters = sum(1 for ch in sample if ch.isalpha())
+    return "zh" if letters and cjk / letters > 0.2 else "en"

@@ -1,21 +1,69 @@
-"""Where roles come from. One function, load_role(), turns a role reference into a Role.
+"""Where roles come from. One function, load_role(), turns any reference into a Role:
 
-Now: a bundled id (or name) and a role package folder. Roles are cached per process and
-shared read-only by every visitor.
+- a bundled id, name or alias (`sherlock`, `孙悟空`);
+- the id of a role imported before (kept under <cache>/roles/<id>/);
+- a role package folder, or a zip of one;
+- a character card (V1/V2/V3, .png or .json), a ChatHaruhi 2.0 .jsonl, or a script (.txt);
+- a Hub id: `owner/name[@rev]` (a role package) or `owner/name/role[@rev]` (a ChatHaruhi jsonl).
+
+Anything from outside is checked by `safety` first, converted, and written as a role package
+under the cache directory with an id that includes a hash of its content, so two uploads never
+share a store. Roles are cached per process and shared read-only by every visitor.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .errors import RoleNotFoundError
-from .role import Role, load_role_package
+from .config import Settings
+from .errors import ChatHaruhiError, ImportProblem, RoleNotFoundError
+from .role import Role, derive_role_id, find_image, load_role_package, write_role_package
+from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "characters"
+MAX_CACHED_ROLES = 256
 
-_CACHE: dict[str, Role] = {}
+_CACHE: OrderedDict[str, Role] = OrderedDict()
 _LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What an import may need beyond the file itself."""
+
+    name: str | None = None  # the character, for scripts (default: the most frequent speaker)
+    aliases: tuple[str, ...] = ()
+    series: str = ""
+    display_name: str | None = None  # the file name the visitor sees (uploads arrive under temp names)
+    limits: Limits = field(default=DEFAULT_LIMITS)
+
+
+Importer = Callable[[Path, Settings, ImportOptions], Role]
+IMPORTERS: dict[str, Importer] = {}
+
+
+def register_importer(*suffixes: str) -> Callable[[Importer], Importer]:
+    """Decorator: handle files with these suffixes."""
+
+    def wrap(fn: Importer) -> Importer:
+        for s in suffixes:
+            IMPORTERS[s] = fn
+        return fn
+
+    return wrap
+
+
+def accepted_suffixes() -> list[str]:
+    return sorted(IMPORTERS)
+
+
+# ------------------------------------------------------------------ bundled
 
 
 def bundled_ids(root: Path = BUNDLED_DIR) -> list[str]:
@@ -37,35 +85,245 @@ def bundled_roles(root: Path = BUNDLED_DIR) -> list[Role]:
 
 def _find_bundled(ref: str) -> Path | None:
     direct = BUNDLED_DIR / ref
-    if (direct / "role.json").is_file():
+    if ref and "/" not in ref and (direct / "role.json").is_file():
         return direct
     wanted = ref.strip().casefold()
     for rid in bundled_ids():
         if rid.casefold() == wanted:
             return BUNDLED_DIR / rid
     for rid in bundled_ids():  # by display name or alias (e.g. "Sherlock Holmes", "孙悟空")
-        role = _load_cached(str(BUNDLED_DIR / rid), BUNDLED_DIR / rid)
+        role = _cached(str(BUNDLED_DIR / rid), lambda rid=rid: load_role_package(BUNDLED_DIR / rid))
         if wanted in {n.casefold() for n in role.speaker_names}:
             return BUNDLED_DIR / rid
     return None
 
 
-def _load_cached(key: str, path: Path) -> Role:
+def _cached(key: str, make: Callable[[], Role]) -> Role:
     with _LOCK:
-        if key not in _CACHE:
-            _CACHE[key] = load_role_package(path)
-        return _CACHE[key]
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    role = make()  # outside the lock: an import may take seconds
+    return _remember(key, role)
 
 
-def load_role(ref: str | Path) -> Role:
-    """A bundled id or name, or the path of a role package folder."""
-    if isinstance(ref, Path) or (isinstance(ref, str) and ("/" in ref or "\\" in ref)):
+def _remember(key: str, role: Role) -> Role:
+    with _LOCK:
+        _CACHE[key] = role
+        _CACHE.move_to_end(key)
+        while len(_CACHE) > MAX_CACHED_ROLES:
+            _CACHE.popitem(last=False)
+    return role
+
+
+# ------------------------------------------------------------------ persisting imports
+
+
+def _persist(role: Role, settings: Settings, portrait: bytes | None = None, name: str = "portrait") -> Role:
+    """Write an imported role as a package under <cache>/roles/<id>/ (content-addressed)."""
+    folder = settings.roles_dir / role.id
+    image = load_image(portrait, name) if portrait else None  # checked before anything is written
+    if not (folder / "role.json").is_file():
+        settings.roles_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=settings.roles_dir))
+        try:
+            write_role_package(replace(role, image_path=None), tmp)
+            if image is not None:
+                image.save(tmp / "image.png")
+            tmp.replace(folder)
+        except OSError:
+            if not (folder / "role.json").is_file():  # another visitor may have won the race
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    saved = replace(role, root=folder, image_path=find_image(folder), embeddings=role.embeddings)
+    return _remember(f"id:{role.id}", saved)
+
+
+def _imported(role_id: str, settings: Settings) -> Role | None:
+    folder = settings.roles_dir / role_id
+    if "/" in role_id or role_id.startswith(".") or not (folder / "role.json").is_file():
+        return None
+    return _cached(f"id:{role_id}", lambda: load_role_package(folder))
+
+
+# ------------------------------------------------------------------ importers
+
+
+def _label(path: Path, options: ImportOptions) -> str:
+    return options.display_name or path.name
+
+
+def _package_role(folder: Path, settings: Settings, options: ImportOptions, origin: str) -> Role:
+    """A package from outside gets a content-derived id; its store/ is not trusted, only its texts."""
+    role = load_role_package(folder)
+    meta = (folder / "role.json").read_bytes()
+    new_id = derive_role_id(role.id, meta + role.stories_sha256.encode())
+    image_label = f"{origin}: {role.image_path.name}" if role.image_path else origin
+    portrait = read_bytes(role.image_path, options.limits, image_label) if role.image_path else None
+    role = replace(role, id=new_id, root=None, image_path=None, source=role.source or origin)
+    return _persist(role, settings, portrait, image_label)
+
+
+def import_folder(folder: Path, settings: Settings, options: ImportOptions = ImportOptions()) -> Role:
+    check_tree(folder, options.limits)
+    return _package_role(folder, settings, options, folder.name)
+
+
+@register_importer(".zip")
+def import_zip(path: Path, settings: Settings, options: ImportOptions) -> Role:
+    label = _label(path, options)
+    settings.cache_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".unzip-", dir=settings.cache_dir))
+    try:
+        safe_extract_zip(path, work, options.limits, label)
+        found = sorted(work.rglob("role.json"), key=lambda p: len(p.parts))
+        if not found or len(found[0].relative_to(work).parts) > 2:
+            raise ImportProblem(f"{label} holds no role package: role.json should be at the top or in one folder.")
+        return _package_role(found[0].parent, settings, options, label)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@register_importer(".png", ".json")
+def import_card(path: Path, settings: Settings, options: ImportOptions) -> Role:
+    from .cards import card_to_role, read_card_bytes
+
+    label = _label(path, options)
+    spec, card, image = read_card_bytes(read_bytes(path, options.limits, label), label, options.limits)
+    role = card_to_role(spec, card, source=f"character card {label}")
+    return _persist(role, settings, image, label)
+
+
+@register_importer(".jsonl")
+def import_jsonl(path: Path, settings: Settings, options: ImportOptions) -> Role:
+    from .chatharuhi_jsonl import parse_chatharuhi_jsonl
+
+    label = _label(path, options)
+    text = read_text(path, options.limits, label)
+    role = parse_chatharuhi_jsonl(text, label, role_name=options.name, embedder=_embedder_if_loaded(settings),
+                                  source=label)
+    _check_scene_count(role, label, options.limits)
+    return _persist(role, settings)
+
+
+def _embedder_if_loaded(settings: Settings):
+    """The active embedder, to check stored vectors against its name and dimension."""
+    from .embedding import get_embedder
+
+    try:
+        return get_embedder(settings.embedder)
+    except KeyError as exc:
+        raise ChatHaruhiError(str(exc.args[0])) from None
+
+
+@register_importer(".txt")
+def import_script(path: Path, settings: Settings, options: ImportOptions) -> Role:
+    from .script_scenes import role_from_script
+
+    label = _label(path, options)
+    role = role_from_script(read_text(path, options.limits, label), options.name, source_name=label,
+                            aliases=options.aliases, series=options.series)
+    _check_scene_count(role, label, options.limits)
+    return _persist(role, settings)
+
+
+def _check_scene_count(role: Role, label: str, limits: Limits) -> None:
+    if len(role.stories) > limits.max_scenes:
+        raise ImportProblem(f"{label} holds {len(role.stories):,} scenes; the limit is {limits.max_scenes:,}.")
+
+
+def import_file(path: Path | str, settings: Settings | None = None, options: ImportOptions = ImportOptions()) -> Role:
+    """Turn one file (or folder) from outside into a saved, validated role."""
+    settings = settings or Settings.from_env()
+    path = Path(path)
+    label = _label(path, options)
+    if path.is_symlink():
+        raise ImportProblem(f"{label} is a link; links are not accepted, send the file itself.")
+    if path.is_dir():
+        return import_folder(path, settings, options)
+    suffix = Path(label).suffix.lower() or path.suffix.lower()
+    importer = IMPORTERS.get(suffix)
+    if importer is None:
+        kinds = ", ".join(accepted_suffixes())
+        raise ImportProblem(f"{label}: files of type '{suffix or 'none'}' are not accepted. Send one of: {kinds}.")
+    check_file(path, options.limits, label)
+    return importer(path, settings, options)
+
+
+def import_hub(ref: str, settings: Settings | None = None, options: ImportOptions = ImportOptions()) -> Role:
+    """A role from the Hub (downloaded once, then served from huggingface_hub's cache)."""
+    from . import hub
+
+    settings = settings or Settings.from_env()
+    parsed = hub.parse_hub_id(ref)
+    if parsed is None:
+        raise RoleNotFoundError(f"'{ref}' is not a Hub id; use owner/name or owner/name/role.")
+    listed = {r.ref: r for r in hub.hub_roles()}.get(ref.split("@")[0])
+    key = f"hub:{parsed.label}"
+    with _LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+    local = hub.fetch(parsed, settings)
+    if parsed.filename:
+        from .chatharuhi_jsonl import parse_chatharuhi_jsonl
+
+        text = read_text(local, options.limits, parsed.filename)
+        role = parse_chatharuhi_jsonl(
+            text, parsed.filename, role_name=options.name or (listed.name if listed else None),
+            embedder=_embedder_if_loaded(settings), source=f"https://huggingface.co/datasets/{parsed.repo_id}",
+            role_id=derive_role_id(Path(parsed.filename).stem, text),
+        )
+        if listed:
+            aliases = [*role.aliases, *([listed.name_en] if listed.name_en else [])]
+            role = replace(role, series=listed.series or role.series, aliases=aliases,
+                           user_name=listed.user_name or role.user_name,
+                           description=f"{listed.series} · from the ChatHaruhi dataset on the Hub.")
+        role = _persist(role, settings)
+    else:
+        role = _package_role(local, settings, options, parsed.label)
+    return _remember(key, role)
+
+
+# ------------------------------------------------------------------ the entry point
+
+
+def load_role(ref: str | Path, settings: Settings | None = None, options: ImportOptions = ImportOptions()) -> Role:
+    """Any role reference (see the module docstring) as a validated Role."""
+    if isinstance(ref, Path) or Path(str(ref)).expanduser().exists():
         path = Path(ref).expanduser()
-        if path.is_dir():
-            return _load_cached(str(path.resolve()), path)
-        raise RoleNotFoundError(f"No role package folder at {path}.")
-    found = _find_bundled(ref)
-    if found is None:
-        known = ", ".join(bundled_ids()) or "none"
-        raise RoleNotFoundError(f"No character called '{ref}'. Bundled characters: {known}.")
-    return _load_cached(str(found), found)
+        if path.is_dir() and (path / "role.json").is_file() and not options.display_name:
+            # a package folder on this machine is used in place, under its own id
+            return _cached(f"dir:{path.resolve()}", lambda: load_role_package(path))
+        return import_file(path, settings, options)
+    ref = str(ref).strip()
+    found = _find_bundled(ref) if ref else None
+    if found is not None:
+        return _cached(str(found), lambda: load_role_package(found))
+    with _LOCK:
+        if f"id:{ref}" in _CACHE:
+            return _CACHE[f"id:{ref}"]
+    settings = settings or Settings.from_env()
+    role = _imported(ref, settings) if ref else None
+    if role is not None:
+        return role
+    from .hub import parse_hub_id
+
+    if "/" in ref and parse_hub_id(ref):
+        return import_hub(ref, settings, options)
+    if "/" in ref or "\\" in ref:
+        raise RoleNotFoundError(f"No role package folder or file at {ref}.")
+    known = ", ".join(bundled_ids()) or "none"
+    raise RoleNotFoundError(f"No character called '{ref}'. Bundled characters: {known}.")
+
+
+def role_summary(role: Role) -> dict:
+    """A few facts for listings and the CLI."""
+    return {"id": role.id, "name": role.name, "series": role.series, "language": role.language,
+            "scenes": len(role.stories), "portrait": bool(role.image_path)}
+
+
+__all__ = [
+    "BUNDLED_DIR", "IMPORTERS", "ImportOptions", "accepted_suffixes", "bundled_ids", "bundled_roles",
+    "import_file", "import_hub", "load_role", "register_importer", "role_summary",
+]

@@ -12,7 +12,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .config import Settings
-from .embedding import Embedder
+from .embedding import Embedder, embedding_column
 from .errors import ChatHaruhiError
 from .role import Role
 
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 MANIFEST_VERSION = 1
 ADD_BATCH = 512
+EMBED_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,32 @@ class StoryStore:
         return [Hit(id=i, text=d, similarity=1.0 - float(x)) for i, d, x in zip(ids, docs, dists)]
 
 
-def _fill(collection, role: Role, embedder: Embedder, vectors: np.ndarray | None = None) -> None:
+Progress = Callable[[int, int], None]  # (done, total) while scenes are embedded
+
+
+def stored_vectors(role: Role, embedder: Embedder) -> np.ndarray | None:
+    """Vectors that came with the role for this very embedder, if any."""
+    vectors = role.embeddings.get(embedding_column(embedder))
+    return None if vectors is None else np.asarray(vectors, dtype=np.float32)
+
+
+def embed_stories(role: Role, embedder: Embedder, progress: Progress | None = None) -> np.ndarray:
+    texts = [s.text for s in role.stories]
+    parts = []
+    for i in range(0, len(texts), EMBED_BATCH):
+        parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
+        if progress:
+            progress(min(i + EMBED_BATCH, len(texts)), len(texts))
+    return np.concatenate(parts, axis=0) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+
+
+def _fill(collection, role: Role, embedder: Embedder, vectors: np.ndarray | None = None,
+          progress: Progress | None = None) -> None:
     texts = [s.text for s in role.stories]
     if vectors is None:
-        vectors = embedder.embed(texts)
+        vectors = stored_vectors(role, embedder)
+    if vectors is None:
+        vectors = embed_stories(role, embedder, progress)
     if vectors.shape != (len(texts), embedder.dim):
         raise ChatHaruhiError(
             f"The embeddings for role '{role.id}' have shape {vectors.shape}, "
@@ -115,7 +138,8 @@ def _fill(collection, role: Role, embedder: Embedder, vectors: np.ndarray | None
         )
 
 
-def _open_collection(client, role: Role, embedder: Embedder, vectors: np.ndarray | None):
+def _open_collection(client, role: Role, embedder: Embedder, vectors: np.ndarray | None,
+                     progress: Progress | None = None):
     """Return (collection, rebuilt?) for a client, rebuilding a stale collection."""
     name = collection_name(role.id, embedder.name)
     wanted = manifest_for(role, embedder)
@@ -132,7 +156,7 @@ def _open_collection(client, role: Role, embedder: Embedder, vectors: np.ndarray
         metadata=wanted,
         configuration={"hnsw": {"space": "cosine"}},
     )
-    _fill(col, role, embedder, vectors)
+    _fill(col, role, embedder, vectors, progress)
     return col, True
 
 
@@ -201,8 +225,8 @@ def _forget_client(path: Path) -> None:
         pass
 
 
-def open_persistent(path: Path, role: Role, embedder: Embedder,
-                    vectors: np.ndarray | None = None) -> tuple[StoryStore, bool]:
+def open_persistent(path: Path, role: Role, embedder: Embedder, vectors: np.ndarray | None = None,
+                    progress: Progress | None = None) -> tuple[StoryStore, bool]:
     """Open (or build) the store at path; a broken one is wiped and rebuilt once."""
     import chromadb
 
@@ -213,7 +237,7 @@ def open_persistent(path: Path, role: Role, embedder: Embedder,
                 raise ValueError("the database file is damaged")
             path.mkdir(parents=True, exist_ok=True)
             client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
-            col, rebuilt = _open_collection(client, role, embedder, vectors)
+            col, rebuilt = _open_collection(client, role, embedder, vectors, progress)
             _probe(col, embedder)
             return StoryStore(col, embedder, len(role.stories), str(path)), rebuilt
         except ChatHaruhiError:
@@ -234,15 +258,15 @@ def open_persistent(path: Path, role: Role, embedder: Embedder,
     raise AssertionError("unreachable")
 
 
-def open_remote(settings: Settings, role: Role, embedder: Embedder,
-                vectors: np.ndarray | None = None) -> tuple[StoryStore, bool]:
+def open_remote(settings: Settings, role: Role, embedder: Embedder, vectors: np.ndarray | None = None,
+                progress: Progress | None = None) -> tuple[StoryStore, bool]:
     import chromadb
 
     try:
         client = chromadb.HttpClient(
             host=settings.chroma_host, port=settings.chroma_port, settings=_chroma_settings()
         )
-        col, rebuilt = _open_collection(client, role, embedder, vectors)
+        col, rebuilt = _open_collection(client, role, embedder, vectors, progress)
     except ChatHaruhiError:
         raise
     except Exception as exc:
@@ -260,7 +284,7 @@ _BUILD_LOCKS: dict[tuple, threading.Lock] = {}
 
 
 def open_store(role: Role, embedder: Embedder, settings: Settings,
-               vectors: np.ndarray | None = None) -> StoryStore:
+               vectors: np.ndarray | None = None, progress: Progress | None = None) -> StoryStore:
     """The shared store for (role texts, embedder, location), opened or built once per process."""
     where = (settings.chroma_host, settings.chroma_port) if settings.chroma_host else str(settings.cache_dir)
     key = (role.id, role.stories_sha256, embedder.name, where)
@@ -273,23 +297,23 @@ def open_store(role: Role, embedder: Embedder, settings: Settings,
             if key in _CACHE:
                 return _CACHE[key]
         if settings.chroma_host:
-            store, _ = open_remote(settings, role, embedder, vectors)
+            store, _ = open_remote(settings, role, embedder, vectors, progress)
         else:
             path = _persistent_dir(settings, role, embedder)
             _copy_prebuilt(role, embedder, path)
-            store, _ = open_persistent(path, role, embedder, vectors)
+            store, _ = open_persistent(path, role, embedder, vectors, progress)
         with _CACHE_LOCK:
             _CACHE[key] = store
         return store
 
 
-def write_prebuilt(role: Role, embedder: Embedder, target: Path) -> Path:
+def write_prebuilt(role: Role, embedder: Embedder, target: Path, progress: Progress | None = None) -> Path:
     """Build a store into a package's store/ folder with its manifest (for shipping)."""
     import json
 
     if target.exists():
         shutil.rmtree(target)
-    store, _ = open_persistent(target, role, embedder)
+    store, _ = open_persistent(target, role, embedder, progress=progress)
     del store
     (target / "manifest.json").write_text(
         json.dumps(manifest_for(role, embedder), indent=2) + "\n", encoding="utf-8"

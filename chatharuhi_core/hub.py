@@ -1,0 +1,161 @@
+"""The Hugging Face Hub: roles in, roles out, failing soft when the Hub is out of reach.
+
+`owner/name[@revision]` is a dataset repo holding a role package. `owner/name/role[@revision]`
+is one ChatHaruhi 2.0 jsonl (`role.jsonl`) in the dataset `owner/name`, as in
+`silk-road/ChatHaruhi-RolePlaying/haruhi`. Downloads go through huggingface_hub's own cache, so
+anything fetched once is served again offline. Before any download the endpoint is probed with a
+short TCP connect: without it, huggingface_hub retries for about 20 seconds before giving up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from .config import Settings
+from .errors import HubError
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+PROBE_TIMEOUT_S = 3.0
+PACKAGE_PATTERNS = ["role.json", "system_prompt.txt", "stories.jsonl", "image.*", "store/**", "README.md"]
+_HUB_ID = re.compile(r"^([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?:/([\w./-]{1,200}?))?(?:@([\w./-]{1,200}))?$")
+HUB_ROLES_FILE = Path(__file__).resolve().parent.parent / "characters" / "hub_roles.json"
+
+
+@dataclass(frozen=True)
+class HubRef:
+    repo_id: str
+    filename: str | None = None  # a ChatHaruhi jsonl inside the repo; None for a role package
+    revision: str | None = None
+
+    @property
+    def label(self) -> str:
+        path = f"{self.repo_id}/{self.filename[:-6]}" if self.filename else self.repo_id
+        return path + (f"@{self.revision}" if self.revision else "")
+
+
+def parse_hub_id(ref: str) -> HubRef | None:
+    """`owner/name`, `owner/name/role` or either with `@revision`; None if ref is not shaped so."""
+    m = _HUB_ID.match(ref.strip())
+    if not m or ".." in ref:
+        return None
+    owner, name, rest, rev = m.groups()
+    filename = None
+    if rest:
+        filename = rest if rest.endswith(".jsonl") else rest + ".jsonl"
+    return HubRef(f"{owner}/{name}", filename, rev)
+
+
+@dataclass(frozen=True)
+class HubRole:
+    """One of the ChatHaruhi roles offered by Hub id in the picker."""
+
+    key: str
+    ref: str
+    name: str
+    name_en: str
+    series: str
+    user_name: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} · {self.name_en}" if self.name_en and self.name_en != self.name else self.name
+
+
+def hub_roles(path: Path = HUB_ROLES_FILE) -> list[HubRole]:
+    if not path.is_file():
+        return []
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    return [HubRole(**row) for row in rows]
+
+
+def _endpoint(settings: Settings) -> str:
+    return (settings.hf_endpoint or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def hub_reachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """A TCP connect to the endpoint: fast and honest about 'no network'."""
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _explain(exc: Exception, ref: HubRef, offline: bool) -> HubError:
+    from huggingface_hub import errors as e
+
+    name = ref.label
+    if isinstance(exc, e.LocalEntryNotFoundError) or offline:
+        return HubError(
+            f"The Hugging Face Hub cannot be reached from here, and '{name}' is not in the local cache. "
+            "Connect to the internet once to fetch it, or pick a bundled character."
+        )
+    if isinstance(exc, e.GatedRepoError):
+        return HubError(f"'{ref.repo_id}' is gated: accept its terms on the Hub and set HF_TOKEN.")
+    if isinstance(exc, e.RepositoryNotFoundError):
+        return HubError(f"There is no dataset '{ref.repo_id}' on the Hub (or it is private and HF_TOKEN is not set).")
+    if isinstance(exc, e.RevisionNotFoundError):
+        return HubError(f"The dataset '{ref.repo_id}' has no revision '{ref.revision}'.")
+    if isinstance(exc, e.EntryNotFoundError):
+        return HubError(f"The dataset '{ref.repo_id}' has no file '{ref.filename}'.")
+    if isinstance(exc, e.HfHubHTTPError):
+        code = getattr(getattr(exc, "response", None), "status_code", "?")
+        return HubError(f"The Hub answered with an error ({code}) for '{name}'. Try again later.")
+    return HubError(f"Could not fetch '{name}' from the Hub ({type(exc).__name__}).")
+
+
+def fetch(ref: HubRef, settings: Settings) -> Path:
+    """The local path of a Hub role: a package folder, or a jsonl file. Cached copies work offline."""
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    endpoint = _endpoint(settings)
+    offline = settings.hub_offline or not hub_reachable(endpoint)
+    common = dict(repo_type="dataset", revision=ref.revision, cache_dir=settings.hub_cache,
+                  token=settings.hf_token or False, local_files_only=offline, endpoint=endpoint)
+    try:
+        if ref.filename:
+            return Path(hf_hub_download(ref.repo_id, ref.filename, **common))
+        folder = Path(snapshot_download(ref.repo_id, allow_patterns=PACKAGE_PATTERNS, **common))
+    except Exception as exc:
+        raise _explain(exc, ref, offline) from None
+    if not (folder / "role.json").is_file():
+        raise HubError(
+            f"The dataset '{ref.repo_id}' holds no role.json. For a ChatHaruhi dataset give the role "
+            f"as well, for example '{ref.repo_id}/haruhi'."
+        )
+    return folder
+
+
+def push_plan(folder: Path) -> list[tuple[str, int]]:
+    """(path in repo, bytes) for every file an upload would send."""
+    return sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*") if p.is_file())
+
+
+def push(folder: Path, repo_id: str, settings: Settings, *, private: bool = False,
+         message: str | None = None) -> str:
+    """Upload a role package folder to a dataset repo (created if missing); returns its URL."""
+    from huggingface_hub import HfApi
+
+    ref = HubRef(repo_id)
+    if not parse_hub_id(repo_id) or repo_id.count("/") != 1:
+        raise HubError(f"'{repo_id}' is not a repo id; use the form owner/name.")
+    if not settings.hf_token:
+        raise HubError("Pushing needs a Hugging Face token with write access: set HF_TOKEN.")
+    endpoint = _endpoint(settings)
+    if not hub_reachable(endpoint):
+        raise HubError(f"The Hugging Face Hub ({endpoint}) cannot be reached from here; nothing was uploaded.")
+    api = HfApi(endpoint=endpoint, token=settings.hf_token)
+    try:
+        url = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(repo_id=repo_id, folder_path=folder, repo_type="dataset",
+                          commit_message=message or "Upload ChatHaruhi role package")
+    except Exception as exc:
+        raise _explain(exc, ref, False) from None
+    return str(url)
