@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .backends import backend_info, backend_names
 from .config import Settings
@@ -62,11 +63,113 @@ def cmd_roles(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .role import load_role_package
+    """Check any role source without keeping anything: imports go to a throw-away cache."""
+    import tempfile
 
-    role = load_role_package(args.path)
-    portrait = role.image_path.name if role.image_path else "none"
-    print(f"OK: {role.id} ({role.name}), {len(role.stories)} scenes, portrait: {portrait}")
+    from .sources import ImportOptions, load_role
+
+    with tempfile.TemporaryDirectory(prefix="chatharuhi-validate-") as tmp:
+        settings = Settings.from_env().with_(cache_dir=Path(tmp))
+        role = load_role(args.source, settings, ImportOptions(name=getattr(args, "name", None)))
+        portrait = role.image_path.name if role.image_path else "none"
+        print(f"OK: {role.id} ({role.name}), {len(role.stories)} scenes, portrait: {portrait}")
+    return 0
+
+
+def progress_bar(desc: str):
+    """A (done, total) callback drawing a tqdm bar on stderr."""
+    from tqdm import tqdm
+
+    bar = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=desc, unit="scene", file=sys.stderr)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def _options(args: argparse.Namespace):
+    from .sources import ImportOptions
+
+    return ImportOptions(name=args.name, aliases=tuple(args.alias or ()), series=args.series or "")
+
+
+def _prepare_store(role, settings: Settings) -> None:
+    from .embedding import get_embedder
+    from .store import open_store
+
+    open_store(role, get_embedder(settings.embedder), settings, progress=progress_bar("embedding scenes"))
+
+
+def cmd_role_import(args: argparse.Namespace) -> int:
+    from .export import export_role
+    from .sources import load_role
+
+    settings = Settings.from_env()
+    role = load_role(args.source, settings, _options(args))
+    _prepare_store(role, settings)
+    print(f"Imported {role.name} as '{role.id}' ({len(role.stories)} scenes).")
+    if args.out:
+        print(f"Wrote {export_role(role, args.out, settings, progress=progress_bar('building store'))}")
+    print(f"Talk to it: python -m chatharuhi_core chat --role {role.id}")
+    return 0
+
+
+def cmd_role_build(args: argparse.Namespace) -> int:
+    from .export import export_role
+    from .safety import read_text
+    from .script_scenes import role_from_script
+
+    settings = Settings.from_env()
+    script = Path(args.script)
+    role = role_from_script(read_text(script), args.name, source_name=script.name, aliases=args.alias or (),
+                            series=args.series or "", personality=args.personality or "",
+                            role_id=args.id, max_tokens=args.max_tokens)
+    out = Path(args.out or role.id)
+    export_role(role, out, settings, "folder" if not out.suffix else None, progress=progress_bar("embedding scenes"))
+    print(f"Built {role.name}: {len(role.stories)} scenes from {script.name} -> {out}")
+    return 0
+
+
+def cmd_role_export(args: argparse.Namespace) -> int:
+    from .export import export_role
+    from .sources import load_role
+
+    settings = Settings.from_env()
+    role = load_role(args.role, settings)
+    fmt = args.format or None
+    path = export_role(role, args.to, settings, fmt, progress=progress_bar("building store"))
+    print(f"Wrote {role.name} to {path}")
+    return 0
+
+
+def cmd_role_push(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .export import export_role
+    from .hub import check_push, push, push_plan
+    from .sources import load_role
+
+    settings = Settings.from_env()
+    check_push(args.repo, settings, online=not args.dry_run)
+    role = load_role(args.role, settings)
+    with tempfile.TemporaryDirectory(prefix="chatharuhi-push-") as tmp:
+        folder = export_role(role, Path(tmp) / role.id, settings, "folder" if args.store else "folder-no-store",
+                             progress=progress_bar("building store"))
+        plan = push_plan(folder)
+        verb = "Would upload" if args.dry_run else "Uploading"
+        print(f"{verb} {len(plan)} files to the dataset {args.repo}:")
+        for path, size in plan:
+            print(f"  {path}  ({size:,} bytes)")
+        if args.dry_run:
+            return 0
+        url = push(folder, args.repo, settings, private=args.private)
+        print(f"Done: {url}")
     return 0
 
 
@@ -96,11 +199,73 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("engines", help="list the reply engines", description="List the reply engines.")
     p.set_defaults(func=cmd_engines)
 
-    p = sub.add_parser("validate", help="check a role package folder",
-                       description="Validate a role package folder (docs/role-format.md).")
-    p.add_argument("path", help="the role package folder")
+    p = sub.add_parser("validate", help="check a role source (same as `role validate`)",
+                       description="Validate a role package folder, zip, card, jsonl, script or Hub id.")
+    p.add_argument("source", help="what to check")
+    p.add_argument("--name", help="for a script: the character's name")
     p.set_defaults(func=cmd_validate)
+
+    _add_role_commands(sub)
     return parser
+
+
+SOURCES_HELP = ("a role package folder or .zip, a character card (.png/.json), a ChatHaruhi .jsonl, "
+                "a script (.txt), a Hub id (owner/name or owner/name/role), or a bundled id")
+
+
+def _add_import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", help="for a script: the character's name (default: whoever speaks most)")
+    p.add_argument("--alias", action="append", help="another name the character speaks under (repeatable)")
+    p.add_argument("--series", help="the work the character comes from")
+
+
+def _add_role_commands(sub) -> None:
+    role = sub.add_parser("role", help="build, import, export, push and validate characters",
+                          description="Build, import, export, push and validate characters.")
+    rsub = role.add_subparsers(dest="role_command", required=True, metavar="ACTION")
+
+    p = rsub.add_parser("build", help="build a role package from a script",
+                        description="Cut a script (Name:「line」, NAME: line, or screenplay blocks) into scenes "
+                                    "and write a role package with a prebuilt store.")
+    p.add_argument("script", help="the script, a UTF-8 .txt file")
+    p.add_argument("--id", help="the role id (default: derived from the name and the script)")
+    p.add_argument("--personality", help="a note on personality and verbal tics for the system prompt")
+    p.add_argument("--max-tokens", type=int, default=500, help="longest scene in cl100k tokens (default 500)")
+    p.add_argument("--out", help="output folder, or a .zip (default: ./ROLE_ID)")
+    _add_import_args(p)
+    p.set_defaults(func=cmd_role_build)
+
+    p = rsub.add_parser("import", help="import a character from anywhere into the cache",
+                        description=f"Import {SOURCES_HELP}; the scenes are embedded once and cached.")
+    p.add_argument("source", help="what to import")
+    p.add_argument("--out", help="also write it as a package folder, .zip, card .png/.json or .jsonl")
+    _add_import_args(p)
+    p.set_defaults(func=cmd_role_import)
+
+    p = rsub.add_parser("export", help="write a character as a card, package, zip or jsonl",
+                        description="Export a character. The format follows the suffix: .png (card V2+V3), "
+                                    ".json (card V3), .zip (package with store), .jsonl (ChatHaruhi 2.0), "
+                                    "anything else a package folder with a prebuilt store.")
+    p.add_argument("role", help="a bundled or imported id, or any source `import` takes")
+    p.add_argument("--to", required=True, help="where to write")
+    p.add_argument("--format", choices=["card-png", "card-json", "card-json-v2", "folder", "folder-no-store",
+                                        "zip", "jsonl"], help="override the format the suffix implies")
+    p.set_defaults(func=cmd_role_export)
+
+    p = rsub.add_parser("push", help="upload a character to a Hugging Face dataset repo",
+                        description="Upload a character as a role package to a dataset repo (needs HF_TOKEN).")
+    p.add_argument("role", help="a bundled or imported id, or any source `import` takes")
+    p.add_argument("--repo", required=True, help="owner/name of the dataset repo (created if missing)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be uploaded and stop")
+    p.add_argument("--private", action="store_true", help="create the repo as private")
+    p.add_argument("--no-store", dest="store", action="store_false", help="leave out the prebuilt store")
+    p.set_defaults(func=cmd_role_push)
+
+    p = rsub.add_parser("validate", help="check any role source without keeping it",
+                        description=f"Check {SOURCES_HELP}; nothing is kept.")
+    p.add_argument("source", help="what to check")
+    p.add_argument("--name", help="for a script: the character's name")
+    p.set_defaults(func=cmd_validate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -138,19 +138,27 @@ def push_plan(folder: Path) -> list[tuple[str, int]]:
     return sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*") if p.is_file())
 
 
+def check_push(repo_id: str, settings: Settings, *, online: bool = True) -> str:
+    """Refuse early (before any work) what cannot be pushed; returns the endpoint."""
+    if not parse_hub_id(repo_id) or repo_id.count("/") != 1:
+        raise HubError(f"'{repo_id}' is not a repo id; use the form owner/name.")
+    endpoint = _endpoint(settings)
+    if not online:
+        return endpoint
+    if not settings.hf_token:
+        raise HubError("Pushing needs a Hugging Face token with write access: set HF_TOKEN.")
+    if not hub_reachable(endpoint):
+        raise HubError(f"The Hugging Face Hub ({endpoint}) cannot be reached from here; nothing was uploaded.")
+    return endpoint
+
+
 def push(folder: Path, repo_id: str, settings: Settings, *, private: bool = False,
          message: str | None = None) -> str:
     """Upload a role package folder to a dataset repo (created if missing); returns its URL."""
     from huggingface_hub import HfApi
 
     ref = HubRef(repo_id)
-    if not parse_hub_id(repo_id) or repo_id.count("/") != 1:
-        raise HubError(f"'{repo_id}' is not a repo id; use the form owner/name.")
-    if not settings.hf_token:
-        raise HubError("Pushing needs a Hugging Face token with write access: set HF_TOKEN.")
-    endpoint = _endpoint(settings)
-    if not hub_reachable(endpoint):
-        raise HubError(f"The Hugging Face Hub ({endpoint}) cannot be reached from here; nothing was uploaded.")
+    endpoint = check_push(repo_id, settings)
     api = HfApi(endpoint=endpoint, token=settings.hf_token)
     try:
         url = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)

@@ -111,6 +111,8 @@ def stored_vectors(role: Role, embedder: Embedder) -> np.ndarray | None:
 def embed_stories(role: Role, embedder: Embedder, progress: Progress | None = None) -> np.ndarray:
     texts = [s.text for s in role.stories]
     parts = []
+    if progress:
+        progress(0, len(texts))
     for i in range(0, len(texts), EMBED_BATCH):
         parts.append(embedder.embed(texts[i : i + EMBED_BATCH]))
         if progress:
