@@ -13,13 +13,20 @@ import gradio as gr  # noqa: E402
 
 from chatharuhi_core.backends import backend_info, backend_names  # noqa: E402
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
-from chatharuhi_core.sources import bundled_ids, load_role  # noqa: E402
+from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
+from chatharuhi_core.safety import DEFAULT_LIMITS  # noqa: E402
+from chatharuhi_core.sources import accepted_suffixes, bundled_ids, load_role  # noqa: E402
 from chatharuhi_core.webchat import (  # noqa: E402
+    WARNING_MARK,
     Conversation,
     Engine,
+    add_character,
     chat_messages,
     describe_role,
     engine_note,
+    open_role,
+    picker_choices,
+    picker_entries,
     scenes_markdown,
     stream_turn,
 )
@@ -50,18 +57,48 @@ def start_session():
             gr.update(visible=settings.default_backend != "script"))
 
 
-def pick_role(evt: gr.SelectData):
-    """A click on a portrait in the gallery."""
-    rid = bundled_ids()[evt.index]
-    return (*_role_view(Conversation(rid)), rid)
+def _progress_cb(progress: gr.Progress):
+    return lambda done, total: progress((done, total), desc="Embedding scenes · 正在嵌入场景", unit="scenes")
 
 
-def switch_role(role_id: str):
+def _switch(ref: str, progress: gr.Progress):
+    """Open any role (a Hub one may download); on failure keep the current one and say why."""
+    try:
+        role = open_role(ref, Settings.from_env(), _progress_cb(progress))
+    except ChatHaruhiError as exc:
+        gr.Warning(str(exc))
+        return (*(gr.skip(),) * 7, gr.skip(), WARNING_MARK + str(exc))
+    return (*_role_view(Conversation(role.id)), ref, "")
+
+
+def pick_role(added: list[str] | None, evt: gr.SelectData, progress=gr.Progress()):
+    """A click on a tile in the picker: bundled, added by this visitor, or a Hub role."""
+    entries = picker_entries(added)
+    if not 0 <= evt.index < len(entries):
+        return (*(gr.skip(),) * 8, "")
+    return _switch(entries[evt.index].ref, progress)
+
+
+def switch_role(role_id: str, progress=gr.Progress()):
     """The searchable list (and the API): a new character starts a fresh conversation."""
-    if role_id not in bundled_ids():
-        gr.Warning(f"No character called '{role_id}'.")
-        return (gr.skip(),) * 7
-    return _role_view(Conversation(role_id))
+    return _switch(role_id or "", progress)
+
+
+def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None, progress=gr.Progress()):
+    """The 'add a character' tab: import, then show the new role in this visitor's picker."""
+    added = list(added or [])
+    try:
+        role = add_character(hub_id, upload, name, Settings.from_env(), _progress_cb(progress))
+    except ChatHaruhiError as exc:
+        return (*(gr.skip(),) * 7, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "")
+    if role.id not in added and role.id not in bundled_ids():
+        added.append(role.id)
+    entries = picker_entries(added)
+    status = (f"✅ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
+              f"· 已添加，可在角色列表中找到。")
+    chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
+    gallery = gr.Gallery(value=[(e.image, e.caption) for e in entries])
+    return (*_role_view(Conversation(role.id)), chooser, gallery, added, status, gr.Tabs(selected="chat-tab"), status)
 
 
 def clear_chat(conv: Conversation | None):
@@ -96,23 +133,25 @@ def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_t
 
 
 def build_demo() -> gr.Blocks:
-    roles = [load_role(i) for i in bundled_ids()]
+    entries = picker_entries()
     engines = [(backend_info(n).label, n) for n in backend_names()]
     budgets = Budgets()
     with gr.Blocks(title="ChatHaruhi · 凉宫春日") as demo:
         conv = gr.State(None)
+        added = gr.State([])  # ids of the characters this visitor added
         gr.Markdown(
             "# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
             "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。"
         )
-        with gr.Row():
+        with gr.Tabs(elem_id="tabs") as tabs, gr.Tab("Chat · 聊天", id="chat-tab"), gr.Row():
             with gr.Column(scale=1, min_width=300):
                 picker = gr.Gallery(
-                    value=[(str(r.image_path), r.name) for r in roles], label="Characters · 角色",
-                    columns=3, height=220, allow_preview=False, object_fit="cover", elem_id="picker",
+                    value=[(e.image, e.caption) for e in entries], label="Characters · 角色 (☁ = from the Hub)",
+                    columns=3, height=260, allow_preview=False, object_fit="cover", elem_id="picker",
                 )
-                chooser = gr.Dropdown([(f"{r.name} · {r.series}", r.id) for r in roles],
-                                      label="Search characters · 搜索角色", filterable=True, elem_id="role-choice")
+                chooser = gr.Dropdown(picker_choices(entries), label="Search characters · 搜索角色",
+                                      filterable=True, elem_id="role-choice")
+                role_status = gr.Markdown(elem_id="role-status")
                 portrait = gr.Image(label="Portrait", show_label=False, interactive=False, height=260,
                                     elem_id="portrait", buttons=[])
                 about = gr.Markdown(elem_id="about")
@@ -144,12 +183,35 @@ def build_demo() -> gr.Blocks:
                 with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
                                   elem_id="scenes-panel"):
                     scenes = gr.Markdown(elem_id="scenes")
+        with tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
+            gr.Markdown(
+                "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"
+                "- **Hub id**: a dataset with a role package (`owner/name`), or a ChatHaruhi role "
+                "(`silk-road/ChatHaruhi-RolePlaying/haruhi`); add `@revision` to pin one.\n"
+                "- **File**: a character card (`.png` or `.json`, V1/V2/V3), a ChatHaruhi `.jsonl`, "
+                "a role package `.zip`, or a script `.txt` (`Name:「line」`, `NAME: line` or screenplay).\n\n"
+                f"Files up to {DEFAULT_LIMITS.max_file_bytes // (1024 * 1024)} MB. The character is added to "
+                "your picker only."
+            )
+            with gr.Row():
+                with gr.Column():
+                    hub_id = gr.Textbox(label="Hub id", placeholder="silk-road/ChatHaruhi-RolePlaying/haruhi",
+                                        elem_id="hub-id")
+                    script_name = gr.Textbox(label="Character's name (scripts only; default: who speaks most)",
+                                             elem_id="script-name")
+                with gr.Column():
+                    upload = gr.File(label="Upload a file · 上传文件", file_types=accepted_suffixes(),
+                                     type="filepath", elem_id="upload")
+            add_btn = gr.Button("Add character · 添加", variant="primary", elem_id="add-role")
+            add_status = gr.Markdown(elem_id="add-status")
 
         view = [conv, portrait, about, chat, examples, user_role, scenes]
         settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens]
         demo.load(start_session, None, view + [chooser, backend, note, model_box])
-        picker.select(pick_role, None, view + [chooser])
-        chooser.input(switch_role, chooser, view, api_name="switch_role")
+        picker.select(pick_role, added, view + [chooser, role_status])
+        chooser.input(switch_role, chooser, view + [chooser, role_status], api_name="switch_role")
+        add_btn.click(add_role, [hub_id, upload, script_name, added],
+                      view + [chooser, picker, added, add_status, tabs, role_status], api_name="add_character")
         backend.change(change_engine, backend, [note, model_box])
         examples.click(lambda sample: sample[0], examples, text)
         turn_out = [chat, text, conv, scenes]
@@ -179,8 +241,11 @@ def main() -> None:
     threading.Thread(target=_warm_up, daemon=True).start()
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
-    demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"],
-                theme=gr.themes.Soft(), allowed_paths=[str(Path(__file__).resolve().parent / "characters")])
+    settings = Settings.from_env()
+    settings.roles_dir.mkdir(parents=True, exist_ok=True)
+    allowed = [str(Path(__file__).resolve().parent / "characters"), str(ASSETS), str(settings.roles_dir)]
+    demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
+                allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes)
 
 
 if __name__ == "__main__":

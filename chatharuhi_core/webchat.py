@@ -10,6 +10,7 @@ import html
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .backends import backend_info
 from .chatbot import ChatHaruhi
@@ -17,11 +18,80 @@ from .config import Budgets, Settings
 from .errors import ChatHaruhiError, InputError
 from .prompt import Exchange, pack_stories
 from .role import Role
-from .sources import load_role
-from .store import Hit
+from .sources import ImportOptions, bundled_ids, load_role
+from .store import Hit, Progress
 
 log = logging.getLogger(__name__)
 WARNING_MARK = "⚠️ "
+ONLINE_MARK = "☁"
+ONLINE_IMAGE = Path(__file__).resolve().parent.parent / "assets" / "online.png"
+
+
+@dataclass(frozen=True)
+class PickerEntry:
+    """One tile of the character picker: what to load, what to show."""
+
+    ref: str  # a bundled or imported id, or a Hub id
+    caption: str
+    image: str | None
+    online: bool = False
+
+
+def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
+    """Bundled roles first, then the ones this visitor added, then the Hub roles (online)."""
+    from .hub import hub_roles
+
+    entries = []
+    for rid in [*bundled_ids(), *(added or [])]:
+        try:
+            role = load_role(rid)
+        except ChatHaruhiError:
+            continue  # an added role whose files were cleaned away
+        image = str(role.image_path) if role.image_path else str(ONLINE_IMAGE)
+        entries.append(PickerEntry(rid, role.name, image))
+    for hub_role in hub_roles():
+        entries.append(PickerEntry(hub_role.ref, f"{hub_role.label} {ONLINE_MARK}", str(ONLINE_IMAGE), online=True))
+    return entries
+
+
+def picker_choices(entries: list[PickerEntry]) -> list[tuple[str, str]]:
+    """(label, ref) pairs for the searchable list."""
+    out = []
+    for e in entries:
+        if e.online:
+            out.append((f"{e.caption} · online (Hugging Face Hub)", e.ref))
+        else:
+            role = load_role(e.ref)
+            out.append((f"{role.name} · {role.series}" if role.series else role.name, e.ref))
+    return out
+
+
+def open_role(ref: str, settings: Settings, progress: Progress | None = None,
+              options: ImportOptions = ImportOptions()) -> Role:
+    """Load any role and make sure its scenes are searchable (built once, with progress)."""
+    from .embedding import get_embedder
+    from .store import open_store
+
+    role = load_role(ref, settings, options)
+    open_store(role, get_embedder(settings.embedder), settings, progress=progress)
+    return role
+
+
+def add_character(hub_id: str, upload: str | None, name: str, settings: Settings,
+                  progress: Progress | None = None) -> Role:
+    """The 'add a character' tab: a Hub id or an uploaded file becomes a role for this visitor."""
+    hub_id = (hub_id or "").strip()
+    if upload:
+        path = Path(upload)
+        return open_role(str(path), settings, progress,
+                         ImportOptions(name=(name or "").strip() or None, display_name=path.name))
+    if hub_id:
+        from .hub import parse_hub_id
+
+        if parse_hub_id(hub_id) is None:
+            raise InputError(f"'{hub_id}' is not a Hub id. Use owner/name, or owner/name/role for a ChatHaruhi dataset.")
+        return open_role(hub_id, settings, progress, ImportOptions(name=(name or "").strip() or None))
+    raise InputError("Give a Hub id or choose a file to upload first.")
 
 
 @dataclass

@@ -117,11 +117,27 @@ def holmes() -> Image.Image:
     return img
 
 
+def online() -> Image.Image:
+    """The tile for Hub roles: a bust under a cloud, for 'fetched when you pick it'."""
+    img = gradient((120, 150, 210), (60, 70, 130))
+    d = ImageDraw.Draw(img)
+    cloud(d, 512, 250, 130, (240, 244, 255))
+    d.rectangle([392, 250, 632, 330], fill=(240, 244, 255))
+    d.polygon([(512, 300), (472, 250), (552, 250)], fill=(120, 150, 210))  # a down arrow cut in the cloud
+    d.rectangle([496, 180, 528, 252], fill=(120, 150, 210))
+    d.ellipse([392, 420, 632, 660], fill=(34, 38, 70))
+    d.chord([232, 640, 792, 1200], 180, 360, fill=(34, 38, 70))
+    return img
+
+
 def main() -> None:
     for rid, draw in (("sunwukong", wukong), ("sherlock", holmes)):
         out = ROOT / rid / "image.png"
         draw().resize((512, 512), Image.LANCZOS).save(out, optimize=True)
         print("wrote", out)
+    out = ROOT.parent / "assets" / "online.png"
+    online().resize((256, 256), Image.LANCZOS).save(out, optimize=True)
+    print("wrote", out)
 
 
 if __name__ == "__main__":
