@@ -117,6 +117,126 @@ def holmes() -> Image.Image:
     return img
 
 
+def daiyu() -> Image.Image:
+    img = gradient((214, 236, 214), (120, 160, 130))
+    d = ImageDraw.Draw(img)
+    for x, w in ((90, 34), (190, 26), (860, 30), (950, 22)):  # bamboo with joints
+        d.rectangle([x, 0, x + w, S], fill=(70, 120, 70))
+        for y in range(60, S, 170):
+            d.rectangle([x - 4, y, x + w + 4, y + 10], fill=(50, 95, 55))
+        d.polygon([(x + w, 300), (x + w + 110, 250), (x + w + 20, 330)], fill=(80, 140, 80))
+    d.ellipse([372, 250, 652, 560], fill=(40, 36, 40))  # hair
+    d.ellipse([452, 170, 572, 290], fill=(40, 36, 40))  # bun
+    d.ellipse([402, 300, 622, 560], fill=(250, 228, 214))  # face
+    d.rectangle([402, 290, 622, 360], fill=(40, 36, 40))  # fringe
+    d.line([(560, 200), (640, 150)], fill=(220, 200, 120), width=8)  # hairpin
+    for cx in (462, 562):
+        d.arc([cx - 30, 410, cx + 30, 440], 200, 340, fill=(60, 40, 40), width=6)  # lowered eyes
+    d.ellipse([497, 495, 527, 510], fill=(200, 100, 110))
+    d.polygon([(512, 540), (300, 1024), (724, 1024)], fill=(200, 220, 235))  # robe
+    d.polygon([(512, 560), (440, 1024), (584, 1024)], fill=(160, 190, 215))
+    for x, y in ((250, 620), (760, 500), (680, 780), (330, 880), (820, 900), (200, 420)):
+        d.ellipse([x, y, x + 26, y + 18], fill=(244, 170, 190))  # falling petals
+    return img
+
+
+def zhuge() -> Image.Image:
+    img = gradient((24, 30, 70), (70, 60, 110))
+    d = ImageDraw.Draw(img)
+    for x, y in ((120, 120), (300, 80), (860, 140), (760, 60), (930, 300), (80, 330), (560, 40)):
+        d.ellipse([x, y, x + 10, y + 10], fill=(250, 240, 200))  # stars read at night
+    d.polygon([(512, 560), (250, 1024), (774, 1024)], fill=(236, 236, 228))  # white robe
+    d.polygon([(512, 580), (470, 1024), (554, 1024)], fill=(60, 80, 120))
+    d.ellipse([412, 300, 612, 540], fill=(240, 214, 184))  # face
+    d.rectangle([420, 190, 604, 320], fill=(40, 50, 80))  # guan jin headdress
+    d.polygon([(420, 190), (512, 130), (604, 190)], fill=(40, 50, 80))
+    d.polygon([(470, 520), (512, 620), (554, 520)], fill=(60, 56, 60))  # beard
+    for cx in (470, 554):
+        d.line([(cx - 24, 410), (cx + 24, 410)], fill=(40, 30, 30), width=8)
+    fan = [(640, 900), (600, 620), (660, 560), (740, 560), (800, 620), (700, 900)]  # feather fan
+    d.polygon(fan, fill=(250, 250, 250))
+    for k in range(5):
+        d.line([(670, 900), (610 + k * 45, 600)], fill=(200, 200, 210), width=4)
+    d.rectangle([655, 880, 685, 1000], fill=(120, 80, 40))
+    return img
+
+
+def luzhishen() -> Image.Image:
+    img = gradient((240, 190, 120), (150, 80, 40))
+    d = ImageDraw.Draw(img)
+    d.line([(150, 1024), (330, 60)], fill=(90, 90, 100), width=34)  # iron staff
+    d.chord([280, 20, 380, 120], 0, 360, fill=(120, 120, 130))
+    d.polygon([(512, 600), (180, 1024), (844, 1024)], fill=(130, 60, 40))  # robe
+    d.polygon([(512, 620), (380, 1024), (512, 1024)], fill=(200, 120, 60))
+    d.ellipse([342, 220, 682, 620], fill=(236, 180, 140))  # big bald head
+    d.ellipse([392, 250, 470, 300], fill=(250, 210, 180))  # shine
+    for cx in (440, 584):
+        d.line([(cx - 44, 370), (cx + 44, 350 if cx < 512 else 390)], fill=(50, 30, 20), width=18)  # bushy brows
+        d.ellipse([cx - 20, 400, cx + 20, 440], fill=(40, 25, 20))
+    d.polygon([(380, 500), (644, 500), (600, 640), (424, 640)], fill=(50, 35, 30))  # beard
+    d.chord([452, 470, 572, 560], 0, 180, fill=(170, 60, 50))  # laughing mouth
+    for i in range(18):  # prayer beads
+        a = math.pi * (0.15 + 0.7 * i / 17)
+        x, y = 512 + 230 * math.cos(a), 560 + 200 * math.sin(a)
+        d.ellipse([x - 20, y - 20, x + 20, y + 20], fill=(110, 50, 30), outline=(60, 25, 15), width=4)
+    return img
+
+
+def elizabeth() -> Image.Image:
+    img = gradient((246, 222, 222), (200, 150, 160))
+    d = ImageDraw.Draw(img)
+    d.ellipse([150, 90, 874, 960], fill=(252, 246, 236), outline=(170, 130, 90), width=22)  # cameo frame
+    ink = (120, 70, 80)
+    profile = [(560, 250), (470, 270), (430, 340), (436, 420), (400, 470), (430, 490), (424, 520), (440, 540),
+               (436, 580), (470, 610), (520, 610), (530, 700), (470, 800), (700, 820), (660, 690), (660, 520), (640, 330)]
+    d.polygon(profile, fill=ink)
+    d.chord([430, 180, 720, 460], 180, 360, fill=(150, 90, 100))  # bonnet
+    d.polygon([(430, 320), (380, 340), (450, 360)], fill=(150, 90, 100))
+    d.line([(620, 420), (690, 700)], fill=(236, 200, 210), width=10)  # ribbon
+    for x, y in ((300, 760), (720, 300), (740, 780)):
+        d.ellipse([x, y, x + 40, y + 40], fill=(230, 160, 170))  # small roses
+    return img
+
+
+def alice() -> Image.Image:
+    img = gradient((180, 220, 250), (110, 170, 220))
+    d = ImageDraw.Draw(img)
+    d.polygon([(512, 600), (220, 1024), (804, 1024)], fill=(90, 150, 220))  # blue dress
+    d.polygon([(512, 640), (360, 1024), (664, 1024)], fill=(250, 250, 250))  # pinafore
+    d.ellipse([332, 220, 692, 680], fill=(246, 214, 110))  # blonde hair
+    d.ellipse([402, 290, 622, 560], fill=(252, 228, 210))  # face
+    d.arc([370, 250, 654, 420], 190, 350, fill=(30, 40, 90), width=22)  # black headband
+    for cx in (462, 562):
+        d.ellipse([cx - 22, 400, cx + 22, 446], fill=(255, 255, 255))
+        d.ellipse([cx - 13, 410, cx + 13, 440], fill=(60, 110, 180))
+    d.arc([482, 480, 542, 520], 20, 160, fill=(190, 80, 90), width=6)
+    d.ellipse([760, 700, 900, 760], fill=(250, 250, 250))  # teacup
+    d.rectangle([775, 650, 885, 730], fill=(250, 250, 250))
+    d.arc([870, 660, 930, 710], 270, 90, fill=(250, 250, 250), width=12)
+    d.arc([80, 120, 260, 240], 200, 340, fill=(250, 250, 250), width=14)  # a grin in the sky
+    return img
+
+
+def dracula() -> Image.Image:
+    img = gradient((60, 10, 20), (10, 6, 12))
+    d = ImageDraw.Draw(img)
+    d.ellipse([660, 70, 920, 330], fill=(236, 226, 200))  # moon
+    castle = [(0, 700), (80, 700), (80, 560), (130, 520), (180, 560), (180, 640), (260, 640), (260, 480),
+              (300, 430), (340, 480), (340, 700), (1024, 700), (1024, 1024), (0, 1024)]
+    d.polygon(castle, fill=(20, 14, 20))
+    d.polygon([(512, 560), (140, 1024), (884, 1024)], fill=(10, 8, 10))  # cape
+    d.polygon([(512, 600), (300, 560), (360, 760)], fill=(150, 20, 30))  # red lining of the collar
+    d.polygon([(512, 600), (724, 560), (664, 760)], fill=(150, 20, 30))
+    d.ellipse([412, 280, 612, 560], fill=(226, 220, 214))  # pale face
+    d.polygon([(412, 360), (512, 300), (612, 360), (612, 280), (412, 280)], fill=(20, 18, 24))  # widow's peak
+    for cx in (466, 558):
+        d.ellipse([cx - 18, 400, cx + 18, 424], fill=(200, 20, 30))
+    d.line([(480, 500), (544, 500)], fill=(120, 20, 30), width=6)
+    for x in (490, 530):
+        d.polygon([(x - 6, 500), (x + 6, 500), (x, 522)], fill=(255, 255, 255))  # fangs
+    return img
+
+
 def online() -> Image.Image:
     """The tile for Hub roles: a bust under a cloud, for 'fetched when you pick it'."""
     img = gradient((120, 150, 210), (60, 70, 130))
@@ -131,7 +251,8 @@ def online() -> Image.Image:
 
 
 def main() -> None:
-    for rid, draw in (("sunwukong", wukong), ("sherlock", holmes)):
+    for rid, draw in (("sunwukong", wukong), ("sherlock", holmes), ("lindaiyu", daiyu), ("zhugeliang", zhuge),
+                      ("luzhishen", luzhishen), ("elizabeth", elizabeth), ("alice", alice), ("dracula", dracula)):
         out = ROOT / rid / "image.png"
         draw().resize((512, 512), Image.LANCZOS).save(out, optimize=True)
         print("wrote", out)
