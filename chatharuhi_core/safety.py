@@ -97,7 +97,7 @@ def _entry_problem(info: zipfile.ZipInfo, limits: Limits) -> str | None:
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
         return "is a symbolic link"
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # type bits are often absent
         return "is not a plain file"
     if info.file_size > limits.max_file_bytes:
         return f"unpacks to {_size_text(info.file_size)} (limit {_size_text(limits.max_file_bytes)})"

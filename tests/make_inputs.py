@@ -1,0 +1,166 @@
+"""Inputs the tests make for themselves: cards, scripts, ChatHaruhi files, a Hugging Face cache.
+
+Nothing here is copied from a real dataset; the texts are written for the tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+KEEPER_CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Mira",
+        "description": "{{char}} keeps the lighthouse on Gull Rock and talks to {{user}} about ships.",
+        "personality": "calm, dry humour, fond of storms",
+        "scenario": "A stormy night at the lighthouse.",
+        "first_mes": "Shut the door, {{user}}, the wind bites.",
+        "mes_example": "<START>\n{{user}}: Are you lonely here?\n{{char}}: Lonely? I have the sea.\nIt never stops talking."
+                       "\n<START>\n<USER>: What is that light?\n<BOT>: A ship, two miles out. She is late.",
+        "creator_notes": "Written for the ChatHaruhi tests.",
+        "system_prompt": "",
+        "post_history_instructions": "Stay in character.",
+        "alternate_greetings": ["Back again? Mind the third step."],
+        "character_book": {"name": "Gull Rock", "entries": [
+            {"keys": ["storm", "weather"], "content": "Storms on Gull Rock come from the west.", "enabled": True,
+             "insertion_order": 0, "position": "before_char"},
+            {"keys": [], "content": "The lighthouse was built in 1821.", "enabled": True, "constant": True,
+             "insertion_order": 1, "position": "before_char"},
+            {"keys": ["secret"], "content": "A disabled entry.", "enabled": False, "insertion_order": 2},
+        ]},
+        "tags": ["original", "sea"],
+        "creator": "tests",
+        "character_version": "1.2",
+        "extensions": {"depth_prompt": {"prompt": "She smells of salt.", "depth": 4}, "someone_else": [1, 2, 3]},
+    },
+}
+
+SCREENPLAY = """\
+INT. LIGHTHOUSE - NIGHT
+
+Rain hammers the glass.
+
+TOM
+Keeper! Keeper, are you there?
+
+MIRA
+(without turning)
+Shut the door. You're letting the sea in.
+
+TOM
+There's a ship on the rocks.
+
+MIRA
+Then stop talking and fetch the rope.
+
+EXT. CLIFF - DAWN
+
+TOM
+Did they all live?
+
+MIRA (V.O.)
+Every one. The sea was kind tonight.
+
+INT. KITCHEN - LATER
+
+TOM
+Who taught you to read the weather?
+
+SARA
+Nobody asked you.
+"""
+
+CHINESE_SCRIPT = """\
+第一场 客栈
+店小二:「客官里边请！」
+老掌柜：你又偷懒了？
+店小二:「哪有哪有，我这不是在招呼客人嘛。」
+
+老掌柜：明天早点起来。
+店小二：知道了知道了，天一亮我就起。
+"""
+
+
+def png_bytes(size=(64, 96), color=(90, 120, 160)) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def chunk(ctype: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + ctype + body + struct.pack(">I", zlib.crc32(ctype + body) & 0xFFFFFFFF)
+
+
+def card_png(card: dict, keywords=("chara",), image: bytes | None = None) -> bytes:
+    """A PNG with the card in tEXt chunks under the given keywords."""
+    from chatharuhi_core.cards import png_with_text
+
+    b64 = base64.b64encode(json.dumps(card).encode("utf-8")).decode("ascii")
+    return png_with_text(image or png_bytes(), {k: b64 for k in keywords})
+
+
+def bomb_png(card: dict) -> bytes:
+    """A tiny file whose header claims 100,000 x 100,000 pixels, with a card inside."""
+    sig = b"\x89PNG\r\n\x1a\n"
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", 100_000, 100_000, 8, 2, 0, 0, 0))
+    idat = chunk(b"IDAT", zlib.compress(b"\x00" * 1024))
+    b64 = base64.b64encode(json.dumps(card).encode("utf-8")).decode("ascii").encode("ascii")
+    text = chunk(b"tEXt", b"chara\x00" + b64)
+    return sig + ihdr + text + idat + chunk(b"IEND", b"")
+
+
+def b64vec(v) -> str:
+    return base64.b64encode(np.asarray(v, dtype=">f4").tobytes()).decode("ascii")
+
+
+def chatharuhi_rows(stories: list[str], columns: dict[str, int], prompt: str, enc_text: bool = False) -> str:
+    """A ChatHaruhi 2.0 jsonl with random vectors of the given dimension per column."""
+    rng = np.random.default_rng(0)
+    rows = [{"text": prompt, **dict.fromkeys(columns, "system_prompt")},
+            {"text": "Reserve Config Setting Here", **dict.fromkeys(columns, "config")}]
+    for s in stories:
+        row = {"enc_text": base64.b64encode(s.encode()).decode()} if enc_text else {"text": s}
+        row.update({c: b64vec(rng.normal(size=d)) for c, d in columns.items()})
+        rows.append(row)
+    return "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n"
+
+
+HARUHI_STORIES = [
+    "阿虚:「你又想干什么？」\n春日:「我要成立一个社团！找外星人、未来人和超能力者，和他们一起玩！」",
+    "阿虚:「普通人不行吗？」\n春日:「普通的人类我没有兴趣！如果你们当中有外星人，就来找我吧。」",
+    "阿虚:「今天的活动是什么？」\n春日:「不可思议探索之旅！全体在车站前集合，迟到的人请大家喝饮料。」",
+    "阿虚:「你为什么每天换发型？」\n春日:「星期一是一个马尾，星期二两个，这样每天都不一样嘛。你这都看不出来？」",
+]
+
+
+def lay_out_hub_cache(hub: Path, files: dict[str, dict[str, bytes]]) -> Path:
+    """A huggingface_hub cache (datasets--owner--name/refs/main + snapshots/<commit>/...) for offline reads."""
+    for repo_id, content in files.items():
+        repo = hub / ("datasets--" + repo_id.replace("/", "--"))
+        (repo / "refs").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / "main").write_text(COMMIT)
+        snap = repo / "snapshots" / COMMIT
+        for name, data in content.items():
+            (snap / name).parent.mkdir(parents=True, exist_ok=True)
+            (snap / name).write_bytes(data)
+    return hub
+
+
+def haruhi_hub_cache(hub: Path) -> Path:
+    """The test's stand-in for silk-road/ChatHaruhi-RolePlaying/haruhi, cached as if fetched before."""
+    prompt = "I want you to act like 凉宫春日 from 凉宫春日的忧郁. You are now cosplay 凉宫春日."
+    text = chatharuhi_rows(HARUHI_STORIES, {"luotuo_openai": 1536}, prompt)
+    return lay_out_hub_cache(hub, {"silk-road/ChatHaruhi-RolePlaying": {"haruhi.jsonl": text.encode("utf-8")}})
