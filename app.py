@@ -27,6 +27,7 @@ from chatharuhi_core.webchat import (  # noqa: E402
     open_role,
     picker_choices,
     picker_entries,
+    portrait_of,
     scenes_markdown,
     stream_turn,
 )
@@ -40,7 +41,7 @@ def _role_view(conv: Conversation):
     role = load_role(conv.role_id)
     return (
         conv,
-        str(role.image_path) if role.image_path else None,
+        portrait_of(role),
         describe_role(role),
         chat_messages(conv, role),
         gr.Dataset(samples=[[q] for q in role.examples]),
@@ -90,15 +91,16 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
     try:
         role = add_character(hub_id, upload, name, Settings.from_env(), _progress_cb(progress))
     except ChatHaruhiError as exc:
-        return (*(gr.skip(),) * 7, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "")
+        return (*(gr.skip(),) * 7, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "", gr.skip())
     if role.id not in added and role.id not in bundled_ids():
         added.append(role.id)
     entries = picker_entries(added)
-    status = (f"✅ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
+    status = (f"✓ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
               f"· 已添加，可在角色列表中找到。")
     chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
     gallery = gr.Gallery(value=[(e.image, e.caption) for e in entries])
-    return (*_role_view(Conversation(role.id)), chooser, gallery, added, status, gr.Tabs(selected="chat-tab"), status)
+    return (*_role_view(Conversation(role.id)), chooser, gallery, added, status, gr.Tabs(selected="chat-tab"), status,
+            None)  # the upload box is emptied for the next file
 
 
 def clear_chat(conv: Conversation | None):
@@ -211,7 +213,7 @@ def build_demo() -> gr.Blocks:
         picker.select(pick_role, added, view + [chooser, role_status])
         chooser.input(switch_role, chooser, view + [chooser, role_status], api_name="switch_role")
         add_btn.click(add_role, [hub_id, upload, script_name, added],
-                      view + [chooser, picker, added, add_status, tabs, role_status], api_name="add_character")
+                      view + [chooser, picker, added, add_status, tabs, role_status, upload], api_name="add_character")
         backend.change(change_engine, backend, [note, model_box])
         examples.click(lambda sample: sample[0], examples, text)
         turn_out = [chat, text, conv, scenes]

@@ -109,6 +109,7 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
 
         system_prompt = fill_system_prompt(role_name, series)
     sample = system_prompt + "".join(s.text for s in stories[:20])
+    language = guess_language(sample)
     return Role(
         id=role_id or derive_role_id(Path(name).stem, text),
         name=role_name,
@@ -116,12 +117,26 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
         system_prompt=system_prompt,
         stories=stories,
         series=series,
-        language=guess_language(sample),
+        language=language,
         description=f"{len(stories)} scenes from a ChatHaruhi dataset.",
+        user_name=usual_partner(stories, {role_name, *aliases}) or ("用户" if language == "zh" else "User"),
         source=source or name,
         extensions={"chatharuhi_jsonl": {"columns": sorted(embeddings)}},
         embeddings=embeddings,
     )
+
+
+def usual_partner(stories: list[Story], names: set[str]) -> str | None:
+    """Who most often speaks right before the character: the default name for the visitor."""
+    from collections import Counter
+
+    from .prompt import NARRATOR_ROLES, parse_scene_lines
+
+    counts: Counter = Counter()
+    for story in stories:
+        lines = [spk for spk, _ in parse_scene_lines(story.text) if spk]
+        counts.update(a for a, b in zip(lines, lines[1:]) if b in names and a not in names and a not in NARRATOR_ROLES)
+    return counts.most_common(1)[0][0] if counts else None
 
 
 def write_chatharuhi_jsonl(role: Role, path: Path, embedder: Embedder | None = None) -> Path:

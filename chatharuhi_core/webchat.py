@@ -25,6 +25,12 @@ log = logging.getLogger(__name__)
 WARNING_MARK = "⚠️ "
 ONLINE_MARK = "☁"
 ONLINE_IMAGE = Path(__file__).resolve().parent.parent / "assets" / "online.png"
+PLACEHOLDER_IMAGE = ONLINE_IMAGE.with_name("placeholder.png")
+
+
+def portrait_of(role: Role) -> str:
+    """The role's portrait, or the neutral placeholder for roles that came without one."""
+    return str(role.image_path) if role.image_path else str(PLACEHOLDER_IMAGE)
 
 
 @dataclass(frozen=True)
@@ -47,8 +53,7 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
             role = load_role(rid)
         except ChatHaruhiError:
             continue  # an added role whose files were cleaned away
-        image = str(role.image_path) if role.image_path else str(ONLINE_IMAGE)
-        entries.append(PickerEntry(rid, role.name, image))
+        entries.append(PickerEntry(rid, role.name, portrait_of(role)))
     for hub_role in hub_roles():
         entries.append(PickerEntry(hub_role.ref, f"{hub_role.label} {ONLINE_MARK}", str(ONLINE_IMAGE), online=True))
     return entries

@@ -69,9 +69,13 @@ def app_server(tmp_path_factory):
     """python app.py on a free loopback port, offline, with its own cache."""
     port = free_port()
     cache = tmp_path_factory.mktemp("appcache")
+    from make_inputs import haruhi_hub_cache
+
+    hub = haruhi_hub_cache(tmp_path_factory.mktemp("hubcache"))  # as if Haruhi had been fetched once
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHROMA_", "CHATHARUHI_"))}
     env.update(GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", CHATHARUHI_CACHE=str(cache),
-               GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+               GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1",
+               HF_HUB_CACHE=str(hub))
     log = open(tmp_path_factory.mktemp("applog") / "app.log", "w")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -88,3 +88,54 @@ def test_two_visitors_at_once_stay_apart(app_server):
     assert results["sherlock"][1::2] == ["hello", "What is your method?", "Do you play the violin?"]
     assert all(r in lines_of("sunwukong") for r in results["sunwukong"][2::2])
     assert all(r in lines_of("sherlock") for r in results["sherlock"][2::2])
+
+
+def test_add_a_character_by_upload_and_chat_with_it(app_server, tmp_path):
+    import json
+
+    from gradio_client import handle_file
+    from make_inputs import KEEPER_CARD, SCREENPLAY
+
+    client = Client(app_server, verbose=False)
+    (tmp_path / "mira.json").write_text(json.dumps(KEEPER_CARD))
+    out = client.predict("", handle_file(str(tmp_path / "mira.json")), "", api_name="/add_character")
+    status = out[-2]
+    assert "Added **Mira**" in status
+    assert text_of(out[2][0]) == "Shut the door, User, the wind bites."  # the greeting opens the chat
+    choices = [c[1] if isinstance(c, (list, tuple)) else c for c in out[6]["choices"]]
+    assert any(str(c).startswith("mira-") for c in choices)  # the new role is in this visitor's list
+    frames, (chat, box, scenes) = send(client, "Are you lonely here?")
+    assert text_of(chat[-1]) == "Lonely? I have the sea. It never stops talking."
+
+    (tmp_path / "storm.txt").write_text(SCREENPLAY)
+    out = client.predict("", handle_file(str(tmp_path / "storm.txt")), "Mira", api_name="/add_character")
+    assert "Added **Mira** (2 scenes)" in out[-2]
+    frames, (chat, box, scenes) = send(client, "There's a ship on the rocks.")
+    assert text_of(chat[-1]) == "Then stop talking and fetch the rope."
+
+
+def test_a_bad_upload_is_a_sentence_and_the_chat_goes_on(app_server, tmp_path):
+    from gradio_client import handle_file
+
+    client = Client(app_server, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    (tmp_path / "gbk.txt").write_bytes("店小二：客官里边请".encode("gbk"))
+    out = client.predict("", handle_file(str(tmp_path / "gbk.txt")), "", api_name="/add_character")
+    assert "gbk.txt is not UTF-8 text" in out[-3] and "Traceback" not in out[-3]
+    frames, (chat, box, scenes) = send(client, "What is your method?")
+    assert text_of(chat[-1]) in lines_of("sherlock")
+
+
+def test_hub_roles_cached_work_offline_and_uncached_say_so(app_server):
+    from make_inputs import HARUHI_STORIES
+
+    client = Client(app_server, verbose=False)
+    out = client.predict("silk-road/ChatHaruhi-RolePlaying/haruhi", api_name="/switch_role")
+    assert "凉宫春日" in out[1] and out[-1] == ""
+    frames, (chat, box, scenes) = send(client, "普通的人类你有兴趣吗？", user_role="阿虚")
+    reply = text_of(chat[-1])
+    assert reply and any(reply in s for s in HARUHI_STORIES)
+    out = client.predict("silk-road/ChatHaruhi-RolePlaying/Snape", api_name="/switch_role")
+    assert "not in the local cache" in out[-1]
+    frames, (chat, box, scenes) = send(client, "还在吗？", user_role="阿虚")  # still talking to Haruhi
+    assert any(text_of(chat[-1]) in s for s in HARUHI_STORIES)

@@ -19,7 +19,6 @@ from make_inputs import (
     SCREENPLAY,
     b64vec,
     bomb_png,
-    card_png,
     chatharuhi_rows,
     haruhi_hub_cache,
     lay_out_hub_cache,

@@ -250,15 +250,25 @@ def online() -> Image.Image:
     return img
 
 
+def placeholder() -> Image.Image:
+    """The portrait of a character that came without one."""
+    img = gradient((200, 190, 220), (120, 110, 150))
+    d = ImageDraw.Draw(img)
+    d.ellipse([392, 300, 632, 540], fill=(70, 62, 96))
+    d.chord([232, 520, 792, 1080], 180, 360, fill=(70, 62, 96))
+    return img
+
+
 def main() -> None:
     for rid, draw in (("sunwukong", wukong), ("sherlock", holmes), ("lindaiyu", daiyu), ("zhugeliang", zhuge),
                       ("luzhishen", luzhishen), ("elizabeth", elizabeth), ("alice", alice), ("dracula", dracula)):
         out = ROOT / rid / "image.png"
         draw().resize((512, 512), Image.LANCZOS).save(out, optimize=True)
         print("wrote", out)
-    out = ROOT.parent / "assets" / "online.png"
-    online().resize((256, 256), Image.LANCZOS).save(out, optimize=True)
-    print("wrote", out)
+    for name, draw in (("online", online), ("placeholder", placeholder)):
+        out = ROOT.parent / "assets" / f"{name}.png"
+        draw().resize((256, 256), Image.LANCZOS).save(out, optimize=True)
+        print("wrote", out)
 
 
 if __name__ == "__main__":
