@@ -81,7 +81,9 @@ def test_cli_interactive_loop(cache_dir):
     assert out.stdout.count("孙悟空:") >= 2
 
 
-@pytest.mark.parametrize("args", [(), ("chat",), ("roles",), ("engines",), ("validate",)])
+@pytest.mark.parametrize("args", [(), ("chat",), ("roles",), ("engines",), ("validate",), ("role",),
+                                  ("role", "build"), ("role", "import"), ("role", "export"), ("role", "push"),
+                                  ("role", "validate")])
 def test_cli_help_everywhere(cache_dir, args):
     out = run_cli(*args, "--help", cache=cache_dir)
     assert out.returncode == 0 and "usage:" in out.stdout
@@ -98,3 +100,33 @@ def test_cli_errors_are_sentences(cache_dir, tmp_path):
     out = run_cli("chat", "--role", "sherlock", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1", "hi",
                   cache=cache_dir)
     assert out.returncode == 1 and "Could not reach the model server" in out.stderr
+
+
+def test_cli_role_build_import_export_push(cache_dir, tmp_path):
+    from make_inputs import SCREENPLAY
+
+    (tmp_path / "storm.txt").write_text(SCREENPLAY, encoding="utf-8")
+    out = run_cli("role", "build", str(tmp_path / "storm.txt"), "--name", "Mira", "--out", str(tmp_path / "mira"),
+                  cache=cache_dir)
+    assert out.returncode == 0, out.stderr
+    assert "Built Mira: 2 scenes" in out.stdout and "embedding scenes" in out.stderr  # the progress bar
+    assert (tmp_path / "mira" / "store" / "manifest.json").is_file()
+    out = run_cli("role", "export", "sherlock", "--to", str(tmp_path / "holmes.png"), cache=cache_dir)
+    assert out.returncode == 0, out.stderr
+    out = run_cli("role", "import", str(tmp_path / "holmes.png"), cache=cache_dir)
+    assert out.returncode == 0 and "Imported Sherlock Holmes as 'sherlock-holmes-" in out.stdout, out.stderr
+    new_id = out.stdout.split("'")[1]
+    out = run_cli("chat", "--role", new_id, "--llm", "script", "What is your method?", cache=cache_dir)
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr
+    out = run_cli("role", "validate", str(tmp_path / "mira"), cache=cache_dir)
+    assert out.returncode == 0 and "2 scenes" in out.stdout
+    out = run_cli("role", "push", new_id, "--repo", "someone/holmes", "--dry-run", cache=cache_dir)
+    assert out.returncode == 0 and "Would upload" in out.stdout and "stories.jsonl" in out.stdout
+    out = run_cli("role", "push", new_id, "--repo", "someone/holmes", cache=cache_dir, env_extra={"HF_TOKEN": ""})
+    assert out.returncode == 1 and "set HF_TOKEN" in out.stderr
+    (tmp_path / "bad.zip").write_bytes(b"not a zip")
+    out = run_cli("role", "validate", str(tmp_path / "bad.zip"), cache=cache_dir)
+    assert out.returncode == 1 and "bad.zip is not a readable zip file" in out.stderr and "Traceback" not in out.stderr
+    out = run_cli("role", "import", "silk-road/ChatHaruhi-RolePlaying/Snape", cache=cache_dir,
+                  env_extra={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_CACHE": str(tmp_path / "hub")})
+    assert out.returncode == 1 and "cannot be reached" in out.stderr
