@@ -97,7 +97,10 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
         stories.append(Story(id=f"{len(stories) + 1:05d}", text=body.strip()))
     if not stories:
         raise ImportProblem(f"{name} holds no scenes: after the system prompt and config rows there is no story text.")
-    embeddings = {c: np.stack(v) for c, v in columns.items() if len(v) == len(stories)}
+    # every column was checked above; only the active embedder's is worth its memory (1536 floats a scene
+    # for luotuo_openai), the others would be embedded again anyway
+    keep = {active} if active else set(columns)
+    embeddings = {c: np.stack(v) for c, v in columns.items() if len(v) == len(stories) and c in keep}
     m = _ACT_LIKE.search(system_prompt)
     name_guess = role_name or (m.group(1).strip() if m else None) or main_speaker([s.text for s in stories], system_prompt)
     role_name = (name_guess or Path(name).stem).strip()
