@@ -59,6 +59,12 @@ def cmd_roles(args: argparse.Namespace) -> int:
     for role in bundled_roles():
         facts = f"{role.series}, {role.language}, {len(role.stories)} scenes"
         print(f"{role.id:12} {role.name} ({facts}): {role.description}")
+    if args.hub:
+        from .hub import hub_roles
+
+        print("\nOn the Hugging Face Hub (fetched on first use):")
+        for hub_role in hub_roles():
+            print(f"  {hub_role.ref:45} {hub_role.label} ({hub_role.series})")
     return 0
 
 
@@ -187,13 +193,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("chat", help="talk to a character: one message, or a loop without TEXT",
                        description="Answer one message (TEXT) in character, or open an interactive loop.")
-    p.add_argument("--role", required=True, help="bundled role id or name (see `roles`), or a role package folder")
+    p.add_argument("--role", required=True,
+                   help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes")
     p.add_argument("--user-role", help="who you are in the story (default: the role's usual partner, e.g. Watson)")
     _add_engine_args(p)
     p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
     p.set_defaults(func=cmd_chat)
 
     p = sub.add_parser("roles", help="list the bundled characters", description="List the bundled characters.")
+    p.add_argument("--hub", action="store_true", help="also list the ChatHaruhi roles offered from the Hub")
     p.set_defaults(func=cmd_roles)
 
     p = sub.add_parser("engines", help="list the reply engines", description="List the reply engines.")
