@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -78,14 +79,26 @@ def _endpoint(settings: Settings) -> str:
 
 
 def hub_reachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
-    """A TCP connect to the endpoint: fast and honest about 'no network'."""
+    """A TCP connect to the endpoint: fast and honest about 'no network'.
+
+    It runs in a daemon thread because a name lookup is not bounded by the socket timeout: on a
+    machine with a silent DNS server it could otherwise hang far longer than a visitor waits.
+    """
     url = urlparse(endpoint)
     port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname or "", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    answer: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((url.hostname or "", port), timeout=timeout):
+                answer.append(True)
+        except OSError:
+            answer.append(False)
+
+    thread = threading.Thread(target=probe, name="hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
 
 
 def _explain(exc: Exception, ref: HubRef, offline: bool) -> HubError:
@@ -117,7 +130,7 @@ def fetch(ref: HubRef, settings: Settings) -> Path:
 
     endpoint = _endpoint(settings)
     offline = settings.hub_offline or not hub_reachable(endpoint)
-    common = dict(repo_type="dataset", revision=ref.revision, cache_dir=settings.hub_cache,
+    common = dict(repo_type="dataset", revision=ref.revision, cache_dir=settings.hub_cache, etag_timeout=5,
                   token=settings.hf_token or False, local_files_only=offline, endpoint=endpoint)
     try:
         if ref.filename:
