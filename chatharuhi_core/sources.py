@@ -290,23 +290,25 @@ def import_hub(ref: str, settings: Settings | None = None, options: ImportOption
 
 def load_role(ref: str | Path, settings: Settings | None = None, options: ImportOptions = ImportOptions()) -> Role:
     """Any role reference (see the module docstring) as a validated Role."""
-    if isinstance(ref, Path) or Path(str(ref)).expanduser().exists():
+    if not isinstance(ref, Path):
+        ref = ref.strip()
+        found = _find_bundled(ref) if ref else None  # bundled names win over files of the same name
+        if found is not None:
+            return _cached(str(found), lambda: load_role_package(found))
+        with _LOCK:
+            if f"id:{ref}" in _CACHE:
+                return _CACHE[f"id:{ref}"]
+        settings = settings or Settings.from_env()
+        role = _imported(ref, settings) if ref else None
+        if role is not None:
+            return role
+    if isinstance(ref, Path) or (ref and Path(ref).expanduser().exists()):
         path = Path(ref).expanduser()
         if path.is_dir() and (path / "role.json").is_file() and not options.display_name:
             # a package folder on this machine is used in place, under its own id
             return _cached(f"dir:{path.resolve()}", lambda: load_role_package(path))
         return import_file(path, settings, options)
-    ref = str(ref).strip()
-    found = _find_bundled(ref) if ref else None
-    if found is not None:
-        return _cached(str(found), lambda: load_role_package(found))
-    with _LOCK:
-        if f"id:{ref}" in _CACHE:
-            return _CACHE[f"id:{ref}"]
     settings = settings or Settings.from_env()
-    role = _imported(ref, settings) if ref else None
-    if role is not None:
-        return role
     from .hub import parse_hub_id
 
     if "/" in ref and parse_hub_id(ref):
