@@ -44,6 +44,18 @@ def say(page, text):
     page.click("#send")
 
 
+def watch_stream(page):
+    """Record every length the last bot message goes through, from inside the page (polling can miss a short stream)."""
+    page.evaluate("""() => {
+        window.__lengths = [];
+        const chat = document.querySelector('#chat');
+        new MutationObserver(() => {
+            const bots = chat.querySelectorAll('.message.bot');
+            if (bots.length > 1) window.__lengths.push(bots[bots.length - 1].innerText.trim().length);
+        }).observe(chat, {subtree: true, childList: true, characterData: true});
+    }""")
+
+
 def wait_reply(page, count, timeout=30, changed_from=None):
     """Wait until there are `count` bot messages and the last one has stopped changing."""
     deadline, seen, stable = time.time() + timeout, [], 0
@@ -69,10 +81,12 @@ def test_pick_each_role_and_chat(browser, app_server, index, role_id):
     assert role.greeting[:10] in bot_texts(page)[0]
     src = page.locator("#portrait img").get_attribute("src")
     assert page.request.get(src).body() == role.image_path.read_bytes()  # the right portrait
+    watch_stream(page)
     say(page, QUESTIONS.get(role_id, role.examples[0]))
     texts, frames = wait_reply(page, 2)
     assert texts[-1] in lines_of(role_id)
-    assert any(0 < len(f) < len(texts[-1]) for f in frames)  # seen while it was still arriving
+    lengths = page.evaluate("window.__lengths")
+    assert any(0 < n < len(texts[-1]) for n in lengths), lengths  # seen while it was still arriving
     page.click("#scenes-panel button")
     page.wait_for_selector("#scenes :text('similarity')")
     ARTIFACTS.mkdir(exist_ok=True)
