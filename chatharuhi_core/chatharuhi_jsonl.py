@@ -91,9 +91,7 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
                 raise ImportProblem(
                     f"{where}, column '{col}': the embedding has {len(vec)} dimensions, expected {expected}."
                 )
-            if seen is not None and len(seen) != len(stories):
-                raise ImportProblem(f"{where}: the column '{col}' is missing on some rows before this one.")
-            columns.setdefault(col, []).append(vec)
+            columns.setdefault(col, []).append(vec)  # a column missing on some rows is dropped below
         stories.append(Story(id=f"{len(stories) + 1:05d}", text=body.strip()))
     if not stories:
         raise ImportProblem(f"{name} holds no scenes: after the system prompt and config rows there is no story text.")

@@ -43,7 +43,8 @@ class Line:
 
 
 def _speaker_name(raw: str) -> str:
-    raw = raw.strip()
+    """`WATSON` -> `Watson`; `Holmes (quietly)` / `孙悟空（笑）` -> the name alone."""
+    raw = re.sub(r"\s*[(（][^)）]*[)）]\s*", " ", raw).strip() or raw.strip()
     return raw.title() if raw.isupper() else raw
 
 

@@ -207,6 +207,12 @@ def test_chinese_script_and_length_limit():
     assert all(s.splitlines()[0].startswith("A:") for s in scenes)  # each starts on its cue
 
 
+def test_speaker_notes_in_parentheses_are_not_part_of_the_name():
+    text = "Tom (shouting): Keeper!\nMira (quietly): Shut the door.\n\n老掌柜（怒）：又偷懒？\n店小二（笑）：哪有哪有。"
+    assert [s.splitlines()[-1] for s in cut_scenes(text, ["Mira"])] == ["Mira:「Shut the door.」"]
+    assert cut_scenes(text, ["店小二"]) == ["老掌柜:「又偷懒？」\n店小二:「哪有哪有。」"]
+
+
 def test_script_file_through_load_role(env):
     settings, inp = env
     (inp / "storm.txt").write_text(SCREENPLAY)
