@@ -179,6 +179,32 @@ def cmd_role_push(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_speak(args: argparse.Namespace) -> int:
+    """Read a line aloud in a role's voice into a file (edge-tts, else espeak-ng)."""
+    import shutil
+
+    from .errors import ChatHaruhiError
+    from .sources import load_role
+    from .voice import DEFAULT_ORDER, speak
+
+    settings = Settings.from_env()
+    role = load_role(args.role, settings)
+    engines = (args.engine,) if args.engine else DEFAULT_ORDER
+    speech = speak(role, " ".join(args.text), settings, engines)
+    if speech.path is None:
+        raise ChatHaruhiError(speech.notice)
+    out = Path(args.output)
+    if out.suffix.lower() not in ("", speech.path.suffix):
+        out = out.with_suffix(speech.path.suffix)
+        print(f"note: {speech.engine} writes {speech.path.suffix} audio; saving as {out.name}", file=sys.stderr)
+    elif not out.suffix:
+        out = out.with_suffix(speech.path.suffix)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(speech.path), out)
+    print(f"{speech.notice} Wrote {out}")
+    return 0
+
+
 def cmd_engines(args: argparse.Namespace) -> int:
     for name in backend_names():
         info = backend_info(name)
@@ -203,6 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("roles", help="list the bundled characters", description="List the bundled characters.")
     p.add_argument("--hub", action="store_true", help="also list the ChatHaruhi roles offered from the Hub")
     p.set_defaults(func=cmd_roles)
+
+    p = sub.add_parser("speak", help="read a line aloud in a character's voice",
+                       description="Speak TEXT in the role's voice: edge-tts when online, else espeak-ng.")
+    p.add_argument("--role", required=True, help="a bundled or imported id, or any source `role import` takes")
+    p.add_argument("-o", "--output", required=True, help="audio file to write (.mp3 from edge-tts, .wav from espeak-ng)")
+    p.add_argument("--engine", choices=["edge-tts", "espeak-ng"], help="use only this voice engine")
+    p.add_argument("text", nargs="+", metavar="TEXT", help="what to say")
+    p.set_defaults(func=cmd_speak)
 
     p = sub.add_parser("engines", help="list the reply engines", description="List the reply engines.")
     p.set_defaults(func=cmd_engines)

@@ -3,10 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
-# Debian's Chromium for the browser tests (never `playwright install`) and CJK fonts for screenshots.
+# Debian's Chromium for the browser tests (never `playwright install`), CJK fonts for screenshots, espeak-ng.
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need+=(fonts-noto-cjk)
+command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)  # the offline voice (packages.txt on a Space)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
