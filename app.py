@@ -16,6 +16,7 @@ from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
 from chatharuhi_core.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.sources import accepted_suffixes, bundled_ids, load_role  # noqa: E402
+from chatharuhi_core.voice import speak  # noqa: E402
 from chatharuhi_core.webchat import (  # noqa: E402
     WARNING_MARK,
     Conversation,
@@ -103,6 +104,13 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
             None)  # the upload box is emptied for the next file
 
 
+def set_avatar(conv: Conversation | None):
+    """The character's portrait as the avatar of its chat bubbles (a follow-up, so API outputs stay plain)."""
+    if conv is None:
+        return gr.skip()
+    return gr.Chatbot(avatar_images=(None, portrait_of(load_role(conv.role_id))))
+
+
 def clear_chat(conv: Conversation | None):
     """Back to the greeting with the same character."""
     view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]))
@@ -113,7 +121,14 @@ def change_engine(backend: str):
     return engine_note(backend), gr.update(visible=backend_info(backend).uses_model)
 
 
-def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, regenerate):
+def _spoken(conv: Conversation, text: str):
+    """Audio and a note for the page; the reply stays text when no voice is available."""
+    speech = speak(load_role(conv.role_id), text, Settings.from_env())
+    return (str(speech.path) if speech.path else None), speech.notice
+
+
+def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, speak_on,
+          regenerate):
     if conv is None:
         conv = Conversation(bundled_ids()[0])
     engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens)
@@ -123,15 +138,42 @@ def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens
         if up.error:
             gr.Warning(up.error)
         scenes_out = scenes_markdown(up.conversation) if up.done else gr.skip()
-        yield up.messages, box, up.conversation, scenes_out
+        audio, voice_note = gr.skip(), gr.skip()
+        if up.done and not up.error and speak_on and up.conversation.history:
+            audio, voice_note = _spoken(up.conversation, up.conversation.history[-1].reply)
+        yield up.messages, box, up.conversation, scenes_out, audio, voice_note
 
 
-def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens):
-    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, False)
+def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, speak_on=False):
+    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+                     speak_on, False)
 
 
-def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens):
-    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, True)
+def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+               speak_on=False):
+    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+                     speak_on, True)
+
+
+def speak_last(conv: Conversation | None):
+    """The speak button: read the newest reply (or the greeting) aloud."""
+    if conv is None:
+        return gr.skip(), "Nothing to read aloud yet."
+    role = load_role(conv.role_id)
+    text = conv.history[-1].reply if conv.history else role.greeting
+    return _spoken(conv, text) if text else (gr.skip(), "Nothing to read aloud yet.")
+
+
+def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
+    """A click on any message of the character reads that one aloud."""
+    if conv is None or not isinstance(evt.value, (str, dict, list)):
+        return gr.skip(), gr.skip()
+    value = evt.value
+    if isinstance(value, dict):
+        value = value.get("text") or value.get("content") or ""
+    if isinstance(value, list):
+        value = "".join(v.get("text", "") if isinstance(v, dict) else str(v) for v in value)
+    return _spoken(conv, str(value))
 
 
 def build_demo() -> gr.Blocks:
@@ -182,6 +224,12 @@ def build_demo() -> gr.Blocks:
                 with gr.Row():
                     regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
                     clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
+                with gr.Row(equal_height=True):
+                    speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
+                    speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
+                voice_audio = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False,
+                                       elem_id="voice-audio", buttons=["download"])
+                voice_note = gr.Markdown(elem_id="voice-note")
                 with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
                                   elem_id="scenes-panel"):
                     scenes = gr.Markdown(elem_id="scenes")
@@ -209,17 +257,23 @@ def build_demo() -> gr.Blocks:
 
         view = [conv, portrait, about, chat, examples, user_role, scenes]
         settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens]
-        demo.load(start_session, None, view + [chooser, backend, note, model_box])
-        picker.select(pick_role, added, view + [chooser, role_status])
-        chooser.input(switch_role, chooser, view + [chooser, role_status], api_name="switch_role")
+        demo.load(start_session, None, view + [chooser, backend, note, model_box]).then(
+            set_avatar, conv, chat, api_name=False)
+        picker.select(pick_role, added, view + [chooser, role_status]).then(set_avatar, conv, chat, api_name=False)
+        chooser.input(switch_role, chooser, view + [chooser, role_status], api_name="switch_role").then(
+            set_avatar, conv, chat, api_name=False)
         add_btn.click(add_role, [hub_id, upload, script_name, added],
-                      view + [chooser, picker, added, add_status, tabs, role_status, upload], api_name="add_character")
+                      view + [chooser, picker, added, add_status, tabs, role_status, upload],
+                      api_name="add_character").then(set_avatar, conv, chat, api_name=False)
         backend.change(change_engine, backend, [note, model_box])
         examples.click(lambda sample: sample[0], examples, text)
-        turn_out = [chat, text, conv, scenes]
-        text.submit(send, [conv, text, user_role, *settings_in], turn_out, api_name="submit")
-        send_btn.click(send, [conv, text, user_role, *settings_in], turn_out)
-        regen_btn.click(regenerate, [conv, text, user_role, *settings_in], turn_out)
+        turn_out = [chat, text, conv, scenes, voice_audio, voice_note]
+        turn_in = [conv, text, user_role, *settings_in, speak_on]
+        text.submit(send, turn_in, turn_out, api_name="submit")
+        send_btn.click(send, turn_in, turn_out)
+        regen_btn.click(regenerate, turn_in, turn_out)
+        speak_btn.click(speak_last, conv, [voice_audio, voice_note], api_name="speak_last")
+        chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)
         clear_btn.click(clear_chat, conv, [conv, portrait, about, chat, scenes])
         chat.clear(clear_chat, conv, [conv, portrait, about, chat, scenes], api_name=False)
     return demo

@@ -20,7 +20,7 @@ def text_of(message) -> str:
 def send(client, text, user_role="", backend="script", model="", base_url="", key=""):
     job = client.submit(text, user_role, backend, model, base_url, key, 1500, 1200, api_name="/send")
     frames = list(job)
-    return frames, job.result()
+    return frames, job.result()[:3]  # chat, message box, scenes (then the voice and its note)
 
 
 def test_page_serves_and_lists_endpoints(app_server):
@@ -64,7 +64,7 @@ def test_regenerate_and_clear(app_server):
     client.predict("sherlock", api_name="/switch_role")
     _, (chat, _, _) = send(client, "What is your method?")
     first = text_of(chat[-1])
-    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, api_name="/regenerate")
+    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, api_name="/regenerate")[:3]
     assert len(chat) == 3 and text_of(chat[-1]) != first
     out = client.predict(api_name="/clear_chat")
     assert len(out[2]) == 1  # only the greeting
@@ -139,3 +139,17 @@ def test_hub_roles_cached_work_offline_and_uncached_say_so(app_server):
     assert "not in the local cache" in out[-1]
     frames, (chat, box, scenes) = send(client, "还在吗？", user_role="阿虚")  # still talking to Haruhi
     assert any(text_of(chat[-1]) in s for s in HARUHI_STORIES)
+
+
+def test_speak_replies_gives_fresh_audio_in_the_role_language(app_server):
+    import wave
+
+    client = Client(app_server, verbose=False)
+    client.predict("sunwukong", api_name="/switch_role")
+    job = client.submit("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, True, api_name="/send")
+    chat, box, scenes, audio, note = job.result()
+    assert "espeak-ng (cmn)" in note and "edge-tts could not be used" in note
+    with wave.open(audio) as w:
+        assert w.getnframes() / w.getframerate() > 0.5
+    again, note2 = client.predict(api_name="/speak_last")
+    assert again != audio and "espeak-ng (cmn)" in note2  # a new file, so the browser plays it again
