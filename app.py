@@ -228,7 +228,8 @@ def build_demo() -> gr.Blocks:
                     speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
                     speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
                 voice_audio = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False,
-                                       elem_id="voice-audio", buttons=["download"])
+                                       elem_id="voice-audio", buttons=["download"],
+                                       waveform_options=gr.WaveformOptions(show_recording_waveform=False))
                 voice_note = gr.Markdown(elem_id="voice-note")
                 with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
                                   elem_id="scenes-panel"):

@@ -211,3 +211,26 @@ def _throwaway(tmp_path):
     from chatharuhi_core.config import Settings
 
     return Settings.from_env({"CHATHARUHI_CACHE": str(tmp_path / "cache")})
+
+
+def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
+    page = open_page(browser, app_server)
+    page.locator("#speak input").check()
+    say(page, "你的金箍棒有多重？")
+    wait_reply(page, 2)
+    page.wait_for_selector("#voice-note :text('espeak-ng (cmn)')", timeout=20_000)
+    page.wait_for_function("() => { const a = document.querySelector('#voice-audio audio');"
+                           " return a && a.src && a.readyState >= 1 && a.duration > 0.3; }", timeout=20_000)
+    first = page.locator("#voice-audio audio").get_attribute("src")
+    page.locator("#picker .thumbnail-item").nth(1).click()  # Sherlock speaks English
+    page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
+    say(page, "What is your method?")
+    wait_reply(page, 2)
+    page.wait_for_selector("#voice-note :text('espeak-ng (en-gb)')", timeout=20_000)
+    page.wait_for_function("(old) => { const a = document.querySelector('#voice-audio audio');"
+                           " return a && a.src && a.src !== old && a.duration > 0.3; }", arg=first, timeout=20_000)
+    avatar = page.locator("#chat .message-row img, #chat img.avatar-image").first.get_attribute("src")
+    assert avatar and page.request.get(avatar).body() == load_role("sherlock").image_path.read_bytes()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "voice.png"), full_page=True)
+    page.close()
