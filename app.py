@@ -29,6 +29,7 @@ from chatharuhi_core.webchat import (  # noqa: E402
     picker_choices,
     picker_entries,
     portrait_of,
+    scene_image_for,
     scenes_markdown,
     stream_turn,
 )
@@ -104,11 +105,22 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
             None)  # the upload box is emptied for the next file
 
 
+def _scene_picture(role, reply: str):
+    found = scene_image_for(role, reply, Settings.from_env())
+    if found is None:
+        return gr.Image(value=None, visible=False)
+    path, caption = found
+    return gr.Image(value=path, label=f"Scene · 场景: {caption}", visible=True)
+
+
 def set_avatar(conv: Conversation | None):
-    """The character's portrait as the avatar of its chat bubbles (a follow-up, so API outputs stay plain)."""
+    """The portrait as the avatar of the chat bubbles, and the role's first scene picture (a follow-up,
+    so the API outputs stay plain)."""
     if conv is None:
-        return gr.skip()
-    return gr.Chatbot(avatar_images=(None, portrait_of(load_role(conv.role_id))))
+        return gr.skip(), gr.skip()
+    role = load_role(conv.role_id)
+    reply = conv.history[-1].reply if conv.history else ""
+    return gr.Chatbot(avatar_images=(None, portrait_of(role))), _scene_picture(role, reply)
 
 
 def clear_chat(conv: Conversation | None):
@@ -138,10 +150,13 @@ def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens
         if up.error:
             gr.Warning(up.error)
         scenes_out = scenes_markdown(up.conversation) if up.done else gr.skip()
-        audio, voice_note = gr.skip(), gr.skip()
-        if up.done and not up.error and speak_on and up.conversation.history:
-            audio, voice_note = _spoken(up.conversation, up.conversation.history[-1].reply)
-        yield up.messages, box, up.conversation, scenes_out, audio, voice_note
+        audio, voice_note, picture = gr.skip(), gr.skip(), gr.skip()
+        if up.done and not up.error and up.conversation.history:
+            reply = up.conversation.history[-1].reply
+            picture = _scene_picture(load_role(up.conversation.role_id), reply)
+            if speak_on:
+                audio, voice_note = _spoken(up.conversation, reply)
+        yield up.messages, box, up.conversation, scenes_out, audio, voice_note, picture
 
 
 def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, speak_on=False):
@@ -214,6 +229,8 @@ def build_demo() -> gr.Blocks:
                                                label="History budget (tokens)")
             with gr.Column(scale=2):
                 note = gr.Markdown(elem_id="engine-note")
+                scene_picture = gr.Image(label="Scene · 场景", visible=False, interactive=False, height=220,
+                                         elem_id="scene-image", buttons=[])
                 chat = gr.Chatbot(label="Chat", elem_id="chat", height=520, buttons=["copy"])
                 with gr.Row():
                     text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…",
@@ -259,16 +276,17 @@ def build_demo() -> gr.Blocks:
         view = [conv, portrait, about, chat, examples, user_role, scenes]
         settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens]
         demo.load(start_session, None, view + [chooser, backend, note, model_box]).then(
-            set_avatar, conv, chat, api_name=False)
-        picker.select(pick_role, added, view + [chooser, role_status]).then(set_avatar, conv, chat, api_name=False)
+            set_avatar, conv, [chat, scene_picture], api_name=False)
+        picker.select(pick_role, added, view + [chooser, role_status]).then(
+            set_avatar, conv, [chat, scene_picture], api_name=False)
         chooser.input(switch_role, chooser, view + [chooser, role_status], api_name="switch_role").then(
-            set_avatar, conv, chat, api_name=False)
+            set_avatar, conv, [chat, scene_picture], api_name=False)
         add_btn.click(add_role, [hub_id, upload, script_name, added],
                       view + [chooser, picker, added, add_status, tabs, role_status, upload],
-                      api_name="add_character").then(set_avatar, conv, chat, api_name=False)
+                      api_name="add_character").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         backend.change(change_engine, backend, [note, model_box])
         examples.click(lambda sample: sample[0], examples, text)
-        turn_out = [chat, text, conv, scenes, voice_audio, voice_note]
+        turn_out = [chat, text, conv, scenes, voice_audio, voice_note, scene_picture]
         turn_in = [conv, text, user_role, *settings_in, speak_on]
         text.submit(send, turn_in, turn_out, api_name="submit")
         send_btn.click(send, turn_in, turn_out)

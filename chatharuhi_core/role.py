@@ -38,6 +38,14 @@ class Story:
 
 
 @dataclass(frozen=True)
+class SceneImage:
+    """A picture from the story with a caption; the page shows the one closest to the reply."""
+
+    path: Path
+    caption: str
+
+
+@dataclass(frozen=True)
 class Voice:
     edge_tts: str | None = None
     espeak: str | None = None
@@ -66,6 +74,7 @@ class Role:
     source: str = ""
     license: str = ""
     extensions: dict[str, Any] = field(default_factory=dict)
+    scene_images: list[SceneImage] = field(default_factory=list)
     image_path: Path | None = None
     root: Path | None = None
     format_version: int = FORMAT_VERSION
@@ -250,6 +259,37 @@ def find_image(root: Path) -> Path | None:
     return None
 
 
+SCENE_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+def load_scene_images(root: Path) -> list[SceneImage]:
+    """images/images.json: [{"file": "staff.png", "caption": "..."}], files inside images/."""
+    index = root / "images" / "images.json"
+    if not index.is_file():
+        return []
+    name = "images/images.json"
+    try:
+        rows = json.loads(_read_text(index, name))
+    except json.JSONDecodeError as exc:
+        raise RoleFormatError(name, None, f"not valid JSON ({exc.msg}).") from None
+    if not isinstance(rows, list):
+        raise RoleFormatError(name, None, "expected a list of {file, caption} objects.")
+    images = []
+    folder = (root / "images").resolve()
+    for n, row in enumerate(rows, start=1):
+        where = f"{name} item {n}"
+        if not isinstance(row, dict) or not isinstance(row.get("file"), str) or not isinstance(row.get("caption"), str):
+            raise RoleFormatError(where, None, "each item needs a 'file' and a 'caption' (text).")
+        path = (folder / row["file"]).resolve()
+        if folder not in path.parents or path.suffix.lower() not in SCENE_IMAGE_SUFFIXES:
+            raise RoleFormatError(where, "file", "must name a .png, .jpg or .webp inside images/.")
+        if not path.is_file():
+            raise RoleFormatError(where, "file", f"images/{row['file']} is missing.")
+        if row["caption"].strip():
+            images.append(SceneImage(path, row["caption"].strip()))
+    return images
+
+
 def load_role_package(root: Path | str) -> Role:
     """Read and validate a role package folder."""
     root = Path(root)
@@ -273,7 +313,8 @@ def load_role_package(root: Path | str) -> Role:
     if not stories_path.is_file():
         raise RoleFormatError("stories.jsonl", None, f"missing from {root.name}/.")
     stories = parse_stories(_read_text(stories_path, "stories.jsonl"))
-    return Role(system_prompt=system_prompt, stories=stories, image_path=find_image(root), root=root, **kwargs)
+    return Role(system_prompt=system_prompt, stories=stories, image_path=find_image(root), root=root,
+                scene_images=load_scene_images(root), **kwargs)
 
 
 def write_role_package(role: Role, root: Path | str) -> Path:
@@ -291,6 +332,16 @@ def write_role_package(role: Role, root: Path | str) -> Path:
         target = root / ("image" + role.image_path.suffix.lower())
         if target.resolve() != role.image_path.resolve():
             target.write_bytes(role.image_path.read_bytes())
+    if role.scene_images:
+        (root / "images").mkdir(exist_ok=True)
+        rows = []
+        for i, image in enumerate(role.scene_images, start=1):
+            name = f"{i:02d}{image.path.suffix.lower()}"
+            if (root / "images" / name).resolve() != image.path.resolve():
+                (root / "images" / name).write_bytes(image.path.read_bytes())
+            rows.append({"file": name, "caption": image.caption})
+        (root / "images" / "images.json").write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n",
+                                                     encoding="utf-8")
     return root
 
 

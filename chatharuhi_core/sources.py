@@ -159,6 +159,9 @@ def _package_role(folder: Path, settings: Settings, options: ImportOptions, orig
     role = load_role_package(folder)
     meta = (folder / "role.json").read_bytes()
     new_id = derive_role_id(role.id, meta + role.stories_sha256.encode())
+    for scene in role.scene_images:  # pictures are served to browsers: refuse bombs here too
+        load_image(read_bytes(scene.path, options.limits, scene.path.name), f"{origin}: images/{scene.path.name}",
+                   options.limits)
     image_label = f"{origin}: {role.image_path.name}" if role.image_path else origin
     portrait = read_bytes(role.image_path, options.limits, image_label) if role.image_path else None
     role = replace(role, id=new_id, root=None, image_path=None, source=role.source or origin)

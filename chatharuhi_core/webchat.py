@@ -216,3 +216,24 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
     done = Conversation(conv.role_id, bot.history, bot.last_scenes,
                         len(pack_stories([h.text for h in bot.last_scenes], bot.budgets.story_tokens)))
     yield TurnUpdate(chat_messages(done, role), done, None, True)
+
+
+_CAPTIONS: dict[tuple, object] = {}
+
+
+def scene_image_for(role: Role, reply: str, settings: Settings) -> tuple[str, str] | None:
+    """(path, caption) of the role's scene picture whose caption is closest in meaning to the reply."""
+    if not role.scene_images:
+        return None
+    if not (reply or "").strip():
+        first = role.scene_images[0]
+        return str(first.path), first.caption
+    from .embedding import cosine, get_embedder
+
+    embedder = get_embedder(settings.embedder)
+    key = (role.id, tuple(i.caption for i in role.scene_images), embedder.name)
+    if key not in _CAPTIONS:  # shared, read-only after the first computation
+        _CAPTIONS[key] = embedder.embed([i.caption for i in role.scene_images])
+    scores = cosine(embedder.embed([reply]), _CAPTIONS[key])[0]
+    best = role.scene_images[int(scores.argmax())]
+    return str(best.path), best.caption

@@ -222,6 +222,8 @@ def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
     page.wait_for_function("() => { const a = document.querySelector('#voice-audio audio');"
                            " return a && a.src && a.readyState >= 1 && a.duration > 0.3; }", timeout=20_000)
     first = page.locator("#voice-audio audio").get_attribute("src")
+    picture = page.locator("#scene-image img").get_attribute("src")
+    assert picture.endswith("staff.png")  # the staff answer shows the staff
     page.locator("#picker .thumbnail-item").nth(1).click()  # Sherlock speaks English
     page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
     say(page, "What is your method?")
@@ -229,6 +231,8 @@ def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
     page.wait_for_selector("#voice-note :text('espeak-ng (en-gb)')", timeout=20_000)
     page.wait_for_function("(old) => { const a = document.querySelector('#voice-audio audio');"
                            " return a && a.src && a.src !== old && a.duration > 0.3; }", arg=first, timeout=20_000)
+    page.wait_for_function("(old) => { const i = document.querySelector('#scene-image img');"
+                           " return i && i.src && !i.src.endsWith(old); }", arg="staff.png", timeout=20_000)
     avatar = page.locator("#chat .message-row img, #chat img.avatar-image").first.get_attribute("src")
     assert avatar and page.request.get(avatar).body() == load_role("sherlock").image_path.read_bytes()
     ARTIFACTS.mkdir(exist_ok=True)
