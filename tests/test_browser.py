@@ -215,12 +215,17 @@ def _throwaway(tmp_path):
 
 def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
     page = open_page(browser, app_server)
+    page.locator("#chat .message.bot").first.click()  # a click on any reply reads it aloud
+    page.wait_for_selector("#voice-note :text('espeak-ng (cmn)')", timeout=20_000)
+    page.wait_for_function("() => document.querySelector('#voice-audio audio')?.duration > 0.3", timeout=20_000)
+    greeting_src = page.locator("#voice-audio audio").get_attribute("src")
     page.locator("#speak input").check()
     say(page, "你的金箍棒有多重？")
     wait_reply(page, 2)
-    page.wait_for_selector("#voice-note :text('espeak-ng (cmn)')", timeout=20_000)
-    page.wait_for_function("() => { const a = document.querySelector('#voice-audio audio');"
-                           " return a && a.src && a.readyState >= 1 && a.duration > 0.3; }", timeout=20_000)
+    page.wait_for_function("(old) => { const a = document.querySelector('#voice-audio audio');"
+                           " return a && a.src && a.src !== old && a.readyState >= 1 && a.duration > 0.3; }",
+                           arg=greeting_src, timeout=20_000)
+    assert "espeak-ng (cmn)" in page.locator("#voice-note").inner_text()
     first = page.locator("#voice-audio audio").get_attribute("src")
     picture = page.locator("#scene-image img").get_attribute("src")
     assert picture.endswith("staff.png")  # the staff answer shows the staff
