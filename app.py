@@ -15,7 +15,7 @@ from chatharuhi_core.backends import backend_info, backend_names  # noqa: E402
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
 from chatharuhi_core.safety import DEFAULT_LIMITS  # noqa: E402
-from chatharuhi_core.sources import accepted_suffixes, bundled_ids, load_role  # noqa: E402
+from chatharuhi_core.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
 from chatharuhi_core.voice import speak  # noqa: E402
 from chatharuhi_core.webchat import (  # noqa: E402
     WARNING_MARK,
@@ -25,7 +25,6 @@ from chatharuhi_core.webchat import (  # noqa: E402
     chat_messages,
     describe_role,
     engine_note,
-    open_role,
     picker_choices,
     picker_entries,
     portrait_of,

@@ -19,7 +19,7 @@ import numpy as np
 from .embedding import Embedder, embedding_column
 from .errors import ImportProblem
 from .prompt import main_speaker
-from .role import Role, Story, derive_role_id, guess_language
+from .role import Role, Story, derive_role_id, guess_language, json_object_lines
 
 TEXT_KEYS = ("text", "enc_text")
 SYSTEM_MARK = "system_prompt"
@@ -61,16 +61,7 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
     stories: list[Story] = []
     columns: dict[str, list[np.ndarray]] = {}
     active = embedding_column(embedder) if embedder else None
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{name} line {n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportProblem(f"{where} is not valid JSON ({exc.msg}).") from None
-        if not isinstance(row, dict):
-            raise ImportProblem(f"{where}: expected a JSON object.")
+    for _, where, row in json_object_lines(text, name, lambda where, problem: ImportProblem(f"{where}: {problem}")):
         body = _row_text(row, where)
         marks = {k: v for k, v in row.items() if k not in TEXT_KEYS}
         if any(v == SYSTEM_MARK for v in marks.values()):

@@ -105,20 +105,12 @@ def _options(args: argparse.Namespace):
     return ImportOptions(name=args.name, aliases=tuple(args.alias or ()), series=args.series or "")
 
 
-def _prepare_store(role, settings: Settings) -> None:
-    from .embedding import get_embedder
-    from .store import open_store
-
-    open_store(role, get_embedder(settings.embedder), settings, progress=progress_bar("embedding scenes"))
-
-
 def cmd_role_import(args: argparse.Namespace) -> int:
     from .export import export_role
-    from .sources import load_role
+    from .sources import open_role
 
     settings = Settings.from_env()
-    role = load_role(args.source, settings, _options(args))
-    _prepare_store(role, settings)
+    role = open_role(args.source, settings, progress_bar("embedding scenes"), _options(args))
     print(f"Imported {role.name} as '{role.id}' ({len(role.stories)} scenes).")
     if args.out:
         print(f"Wrote {export_role(role, args.out, settings, progress=progress_bar('building store'))}")

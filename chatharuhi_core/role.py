@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,10 +221,10 @@ def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
     )
 
 
-def parse_stories(text: str, file: str = "stories.jsonl") -> list[Story]:
-    """One JSON object a line: {"id": ..., "text": ...}; blank lines are skipped."""
-    stories: list[Story] = []
-    seen: set[str] = set()
+def json_object_lines(text: str, file: str,
+                      error: Callable[[str, str], Exception]) -> Iterator[tuple[int, str, dict]]:
+    """(line number, "file line N", object) for each non-blank JSONL line; error(where, problem) makes
+    the exception for a line that is not a JSON object, so each format keeps its own error type."""
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -231,9 +232,17 @@ def parse_stories(text: str, file: str = "stories.jsonl") -> list[Story]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise RoleFormatError(where, None, f"not valid JSON ({exc.msg}).") from None
+            raise error(where, f"not valid JSON ({exc.msg}).") from None
         if not isinstance(row, dict):
-            raise RoleFormatError(where, None, "expected a JSON object.")
+            raise error(where, "expected a JSON object.")
+        yield n, where, row
+
+
+def parse_stories(text: str, file: str = "stories.jsonl") -> list[Story]:
+    """One JSON object a line: {"id": ..., "text": ...}; blank lines are skipped."""
+    stories: list[Story] = []
+    seen: set[str] = set()
+    for n, where, row in json_object_lines(text, file, lambda where, problem: RoleFormatError(where, None, problem)):
         sid = row.get("id", str(n))
         if not isinstance(sid, (str, int)) or isinstance(sid, bool):
             raise RoleFormatError(where, "id", "expected text or a number.")

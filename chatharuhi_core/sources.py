@@ -20,11 +20,15 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config import Settings
 from .errors import ChatHaruhiError, ImportProblem, RoleNotFoundError
 from .role import Role, derive_role_id, find_image, load_role_package, write_role_package
 from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
+
+if TYPE_CHECKING:
+    from .store import Progress
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "characters"
 MAX_CACHED_ROLES = 256
@@ -98,13 +102,19 @@ def _find_bundled(ref: str) -> Path | None:
     return None
 
 
-def _cached(key: str, make: Callable[[], Role]) -> Role:
+def _peek(key: str) -> Role | None:
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    role = make()  # outside the lock: an import may take seconds
-    return _remember(key, role)
+    return None
+
+
+def _cached(key: str, make: Callable[[], Role]) -> Role:
+    role = _peek(key)
+    if role is not None:
+        return role
+    return _remember(key, make())  # made outside the lock: an import may take seconds
 
 
 def _remember(key: str, role: Role) -> Role:
@@ -204,14 +214,14 @@ def import_jsonl(path: Path, settings: Settings, options: ImportOptions) -> Role
 
     label = _label(path, options)
     text = read_text(path, options.limits, label)
-    role = parse_chatharuhi_jsonl(text, label, role_name=options.name, embedder=_embedder_if_loaded(settings),
+    role = parse_chatharuhi_jsonl(text, label, role_name=options.name, embedder=_active_embedder(settings),
                                   source=label)
     _check_scene_count(role, label, options.limits)
     return _persist(role, settings)
 
 
-def _embedder_if_loaded(settings: Settings):
-    """The active embedder, to check stored vectors against its name and dimension."""
+def _active_embedder(settings: Settings):
+    """The deployment's embedder, to check stored vectors against its name and dimension."""
     from .embedding import get_embedder
 
     try:
@@ -264,9 +274,9 @@ def import_hub(ref: str, settings: Settings | None = None, options: ImportOption
         raise RoleNotFoundError(f"'{ref}' is not a Hub id; use owner/name or owner/name/role.")
     listed = {r.ref: r for r in hub.hub_roles()}.get(ref.split("@")[0])
     key = f"hub:{parsed.label}"
-    with _LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
+    cached = _peek(key)
+    if cached is not None:
+        return cached
     local = hub.fetch(parsed, settings)
     if parsed.filename:
         from .chatharuhi_jsonl import parse_chatharuhi_jsonl
@@ -274,7 +284,7 @@ def import_hub(ref: str, settings: Settings | None = None, options: ImportOption
         text = read_text(local, options.limits, parsed.filename)
         role = parse_chatharuhi_jsonl(
             text, parsed.filename, role_name=options.name or (listed.name if listed else None),
-            embedder=_embedder_if_loaded(settings), source=f"https://huggingface.co/datasets/{parsed.repo_id}",
+            embedder=_active_embedder(settings), source=f"https://huggingface.co/datasets/{parsed.repo_id}",
             role_id=derive_role_id(Path(parsed.filename).stem, text),
         )
         if listed:
@@ -298,9 +308,9 @@ def load_role(ref: str | Path, settings: Settings | None = None, options: Import
         found = _find_bundled(ref) if ref else None  # bundled names win over files of the same name
         if found is not None:
             return _cached(str(found), lambda: load_role_package(found))
-        with _LOCK:
-            if f"id:{ref}" in _CACHE:
-                return _CACHE[f"id:{ref}"]
+        role = _peek(f"id:{ref}")  # the per-turn path: an imported role already in memory
+        if role is not None:
+            return role
         settings = settings or Settings.from_env()
         role = _imported(ref, settings) if ref else None
         if role is not None:
@@ -322,6 +332,16 @@ def load_role(ref: str | Path, settings: Settings | None = None, options: Import
     raise RoleNotFoundError(f"No character called '{ref}'. Bundled characters: {known}.")
 
 
+def open_role(ref: str | Path, settings: Settings, progress: Progress | None = None,
+              options: ImportOptions = ImportOptions()) -> Role:
+    """Load any role and make sure its scenes are searchable (built once, with progress)."""
+    from .store import open_store
+
+    role = load_role(ref, settings, options)
+    open_store(role, _active_embedder(settings), settings, progress=progress)
+    return role
+
+
 def role_summary(role: Role) -> dict:
     """A few facts for listings and the CLI."""
     return {"id": role.id, "name": role.name, "series": role.series, "language": role.language,
@@ -330,5 +350,5 @@ def role_summary(role: Role) -> dict:
 
 __all__ = [
     "BUNDLED_DIR", "IMPORTERS", "ImportOptions", "accepted_suffixes", "bundled_ids", "bundled_roles",
-    "import_file", "import_hub", "load_role", "register_importer", "role_summary",
+    "import_file", "import_hub", "load_role", "open_role", "register_importer", "role_summary",
 ]

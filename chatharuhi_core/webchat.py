@@ -18,7 +18,7 @@ from .config import Budgets, Settings
 from .errors import ChatHaruhiError, InputError
 from .prompt import Exchange, pack_stories
 from .role import Role
-from .sources import ImportOptions, bundled_ids, load_role
+from .sources import ImportOptions, bundled_ids, load_role, open_role
 from .store import Hit, Progress
 
 log = logging.getLogger(__name__)
@@ -35,10 +35,11 @@ def portrait_of(role: Role) -> str:
 
 @dataclass(frozen=True)
 class PickerEntry:
-    """One tile of the character picker: what to load, what to show."""
+    """One tile of the character picker and its line in the searchable list."""
 
     ref: str  # a bundled or imported id, or a Hub id
-    caption: str
+    caption: str  # under the portrait
+    label: str  # in the searchable list
     image: str | None
     online: bool = False
 
@@ -53,33 +54,18 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
             role = load_role(rid)
         except ChatHaruhiError:
             continue  # an added role whose files were cleaned away
-        entries.append(PickerEntry(rid, role.name, portrait_of(role)))
+        label = f"{role.name} · {role.series}" if role.series else role.name
+        entries.append(PickerEntry(rid, role.name, label, portrait_of(role)))
     for hub_role in hub_roles():
-        entries.append(PickerEntry(hub_role.ref, f"{hub_role.label} {ONLINE_MARK}", str(ONLINE_IMAGE), online=True))
+        caption = f"{hub_role.label} {ONLINE_MARK}"
+        entries.append(PickerEntry(hub_role.ref, caption, f"{caption} · online (Hugging Face Hub)",
+                                   str(ONLINE_IMAGE), online=True))
     return entries
 
 
 def picker_choices(entries: list[PickerEntry]) -> list[tuple[str, str]]:
     """(label, ref) pairs for the searchable list."""
-    out = []
-    for e in entries:
-        if e.online:
-            out.append((f"{e.caption} · online (Hugging Face Hub)", e.ref))
-        else:
-            role = load_role(e.ref)
-            out.append((f"{role.name} · {role.series}" if role.series else role.name, e.ref))
-    return out
-
-
-def open_role(ref: str, settings: Settings, progress: Progress | None = None,
-              options: ImportOptions = ImportOptions()) -> Role:
-    """Load any role and make sure its scenes are searchable (built once, with progress)."""
-    from .embedding import get_embedder
-    from .store import open_store
-
-    role = load_role(ref, settings, options)
-    open_store(role, get_embedder(settings.embedder), settings, progress=progress)
-    return role
+    return [(e.label, e.ref) for e in entries]
 
 
 def add_character(hub_id: str, upload: str | None, name: str, settings: Settings,
