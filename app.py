@@ -48,6 +48,7 @@ def _role_view(conv: Conversation):
         gr.Dataset(samples=[[q] for q in role.examples]),
         role.user_name,
         scenes_markdown(conv),
+        "",  # the last reply's engine and speed
     )
 
 
@@ -55,8 +56,8 @@ def start_session():
     """A new visitor: the first bundled role, and the engine the deployment prefers."""
     settings = Settings.from_env()
     conv = Conversation(bundled_ids()[0])
-    return (*_role_view(conv), conv.role_id, settings.default_backend, engine_note(settings.default_backend),
-            gr.update(visible=settings.default_backend != "script"))
+    return (*_role_view(conv), conv.role_id, settings.default_backend, *change_engine(settings.default_backend),
+            settings.fold_prompt)
 
 
 def _progress_cb(progress: gr.Progress):
@@ -69,7 +70,7 @@ def _switch(ref: str, progress: gr.Progress):
         role = open_role(ref, Settings.from_env(), _progress_cb(progress))
     except ChatHaruhiError as exc:
         gr.Warning(str(exc))
-        return (*(gr.skip(),) * 7, gr.skip(), WARNING_MARK + str(exc))
+        return (*(gr.skip(),) * 8, gr.skip(), WARNING_MARK + str(exc))
     return (*_role_view(Conversation(role.id)), ref, "")
 
 
@@ -77,7 +78,7 @@ def pick_role(added: list[str] | None, evt: gr.SelectData, progress=gr.Progress(
     """A click on a tile in the picker: bundled, added by this visitor, or a Hub role."""
     entries = picker_entries(added)
     if not 0 <= evt.index < len(entries):
-        return (*(gr.skip(),) * 8, "")
+        return (*(gr.skip(),) * 9, "")
     return _switch(entries[evt.index].ref, progress)
 
 
@@ -92,7 +93,7 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
     try:
         role = add_character(hub_id, upload, name, Settings.from_env(), _progress_cb(progress))
     except ChatHaruhiError as exc:
-        return (*(gr.skip(),) * 7, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "", gr.skip())
+        return (*(gr.skip(),) * 8, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "", gr.skip())
     if role.id not in added and role.id not in bundled_ids():
         added.append(role.id)
     entries = picker_entries(added)
@@ -125,11 +126,15 @@ def set_avatar(conv: Conversation | None):
 def clear_chat(conv: Conversation | None):
     """Back to the greeting with the same character."""
     view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]))
-    return view[:4] + view[6:]  # conv, portrait, about, chat, scenes
+    return view[:4] + view[6:]  # conv, portrait, about, chat, scenes, stats
 
 
 def change_engine(backend: str):
-    return engine_note(backend), gr.update(visible=backend_info(backend).uses_model)
+    """The settings an engine needs: a model field (with its own hint), and a server's URL, key and fold."""
+    info = backend_info(backend)
+    model = gr.Textbox(visible=info.uses_model, placeholder=info.model_hint)
+    key = gr.Textbox(label=f"{info.key_label} (this session only, never stored)")
+    return engine_note(backend), model, gr.Group(visible=info.uses_server), key
 
 
 def _spoken(conv: Conversation, text: str):
@@ -138,11 +143,11 @@ def _spoken(conv: Conversation, text: str):
     return (str(speech.path) if speech.path else None), speech.notice
 
 
-def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, speak_on,
-          regenerate):
+def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
+          speak_on, regenerate):
     if conv is None:
         conv = Conversation(bundled_ids()[0])
-    engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens)
+    engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens, bool(fold))
     for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
         # a sent message leaves the box; after a failure (or a regenerate) the words stay in it
         box = text if (regenerate or up.error) else ""
@@ -155,18 +160,20 @@ def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens
             picture = _scene_picture(load_role(up.conversation.role_id), reply)
             if speak_on:
                 audio, voice_note = _spoken(up.conversation, reply)
-        yield up.messages, box, up.conversation, scenes_out, audio, voice_note, picture
+        status = up.status if (up.status or up.done) else gr.skip()
+        yield up.messages, box, up.conversation, scenes_out, audio, voice_note, picture, status
 
 
-def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, speak_on=False):
+def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold=False,
+         speak_on=False):
     yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
-                     speak_on, False)
+                     fold, speak_on, False)
 
 
 def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
-               speak_on=False):
+               fold=False, speak_on=False):
     yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
-                     speak_on, True)
+                     fold, speak_on, True)
 
 
 def speak_last(conv: Conversation | None):
@@ -216,12 +223,14 @@ def build_demo() -> gr.Blocks:
                 user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", elem_id="user-role")
                 with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
                     backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
-                    with gr.Group(visible=False) as model_box:
-                        model = gr.Textbox(label="Model", placeholder="gpt-4o-mini", elem_id="model")
+                    model = gr.Textbox(label="Model", visible=False, elem_id="model")
+                    with gr.Group(visible=False) as server_box:
                         base_url = gr.Textbox(label="Base URL", placeholder="https://api.openai.com/v1",
                                               elem_id="base-url")
                         api_key = gr.Textbox(label="API key (this session only, never stored)",
                                              type="password", elem_id="api-key")
+                        fold = gr.Checkbox(label="Fold the prompt: no system message, no two user messages in a "
+                                           "row (for servers that reject them)", elem_id="fold")
                     story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=100,
                                              label="Scene budget (tokens)")
                     history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=100,
@@ -231,6 +240,7 @@ def build_demo() -> gr.Blocks:
                 scene_picture = gr.Image(label="Scene · 场景", visible=False, interactive=False, height=220,
                                          elem_id="scene-image", buttons=[])
                 chat = gr.Chatbot(label="Chat", elem_id="chat", height=520, buttons=["copy"])
+                reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
                 with gr.Row():
                     text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…",
                                       scale=6, elem_id="message", max_lines=6)
@@ -272,9 +282,10 @@ def build_demo() -> gr.Blocks:
             add_btn = gr.Button("Add character · 添加", variant="primary", elem_id="add-role")
             add_status = gr.Markdown(elem_id="add-status")
 
-        view = [conv, portrait, about, chat, examples, user_role, scenes]
-        settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens]
-        demo.load(start_session, None, view + [chooser, backend, note, model_box]).then(
+        view = [conv, portrait, about, chat, examples, user_role, scenes, reply_stats]
+        settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens, fold]
+        engine_view = [note, model, server_box, api_key]
+        demo.load(start_session, None, view + [chooser, backend, *engine_view, fold]).then(
             set_avatar, conv, [chat, scene_picture], api_name=False)
         picker.select(pick_role, added, view + [chooser, role_status]).then(
             set_avatar, conv, [chat, scene_picture], api_name=False)
@@ -283,17 +294,18 @@ def build_demo() -> gr.Blocks:
         add_btn.click(add_role, [hub_id, upload, script_name, added],
                       view + [chooser, picker, added, add_status, tabs, role_status, upload],
                       api_name="add_character").then(set_avatar, conv, [chat, scene_picture], api_name=False)
-        backend.change(change_engine, backend, [note, model_box])
+        backend.change(change_engine, backend, engine_view)
         examples.click(lambda sample: sample[0], examples, text)
-        turn_out = [chat, text, conv, scenes, voice_audio, voice_note, scene_picture]
+        turn_out = [chat, text, conv, scenes, voice_audio, voice_note, scene_picture, reply_stats]
         turn_in = [conv, text, user_role, *settings_in, speak_on]
         text.submit(send, turn_in, turn_out, api_name="submit")
         send_btn.click(send, turn_in, turn_out)
         regen_btn.click(regenerate, turn_in, turn_out)
         speak_btn.click(speak_last, conv, [voice_audio, voice_note], api_name="speak_last")
         chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)
-        clear_btn.click(clear_chat, conv, [conv, portrait, about, chat, scenes])
-        chat.clear(clear_chat, conv, [conv, portrait, about, chat, scenes], api_name=False)
+        cleared = [conv, portrait, about, chat, scenes, reply_stats]
+        clear_btn.click(clear_chat, conv, cleared)
+        chat.clear(clear_chat, conv, cleared, api_name=False)
     return demo
 
 

@@ -9,18 +9,28 @@ shared read-only caches, so creating many objects is cheap.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .backends import Backend, BackendOptions, ChatRequest, create_backend
+from .backends import Backend, ChatRequest, backend_info, create_backend, options_for
 from .config import Budgets, Settings
 from .embedding import Embedder, get_embedder
 from .errors import BackendError, InputError, RoleFormatError
-from .prompt import Exchange, build_messages, clean_reply, main_speaker, pending_prefix
+from .prompt import (
+    Exchange,
+    assemble_messages,
+    clean_reply,
+    fold_messages,
+    main_speaker,
+    pack_stories,
+    pending_prefix,
+)
 from .role import Role, Story, load_role_package, parse_stories
 from .sources import load_role
 from .store import Hit, open_store
+from .tokens import count_tokens
 
 MAX_INPUT_CHARS = 8000
 
@@ -70,6 +80,23 @@ def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str |
                 system_prompt=prompt.strip(), stories=stories)
 
 
+@dataclass(frozen=True)
+class ReplyStats:
+    """How one reply went, for the page: which engine and model, how soon, how fast."""
+
+    engine: str  # the engine's label
+    model: str  # which model answered ("" for engines without one)
+    first_token_s: float  # from the message to the first visible text (retrieval included)
+    total_s: float
+    tokens: int  # reply length, counted with the engine's own tokenizer when it has one
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generation speed after the first token (the first one carries the wait, not the pace)."""
+        span = self.total_s - self.first_token_s
+        return (self.tokens - 1) / span if self.tokens > 1 and span > 0 else 0.0
+
+
 class ChatHaruhi:
     """A conversation: role + backend + history. Not shared between visitors."""
 
@@ -90,6 +117,7 @@ class ChatHaruhi:
         settings: Settings | None = None,
         embedder: Embedder | None = None,
         history: list[Exchange] | None = None,
+        fold_prompt: bool | None = None,
     ):
         self.settings = settings or Settings.from_env()
         if role is None:
@@ -104,18 +132,15 @@ class ChatHaruhi:
         self.budgets = budgets or self.settings.budgets
         self.embedder = embedder or get_embedder(self.settings.embedder)
         if isinstance(llm, str):
-            is_openai = llm == "openai"
-            options = BackendOptions(
-                model=model or (self.settings.openai_model if is_openai else None),
-                base_url=base_url or (self.settings.openai_base_url if is_openai else None),
-                api_key=api_key or (self.settings.openai_api_key if is_openai else None),
-                timeout_s=self.settings.timeout_s,
-            )
+            options = options_for(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
             llm = create_backend(llm, options)
         self.backend: Backend = llm
+        self.fold_prompt = self.settings.fold_prompt if fold_prompt is None else fold_prompt
         self.history: list[Exchange] = list(history or [])
         self.last_scenes: list[Hit] = []
         self.last_messages: list[dict] = []
+        self.last_packed = 0  # how many of last_scenes fitted the scene budget
+        self.last_stats: ReplyStats | None = None
 
     # ------------------------------------------------------------ pieces of a turn
 
@@ -127,14 +152,44 @@ class ChatHaruhi:
         """The nearest scenes (top_k by cosine similarity), most similar first."""
         return self.store.search(text, self.budgets.top_k)
 
+    @property
+    def engine_label(self) -> str:
+        try:
+            return backend_info(self.backend.name).label
+        except KeyError:  # a Backend object handed in, not registered
+            return self.backend.name
+
+    @property
+    def model_label(self) -> str:
+        label = getattr(self.backend, "model_label", None)
+        return label() if label else ""
+
+    def loading_message(self) -> str | None:
+        """A sentence to show while the engine loads something heavy on first use, else None."""
+        probe = getattr(self.backend, "loading_message", None)
+        return probe() if probe else None
+
+    def load(self) -> None:
+        """Load what the engine needs (a local model) now; instant once it is loaded."""
+        loader = getattr(self.backend, "load", None)
+        if loader:
+            loader()
+
+    def count_tokens(self, text: str) -> int:
+        """The engine's own tokenizer when it has one (a local model), else cl100k_base."""
+        counter = getattr(self.backend, "count_tokens", None)
+        return counter(text) if counter else count_tokens(text)
+
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.user_name
         scenes = self.retrieve(text)
-        messages = build_messages(
-            self.role.system_prompt, self.role.name, [h.text for h in scenes],
-            self.history, user_role, text, self.budgets,
-        )
+        packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
+        messages = assemble_messages(self.role.system_prompt, self.role.name, packed, self.history,
+                                     user_role, text, self.budgets, self.count_tokens)
+        self.last_packed = len(packed)
+        if self.fold_prompt:
+            messages = fold_messages(messages)
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
                            scenes=scenes, history=list(self.history), embedder=self.embedder,
                            avoid=tuple(avoid))
@@ -147,6 +202,9 @@ class ChatHaruhi:
         Raises InputError for unusable input and BackendError when the model fails; in both
         cases the history is left as it was.
         """
+        self.load()  # a model loading on first use is not part of the reply's timing
+        started = time.perf_counter()
+        first: float | None = None
         request = self.prepare(text, role, avoid)
         self.last_scenes = request.scenes
         self.last_messages = request.messages
@@ -158,13 +216,18 @@ class ChatHaruhi:
                 continue
             now = _visible(raw, name)
             if now.startswith(shown) and len(now) > len(shown):
+                first = first or time.perf_counter()
                 yield now[len(shown):]
                 shown = now
         final = clean_reply(raw, name)
         if not final:
             raise BackendError("The model returned an empty reply. Try again, or pick another model.")
         if final.startswith(shown) and len(final) > len(shown):
+            first = first or time.perf_counter()
             yield final[len(shown):]
+        end = time.perf_counter()
+        self.last_stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started,
+                                     end - started, self.count_tokens(final))
         self.history.append(Exchange(request.user_role, request.text, final))
 
     def chat(self, text: str, role: str | None = None) -> str:

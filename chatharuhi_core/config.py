@@ -25,6 +25,10 @@ def _default_cache_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "chatharuhi"
 
 
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 @dataclass(frozen=True)
 class Budgets:
     """Token budgets of the paper (sec. 3.3 and 3.4), counted with cl100k_base."""
@@ -51,6 +55,7 @@ class Settings:
     default_backend: str = "script"
     embedder: str = "use-multilingual-v3"
     timeout_s: float = DEFAULT_TIMEOUT_S
+    fold_prompt: bool = False  # CHATHARUHI_FOLD_PROMPT: no system message, no two user messages in a row
     budgets: Budgets = Budgets()
 
     @classmethod
@@ -71,10 +76,11 @@ class Settings:
             hf_token=env.get("HF_TOKEN") or None,
             hf_endpoint=env.get("HF_ENDPOINT") or None,
             hub_cache=Path(env["HF_HUB_CACHE"]).expanduser() if env.get("HF_HUB_CACHE") else None,
-            hub_offline=(env.get("HF_HUB_OFFLINE") or "").strip().lower() in {"1", "true", "yes", "on"},
+            hub_offline=_flag(env.get("HF_HUB_OFFLINE")),
             default_backend=backend,
             embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
+            fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
         )
 
     @property

@@ -80,8 +80,15 @@ def build_messages(system_prompt: str, character: str, stories: Sequence[str],
                    history: Sequence[Exchange], user_role: str, text: str,
                    budgets: Budgets = Budgets(), count: Counter = count_tokens) -> list[dict]:
     """The full message list for one turn, budgets applied."""
-    messages: list[dict] = [{"role": "system", "content": system_prompt}]
     packed = pack_stories(stories, budgets.story_tokens, count)
+    return assemble_messages(system_prompt, character, packed, history, user_role, text, budgets, count)
+
+
+def assemble_messages(system_prompt: str, character: str, packed: Sequence[str],
+                      history: Sequence[Exchange], user_role: str, text: str,
+                      budgets: Budgets = Budgets(), count: Counter = count_tokens) -> list[dict]:
+    """The message list from scenes already packed to the budget; history is trimmed here."""
+    messages: list[dict] = [{"role": "system", "content": system_prompt}]
     if packed:
         messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
     for ex in trim_history(history, character, budgets.history_tokens, count):
@@ -89,6 +96,38 @@ def build_messages(system_prompt: str, character: str, stories: Sequence[str],
         messages.append({"role": "assistant", "content": format_reply(character, ex.reply)})
     messages.append({"role": "user", "content": format_query(user_role, text)})
     return messages
+
+
+def fold_messages(messages: Sequence[dict]) -> list[dict]:
+    """The same prompt for servers that reject a system message or two user messages in a row.
+
+    The system prompt opens the first user message, and neighbouring messages of one role are
+    joined with a blank line, so roles alternate user, assistant, user... and end with the user.
+    """
+    folded: list[dict] = []
+    system: list[str] = []
+    for m in messages:
+        role, content = m["role"], m["content"]
+        if role == "system":
+            system.append(content)
+            continue
+        if system and role == "user":
+            content = "\n\n".join([*system, content])
+            system = []
+        elif system:  # an assistant line first: the system prompt becomes the user turn before it
+            folded.append({"role": "user", "content": "\n\n".join(system)})
+            system = []
+        if folded and folded[-1]["role"] == role:
+            folded[-1] = {"role": role, "content": folded[-1]["content"] + "\n\n" + content}
+        else:
+            folded.append({"role": role, "content": content})
+    if system:  # system text with no user message after it
+        tail = "\n\n".join(system)
+        if folded and folded[-1]["role"] == "user":
+            folded[-1] = {"role": "user", "content": folded[-1]["content"] + "\n\n" + tail}
+        else:
+            folded.append({"role": "user", "content": tail})
+    return folded
 
 
 # ------------------------------------------------------------ reply clean-up

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backends import backend_info
-from .chatbot import ChatHaruhi
+from .chatbot import ChatHaruhi, ReplyStats
 from .config import Budgets, Settings
 from .errors import ChatHaruhiError, InputError
-from .prompt import Exchange, pack_stories
+from .prompt import Exchange
 from .role import Role
 from .sources import ImportOptions, bundled_ids, load_role, open_role
 from .store import Hit, Progress
@@ -105,6 +105,7 @@ class Engine:
     api_key: str = field(default="", repr=False)
     story_tokens: int = Budgets().story_tokens
     history_tokens: int = Budgets().history_tokens
+    fold_prompt: bool = False
 
 
 def greeting_messages(role: Role) -> list[dict]:
@@ -133,6 +134,16 @@ def engine_note(backend: str) -> str:
     return f"**{info.label}.** {info.description}"
 
 
+def stats_line(stats: ReplyStats | None) -> str:
+    """`Answered by <engine> · <model> · first token 0.42 s · 18.3 tokens/s (66 tokens in 3.9 s)`."""
+    if stats is None:
+        return ""
+    model = f" · `{html.escape(stats.model)}`" if stats.model else ""
+    speed = f"{stats.tokens_per_s:.1f} tokens/s" if stats.tokens_per_s else "–"
+    return (f"Answered by **{html.escape(stats.engine)}**{model} · first token {stats.first_token_s:.2f} s · "
+            f"{speed} ({stats.tokens} tokens in {stats.total_s:.1f} s)")
+
+
 def scenes_markdown(conv: Conversation) -> str:
     """The scenes retrieved for the last reply, marking those that fit the story budget."""
     if not conv.last_scenes:
@@ -153,6 +164,7 @@ def make_bot(conv: Conversation, engine: Engine, user_role: str, settings: Setti
         role=load_role(conv.role_id), llm=backend_info(engine.backend).name, user_role=user_role or None,
         model=(engine.model or "").strip() or None, base_url=(engine.base_url or "").strip() or None,
         api_key=(engine.api_key or "").strip() or None, budgets=budgets, settings=settings, history=conv.history,
+        fold_prompt=bool(engine.fold_prompt) or settings.fold_prompt,
     )
 
 
@@ -164,6 +176,7 @@ class TurnUpdate:
     conversation: Conversation
     error: str | None = None
     done: bool = False
+    status: str = ""  # a line under the chat: loading, or how the reply went
 
 
 def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
@@ -183,6 +196,10 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
     reply = ""
     try:
         bot = make_bot(base, engine, user_role, settings)
+        loading = bot.loading_message()
+        if loading:  # a local model's first use: say so in the chat while it loads
+            yield TurnUpdate(shown + [{"role": "assistant", "content": loading}], base, status=loading)
+            bot.load()
         for delta in bot.stream(text, avoid=avoid):
             reply += delta
             yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
@@ -199,9 +216,8 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
         sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
         yield TurnUpdate(shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
         return
-    done = Conversation(conv.role_id, bot.history, bot.last_scenes,
-                        len(pack_stories([h.text for h in bot.last_scenes], bot.budgets.story_tokens)))
-    yield TurnUpdate(chat_messages(done, role), done, None, True)
+    done = Conversation(conv.role_id, bot.history, bot.last_scenes, bot.last_packed)
+    yield TurnUpdate(chat_messages(done, role), done, None, True, stats_line(bot.last_stats))
 
 
 _CAPTIONS: dict[tuple, object] = {}

@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
+bash scripts/setup-llama-server.sh  # the real model server that engine tests stream from
 # Debian's Chromium for the browser tests (never `playwright install`), CJK fonts for screenshots, espeak-ng.
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)

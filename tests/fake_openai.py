@@ -6,6 +6,8 @@ picks the behaviour.
     fault-401   invalid key            fault-429   rate limited      fault-500  server error
     slow        waits longer than any test timeout before answering
     cut         sends two chunks, then drops the connection mid-stream
+    strict      like echo, but rejects (400) a system message or two user messages in a row,
+                as some servers do (the reason for the fold-prompt option)
 """
 
 from __future__ import annotations
@@ -77,9 +79,16 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(500, "The server had an error.", "server_error")
         if model == "slow":
             time.sleep(self.server.slow_s)
-        if model not in {"echo", "slow", "cut"}:
+        if model == "strict":
+            roles = [m["role"] for m in req["messages"]]
+            if "system" in roles:
+                return self._error(400, "System role not supported", "invalid_request_error")
+            if any(a == b for a, b in zip(roles, roles[1:])) or roles[0] != "user":
+                return self._error(400, "Conversation roles must alternate user/assistant/user/assistant/...",
+                                   "invalid_request_error")
+        if model not in {"echo", "slow", "cut", "strict"}:
             return self._error(404, f"The model `{model}` does not exist.", "not_found")
-        system = next((m["content"] for m in req["messages"] if m["role"] == "system"), "")
+        system = next((m["content"] for m in req["messages"] if m["role"] in ("system", "user")), "")
         m = re.search(r"act like (.+?) from", system)
         name = m.group(1) if m else "Someone"
         last = req["messages"][-1]["content"]

@@ -146,7 +146,7 @@ def test_speak_replies_gives_fresh_audio_in_the_role_language(app_server):
 
     client = Client(app_server, verbose=False)
     client.predict("sunwukong", api_name="/switch_role")
-    job = client.submit("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, True, api_name="/send")
+    job = client.submit("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, False, True, api_name="/send")
     chat, box, scenes, audio, note, picture = job.result()
     assert "staff.png" in str(picture)  # the scene picture follows the reply
     assert "espeak-ng (cmn)" in note and "edge-tts could not be used" in note

@@ -1,7 +1,12 @@
-"""Reply engines, registered by name. Importing this package registers the built-in ones."""
+"""Reply engines, registered by name (in the order the page lists them). Importing this package
+registers the built-in ones; none of them imports its SDK until it is used."""
 
-from . import openai_compat as _openai  # noqa: F401  (registers "openai")
+# isort: off
 from . import script as _script  # noqa: F401  (registers "script")
+from . import local_model as _local  # noqa: F401  (registers "local")
+from . import openai_compat as _openai  # noqa: F401  (registers "openai")
+from . import hf_inference as _hf  # noqa: F401  (registers "hf")
+# isort: on
 from .base import (
     Backend,
     BackendInfo,
@@ -10,6 +15,7 @@ from .base import (
     backend_info,
     backend_names,
     create_backend,
+    options_for,
     register_backend,
 )
 
@@ -21,5 +27,6 @@ __all__ = [
     "backend_info",
     "backend_names",
     "create_backend",
+    "options_for",
     "register_backend",
 ]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..prompt import Exchange
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..embedding import Embedder
     from ..role import Role
     from ..store import Hit
@@ -36,33 +37,53 @@ class BackendOptions:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 60.0
+    max_tokens: int = 300  # the longest reply asked of a model
 
 
 class Backend(Protocol):
-    """Streams the text of a reply, delta by delta. Raises BackendError with a plain sentence."""
+    """Streams the text of a reply, delta by delta. Raises BackendError with a plain sentence.
+
+    A backend may also offer (all optional, looked up with getattr):
+      loading_message() -> str | None   a sentence while something heavy loads on first use
+      load() -> None                    do that loading now
+      count_tokens(text) -> int         its own tokenizer, for the prompt budgets
+      model_label() -> str              which model answered, for the page
+    """
 
     name: str
 
     def stream(self, request: ChatRequest) -> Iterator[str]: ...
 
 
+Defaults = Callable[["Settings"], dict]
+
+
 @dataclass(frozen=True)
 class BackendInfo:
+    """A registered engine and what its settings panel needs."""
+
     name: str
     label: str
     description: str
     factory: Callable[[BackendOptions], Backend]
-    uses_model: bool = True
+    uses_model: bool = True  # shows the model field
+    uses_server: bool = False  # shows base URL and key
+    model_hint: str = ""  # placeholder of the model field
+    key_label: str = "API key"
+    defaults: Defaults | None = None  # operator settings that fill blank options
 
 
 _REGISTRY: dict[str, BackendInfo] = {}
 
 
-def register_backend(name: str, label: str, description: str, *, uses_model: bool = True):
+def register_backend(name: str, label: str, description: str, *, uses_model: bool = True,
+                     uses_server: bool = False, model_hint: str = "", key_label: str = "API key",
+                     defaults: Defaults | None = None):
     """Class decorator: the class is built with a BackendOptions."""
 
     def wrap(cls):
-        _REGISTRY[name] = BackendInfo(name, label, description, cls, uses_model)
+        _REGISTRY[name] = BackendInfo(name, label, description, cls, uses_model, uses_server, model_hint,
+                                      key_label, defaults)
         cls.name = name
         return cls
 
@@ -83,3 +104,12 @@ def backend_info(name: str) -> BackendInfo:
 
 def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
     return backend_info(name).factory(options or BackendOptions())
+
+
+def options_for(name: str, settings: Settings, **given) -> BackendOptions:
+    """What the visitor gave, with blanks filled from the operator's settings for that engine."""
+    info = backend_info(name)
+    filled = dict(info.defaults(settings)) if info.defaults else {}
+    filled.update({k: v for k, v in given.items() if v not in (None, "")})
+    filled.setdefault("timeout_s", settings.timeout_s)
+    return BackendOptions(**filled)

@@ -20,6 +20,27 @@ def _where(options: BackendOptions) -> str:
     return options.base_url or "api.openai.com"
 
 
+FOLD_HINT = ("If this server rejects a system message or two user messages in a row, tick "
+             "\"Fold the prompt\" in Settings.")
+_ROLE_WORDS = ("system", "alternate", "role")
+
+
+def _server_message(exc) -> str:
+    """The server's own short explanation, if it gave one (first line, at most 160 characters)."""
+    body = getattr(exc, "body", None)
+    text = body.get("message") if isinstance(body, dict) else None
+    text = str(text or "").strip().splitlines()[0] if text else ""
+    return text[:160]
+
+
+def bad_request(server_says: str) -> BackendError:
+    """A 400: quote the server, and point at the fold option when it complains about roles."""
+    said = f" It said: \"{server_says}\"" if server_says else ""
+    if any(w in server_says.lower() for w in _ROLE_WORDS):
+        return BackendError(f"The model server rejected the prompt's layout (400).{said} {FOLD_HINT}")
+    return BackendError(f"The model server rejected the request (400): the conversation may be too long for it.{said}")
+
+
 def translate_error(exc: BaseException, options: BackendOptions) -> BackendError:
     """Map SDK and transport errors to a sentence a visitor understands."""
     import httpx
@@ -36,7 +57,7 @@ def translate_error(exc: BaseException, options: BackendOptions) -> BackendError
     if isinstance(exc, openai.NotFoundError):
         return BackendError(f"The server at {where} has no model named '{model}' (404). Check the model name.")
     if isinstance(exc, openai.BadRequestError):
-        return BackendError("The model server rejected the request (400): the conversation may be too long for it.")
+        return bad_request(_server_message(exc))
     if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
         return BackendError(f"The model server at {where} did not answer within {options.timeout_s:g} seconds.")
     if isinstance(exc, openai.InternalServerError) or (
@@ -52,16 +73,25 @@ def translate_error(exc: BaseException, options: BackendOptions) -> BackendError
     return BackendError(f"The model server gave an unexpected answer ({type(exc).__name__}).")
 
 
+def _defaults(settings) -> dict:
+    return {"model": settings.openai_model, "base_url": settings.openai_base_url,
+            "api_key": settings.openai_api_key}
+
+
 @register_backend(
     "openai",
     "OpenAI-compatible server",
     "OpenAI, or any server that speaks its chat API (vLLM, TGI, Ollama, llama.cpp) at a base URL.",
+    uses_server=True, model_hint="gpt-4o-mini", defaults=_defaults,
 )
 class OpenAIBackend:
     name = "openai"
 
     def __init__(self, options: BackendOptions | None = None):
         self.options = options or BackendOptions()
+
+    def model_label(self) -> str:
+        return self.options.model or "gpt-4o-mini"
 
     def _client(self):
         import httpx
@@ -84,7 +114,8 @@ class OpenAIBackend:
         model = self.options.model or "gpt-4o-mini"
         finished = started = False
         try:
-            stream = client.chat.completions.create(model=model, messages=request.messages, stream=True)
+            stream = client.chat.completions.create(model=model, messages=request.messages, stream=True,
+                                                    max_tokens=self.options.max_tokens)
             with stream:
                 for chunk in stream:
                     if not chunk.choices:

@@ -1,0 +1,120 @@
+"""Hugging Face Inference: a Hub model id through the Inference Providers router, or the URL of an
+Inference Endpoint or a TGI server, with huggingface_hub's InferenceClient.
+
+Failures become the same plain sentences as the openai engine's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from ..errors import BackendError
+from .base import BackendOptions, ChatRequest, register_backend
+from .openai_compat import CUT_MESSAGE, bad_request
+
+log = logging.getLogger(__name__)
+DEFAULT_MODEL = "HuggingFaceTB/SmolLM3-3B"
+
+
+def translate_error(exc: BaseException, options: BackendOptions) -> BackendError:
+    """Map huggingface_hub and transport errors to a sentence a visitor understands."""
+    import httpx
+    from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
+
+    where = options.base_url or "Hugging Face Inference"
+    model = options.model or DEFAULT_MODEL
+    if isinstance(exc, InferenceTimeoutError) or isinstance(exc, httpx.TimeoutException):
+        return BackendError(f"{where} did not answer within {options.timeout_s:g} seconds.")
+    if isinstance(exc, HfHubHTTPError) and exc.response is not None:
+        code = exc.response.status_code
+        if code == 401:
+            return BackendError("Hugging Face refused the token (401). Check the HF token in Settings.")
+        if code == 403:
+            return BackendError(f"This token may not use {model} (403).")
+        if code == 404:
+            return BackendError(f"{where} has no model named '{model}' (404). Check the model id.")
+        if code == 429:
+            return BackendError("Hugging Face Inference is busy or the quota is used up (429). "
+                                "Wait a moment and try again.")
+        if code == 400:
+            return bad_request(_hf_message(exc))
+        if code in (413, 422):
+            return BackendError(f"{where} rejected the request ({code}): the conversation may be too long "
+                                "for the model, or the model may not chat.")
+        if code >= 500:
+            return BackendError(f"{where} failed ({code}). The model may be loading; try again in a moment.")
+        return BackendError(f"{where} answered with an error ({code}).")
+    if isinstance(exc, httpx.ConnectError):
+        return BackendError(f"Could not reach {where}. Is it running, and is the URL right?")
+    if isinstance(exc, httpx.HTTPError):
+        return BackendError(CUT_MESSAGE)
+    return BackendError(f"{where} gave an unexpected answer ({type(exc).__name__}).")
+
+
+def _hf_message(exc) -> str:
+    """The server's own short explanation from an OpenAI-style error body, if any."""
+    try:
+        error = exc.response.json().get("error")
+    except Exception:
+        return ""
+    text = error.get("message") if isinstance(error, dict) else error
+    return str(text or "").strip().splitlines()[0][:160] if text else ""
+
+
+def _defaults(settings) -> dict:
+    return {"api_key": settings.hf_token}
+
+
+@register_backend(
+    "hf",
+    "Hugging Face Inference",
+    "A chat model on the Hugging Face Hub through Inference Providers (needs an HF token), or the URL of an "
+    "Inference Endpoint or a TGI server.",
+    uses_server=True, model_hint=DEFAULT_MODEL, key_label="HF token", defaults=_defaults,
+)
+class HFInferenceBackend:
+    name = "hf"
+
+    def __init__(self, options: BackendOptions | None = None):
+        self.options = options or BackendOptions()
+
+    def model_label(self) -> str:
+        return self.options.model or DEFAULT_MODEL
+
+    def _client(self):
+        from huggingface_hub import InferenceClient
+
+        o = self.options
+        if not o.base_url and not o.api_key:
+            raise BackendError("No HF token: enter one in Settings (or set HF_TOKEN), or choose the offline engine.")
+        return InferenceClient(base_url=o.base_url or None, token=o.api_key or None, timeout=o.timeout_s)
+
+    def stream(self, request: ChatRequest) -> Iterator[str]:
+        import httpx
+
+        client = self._client()
+        model = self.options.model or DEFAULT_MODEL
+        finished = started = False
+        try:
+            with client:
+                chunks = client.chat_completion(request.messages, model=model, stream=True,
+                                                max_tokens=self.options.max_tokens)
+                for chunk in chunks:
+                    if not chunk.choices:
+                        continue
+                    choice = chunk.choices[0]
+                    if choice.delta and choice.delta.content:
+                        started = True
+                        yield choice.delta.content
+                    if choice.finish_reason:
+                        finished = True
+        except BackendError:
+            raise
+        except Exception as exc:
+            log.info("hf backend failed: %s", type(exc).__name__)
+            if started and isinstance(exc, httpx.TransportError):
+                raise BackendError(CUT_MESSAGE) from None
+            raise translate_error(exc, self.options) from None
+        if not finished:
+            raise BackendError(CUT_MESSAGE)
