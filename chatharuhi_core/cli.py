@@ -15,9 +15,23 @@ from .errors import ChatHaruhiError
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm", default=None, choices=backend_names(),
                    help="reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script)")
-    p.add_argument("--model", help="model name for the engine (e.g. gpt-4o-mini)")
-    p.add_argument("--base-url", help="base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1)")
-    p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY)")
+    p.add_argument("--model", help="model for the engine: gpt-4o-mini (openai), a Hub id (hf), "
+                                   "a folder, .gguf file or Hub id (local; blank = bundled SmolLM2)")
+    p.add_argument("--base-url", help="base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1), "
+                                      "or of an Inference Endpoint or TGI server (hf)")
+    p.add_argument("--api-key", help="API key or HF token (default: OPENAI_API_KEY, or HF_TOKEN for hf)")
+    p.add_argument("--fold-prompt", action="store_true", default=None,
+                   help="no system message and no two user messages in a row, for servers that reject them")
+    p.add_argument("--stats", action="store_true",
+                   help="after each reply, print the engine, time to first token and speed to stderr")
+
+
+def _print_stats(bot, wanted: bool) -> None:
+    stats = bot.last_stats
+    if wanted and stats:
+        model = f" ({stats.model})" if stats.model else ""
+        print(f"[{stats.engine}{model}: first token {stats.first_token_s:.2f} s, "
+              f"{stats.tokens_per_s:.1f} tokens/s, {stats.tokens} tokens in {stats.total_s:.1f} s]", file=sys.stderr)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -25,12 +39,18 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_backend, user_role=args.user_role,
-                     model=args.model, base_url=args.base_url, api_key=args.api_key, settings=settings)
+                     model=args.model, base_url=args.base_url, api_key=args.api_key, settings=settings,
+                     fold_prompt=args.fold_prompt)
     name = bot.role.name
+    loading = bot.loading_message()
+    if loading:
+        print(loading, file=sys.stderr, flush=True)
+        bot.load()
     if args.text:
         for delta in bot.stream(" ".join(args.text)):
             print(delta, end="", flush=True)
         print()
+        _print_stats(bot, args.stats)
         return 0
     print(f"{name}: {bot.role.greeting}" if bot.role.greeting else f"Talking to {name}.")
     print("(Ctrl-D or /quit to leave)")
@@ -49,6 +69,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             for delta in bot.stream(text):
                 print(delta, end="", flush=True)
             print()
+            _print_stats(bot, args.stats)
         except ChatHaruhiError as exc:
             print(f"\n[{exc}]")
 
@@ -198,6 +219,12 @@ def cmd_speak(args: argparse.Namespace) -> int:
 
 
 def cmd_engines(args: argparse.Namespace) -> int:
+    if args.gguf:  # the bundled model file, e.g. for llama.cpp's server
+        from .backends.local_model import bundled_spec
+
+        spec = bundled_spec()
+        print(Path(spec.source) / spec.gguf_file)
+        return 0
     for name in backend_names():
         info = backend_info(name)
         print(f"{name:8} {info.label}: {info.description}")
@@ -231,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_speak)
 
     p = sub.add_parser("engines", help="list the reply engines", description="List the reply engines.")
+    p.add_argument("--gguf", action="store_true", help="print the path of the bundled SmolLM2 GGUF file instead")
     p.set_defaults(func=cmd_engines)
 
     p = sub.add_parser("validate", help="check a role source (same as `role validate`)",

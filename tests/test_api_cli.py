@@ -71,6 +71,23 @@ def test_cli_one_message_in_character(cache_dir):
     assert "一万三千五百斤" in out.stdout
 
 
+def test_cli_engines_stats_and_fold(cache_dir, fake_openai, smollm2_gguf):
+    from fake_openai import GOOD_KEY
+
+    out = run_cli("engines", cache=cache_dir)
+    assert [line.split()[0] for line in out.stdout.splitlines()] == ["script", "local", "openai", "hf"]
+    out = run_cli("engines", "--gguf", cache=cache_dir)
+    assert out.stdout.strip() == str(smollm2_gguf)
+    out = run_cli("chat", "--role", "sherlock", "--llm", "script", "--stats", "hello", cache=cache_dir)
+    assert "[Offline: quote the script: first token" in out.stderr and "tokens/s" in out.stderr
+    strict = ("chat", "--role", "sherlock", "--llm", "openai", "--model", "strict", "--base-url",
+              fake_openai.base_url, "--api-key", GOOD_KEY, "hello")
+    out = run_cli(*strict, cache=cache_dir)
+    assert out.returncode == 1 and "Fold the prompt" in out.stderr
+    out = run_cli(*strict[:-1], "--fold-prompt", "hello", cache=cache_dir)
+    assert out.returncode == 0 and out.stdout.startswith("Echo:"), out.stderr
+
+
 def test_cli_interactive_loop(cache_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATHARUHI_"))}
     env["CHATHARUHI_CACHE"] = str(cache_dir)

@@ -102,7 +102,7 @@ def test_add_a_character_by_upload_and_chat_with_it(app_server, tmp_path):
     status = out[-2]
     assert "Added **Mira**" in status
     assert text_of(out[2][0]) == "Shut the door, User, the wind bites."  # the greeting opens the chat
-    choices = [c[1] if isinstance(c, (list, tuple)) else c for c in out[6]["choices"]]
+    choices = [c[1] if isinstance(c, (list, tuple)) else c for c in out[7]["choices"]]
     assert any(str(c).startswith("mira-") for c in choices)  # the new role is in this visitor's list
     frames, (chat, box, scenes) = send(client, "Are you lonely here?")
     assert text_of(chat[-1]) == "Lonely? I have the sea. It never stops talking."
@@ -147,10 +147,44 @@ def test_speak_replies_gives_fresh_audio_in_the_role_language(app_server):
     client = Client(app_server, verbose=False)
     client.predict("sunwukong", api_name="/switch_role")
     job = client.submit("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, False, True, api_name="/send")
-    chat, box, scenes, audio, note, picture = job.result()
+    chat, box, scenes, audio, note, picture, stats = job.result()
     assert "staff.png" in str(picture)  # the scene picture follows the reply
     assert "espeak-ng (cmn)" in note and "edge-tts could not be used" in note
     with wave.open(audio) as w:
         assert w.getnframes() / w.getframerate() > 0.5
     again, note2 = client.predict(api_name="/speak_last")
     assert again != audio and "espeak-ng (cmn)" in note2  # a new file, so the browser plays it again
+    assert stats.startswith("Answered by **Offline: quote the script**")
+
+
+def _english(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) > 10 and sum(c.isascii() for c in letters) / len(letters) > 0.95
+
+
+def test_local_model_says_it_is_loading_then_answers_with_its_speed(app_server):
+    client = Client(app_server, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    job = client.submit("Who are you?", "", "local", "", "", "", 1500, 1200, api_name="/send")
+    frames = list(job)
+    chat, box, scenes, audio, note, picture, stats = job.result()
+    shown = [text_of(f[0][-1]) for f in frames if f and f[0]]
+    assert any(s.startswith("Loading the local model SmolLM2-135M-Instruct") for s in shown)  # first use
+    assert len(frames) > 4 and _english(text_of(chat[-1]))
+    assert "Answered by **Local model (transformers)** · `SmolLM2-135M-Instruct (cpu)` · first token" in stats
+    assert "tokens/s" in stats
+    job = client.submit("What is your method?", "", "local", "", "", "", 1500, 1200, api_name="/send")
+    frames = list(job)
+    assert not any(text_of(f[0][-1]).startswith("Loading the local model") for f in frames if f and f[0])
+    assert len(job.result()[0]) == 5  # greeting + two exchanges
+
+
+def test_the_page_streams_from_a_llama_cpp_server(app_server, llama_server):
+    client = Client(app_server, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    job = client.submit("Who are you?", "Watson", "openai", "smollm2", llama_server, "", 1500, 1200,
+                        api_name="/send")
+    frames = list(job)
+    chat, *_, stats = job.result()
+    assert len(frames) > 4 and _english(text_of(chat[-1]))
+    assert "**OpenAI-compatible server** · `smollm2`" in stats

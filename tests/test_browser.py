@@ -243,3 +243,53 @@ def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "voice.png"), full_page=True)
     page.close()
+
+
+def choose_engine(page, label):
+    page.click("#settings button")
+    page.locator("#backend input").click()
+    page.get_by_role("option", name=label).click()
+
+
+def _english(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) > 10 and sum(c.isascii() for c in letters) / len(letters) > 0.95
+
+
+def test_local_model_chosen_in_the_page_answers_in_english(browser, app_server):
+    page = open_page(browser, app_server)
+    page.locator("#picker .thumbnail-item").nth(1).click()  # Sherlock Holmes
+    page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
+    choose_engine(page, "Local model (transformers)")
+    model = page.locator("#model textarea, #model input").first
+    model.wait_for(state="visible")
+    assert "SmolLM2-135M-Instruct" in model.get_attribute("placeholder")
+    assert not page.locator("#base-url").is_visible()  # nothing to fill in for a local model
+    say(page, "Who are you?")
+    page.wait_for_selector("#chat .message.bot >> text=Loading the local model SmolLM2-135M-Instruct")
+    page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('tokens/s')",
+                           timeout=180_000)
+    assert _english(bot_texts(page)[-1]) and "Loading" not in bot_texts(page)[-1]
+    stats = page.locator("#reply-stats").inner_text()
+    assert "Answered by Local model (transformers)" in stats and "first token" in stats
+    page.screenshot(path=str(ARTIFACTS / "local-model.png"), full_page=True)
+    page.close()
+
+
+def test_the_page_streams_from_a_llama_cpp_server(browser, app_server, llama_server):
+    page = open_page(browser, app_server)
+    page.locator("#picker .thumbnail-item").nth(1).click()
+    page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
+    choose_engine(page, "OpenAI-compatible server")
+    field = lambda elem: page.locator(f"#{elem}").locator("input, textarea").first  # noqa: E731
+    field("model").fill("smollm2")
+    field("base-url").fill(llama_server)
+    watch_stream(page)
+    say(page, "What is your method?")
+    texts, _ = wait_reply(page, 2, timeout=120)
+    lengths = page.evaluate("window.__lengths")
+    assert any(0 < n < len(texts[-1]) for n in lengths), lengths  # it arrived piece by piece
+    assert _english(texts[-1])
+    page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('smollm2')")
+    assert "OpenAI-compatible server" in page.locator("#reply-stats").inner_text()
+    page.close()

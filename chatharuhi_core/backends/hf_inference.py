@@ -17,14 +17,27 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM3-3B"
 
 
+def _http_errors(kind: str) -> tuple[type[BaseException], ...]:
+    """One httpx error class from every HTTP library in play: huggingface_hub 2 talks through
+    `httpx2`, older releases through `httpx`."""
+    import importlib
+
+    found = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(getattr(importlib.import_module(name), kind))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
 def translate_error(exc: BaseException, options: BackendOptions) -> BackendError:
     """Map huggingface_hub and transport errors to a sentence a visitor understands."""
-    import httpx
     from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
 
     where = options.base_url or "Hugging Face Inference"
     model = options.model or DEFAULT_MODEL
-    if isinstance(exc, InferenceTimeoutError) or isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, (InferenceTimeoutError, *_http_errors("TimeoutException"))):
         return BackendError(f"{where} did not answer within {options.timeout_s:g} seconds.")
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
         code = exc.response.status_code
@@ -45,9 +58,9 @@ def translate_error(exc: BaseException, options: BackendOptions) -> BackendError
         if code >= 500:
             return BackendError(f"{where} failed ({code}). The model may be loading; try again in a moment.")
         return BackendError(f"{where} answered with an error ({code}).")
-    if isinstance(exc, httpx.ConnectError):
+    if isinstance(exc, _http_errors("ConnectError")):
         return BackendError(f"Could not reach {where}. Is it running, and is the URL right?")
-    if isinstance(exc, httpx.HTTPError):
+    if isinstance(exc, _http_errors("HTTPError")):
         return BackendError(CUT_MESSAGE)
     return BackendError(f"{where} gave an unexpected answer ({type(exc).__name__}).")
 
@@ -91,8 +104,6 @@ class HFInferenceBackend:
         return InferenceClient(base_url=o.base_url or None, token=o.api_key or None, timeout=o.timeout_s)
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
-        import httpx
-
         client = self._client()
         model = self.options.model or DEFAULT_MODEL
         finished = started = False
@@ -113,7 +124,7 @@ class HFInferenceBackend:
             raise
         except Exception as exc:
             log.info("hf backend failed: %s", type(exc).__name__)
-            if started and isinstance(exc, httpx.TransportError):
+            if started and isinstance(exc, _http_errors("TransportError")):
                 raise BackendError(CUT_MESSAGE) from None
             raise translate_error(exc, self.options) from None
         if not finished:
