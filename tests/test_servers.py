@@ -13,6 +13,15 @@ from chatharuhi_core.errors import BackendError
 from chatharuhi_core.prompt import fold_messages
 
 
+@pytest.fixture(autouse=True)
+def hub_online(monkeypatch):
+    """scripts/test.sh sets HF_HUB_OFFLINE=1, and huggingface_hub then refuses even loopback URLs;
+    these tests talk only to servers on 127.0.0.1, so lift it for them (and see it refused below)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
 def _root(base_url: str) -> str:
     return base_url.removesuffix("/v1")
 
@@ -69,6 +78,14 @@ def test_hf_timeout_down_and_no_token(settings):
         down.chat("hello")
     with pytest.raises(BackendError, match="No HF token"):
         ChatHaruhi(role_name="sherlock", llm="hf", settings=settings.with_(hf_token=None)).chat("hello")
+
+
+def test_hf_under_hub_offline_mode_says_what_to_use(settings, fake_openai, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(BackendError, match="HF_HUB_OFFLINE is set.*choose the OpenAI-compatible engine"):
+        hf_bot(settings, fake_openai).chat("hello")
 
 
 def test_fold_messages_alternates_and_keeps_every_word():

@@ -33,10 +33,13 @@ def _http_errors(kind: str) -> tuple[type[BaseException], ...]:
 
 def translate_error(exc: BaseException, options: BackendOptions) -> BackendError:
     """Map huggingface_hub and transport errors to a sentence a visitor understands."""
-    from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
+    from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, OfflineModeIsEnabled
 
     where = options.base_url or "Hugging Face Inference"
     model = options.model or DEFAULT_MODEL
+    if isinstance(exc, OfflineModeIsEnabled):  # huggingface_hub then refuses every URL, loopback too
+        return BackendError("Hugging Face Inference is switched off here (HF_HUB_OFFLINE is set). For a TGI or "
+                            "llama.cpp server at a URL, choose the OpenAI-compatible engine: they speak its API.")
     if isinstance(exc, (InferenceTimeoutError, *_http_errors("TimeoutException"))):
         return BackendError(f"{where} did not answer within {options.timeout_s:g} seconds.")
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
