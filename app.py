@@ -316,6 +316,7 @@ def _warm_up() -> None:
     try:
         for rid in bundled_ids():
             _ = ChatHaruhi(role_name=rid).store
+        log.info("warm-up done: %d bundled stores open", len(bundled_ids()))
     except Exception:
         log.exception("warm-up failed; stores will be built on first use")
 
