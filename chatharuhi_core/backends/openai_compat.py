@@ -6,6 +6,7 @@ Every failure becomes a BackendError whose text is one plain sentence for the ch
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 
 from ..errors import BackendError
@@ -14,6 +15,29 @@ from .base import BackendOptions, ChatRequest, register_backend
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 10.0
 CUT_MESSAGE = "The connection to the model server broke off in the middle of the reply. Try again."
+
+
+_HTTP = None
+_HTTP_LOCK = threading.Lock()
+
+
+def shared_http_client():
+    """One connection pool for every conversation's calls (the key travels per request, never here).
+
+    A fresh client per reply cost about 20 ms of TLS set-up before the first token. Cookies are
+    refused, so nothing one visitor's server sets is sent on another visitor's behalf.
+    """
+    global _HTTP
+    with _HTTP_LOCK:
+        if _HTTP is None:
+            from http.cookiejar import CookieJar, DefaultCookiePolicy
+
+            import httpx
+
+            no_cookies = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+            _HTTP = httpx.Client(cookies=no_cookies, follow_redirects=True,
+                                 limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+        return _HTTP
 
 
 def _where(options: BackendOptions) -> str:
@@ -104,7 +128,7 @@ class OpenAIBackend:
             )
         timeout = httpx.Timeout(o.timeout_s, connect=min(CONNECT_TIMEOUT_S, o.timeout_s))
         return OpenAI(api_key=o.api_key or "not-needed", base_url=o.base_url or None,
-                      timeout=timeout, max_retries=0)
+                      timeout=timeout, max_retries=0, http_client=shared_http_client())
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
         import httpx
