@@ -144,36 +144,54 @@ def _spoken(conv: Conversation, text: str):
 
 
 def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
-          speak_on, regenerate):
+          regenerate):
+    """Stream one reply: the chat, the message box, the conversation and the stats line only.
+
+    Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
+    every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
+    CPU under load; the scenes, picture and voice come once, from `after_turn`.
+    """
     if conv is None:
         conv = Conversation(bundled_ids()[0])
     engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens, bool(fold))
+    first = True
     for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
-        # a sent message leaves the box; after a failure (or a regenerate) the words stay in it
-        box = text if (regenerate or up.error) else ""
         if up.error:
             gr.Warning(up.error)
-        scenes_out = scenes_markdown(up.conversation) if up.done else gr.skip()
-        audio, voice_note, picture = gr.skip(), gr.skip(), gr.skip()
-        if up.done and not up.error and up.conversation.history:
-            reply = up.conversation.history[-1].reply
-            picture = _scene_picture(load_role(up.conversation.role_id), reply)
-            if speak_on:
-                audio, voice_note = _spoken(up.conversation, reply)
-        status = up.status if (up.status or up.done) else gr.skip()
-        yield up.messages, box, up.conversation, scenes_out, audio, voice_note, picture, status
+        # a sent message leaves the box; after a failure (or a regenerate) the words stay in it
+        box = (text if (regenerate or up.error) else "") if (first or up.done) else gr.skip()
+        state = up.conversation if up.done else gr.skip()
+        status = up.status if (up.status or up.done or first) else gr.skip()
+        first = False
+        yield up.messages, box, state, status
 
 
-def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold=False,
-         speak_on=False):
+def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
+    """Once a reply is complete: the scenes it drew on, its scene picture and, if asked, its voice.
+
+    `handled` remembers the last reply dealt with, so a failed turn (which leaves the
+    conversation as it was) does not show or speak the previous reply again.
+    """
+    if conv is None or not conv.history:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
+    reply = conv.history[-1].reply
+    key = f"{conv.role_id}:{len(conv.history)}:{reply}"
+    if key == handled:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
+    picture = _scene_picture(load_role(conv.role_id), reply)
+    audio, voice_note = _spoken(conv, reply) if speak_on else (gr.skip(), gr.skip())
+    return scenes_markdown(conv), audio, voice_note, picture, key
+
+
+def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold=False):
     yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, speak_on, False)
+                     fold, False)
 
 
 def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
-               fold=False, speak_on=False):
+               fold=False):
     yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, speak_on, True)
+                     fold, True)
 
 
 def speak_last(conv: Conversation | None):
@@ -204,6 +222,7 @@ def build_demo() -> gr.Blocks:
     with gr.Blocks(title="ChatHaruhi · 凉宫春日") as demo:
         conv = gr.State(None)
         added = gr.State([])  # ids of the characters this visitor added
+        handled = gr.State(None)  # the last reply whose scenes, picture and voice were shown
         gr.Markdown(
             "# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
             "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。"
@@ -296,11 +315,12 @@ def build_demo() -> gr.Blocks:
                       api_name="add_character").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         backend.change(change_engine, backend, engine_view)
         examples.click(lambda sample: sample[0], examples, text)
-        turn_out = [chat, text, conv, scenes, voice_audio, voice_note, scene_picture, reply_stats]
-        turn_in = [conv, text, user_role, *settings_in, speak_on]
-        text.submit(send, turn_in, turn_out, api_name="submit")
-        send_btn.click(send, turn_in, turn_out)
-        regen_btn.click(regenerate, turn_in, turn_out)
+        turn_out = [chat, text, conv, reply_stats]
+        turn_in = [conv, text, user_role, *settings_in]
+        after = (after_turn, [conv, speak_on, handled], [scenes, voice_audio, voice_note, scene_picture, handled])
+        text.submit(send, turn_in, turn_out, api_name="submit").then(*after, api_name="after_turn")
+        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False)
+        regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False)
         speak_btn.click(speak_last, conv, [voice_audio, voice_note], api_name="speak_last")
         chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)
         cleared = [conv, portrait, about, chat, scenes, reply_stats]

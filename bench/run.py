@@ -86,8 +86,9 @@ def main() -> int:
     by_n = {r["scenes"]: r for r in ret}
     k1 = by_n.get(1000)
     top = by_n[max(by_n)]
-    scripted = [r for r in loads if r["server"].startswith("scripted")]
+    scripted = [r for r in loads if r["server"].startswith("scripted (")]
     one, many = scripted[0], scripted[-1]
+    bare = next(r for r in loads if "baseline" in r["server"])
     lines += [
         "# Benchmark results",
         "",
@@ -115,7 +116,8 @@ def main() -> int:
         f"| {many['visitors']} visitors at once (scripted server): errors, wrong replies | {many['errors']}, "
         f"{many['wrong']} | | none | {verdict(many['errors'] == 0 and many['wrong'] == 0)} |",
         f"| {many['visitors']} visitors: first token p50 / p95 | {many['p50_s'] * 1000:.0f} / "
-        f"{many['p95_s'] * 1000:.0f} ms | 1 visitor p50 {one['p50_s'] * 1000:.0f} ms | p95 ≤ 2x one visitor's | "
+        f"{many['p95_s'] * 1000:.0f} ms | 1 visitor p50 {one['p50_s'] * 1000:.0f} ms; bare Gradio app, "
+        f"{bare['visitors']} visitors: p95 {bare['p95_s'] * 1000:.0f} ms | p95 ≤ 2x one visitor's | "
         f"{many['p95_s'] / one['p50_s']:.2f}x, {verdict(many['p95_s'] <= 2 * one['p50_s'])} |",
         f"| resident memory, every bundled role loaded | {mem['rss_mb']:.0f} MB (torch imported: "
         f"{'yes' if mem['torch'] else 'no'}) | | ≤ 600 MB, no torch | "

@@ -10,13 +10,14 @@ import gradio as gr  # noqa: E402
 from openai import OpenAI  # noqa: E402
 
 MESSAGES = json.loads(os.environ["BENCH_MESSAGES"])
+MODEL = os.environ.get("BENCH_MODEL", "plain")
 client = OpenAI(base_url=os.environ["BENCH_BASE_URL"], api_key=os.environ["BENCH_KEY"], max_retries=0)
 
 
 def send(text: str):
     messages = MESSAGES[:-1] + [{"role": "user", "content": text}]
     reply = ""
-    for chunk in client.chat.completions.create(model="echo", messages=messages, stream=True):
+    for chunk in client.chat.completions.create(model=MODEL, messages=messages, stream=True):
         if chunk.choices and chunk.choices[0].delta.content:
             reply += chunk.choices[0].delta.content
             yield [{"role": "user", "content": text}, {"role": "assistant", "content": reply}]

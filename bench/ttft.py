@@ -26,7 +26,7 @@ def _first(iterable) -> float:
 
 
 def _sdk_pieces(client, messages):
-    with client.chat.completions.create(model="echo", messages=messages, stream=True) as stream:
+    with client.chat.completions.create(model="plain", messages=messages, stream=True) as stream:
         for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 yield chunk.choices[0].delta.content
@@ -42,8 +42,8 @@ def measure(cache: Path) -> dict:
 
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(cache)})
     out: dict = {}
-    with FakeOpenAI(token_delay_s=0.01) as srv:
-        bot = ChatHaruhi(role_name="sherlock", llm="openai", model="echo", base_url=srv.base_url, api_key=GOOD_KEY,
+    with FakeOpenAI(token_delay_s=0.01) as srv:  # "plain": no Name:「 wrapper for the library to hold back
+        bot = ChatHaruhi(role_name="sherlock", llm="openai", model="plain", base_url=srv.base_url, api_key=GOOD_KEY,
                          settings=settings)
         bot.chat("warm up")
         bot.reset()
@@ -63,7 +63,7 @@ def measure(cache: Path) -> dict:
         with app_process(cache, "bench/streaming_app.py", **env) as (bare_url, _, _), \
                 app_process(cache, "app.py") as (app_url, _, _):
             bare, app = Client(bare_url, verbose=False), Client(app_url, verbose=False)
-            app_args = ("What is your method?", "Watson", "openai", "echo", srv.base_url, GOOD_KEY, 1500, 1200,
+            app_args = ("What is your method?", "Watson", "openai", "plain", srv.base_url, GOOD_KEY, 1500, 1200,
                         False, False, "/send")
             bare_args = ("What is your method?", "/send")
             for _ in range(3):  # warm both

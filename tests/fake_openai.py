@@ -6,6 +6,7 @@ picks the behaviour.
     fault-401   invalid key            fault-429   rate limited      fault-500  server error
     slow        waits longer than any test timeout before answering
     cut         sends two chunks, then drops the connection mid-stream
+    plain       like echo, without the `Name:「」` wrapper (the first chunk is already visible text)
     strict      like echo, but rejects (400) a system message or two user messages in a row,
                 as some servers do (the reason for the fold-prompt option)
 """
@@ -65,7 +66,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         req = json.loads(self.rfile.read(length) or b"{}")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.requests.append({"path": self.path, "headers": headers, "body": req})
+        self.server.requests.append({"path": self.path, "headers": headers, "body": req, "t": time.time()})
         if not self.path.endswith("/chat/completions"):
             return self._error(404, "no such route", "not_found")
         if self.headers.get("Authorization") != f"Bearer {GOOD_KEY}":
@@ -86,13 +87,13 @@ class Handler(BaseHTTPRequestHandler):
             if any(a == b for a, b in zip(roles, roles[1:])) or roles[0] != "user":
                 return self._error(400, "Conversation roles must alternate user/assistant/user/assistant/...",
                                    "invalid_request_error")
-        if model not in {"echo", "slow", "cut", "strict"}:
+        if model not in {"echo", "slow", "cut", "strict", "plain"}:
             return self._error(404, f"The model `{model}` does not exist.", "not_found")
         system = next((m["content"] for m in req["messages"] if m["role"] in ("system", "user")), "")
         m = re.search(r"act like (.+?) from", system)
         name = m.group(1) if m else "Someone"
         last = req["messages"][-1]["content"]
-        reply = f"{name}:「Echo: {last}」"
+        reply = f"Echo: {last}" if model == "plain" else f"{name}:「Echo: {last}」"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -113,6 +114,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default 5 drops connections when 32 visitors call at once
     def handle_error(self, request, client_address):  # a client that hung up is expected here
         pass
 
@@ -145,7 +147,9 @@ class FakeOpenAI:
         self.httpd.server_close()
 
 
-if __name__ == "__main__":  # run by hand: python tests/fake_openai.py
-    with FakeOpenAI() as srv:
-        print("serving", srv.base_url, "key", GOOD_KEY)
+if __name__ == "__main__":  # by hand, or as a separate process: python tests/fake_openai.py [DELAY_S]
+    import sys
+
+    with FakeOpenAI(token_delay_s=float(sys.argv[1]) if len(sys.argv) > 1 else 0.005) as srv:
+        print(srv.base_url, flush=True)
         threading.Event().wait()

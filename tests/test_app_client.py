@@ -20,7 +20,9 @@ def text_of(message) -> str:
 def send(client, text, user_role="", backend="script", model="", base_url="", key=""):
     job = client.submit(text, user_role, backend, model, base_url, key, 1500, 1200, api_name="/send")
     frames = list(job)
-    return frames, job.result()[:3]  # chat, message box, scenes (then the voice and its note)
+    chat, box, _stats = job.result()
+    scenes = client.predict(False, api_name="/after_turn")[0]  # what the page runs once the reply is done
+    return frames, (chat, box, scenes)
 
 
 def test_page_serves_and_lists_endpoints(app_server):
@@ -64,7 +66,7 @@ def test_regenerate_and_clear(app_server):
     client.predict("sherlock", api_name="/switch_role")
     _, (chat, _, _) = send(client, "What is your method?")
     first = text_of(chat[-1])
-    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, api_name="/regenerate")[:3]
+    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, api_name="/regenerate")
     assert len(chat) == 3 and text_of(chat[-1]) != first
     out = client.predict(api_name="/clear_chat")
     assert len(out[2]) == 1  # only the greeting
@@ -146,8 +148,9 @@ def test_speak_replies_gives_fresh_audio_in_the_role_language(app_server):
 
     client = Client(app_server, verbose=False)
     client.predict("sunwukong", api_name="/switch_role")
-    job = client.submit("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, False, True, api_name="/send")
-    chat, box, scenes, audio, note, picture, stats = job.result()
+    chat, box, stats = client.predict("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, api_name="/send")
+    scenes, audio, note, picture = client.predict(True, api_name="/after_turn")
+    assert client.predict(True, api_name="/after_turn")[1] == {"__type__": "update"}  # nothing new: not spoken again
     assert "staff.png" in str(picture)  # the scene picture follows the reply
     assert "espeak-ng (cmn)" in note and "edge-tts could not be used" in note
     with wave.open(audio) as w:
@@ -167,7 +170,7 @@ def test_local_model_says_it_is_loading_then_answers_with_its_speed(app_server):
     client.predict("sherlock", api_name="/switch_role")
     job = client.submit("Who are you?", "", "local", "", "", "", 1500, 1200, api_name="/send")
     frames = list(job)
-    chat, box, scenes, audio, note, picture, stats = job.result()
+    chat, box, stats = job.result()
     shown = [text_of(f[0][-1]) for f in frames if f and f[0]]
     assert any(s.startswith("Loading the local model SmolLM2-135M-Instruct") for s in shown)  # first use
     assert len(frames) > 4 and _english(text_of(chat[-1]))

@@ -104,3 +104,41 @@ def test_wrong_vector_shape_is_a_sentence(tmp_path, embedder):
     role = load_role("sherlock")
     with pytest.raises(ChatHaruhiError, match="shape"):
         open_persistent(tmp_path / "s", role, embedder, vectors=np.zeros((3, 512), dtype=np.float32))
+
+
+def test_concurrent_queries_are_embedded_in_batches_with_the_same_vectors(embedder):
+    import threading
+
+    import numpy as np
+
+    from chatharuhi_core.embedding import Batcher
+
+    calls = []
+
+    def encode(texts):
+        calls.append(len(texts))
+        return embedder.embed(texts)
+
+    batcher = Batcher(encode)
+    texts = [f"Question number {i}: where were you last night?" for i in range(24)]
+    results = [None] * len(texts)
+    gate = threading.Barrier(len(texts))
+
+    def ask(i):
+        gate.wait()
+        results[i] = batcher([texts[i]])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(texts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(calls) == len(texts) and len(calls) < len(texts)  # some callers shared a batch
+    expected = embedder.embed(texts)
+    assert np.allclose(np.vstack(results), expected, atol=1e-5)  # each got its own vector
+
+    def broken(texts):
+        raise ValueError("encoder failed")
+
+    with pytest.raises(ValueError):
+        Batcher(broken)(["x"])
