@@ -293,3 +293,41 @@ def test_the_page_streams_from_a_llama_cpp_server(browser, app_server, llama_ser
     page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('smollm2')")
     assert "OpenAI-compatible server" in page.locator("#reply-stats").inner_text()
     page.close()
+
+
+def test_a_huge_message_is_refused_in_the_page_and_the_chat_goes_on(browser, app_server):
+    page = open_page(browser, app_server)
+    page.locator("#message textarea").evaluate("(el, n) => { el.value = 'Watson! '.repeat(n); "
+                                               "el.dispatchEvent(new Event('input', {bubbles: true})); }", 400_000)
+    page.click("#send")
+    page.wait_for_selector(".toast-body >> text=the limit is 8,000", timeout=60_000)
+    assert len(bot_texts(page)) == 1  # only the greeting
+    page.fill("#message textarea", "你好")
+    page.click("#send")
+    wait_reply(page, 2)
+    page.close()
+
+
+def test_closing_a_tab_mid_reply_leaves_the_other_visitor_alone(browser, app_server):
+    from fake_openai import GOOD_KEY, FakeOpenAI
+
+    with FakeOpenAI(token_delay_s=0.15) as srv:
+        pages = []
+        for _ in range(2):
+            page = open_page(browser, app_server)
+            choose_engine(page, "OpenAI-compatible server")
+            for elem, value in (("model", "echo"), ("base-url", srv.base_url), ("api-key", GOOD_KEY)):
+                page.locator(f"#{elem}").locator("input, textarea").first.fill(value)
+            pages.append(page)
+        leaver, stayer = pages
+        say(leaver, "Tell me the whole story of the hound on the moor, every part of it, please.")
+        say(stayer, "What do you make of this walking stick?")
+        leaver.wait_for_function("() => document.querySelectorAll('#chat .message.bot').length > 1")
+        leaver.close()  # mid-reply
+        texts, _ = wait_reply(stayer, 2, timeout=60)
+        assert texts[-1] == "Echo: 唐僧:「What do you make of this walking stick?」"
+        again = open_page(browser, app_server)  # and the app still serves a new visitor
+        say(again, "你好")
+        wait_reply(again, 2)
+        again.close()
+        stayer.close()
