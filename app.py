@@ -345,14 +345,16 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     demo = build_demo()
     demo.queue(default_concurrency_limit=32)
-    threading.Thread(target=_warm_up, daemon=True).start()
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     settings = Settings.from_env()
     settings.roles_dir.mkdir(parents=True, exist_ok=True)
     allowed = [str(Path(__file__).resolve().parent / "characters"), str(ASSETS), str(settings.roles_dir)]
     demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
-                allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes)
+                allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True)
+    # warm up once the page answers: started earlier, it competed with the launch for the CPU
+    threading.Thread(target=_warm_up, daemon=True).start()
+    demo.block_thread()
 
 
 if __name__ == "__main__":

@@ -155,6 +155,22 @@ NOTES = """
 - **Memory**: VmRSS of app.py after its warm-up opened every bundled store; torch is looked for
   in the process's memory map.
 - **Install size**: a fresh venv with `requirements.txt`, then the local extra on top.
+## Where a goal is missed, and why
+
+- **32 visitors, first token p95 ≤ 2x one visitor's**: the app's figure matches the bare Gradio
+  app's in the same run (the row above), so the growth is Gradio's queue and gradio_client's
+  streaming on 2 cores, with 32 clients running on the same 2 cores, not this app. What was the
+  app's doing has been fixed: per-token page frames (now at most 25 a second), `gr.skip()` for
+  the outputs a frame did not change (Gradio rebuilds the component and its API schema for each
+  one, most of the app's CPU under load: now the streaming event outputs the chat alone, and the
+  scenes, picture and voice come once per reply from a follow-up event), one lock per query
+  embedding (now batched), a fresh HTTP client per reply (now one pool), and the role's text hash
+  recomputed on every turn (now once). App CPU per reply under this load went from 212 ms to
+  about 35 ms.
+- **llama.cpp server**: it reads one prompt at a time (about 7 s for a 2,700-token prompt here),
+  so with 8 visitors the last ones wait past the 60 s model timeout and are told so in a sentence
+  (`CHATHARUHI_TIMEOUT`); the app keeps serving. A server with parallel slots (vLLM, TGI, or
+  llama.cpp's own `--parallel`) is what many visitors need.
 """
 
 
