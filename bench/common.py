@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
-import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the scripted OpenAI-compatible server lives with the tests
+sys.path.insert(0, str(ROOT / "tests"))  # the scripted server and the loopback helpers live with the tests
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from loopback import gradio_app  # noqa: E402
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -37,48 +28,9 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def wait_http(url: str, proc: subprocess.Popen | None = None, timeout: float = 180.0, poll: float = 0.02) -> float:
-    """Seconds until url answers 200 (polled every `poll` s)."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < timeout:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{url}: the server exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return time.perf_counter() - start
-        except Exception:
-            time.sleep(poll)
-    raise TimeoutError(f"{url} did not answer within {timeout:g} s")
-
-
-def offline_env(cache: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATHARUHI_", "CHROMA_"))}
-    env.update(GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1",
-               CHATHARUHI_CACHE=str(cache), **extra)
-    return env
-
-
-@contextmanager
 def app_process(cache: Path, script: str = "app.py", log: Path | None = None, **env_extra: str):
-    """`python <script>` on a free loopback port; yields (url, process, seconds until it answered)."""
-    port = free_port()
-    env = offline_env(cache, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", **env_extra)
-    out = open(log, "w") if log else subprocess.DEVNULL
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, script], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_http(url, proc)
-        yield url, proc, time.perf_counter() - start
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if log:
-            out.close()
+    """loopback.gradio_app, polled every 20 ms (cold start is timed by it) and given 3 minutes."""
+    return gradio_app(cache, script, log, timeout=180.0, poll=0.02, **env_extra)
 
 
 def machine() -> str:

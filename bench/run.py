@@ -33,23 +33,14 @@ def verdict(ok: bool) -> str:
 
 def llama_url(stack) -> str | None:
     """Start llama.cpp's server with the bundled model when scripts/setup-llama-server.sh built it."""
-    import subprocess
+    from loopback import LLAMA_PYTHON, llama_server
 
-    from common import free_port, wait_http
-
-    python = ROOT / ".venv-llama" / "bin" / "python"
-    if not python.exists():
-        return None
     from chatharuhi_core.backends.local_model import bundled_spec
 
+    if not LLAMA_PYTHON.exists():
+        return None
     spec = bundled_spec()
-    port = free_port()
-    proc = subprocess.Popen([str(python), "-m", "llama_cpp.server", "--model", f"{spec.source}/{spec.gguf_file}",
-                             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
-                             "--n_ctx", "4096"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stack.callback(proc.kill)
-    wait_http(f"http://127.0.0.1:{port}/v1/models", proc)
-    return f"http://127.0.0.1:{port}/v1"
+    return stack.enter_context(llama_server(Path(spec.source) / spec.gguf_file))
 
 
 def main() -> int:

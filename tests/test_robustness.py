@@ -4,14 +4,11 @@ tests/test_store.py::test_damaged_store_is_rebuilt.)"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
-from conftest import ROOT, free_port, wait_http
+from conftest import gradio_app
 from fake_openai import GOOD_KEY, FakeOpenAI
 from gradio_client import Client
 from test_app_client import text_of
@@ -29,19 +26,8 @@ def slow_server():
 @pytest.fixture(scope="module")
 def strict_app(tmp_path_factory):
     """app.py with a 2-second model timeout."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHROMA_", "CHATHARUHI_"))}
-    env.update(GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False",
-               CHATHARUHI_CACHE=str(tmp_path_factory.mktemp("robust-cache")), CHATHARUHI_TIMEOUT="2",
-               HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/", proc=proc)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with gradio_app(tmp_path_factory.mktemp("robust-cache"), CHATHARUHI_TIMEOUT="2") as (url, _, _):
+        yield url
 
 
 def still_serving(url: str) -> None:

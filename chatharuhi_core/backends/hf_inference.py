@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from ..errors import BackendError
 from .base import BackendOptions, ChatRequest, register_backend
-from .openai_compat import CUT_MESSAGE, bad_request
+from .openai_compat import CUT_MESSAGE, ChunkReader, bad_request
 
 log = logging.getLogger(__name__)
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM3-3B"
@@ -109,26 +109,17 @@ class HFInferenceBackend:
     def stream(self, request: ChatRequest) -> Iterator[str]:
         client = self._client()
         model = self.options.model or DEFAULT_MODEL
-        finished = started = False
+        reader = ChunkReader()
         try:
             with client:
-                chunks = client.chat_completion(request.messages, model=model, stream=True,
-                                                max_tokens=self.options.max_tokens)
-                for chunk in chunks:
-                    if not chunk.choices:
-                        continue
-                    choice = chunk.choices[0]
-                    if choice.delta and choice.delta.content:
-                        started = True
-                        yield choice.delta.content
-                    if choice.finish_reason:
-                        finished = True
+                yield from reader.deltas(client.chat_completion(request.messages, model=model, stream=True,
+                                                                max_tokens=self.options.max_tokens))
         except BackendError:
             raise
         except Exception as exc:
             log.info("hf backend failed: %s", type(exc).__name__)
-            if started and isinstance(exc, _http_errors("TransportError")):
+            if reader.started and isinstance(exc, _http_errors("TransportError")):
                 raise BackendError(CUT_MESSAGE) from None
             raise translate_error(exc, self.options) from None
-        if not finished:
+        if not reader.finished:
             raise BackendError(CUT_MESSAGE)

@@ -97,6 +97,26 @@ def translate_error(exc: BaseException, options: BackendOptions) -> BackendError
     return BackendError(f"The model server gave an unexpected answer ({type(exc).__name__}).")
 
 
+class ChunkReader:
+    """Text deltas from OpenAI-shaped stream chunks (the openai SDK's, and huggingface_hub's, which
+    mirror them), remembering whether text arrived and whether the server finished the reply."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.finished = False
+
+    def deltas(self, chunks) -> Iterator[str]:
+        for chunk in chunks:
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            if choice.delta and choice.delta.content:
+                self.started = True
+                yield choice.delta.content
+            if choice.finish_reason:
+                self.finished = True
+
+
 def _defaults(settings) -> dict:
     return {"model": settings.openai_model, "base_url": settings.openai_base_url,
             "api_key": settings.openai_api_key}
@@ -136,26 +156,18 @@ class OpenAIBackend:
 
         client = self._client()
         model = self.options.model or "gpt-4o-mini"
-        finished = started = False
+        reader = ChunkReader()
         try:
             stream = client.chat.completions.create(model=model, messages=request.messages, stream=True,
                                                     max_tokens=self.options.max_tokens)
             with stream:
-                for chunk in stream:
-                    if not chunk.choices:
-                        continue
-                    choice = chunk.choices[0]
-                    if choice.delta and choice.delta.content:
-                        started = True
-                        yield choice.delta.content
-                    if choice.finish_reason:
-                        finished = True
+                yield from reader.deltas(stream)
         except BackendError:
             raise
         except Exception as exc:
             log.info("openai backend failed: %s", type(exc).__name__)
-            if started and isinstance(exc, (httpx.TransportError, openai.APIConnectionError)):
+            if reader.started and isinstance(exc, (httpx.TransportError, openai.APIConnectionError)):
                 raise BackendError(CUT_MESSAGE) from None
             raise translate_error(exc, self.options) from None
-        if not finished:
+        if not reader.finished:
             raise BackendError(CUT_MESSAGE)

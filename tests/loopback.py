@@ -1,0 +1,92 @@
+"""Servers on loopback that the tests and the bench start: app.py (or another Gradio script) and
+llama.cpp's OpenAI-compatible server. One place for the start, the wait and the clean stop."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA_PYTHON = ROOT / ".venv-llama" / "bin" / "python"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 90.0, proc: subprocess.Popen | None = None, poll: float = 0.05) -> float:
+    """Seconds until url answers 200; fails early if proc exits first."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{url}: the server exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return time.perf_counter() - start
+        except Exception:
+            time.sleep(poll)
+    raise TimeoutError(f"{url} did not answer within {timeout:g}s")
+
+
+@contextmanager
+def running(cmd: list[str], ready_url: str, env: dict[str, str] | None = None, log: Path | None = None,
+            timeout: float = 90.0, poll: float = 0.05) -> Iterator[tuple[subprocess.Popen, float]]:
+    """Start cmd, wait until ready_url answers; yields (process, seconds it took); stops it after."""
+    out = open(log, "w") if log else subprocess.DEVNULL
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_http(ready_url, timeout, proc, poll)
+        yield proc, time.perf_counter() - start
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if log:
+            out.close()
+
+
+def app_env(cache: Path, **extra: str) -> dict[str, str]:
+    """This environment minus the operator's settings, offline, with its own cache."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHROMA_", "CHATHARUHI_"))}
+    env.update(GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1",
+               CHATHARUHI_CACHE=str(cache), **extra)
+    return env
+
+
+@contextmanager
+def gradio_app(cache: Path, script: str = "app.py", log: Path | None = None, timeout: float = 90.0,
+               poll: float = 0.05, **env_extra: str) -> Iterator[tuple[str, subprocess.Popen, float]]:
+    """`python <script>` on a free loopback port; yields (url, process, seconds until it answered)."""
+    port = free_port()
+    env = app_env(cache, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", **env_extra)
+    url = f"http://127.0.0.1:{port}/"
+    with running([sys.executable, script], url, env, log, timeout, poll) as (proc, seconds):
+        yield url, proc, seconds
+
+
+@contextmanager
+def llama_server(gguf: Path, log: Path | None = None, threads: int | None = None) -> Iterator[str]:
+    """llama-cpp-python's server (built by scripts/setup-llama-server.sh) serving gguf as "smollm2";
+    yields its base URL, ending in /v1."""
+    if not LLAMA_PYTHON.exists():
+        raise RuntimeError("No .venv-llama: run `bash scripts/setup-llama-server.sh` (scripts/test.sh does).")
+    port = free_port()
+    cmd = [str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2",
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
+    if threads:
+        cmd += ["--n_threads", str(threads)]
+    with running(cmd, f"http://127.0.0.1:{port}/v1/models", log=log):
+        yield f"http://127.0.0.1:{port}/v1"
