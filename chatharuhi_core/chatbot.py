@@ -118,6 +118,7 @@ class ChatHaruhi:
         embedder: Embedder | None = None,
         history: list[Exchange] | None = None,
         fold_prompt: bool | None = None,
+        exclude_scenes: Sequence[str] = (),
     ):
         self.settings = settings or Settings.from_env()
         if role is None:
@@ -137,6 +138,8 @@ class ChatHaruhi:
         self.backend: Backend = llm
         self.fold_prompt = self.settings.fold_prompt if fold_prompt is None else fold_prompt
         self.history: list[Exchange] = list(history or [])
+        # scenes never to retrieve: evaluation holds the scene it asks about out of the store
+        self.exclude_scenes = frozenset(exclude_scenes)
         self.last_scenes: list[Hit] = []
         self.last_messages: list[dict] = []
         self.last_packed = 0  # how many of last_scenes fitted the scene budget
@@ -149,8 +152,14 @@ class ChatHaruhi:
         return open_store(self.role, self.embedder, self.settings)
 
     def retrieve(self, text: str) -> list[Hit]:
-        """The nearest scenes (top_k by cosine similarity), most similar first."""
-        return self.store.search(text, self.budgets.top_k)
+        """The nearest scenes (top_k by cosine similarity), most similar first, minus excluded ones."""
+        k = self.budgets.top_k
+        if k <= 0:
+            return []
+        if not self.exclude_scenes:
+            return self.store.search(text, k)
+        hits = self.store.search(text, k + len(self.exclude_scenes))
+        return [h for h in hits if h.id not in self.exclude_scenes][:k]
 
     @property
     def engine_label(self) -> str:

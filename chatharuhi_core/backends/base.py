@@ -27,6 +27,7 @@ class ChatRequest:
     history: list[Exchange] = field(default_factory=list)
     embedder: Embedder | None = None
     avoid: tuple[str, ...] = ()  # replies not to give again (the one being regenerated)
+    plain: bool = False  # a writing task (e.g. new questions), not the character's next line
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class BackendInfo:
     model_hint: str = ""  # placeholder of the model field
     key_label: str = "API key"
     defaults: Defaults | None = None  # operator settings that fill blank options
+    writes: bool = True  # can write new text (False for the script engine, which only quotes)
 
 
 _REGISTRY: dict[str, BackendInfo] = {}
@@ -78,12 +80,12 @@ _REGISTRY: dict[str, BackendInfo] = {}
 
 def register_backend(name: str, label: str, description: str, *, uses_model: bool = True,
                      uses_server: bool = False, model_hint: str = "", key_label: str = "API key",
-                     defaults: Defaults | None = None):
+                     defaults: Defaults | None = None, writes: bool = True):
     """Class decorator: the class is built with a BackendOptions."""
 
     def wrap(cls):
         _REGISTRY[name] = BackendInfo(name, label, description, cls, uses_model, uses_server, model_hint,
-                                      key_label, defaults)
+                                      key_label, defaults, writes)
         cls.name = name
         return cls
 

@@ -213,7 +213,7 @@ class LocalModelBackend:
         loaded = _LOADED.get(self.spec)
         return f"{self.spec.label} ({loaded.device})" if loaded else self.spec.label
 
-    def _inputs(self, lm: LoadedModel, messages: list[dict], speaker: str):
+    def _inputs(self, lm: LoadedModel, messages: list[dict], speaker: str | None):
         """The chat template, then the reply opened as a script line (`Name:「`), as in the scenes.
 
         Small models drift into commentary about the scenes; opening the line for them keeps
@@ -224,7 +224,8 @@ class LocalModelBackend:
             text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         else:
             text = _plain_prompt(messages)
-        enc = tok(text + format_reply(speaker, "").removesuffix("」"), return_tensors="pt",
+        opening = format_reply(speaker, "").removesuffix("」") if speaker else ""
+        enc = tok(text + opening, return_tensors="pt",
                   add_special_tokens=False)
         n = int(enc["input_ids"].shape[1])
         if n + 16 > lm.context:
@@ -236,7 +237,7 @@ class LocalModelBackend:
         from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
         lm = self.load()
-        inputs = self._inputs(lm, request.messages, request.role.name)
+        inputs = self._inputs(lm, request.messages, None if request.plain else request.role.name)
         streamer = TextIteratorStreamer(lm.tokenizer, skip_prompt=True, skip_special_tokens=True,
                                         timeout=self.options.timeout_s)
         stop = threading.Event()
@@ -254,8 +255,9 @@ class LocalModelBackend:
             temperature=self.temperature, top_p=self.top_p, repetition_penalty=self.repetition_penalty,
             no_repeat_ngram_size=self.no_repeat_ngram_size,
             stopping_criteria=StoppingCriteriaList([_StopWhenAsked()]), pad_token_id=pad,
-            stop_strings=[LINE_END, "\n\n"], tokenizer=lm.tokenizer,  # the line is closed: the reply is done
         )
+        if not request.plain:  # the line is closed: the reply is done
+            generation.update(stop_strings=[LINE_END, "\n\n"], tokenizer=lm.tokenizer)
 
         def run() -> None:
             import torch

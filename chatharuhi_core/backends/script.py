@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 
 from ..embedding import cosine
+from ..errors import BackendError
 from ..prompt import parse_scene_lines
 from .base import BackendOptions, ChatRequest, register_backend
 
@@ -79,6 +80,7 @@ def choose_line(request: ChatRequest) -> str:
     "No language model. The character answers with its own line from the original scenes that "
     "best follows your message: it quotes the script, it does not invent.",
     uses_model=False,
+    writes=False,
 )
 class ScriptBackend:
     name = "script"
@@ -87,6 +89,9 @@ class ScriptBackend:
         self.options = options or BackendOptions()
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
+        if request.plain:
+            raise BackendError("The offline script engine only quotes the character's lines; "
+                               "it cannot write new text. Pick a model engine for this.")
         line = choose_line(request)
         for i in range(0, len(line), CHUNK_CHARS):
             if i:

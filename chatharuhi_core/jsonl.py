@@ -1,0 +1,102 @@
+"""JSON Lines files that survive a crash: append one whole line at a time, read past torn ones.
+
+Feedback and synthesized dialogues are written while the process may be killed at any moment
+(a Space restarts, a laptop sleeps, Ctrl-C). Each record is encoded first and written with one
+`write` on a file opened for appending, under an advisory lock, then flushed to disk. A crash
+can at worst leave a partial last line: readers skip it, and the next append starts on a fresh
+line, so no complete record is ever lost or merged with another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+_LOCK = threading.Lock()  # one process-wide lock for the threads of a server; flock for processes
+
+
+def _flock(fd: int, exclusive: bool) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows: the thread lock is all there is
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_UN)
+
+
+def append_record(path: Path, record: dict, *, sync: bool = True) -> None:
+    """Append `record` as one line; a torn line left by an earlier crash is closed first."""
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _LOCK:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            _flock(fd, True)
+            size = os.fstat(fd).st_size
+            if size and _last_byte(path, size) != b"\n":
+                line = b"\n" + line  # the previous writer died mid-line
+            written = os.write(fd, line)
+            while written < len(line):  # a short write (full pipe, signal): finish the line
+                written += os.write(fd, line[written:])
+            if sync:
+                os.fsync(fd)
+        finally:
+            _flock(fd, False)
+            os.close(fd)
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    with path.open("rb") as f:
+        f.seek(size - 1)
+        return f.read(1)
+
+
+@dataclass
+class ReadResult:
+    records: list[dict]
+    skipped: int  # lines that were not a complete JSON object (a torn write)
+
+
+def read_records(path: Path) -> ReadResult:
+    """Every complete record; partial or garbled lines are counted, not fatal."""
+    records: list[dict] = []
+    skipped = 0
+    if not path.exists():
+        return ReadResult(records, 0)
+    with path.open("rb") as f:
+        for raw in f:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                skipped += 1
+                continue
+            if isinstance(obj, dict):
+                records.append(obj)
+            else:
+                skipped += 1
+    return ReadResult(records, skipped)
+
+
+def iter_records(path: Path) -> Iterator[dict]:
+    yield from read_records(path).records
+
+
+def write_all(path: Path, records: Iterable[dict]) -> int:
+    """Replace `path` with these records atomically (a temporary file, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            n += 1
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return n
