@@ -24,29 +24,36 @@ from chatharuhi_core.webchat import (  # noqa: E402
     add_character,
     chat_messages,
     describe_role,
+    edit_message,
     engine_note,
+    export_chat,
+    feedback_values,
+    import_chat,
     picker_choices,
     picker_entries,
     portrait_of,
+    rate_reply,
     scene_image_for,
     scenes_markdown,
     stream_turn,
 )
 
 ASSETS = Path(__file__).resolve().parent / "assets"
+FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
+                 "server to improve the character. · 对回复的赞、踩和修改会被保存，用于改进角色。")
 log = logging.getLogger("chatharuhi.app")
 
 
-def _role_view(conv: Conversation):
+def _role_view(conv: Conversation, user_name: str | None = None):
     """Everything that changes with the character: portrait, text, chat, examples, name."""
     role = load_role(conv.role_id)
     return (
         conv,
         portrait_of(role),
         describe_role(role),
-        chat_messages(conv, role),
+        gr.Chatbot(value=chat_messages(conv, role), feedback_value=feedback_values(conv, role)),
         gr.Dataset(samples=[[q] for q in role.examples]),
-        role.user_name,
+        user_name or role.user_name,
         scenes_markdown(conv),
         "",  # the last reply's engine and speed
     )
@@ -194,6 +201,64 @@ def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_t
                      fold, True)
 
 
+EXPORT_DIR_NAME = "chatharuhi-exports"
+EXPORT_MAX_AGE_S = 3600
+
+
+def _export_dir() -> Path:
+    """One folder of exported chats; files older than an hour are removed (Gradio keeps its own copy)."""
+    import tempfile
+    import time
+
+    folder = Path(tempfile.gettempdir()) / EXPORT_DIR_NAME
+    folder.mkdir(exist_ok=True)
+    now = time.time()
+    for old in folder.glob("*/*.jsonl"):
+        try:
+            if now - old.stat().st_mtime > EXPORT_MAX_AGE_S:
+                old.unlink()
+                old.parent.rmdir()
+        except OSError:
+            pass
+    return Path(tempfile.mkdtemp(dir=folder))
+
+
+def refresh_export(conv: Conversation | None, user_role: str):
+    """Keep the export button's file in step with the conversation, so one click downloads it."""
+    if conv is None or not conv.history:
+        return gr.DownloadButton(value=None, interactive=False)
+    return gr.DownloadButton(value=str(export_chat(conv, user_role, _export_dir())), interactive=True)
+
+
+def import_chat_file(path: str | None, progress=gr.Progress()):
+    """An exported chat, back exactly as it was: the character, every exchange, the visitor's name."""
+    if not path:
+        return (*(gr.skip(),) * 8, gr.skip(), gr.skip(), "")
+    try:
+        conv, user_name = import_chat(path)
+    except ChatHaruhiError as exc:
+        gr.Warning(str(exc))
+        return (*(gr.skip(),) * 8, gr.skip(), gr.skip(), WARNING_MARK + str(exc))
+    turns = len(conv.history)
+    note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
+    return (*_role_view(conv, user_name), conv.role_id, "", note)
+
+
+def rate(conv: Conversation | None, evt: gr.LikeData):
+    if conv is None:
+        return gr.skip(), gr.skip()
+    return rate_reply(conv, evt.index, evt.liked, Settings.from_env())
+
+
+def edit(conv: Conversation | None, evt: gr.EditData):
+    """A corrected reply replaces the old one (and is saved as feedback); other edits are undone."""
+    if conv is None:
+        return gr.skip(), gr.skip(), gr.skip()
+    conv, note = edit_message(conv, evt.index, evt.value, Settings.from_env())
+    role = load_role(conv.role_id)
+    return conv, gr.Chatbot(value=chat_messages(conv, role), feedback_value=feedback_values(conv, role)), note
+
+
 def speak_last(conv: Conversation | None):
     """The speak button: read the newest reply (or the greeting) aloud."""
     if conv is None:
@@ -258,8 +323,11 @@ def build_demo() -> gr.Blocks:
                 note = gr.Markdown(elem_id="engine-note")
                 scene_picture = gr.Image(label="Scene · 场景", visible=False, interactive=False, height=220,
                                          elem_id="scene-image", buttons=[])
-                chat = gr.Chatbot(label="Chat", elem_id="chat", height=520, buttons=["copy"])
+                chat = gr.Chatbot(label="Chat", elem_id="chat", height=520, buttons=["copy"], editable="all",
+                                  feedback_options=("Like", "Dislike"))
                 reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
+                feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
+                                            elem_id="feedback-note", elem_classes=["reply-stats"])
                 with gr.Row():
                     text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…",
                                       scale=6, elem_id="message", max_lines=6)
@@ -269,6 +337,10 @@ def build_demo() -> gr.Blocks:
                 with gr.Row():
                     regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
                     clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
+                    export_btn = gr.DownloadButton("Export chat · 导出", size="sm", elem_id="export-chat",
+                                                   interactive=False)
+                    import_btn = gr.UploadButton("Import chat · 导入", size="sm", elem_id="import-chat",
+                                                 file_types=[".jsonl"], type="filepath")
                 with gr.Row(equal_height=True):
                     speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
                     speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
@@ -323,6 +395,11 @@ def build_demo() -> gr.Blocks:
         regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False)
         speak_btn.click(speak_last, conv, [voice_audio, voice_note], api_name="speak_last")
         chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)
+        import_btn.upload(import_chat_file, import_btn, view + [chooser, role_status, feedback_note],
+                          api_name="import_chat").then(set_avatar, conv, [chat, scene_picture], api_name=False)
+        conv.change(refresh_export, [conv, user_role], export_btn, api_name=False)
+        chat.like(rate, conv, [conv, feedback_note], api_name=False)
+        chat.edit(edit, conv, [conv, chat, feedback_note], api_name=False)
         cleared = [conv, portrait, about, chat, scenes, reply_stats]
         clear_btn.click(clear_chat, conv, cleared)
         chat.clear(clear_chat, conv, cleared, api_name=False)

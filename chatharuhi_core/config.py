@@ -25,6 +25,13 @@ def _default_cache_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "chatharuhi"
 
 
+def _feedback_file(value: str | None) -> Path | None:
+    value = (value or "").strip()
+    if not value or value.lower() in {"off", "0", "no", "false"}:
+        return None
+    return Path(value).expanduser()
+
+
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -57,6 +64,8 @@ class Settings:
     timeout_s: float = DEFAULT_TIMEOUT_S
     fold_prompt: bool = False  # CHATHARUHI_FOLD_PROMPT: no system message, no two user messages in a row
     budgets: Budgets = Budgets()
+    feedback_file: Path | None = None  # CHATHARUHI_FEEDBACK: where ratings and edits go ("off": nowhere)
+    feedback_off: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -81,12 +90,21 @@ class Settings:
             embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
+            feedback_file=_feedback_file(env.get("CHATHARUHI_FEEDBACK")),
+            feedback_off=(env.get("CHATHARUHI_FEEDBACK") or "").strip().lower() in {"off", "0", "no", "false"},
         )
 
     @property
     def roles_dir(self) -> Path:
         """Imported roles live here as role packages, one folder per id."""
         return self.cache_dir / "roles"
+
+    @property
+    def feedback_path(self) -> Path | None:
+        """The page's ratings and corrections (JSON Lines), or None when the operator turned them off."""
+        if self.feedback_off:
+            return None
+        return self.feedback_file or self.cache_dir / "feedback.jsonl"
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

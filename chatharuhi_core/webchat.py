@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import html
 import logging
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .backends import backend_info
@@ -21,6 +23,7 @@ from .prompt import Exchange
 from .role import Role
 from .sources import ImportOptions, bundled_ids, load_role, open_role
 from .store import Hit, Progress
+from .transcript import ReplyMeta, Transcript, dump_chat, load_chat
 
 log = logging.getLogger(__name__)
 WARNING_MARK = "⚠️ "
@@ -98,6 +101,17 @@ class Conversation:
     history: list[Exchange] = field(default_factory=list)
     last_scenes: list[Hit] = field(default_factory=list)
     last_packed: int = 0
+    meta: list[ReplyMeta] = field(default_factory=list)  # one per exchange: prompt, engine, rating, correction
+
+    def copy(self) -> Conversation:
+        return Conversation(self.role_id, list(self.history), list(self.last_scenes), self.last_packed,
+                            [replace(m) for m in self._full_meta()])
+
+    def _full_meta(self) -> list[ReplyMeta]:
+        """Exchanges made without metadata (older states, the API) get an empty record."""
+        meta = list(self.meta[: len(self.history)])
+        meta += [ReplyMeta(uuid.uuid4().hex, []) for _ in range(len(self.history) - len(meta))]
+        return meta
 
 
 @dataclass(frozen=True)
@@ -188,12 +202,13 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
                 settings: Settings, *, regenerate: bool = False) -> Iterator[TurnUpdate]:
     """Stream one reply. On failure the history stays as it was and the error is one sentence."""
     role = load_role(conv.role_id)
-    base = Conversation(conv.role_id, list(conv.history), conv.last_scenes, conv.last_packed)
+    base = conv.copy()
     if regenerate:
         if not base.history:
             yield TurnUpdate(chat_messages(base, role), base, "There is no reply to regenerate yet.", True)
             return
         last = base.history.pop()
+        base.meta.pop()
         text, user_role, avoid = last.text, last.user_role, (last.reply,)
     else:
         avoid = ()
@@ -225,7 +240,10 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
         sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
         yield TurnUpdate(shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
         return
-    done = Conversation(conv.role_id, bot.history, bot.last_scenes, bot.last_packed)
+    stats = bot.last_stats
+    meta = ReplyMeta(uuid.uuid4().hex, bot.last_messages, stats.engine if stats else bot.engine_label,
+                     stats.model if stats else "")
+    done = Conversation(conv.role_id, bot.history, bot.last_scenes, bot.last_packed, [*base.meta, meta])
     yield TurnUpdate(chat_messages(done, role), done, None, True, stats_line(bot.last_stats))
 
 
@@ -248,3 +266,121 @@ def scene_image_for(role: Role, reply: str, settings: Settings) -> tuple[str, st
     scores = cosine(embedder.embed([reply]), _CAPTIONS[key])[0]
     best = role.scene_images[int(scores.argmax())]
     return str(best.path), best.caption
+
+
+# ------------------------------------------------------------ feedback: like, dislike, edit
+
+
+def reply_at(conv: Conversation, role: Role, index: object) -> int | None:
+    """The exchange whose reply is the chat message at `index` (after the greeting), or None."""
+    if isinstance(index, (list, tuple)):  # Gradio gives (message, part) for multi-part messages
+        index = index[0] if index else -1
+    if not isinstance(index, int):
+        return None
+    k, rest = divmod(index - len(greeting_messages(role)), 2)
+    return k if rest == 1 and 0 <= k < len(conv.history) else None
+
+
+def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
+    """Append the reply's current state to the feedback file; a sentence if that failed."""
+    from .feedback import feedback_record, record_feedback
+
+    path = settings.feedback_path
+    if path is None:
+        return None
+    ex, meta = conv.history[k], conv.meta[k]
+    rec = feedback_record(reply_id=meta.id, role_id=conv.role_id, role_name=role.name, user_role=ex.user_role,
+                          text=ex.text, messages=meta.messages, original=meta.original or ex.reply,
+                          corrected=ex.reply if meta.original is not None else None, rating=meta.rating,
+                          engine=meta.engine, model=meta.model, event=event)
+    try:
+        record_feedback(path, rec)
+    except OSError as exc:
+        log.error("feedback not saved: %s", exc)
+        return "Your feedback could not be saved on the server (its disk refused the write)."
+    return None
+
+
+def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:
+    """A thumb on a reply: remember it and append it to the feedback file."""
+    from .feedback import rating_of
+
+    role = load_role(conv.role_id)
+    conv = conv.copy()
+    k = reply_at(conv, role, index)
+    if k is None:
+        return conv, "Only the character's replies can be rated."
+    conv.meta[k].rating = rating = rating_of(liked)
+    failed = _record(conv, role, k, "rating", settings)
+    note = {"like": "Thanks: noted that you liked this reply. · 已记录：喜欢。",
+            "dislike": "Noted. Edit the reply (the pencil) to show how the character should have answered. "
+                       "· 已记录：不喜欢。"}
+    return conv, failed or note.get(rating or "", "Rating removed.")
+
+
+def edit_message(conv: Conversation, index: int, new_text: object, settings: Settings) -> tuple[Conversation, str]:
+    """An edited reply is a correction: it replaces the reply in the history and goes to the feedback file.
+
+    Editing the visitor's own message is not supported (it would need a new reply); the chat is
+    put back as it was.
+    """
+    role = load_role(conv.role_id)
+    conv = conv.copy()
+    k = reply_at(conv, role, index)
+    if k is None:
+        return conv, "Only the character's replies can be edited; send a new message to ask something else."
+    text = _plain_text(new_text).strip()
+    if not text:
+        return conv, "A reply cannot be empty; the edit was undone."
+    ex, meta = conv.history[k], conv.meta[k]
+    if text == ex.reply:
+        return conv, ""
+    if meta.original is None:
+        meta.original = ex.reply
+    elif text == meta.original:
+        meta.original = None  # edited back to the model's own words
+    conv.history[k] = Exchange(ex.user_role, ex.text, text)
+    failed = _record(conv, role, k, "edit", settings)
+    return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"
+
+
+def _plain_text(value: object) -> str:
+    if isinstance(value, dict):
+        value = value.get("text") or value.get("content") or ""
+    if isinstance(value, list):
+        value = "".join(v.get("text", "") if isinstance(v, dict) else str(v) for v in value)
+    return str(value or "")
+
+
+def feedback_values(conv: Conversation, role: Role) -> list[str | None]:
+    """The thumbs to show, one per assistant message (the greeting has none)."""
+    values: list[str | None] = [None] * len(greeting_messages(role))
+    for meta in conv._full_meta():
+        values.append({"like": "Like", "dislike": "Dislike"}.get(meta.rating or ""))
+    return values
+
+
+# ------------------------------------------------------------ export and import
+
+
+def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) -> Path:
+    """The conversation as a .jsonl file for download."""
+    role = load_role(conv.role_id)
+    full = conv.copy()
+    text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.user_name, full.history, full.meta))
+    folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-chat-"))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = folder / f"chat-{conv.role_id}-{stamp}.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def import_chat(path: str | Path) -> tuple[Conversation, str]:
+    """(conversation, the visitor's name in it) from an exported file; InputError with a sentence."""
+    t = load_chat(Path(path).read_bytes())
+    try:
+        load_role(t.role_id)
+    except ChatHaruhiError:
+        raise InputError(f"This chat is with '{t.role_name or t.role_id}', who is not available here. Add the "
+                         "character in the 'Add a character' tab first, then import the chat again.") from None
+    return Conversation(t.role_id, t.history, [], 0, t.meta), t.user_role

@@ -41,13 +41,19 @@ def fake_openai():
 
 
 @pytest.fixture(scope="session")
-def app_server(tmp_path_factory):
+def app_feedback_file(tmp_path_factory) -> Path:
+    """Where the shared app writes visitors' ratings and corrections."""
+    return tmp_path_factory.mktemp("feedback") / "feedback.jsonl"
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory, app_feedback_file):
     """python app.py on a free loopback port, offline, with its own cache."""
     from make_inputs import haruhi_hub_cache
 
     hub = haruhi_hub_cache(tmp_path_factory.mktemp("hubcache"))  # as if Haruhi had been fetched once
     with gradio_app(tmp_path_factory.mktemp("appcache"), log=tmp_path_factory.mktemp("applog") / "app.log",
-                    HF_HUB_CACHE=str(hub)) as (url, _, _):
+                    HF_HUB_CACHE=str(hub), CHATHARUHI_FEEDBACK=str(app_feedback_file)) as (url, _, _):
         yield url
 
 

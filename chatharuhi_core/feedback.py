@@ -1,0 +1,126 @@
+"""Visitors' likes, dislikes and corrections, and the fine-tuning data made from them.
+
+CharacterGLM improves its model from users' corrections ("self-refinement"): a visitor who
+dislikes a reply rewrites it as the character should have said it, and the corrected dialogue
+feeds the next fine-tune. Every rating or edit in the page appends one record to a JSON Lines
+file (crash-safe, see `jsonl`): the role, the prompt messages the model saw, the original reply,
+the correction and the rating. A reply rated and edited several times has several records; the
+newest one for a reply id holds its final state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .jsonl import append_record, read_records, write_all
+from .prompt import format_reply
+from .training_data import (
+    alternating,
+    openai_problems,
+    openai_row,
+    sharegpt_problems,
+    sharegpt_row,
+    training_messages,
+)
+
+RATINGS = ("like", "dislike")
+
+
+def rating_of(value: object) -> str | None:
+    """Gradio's LikeData.liked (True, False, "Like", "Dislike", None) as "like", "dislike" or None."""
+    if value is True or (isinstance(value, str) and value.lower() == "like"):
+        return "like"
+    if value is False or (isinstance(value, str) and value.lower() == "dislike"):
+        return "dislike"
+    return None
+
+
+def feedback_record(*, reply_id: str, role_id: str, role_name: str, user_role: str, text: str,
+                    messages: list[dict], original: str, corrected: str | None, rating: str | None,
+                    engine: str = "", model: str = "", event: str = "") -> dict:
+    """One line of the feedback file; `messages` is the prompt as the model received it."""
+    return {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "event": event, "reply_id": reply_id,
+        "role": role_id, "name": role_name, "user_role": user_role, "text": text,
+        "messages": messages, "original": original, "corrected": corrected, "rating": rating,
+        "engine": engine, "model": model,
+    }
+
+
+def record_feedback(path: Path, record: dict) -> None:
+    append_record(path, record)
+
+
+def latest_per_reply(records: Iterable[dict]) -> list[dict]:
+    """The newest record of each reply, in the order replies were first rated."""
+    latest: dict[str, dict] = {}
+    for rec in records:
+        rid = rec.get("reply_id")
+        if rid:
+            latest.pop(rid, None)
+            latest[rid] = rec
+    return list(latest.values())
+
+
+@dataclass
+class FeedbackData:
+    """What a feedback file turns into."""
+
+    sft: list[list[dict]] = field(default_factory=list)  # conversations to imitate
+    preference: list[dict] = field(default_factory=list)  # (prompt, chosen, rejected) for DPO-style training
+    replies: int = 0
+    corrected: int = 0
+    liked: int = 0
+    disliked_uncorrected: int = 0
+    unusable: int = 0  # no prompt recorded, or a row a trainer would reject
+    torn_lines: int = 0
+
+
+def build_training_data(path: Path) -> FeedbackData:
+    """Corrected replies (and liked originals) as SFT rows; corrections also as preference pairs."""
+    read = read_records(path)
+    data = FeedbackData(torn_lines=read.skipped)
+    for rec in latest_per_reply(read.records):
+        data.replies += 1
+        prompt, name = rec.get("messages") or [], rec.get("name") or ""
+        corrected = (rec.get("corrected") or "").strip()
+        original = (rec.get("original") or "").strip()
+        if not prompt or not name:
+            data.unusable += 1
+            continue
+        if corrected and corrected != original:
+            target = corrected
+        elif rec.get("rating") == "like":
+            target = original
+        else:
+            data.disliked_uncorrected += rec.get("rating") == "dislike"
+            continue
+        messages = training_messages(prompt, name, target)
+        if openai_problems(openai_row(messages)):
+            data.unusable += 1
+            continue
+        data.sft.append(messages)
+        if target is original:
+            data.liked += 1
+            continue
+        data.corrected += 1
+        data.preference.append({
+            "prompt": alternating(prompt),
+            "chosen": [{"role": "assistant", "content": format_reply(name, corrected)}],
+            "rejected": [{"role": "assistant", "content": format_reply(name, original)}],
+        })
+    return data
+
+
+def export_training_data(path: Path, out: Path) -> tuple[FeedbackData, dict[str, Path]]:
+    """sft-openai.jsonl, sft-sharegpt.jsonl and preference.jsonl under `out`."""
+    data = build_training_data(path)
+    files = {"openai": out / "sft-openai.jsonl", "sharegpt": out / "sft-sharegpt.jsonl",
+             "preference": out / "preference.jsonl"}
+    write_all(files["openai"], (openai_row(m) for m in data.sft))
+    write_all(files["sharegpt"], (r for m in data.sft if not sharegpt_problems(r := sharegpt_row(m))))
+    write_all(files["preference"], data.preference)
+    return data, files

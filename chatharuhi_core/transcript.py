@@ -1,0 +1,101 @@
+"""A chat saved as JSON Lines and read back exactly: the page's export and import.
+
+Line 1 is a header (format, version, role, the visitor's name in the story); each further line
+is one exchange with everything needed to go on from it: who spoke, what was said, the reply,
+and the reply's id, prompt, engine, rating and correction (so feedback works on an imported chat).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from .errors import InputError
+from .prompt import Exchange
+
+FORMAT = "chatharuhi-chat"
+VERSION = 1
+MAX_BYTES = 20 * 1024 * 1024
+
+
+@dataclass
+class ReplyMeta:
+    """What the page knows about one reply beyond its text."""
+
+    id: str
+    messages: list[dict]  # the prompt the model received
+    engine: str = ""
+    model: str = ""
+    rating: str | None = None
+    original: str | None = None  # the model's words, kept when the visitor corrected the reply
+
+
+@dataclass
+class Transcript:
+    role_id: str
+    role_name: str
+    user_role: str
+    history: list[Exchange]
+    meta: list[ReplyMeta]
+
+
+def dump_chat(t: Transcript) -> str:
+    header = {"format": FORMAT, "version": VERSION, "role": t.role_id, "name": t.role_name,
+              "user_role": t.user_role, "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    lines = [header]
+    for ex, meta in zip(t.history, t.meta):
+        lines.append({"user_role": ex.user_role, "text": ex.text, "reply": ex.reply, "id": meta.id,
+                      "engine": meta.engine, "model": meta.model, "rating": meta.rating,
+                      "original": meta.original, "prompt": meta.messages})
+    return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+
+
+def _str(obj: dict, key: str, line: int, required: bool = True) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InputError(f"Line {line} of the chat file has no '{key}' text.")
+    return value
+
+
+def load_chat(data: bytes | str) -> Transcript:
+    """Read an exported chat; any problem is one sentence naming the line."""
+    if isinstance(data, bytes):
+        if len(data) > MAX_BYTES:
+            raise InputError(f"That chat file is over {MAX_BYTES // (1024 * 1024)} MB; it cannot be a saved chat.")
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("That chat file is not UTF-8 text; choose a .jsonl file exported from this page.") from None
+    rows = []
+    for n, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError:
+            raise InputError(f"Line {n} of the chat file is not JSON; the file may be cut short.") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"Line {n} of the chat file is not a JSON object.")
+        rows.append((n, obj))
+    if not rows or rows[0][1].get("format") != FORMAT:
+        raise InputError("That file is not a chat exported from ChatHaruhi (its first line has no "
+                         f"\"format\": \"{FORMAT}\").")
+    first, header = rows[0]
+    if not isinstance(header.get("version"), int) or header["version"] > VERSION:
+        raise InputError(f"That chat was saved by a newer ChatHaruhi (format version {header.get('version')}); "
+                         "update this app to open it.")
+    history, meta = [], []
+    for n, obj in rows[1:]:
+        history.append(Exchange(_str(obj, "user_role", n, False), _str(obj, "text", n), _str(obj, "reply", n)))
+        prompt = obj.get("prompt") or []
+        if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str)
+                                                   for m in prompt):
+            raise InputError(f"Line {n} of the chat file has a malformed 'prompt'.")
+        rating = obj.get("rating") if obj.get("rating") in ("like", "dislike") else None
+        meta.append(ReplyMeta(_str(obj, "id", n, False) or f"imported-{n}", prompt, _str(obj, "engine", n, False),
+                              _str(obj, "model", n, False), rating, obj.get("original") or None))
+    return Transcript(_str(header, "role", first), _str(header, "name", first, False),
+                      _str(header, "user_role", first, False), history, meta)
