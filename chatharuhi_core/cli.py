@@ -103,7 +103,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def progress_bar(desc: str):
+def progress_bar(desc: str, unit: str = "scene"):
     """A (done, total) callback drawing a tqdm bar on stderr."""
     from tqdm import tqdm
 
@@ -112,7 +112,7 @@ def progress_bar(desc: str):
     def update(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            bar = tqdm(total=total, desc=desc, unit="scene", file=sys.stderr)
+            bar = tqdm(total=total, initial=done, desc=desc, unit=unit, file=sys.stderr)
         bar.update(done - bar.n)
         if done >= total:
             bar.close()
@@ -231,6 +231,77 @@ def cmd_engines(args: argparse.Namespace) -> int:
     return 0
 
 
+def _roles(refs: Sequence[str] | None, settings: Settings):
+    """The roles named (any source `role import` takes), or every bundled one."""
+    from .sources import bundled_roles, load_role
+
+    return [load_role(r, settings) for r in refs] if refs else bundled_roles()
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate import engine_name, run_eval
+
+    settings = Settings.from_env()
+    llm = engine_name(args.llm or settings.default_backend)
+    roles = _roles(args.roles, settings)
+    report = run_eval(roles, llm, settings=settings, model=args.model, base_url=args.base_url,
+                      api_key=args.api_key, conditions=args.conditions, per_role=args.cases,
+                      min_tokens=args.min_tokens, seed=args.seed, progress=progress_bar("answering", "reply"))
+    files = report.write(Path(args.out))
+    print(report.markdown())
+    for kind, path in files.items():
+        print(f"{kind:9} {path}")
+    if "plot" not in files:
+        print("(no plot: matplotlib is not installed; `bash scripts/setup.sh local` installs it)", file=sys.stderr)
+    return 0
+
+
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    from .evaluate import engine_name
+    from .synthesize import synthesize
+
+    settings = Settings.from_env()
+    llm = engine_name(args.llm or settings.default_backend)
+    roles = _roles(args.roles, settings)
+    out = Path(args.out)
+    try:
+        result = synthesize(roles, out, llm, settings=settings, model=args.model, base_url=args.base_url,
+                            api_key=args.api_key, scenes=args.scenes, questions=args.questions, seed=args.seed,
+                            progress=progress_bar("answering", "dialogue"))
+    except KeyboardInterrupt:
+        print(f"\nStopped. What was answered is kept in {out}; run the same command again to go on.",
+              file=sys.stderr)
+        return 130
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{result.answered} new dialogues ({result.done_before} from earlier runs, {result.failed} failed, "
+          f"{result.duplicates} duplicates dropped). {result.rows} rows in:")
+    for kind, path in result.files.items():
+        print(f"  {kind:9} {path}")
+    if result.failed:
+        print("Run the same command again to retry the failed ones.", file=sys.stderr)
+    return 0
+
+
+def cmd_feedback_export(args: argparse.Namespace) -> int:
+    from .feedback import export_training_data
+
+    settings = Settings.from_env()
+    src = Path(args.input) if args.input else settings.feedback_path
+    if src is None or not src.is_file():
+        raise ChatHaruhiError(f"No feedback file at {src}. Ratings and edits in the page are written there "
+                              "(CHATHARUHI_FEEDBACK sets the path).")
+    data, files = export_training_data(src, Path(args.out))
+    print(f"{data.replies} rated or edited replies in {src}: {data.corrected} corrected, {data.liked} liked as "
+          f"they were, {data.disliked_uncorrected} disliked without a correction (left out).")
+    if data.unusable or data.torn_lines:
+        print(f"Left out {data.unusable} records without a usable prompt and {data.torn_lines} torn lines.")
+    print(f"{len(data.sft)} fine-tuning conversations and {len(data.preference)} preference pairs:")
+    for kind, path in files.items():
+        print(f"  {kind:10} {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chatharuhi_core",
                                      description="Role-play chat grounded in a character's classic scenes.")
@@ -266,6 +337,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="what to check")
     p.add_argument("--name", help="for a script: the character's name")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("eval", help="score role-play: system prompt only vs the full ChatHaruhi prompt",
+                       description="The paper's automatic metric. For each role, scenes ending in a long line of "
+                                   "the role are held out (and removed from retrieval); the engine answers what came "
+                                   "before, and the reply is scored by cosine similarity to the original line. "
+                                   "Writes results.md, results.csv, cases.csv and results.png.")
+    _add_engine_args(p)
+    p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to test (default: every bundled role)")
+    p.add_argument("--cases", type=int, default=5, help="held-out scenes per role (default 5)")
+    p.add_argument("--min-tokens", type=int, default=20, help="shortest original line to test, in tokens (default 20)")
+    p.add_argument("--conditions", nargs="+", default=["system", "full"], choices=["system", "full"],
+                   help="prompts to compare (default: system full)")
+    p.add_argument("--seed", type=int, default=0, help="which scenes are sampled (default 0)")
+    p.add_argument("--out", default="eval-results", help="output folder (default ./eval-results)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("synthesize", help="make fine-tuning dialogues answered by the chatbot",
+                       description="Answer each scene's opening lines and new questions (written Alpaca-style by "
+                                   "the engine from the role's exchanges) with ChatHaruhi. Writes openai.jsonl and "
+                                   "sharegpt.jsonl (alternating turns, de-duplicated). Re-running skips what is done.")
+    _add_engine_args(p)
+    p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles (default: every bundled role)")
+    p.add_argument("--scenes", type=int, default=None, help="scene openings per role (default: all)")
+    p.add_argument("--questions", type=int, default=10, help="new questions per role (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="which examples are shown when asking (default 0)")
+    p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
+    p.set_defaults(func=cmd_synthesize)
+
+    fb = sub.add_parser("feedback", help="turn the page's ratings and corrections into fine-tuning data",
+                        description="Work with the feedback file the page writes (likes, dislikes, edits).")
+    fsub = fb.add_subparsers(dest="feedback_command", required=True, metavar="ACTION")
+    p = fsub.add_parser("export", help="write SFT rows (OpenAI and ShareGPT) and preference pairs",
+                        description="Corrected replies, and liked ones as they were, become SFT conversations "
+                                    "(sft-openai.jsonl, sft-sharegpt.jsonl); each correction is also a preference "
+                                    "pair, chosen = the correction, rejected = the model's reply (preference.jsonl).")
+    p.add_argument("--in", dest="input", help="the feedback file (default: CHATHARUHI_FEEDBACK or the cache's)")
+    p.add_argument("--out", default="feedback-data", help="output folder (default ./feedback-data)")
+    p.set_defaults(func=cmd_feedback_export)
 
     _add_role_commands(sub)
     return parser
