@@ -51,7 +51,7 @@ def _role_view(conv: Conversation, user_name: str | None = None):
         conv,
         portrait_of(role),
         describe_role(role),
-        gr.Chatbot(value=chat_messages(conv, role), feedback_value=feedback_values(conv, role)),
+        chat_messages(conv, role),
         gr.Dataset(samples=[[q] for q in role.examples]),
         user_name or role.user_name,
         scenes_markdown(conv),
@@ -121,13 +121,14 @@ def _scene_picture(role, reply: str):
 
 
 def set_avatar(conv: Conversation | None):
-    """The portrait as the avatar of the chat bubbles, and the role's first scene picture (a follow-up,
-    so the API outputs stay plain)."""
+    """The portrait as the avatar of the chat bubbles, the thumbs of rated replies (an imported chat)
+    and the role's first scene picture: a follow-up, so the API outputs stay plain."""
     if conv is None:
         return gr.skip(), gr.skip()
     role = load_role(conv.role_id)
     reply = conv.history[-1].reply if conv.history else ""
-    return gr.Chatbot(avatar_images=(None, portrait_of(role))), _scene_picture(role, reply)
+    chat = gr.Chatbot(avatar_images=(None, portrait_of(role)), feedback_value=feedback_values(conv, role))
+    return chat, _scene_picture(role, reply)
 
 
 def clear_chat(conv: Conversation | None):

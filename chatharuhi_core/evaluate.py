@@ -299,6 +299,8 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
     probe.load()
     report = Report(probe.engine_label, "", scorer.name, list(conditions))
     total, done = len(cases) * len(conditions), 0
+    if progress:
+        progress(0, total)
     for case in cases:
         for cond in conditions:
             result = CaseResult(case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,

@@ -120,9 +120,17 @@ def parse_questions(text: str, role: Role) -> list[str]:
         q = re.sub(r"^[^:：「」\s]{1,24}\s*[:：]\s*", "", q).strip().strip("\"'“”「」").strip()
         if any(q.startswith(f"{n}:") or q.startswith(f"{n}：") for n in role.speaker_names):
             continue
-        if 4 <= len(q) <= 200:
+        if 4 <= len(q) <= 200 and _addressed(q):
             out.append(q)
     return out
+
+
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b|你|您", re.IGNORECASE)
+
+
+def _addressed(line: str) -> bool:
+    """A question, or words said to the character; small models also write narration about it."""
+    return line.rstrip().endswith(("?", "？")) or bool(_SECOND_PERSON.search(line))
 
 
 def generate_questions(role: Role, backend: Backend, wanted: int, seen: set[str], seed: int) -> list[str]:
