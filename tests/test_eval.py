@@ -130,3 +130,13 @@ def test_local_model_eval_answers_and_scores(settings, tmp_path):
     assert all(r.reply and -1 <= r.score <= 1 for r in report.results)
     files = report.write(tmp_path)
     assert files["plot"].stat().st_size > 10_000
+
+
+def test_eval_through_an_openai_compatible_server(settings, fake_openai):
+    from fake_openai import GOOD_KEY
+
+    report = run_eval([load_role("elizabeth")], "openai", settings=settings, model="echo",
+                      base_url=fake_openai.base_url, api_key=GOOD_KEY, per_role=2)
+    assert not report.failures and report.model == "echo"
+    full = [r for r in report.results if r.condition == "full"]
+    assert all(r.reply.startswith("Echo: ") and r.query in r.reply for r in full)

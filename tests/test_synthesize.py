@@ -155,3 +155,14 @@ def test_script_engine_refuses_a_writing_task():
                           user_role="", text="", plain=True)
     with pytest.raises(BackendError, match="cannot write"):
         list(create_backend("script").stream(request))
+
+
+def test_synthesis_through_an_openai_compatible_server(settings, tmp_path, fake_openai):
+    from fake_openai import GOOD_KEY
+
+    result = synthesize([load_role("dracula")], tmp_path, "openai", settings=settings, model="echo",
+                        base_url=fake_openai.base_url, api_key=GOOD_KEY, scenes=2, questions=1)
+    # the echo server repeats the request, whose numbered lines are the role's own cues: nothing new
+    assert result.rows == 2 and any("0 of 1 questions" in n for n in result.notes)
+    openai, _ = check_files(tmp_path, 2)
+    assert openai[0]["messages"][-1]["content"].startswith("Count Dracula:「Echo: ")
