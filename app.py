@@ -231,18 +231,27 @@ def refresh_export(conv: Conversation | None, user_role: str):
     return gr.DownloadButton(value=str(export_chat(conv, user_role, _export_dir())), interactive=True)
 
 
-def import_chat_file(path: str | None, progress=gr.Progress()):
-    """An exported chat, back exactly as it was: the character, every exchange, the visitor's name."""
+def import_chat_file(path: str | None, added: list[str] | None, progress=gr.Progress()):
+    """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
+
+    A character imported earlier (not bundled) joins this visitor's picker, as if just added."""
+    skip = (*(gr.skip(),) * 8, gr.skip(), gr.skip(), gr.skip())
     if not path:
-        return (*(gr.skip(),) * 8, gr.skip(), gr.skip(), "")
+        return (*skip, "")
     try:
         conv, user_name = import_chat(path)
     except ChatHaruhiError as exc:
         gr.Warning(str(exc))
-        return (*(gr.skip(),) * 8, gr.skip(), gr.skip(), WARNING_MARK + str(exc))
+        return (*skip, WARNING_MARK + str(exc))
+    added = list(added or [])
+    if conv.role_id not in bundled_ids() and conv.role_id not in added:
+        added.append(conv.role_id)
+    entries = picker_entries(added)
+    chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
+    gallery = gr.Gallery(value=[(e.image, e.caption) for e in entries])
     turns = len(conv.history)
     note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
-    return (*_role_view(conv, user_name), conv.role_id, "", note)
+    return (*_role_view(conv, user_name), chooser, gallery, added, note)
 
 
 def rate(conv: Conversation | None, evt: gr.LikeData):
@@ -396,7 +405,7 @@ def build_demo() -> gr.Blocks:
         regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False)
         speak_btn.click(speak_last, conv, [voice_audio, voice_note], api_name="speak_last")
         chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)
-        import_btn.upload(import_chat_file, import_btn, view + [chooser, role_status, feedback_note],
+        import_btn.upload(import_chat_file, [import_btn, added], view + [chooser, picker, added, feedback_note],
                           api_name="import_chat").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         conv.change(refresh_export, [conv, user_role], export_btn, api_name=False)
         chat.like(rate, conv, [conv, feedback_note], api_name=False)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .backends import Backend, ChatRequest, backend_info, create_backend, options_for
 from .config import Settings
+from .embedding import Embedder
 from .errors import ChatHaruhiError, InputError
 from .jsonl import append_record, read_records, write_all
 from .prompt import Exchange
@@ -106,6 +107,8 @@ def question_prompt(role: Role, examples: Sequence[tuple[str, str, str]], n: int
             {"role": "user", "content": ask}]
 
 
+# "Watson:", "Jonathan Harker:", "唐僧：" at the start of a line; "Tell me: why?" is left alone
+_SPEAKER = re.compile(r"^(?:[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,3}|[\u4e00-\u9fff]{1,6})\s*[:：]\s*")
 _NUMBERED = re.compile(r"^\s*(?:\d{1,2}\s*[.)、:：]|[-*•])\s*(.+?)\s*$")
 
 
@@ -117,7 +120,7 @@ def parse_questions(text: str, role: Role) -> list[str]:
         if not m:
             continue
         q = m.group(1).strip().strip("\"'“”「」*").strip()
-        q = re.sub(r"^[^:：「」\s]{1,24}\s*[:：]\s*", "", q).strip().strip("\"'“”「」").strip()
+        q = _SPEAKER.sub("", q).strip().strip("\"'“”「」").strip()
         if any(q.startswith(f"{n}:") or q.startswith(f"{n}：") for n in role.speaker_names):
             continue
         if 4 <= len(q) <= 200 and _addressed(q):
@@ -133,16 +136,14 @@ def _addressed(line: str) -> bool:
     return line.rstrip().endswith(("?", "？")) or bool(_SECOND_PERSON.search(line))
 
 
-def generate_questions(role: Role, backend: Backend, wanted: int, seen: set[str], seed: int) -> list[str]:
+def generate_questions(role: Role, backend: Backend, wanted: int, seen: set[str], seed: int,
+                       embedder: Embedder | None = None) -> list[str]:
     """Ask the engine for new questions until `wanted` new ones (not in `seen`) are found."""
-    from .embedding import get_embedder
-
     pairs = seed_pairs(role)
     if not pairs:
         return []
     rng = random.Random(f"{seed}:{role.id}:questions:{len(seen)}")
     found: list[str] = []
-    embedder = get_embedder(Settings.from_env().embedder)
     for _ in range(max(1, wanted) * MAX_ROUNDS_PER_QUESTION):
         if len(found) >= wanted:
             break
@@ -188,14 +189,14 @@ Progress = Callable[[int, int], None]
 
 
 def _questions_for(role: Role, backend: Backend, writes: bool, wanted: int, out: Path, seed: int,
-                   seen: set[str], result: SynthesisResult) -> list[str]:
+                   seen: set[str], result: SynthesisResult, embedder: Embedder) -> list[str]:
     """This role's questions: those kept by an earlier run, topped up to `wanted`."""
     kept = [r["question"] for r in read_records(out / QUESTIONS).records if r.get("role") == role.id]
     missing = wanted - len(kept)
     if missing > 0:
         seen |= {normalize(q) for q in kept}
         if writes:
-            new = generate_questions(role, backend, missing, seen, seed)
+            new = generate_questions(role, backend, missing, seen, seed, embedder)
             origin = "generated"
         else:
             new = corpus_questions(role, missing, seen, seed)
@@ -236,7 +237,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
         seen = {normalize(t.text) for t in scene_tasks(role)}
         role_tasks = scene_tasks(role, scenes)
         if questions:
-            qs = _questions_for(role, backend, writes, questions, out, seed, seen, result)
+            qs = _questions_for(role, backend, writes, questions, out, seed, seen, result, probe.embedder)
             role_tasks += [Task(role, "question", role.user_name, q) for q in qs]
         for t in role_tasks:
             key = (role.id, normalize(t.text))

@@ -8,6 +8,7 @@ from chatharuhi_core.cli import main
 from chatharuhi_core.errors import BackendError
 from chatharuhi_core.jsonl import read_records
 from chatharuhi_core.role import Role, Story
+from chatharuhi_core.scene_turns import scene_turns
 from chatharuhi_core.sources import load_role
 from chatharuhi_core.synthesize import parse_questions, synthesize
 from chatharuhi_core.training_data import openai_problems, sharegpt_problems
@@ -113,8 +114,9 @@ class Writer:
 
 def test_questions_are_written_alpaca_style_parsed_and_deduplicated(settings, tmp_path):
     role = load_role("sherlock")
-    assert parse_questions("1. Watson: What is in the box?\n2) Why?\n* Ok\n- Tell me of Irene Adler.", role) == [
-        "What is in the box?", "Why?", "Tell me of Irene Adler."]
+    assert parse_questions("1. Watson: What is in the box?\n2) Why?\n* Ok\n- Tell me of your brother.\n"
+                           "3. Holmes enjoyed long walks in the park.", role) == [
+        "What is in the box?", "Why?", "Tell me of your brother."]  # narration about him is not a question
     writer = Writer()
     result = synthesize([role], tmp_path, writer, settings=settings, scenes=0, questions=3)
     kept = read_records(tmp_path / "questions.jsonl").records
@@ -162,7 +164,11 @@ def test_synthesis_through_an_openai_compatible_server(settings, tmp_path, fake_
 
     result = synthesize([load_role("dracula")], tmp_path, "openai", settings=settings, model="echo",
                         base_url=fake_openai.base_url, api_key=GOOD_KEY, scenes=2, questions=1)
-    # the echo server repeats the request, whose numbered lines are the role's own cues: nothing new
-    assert result.rows == 2 and any("0 of 1 questions" in n for n in result.notes)
-    openai, _ = check_files(tmp_path, 2)
+    # the echo server repeats the request, whose numbered lines are the role's own cues: at most one
+    # of them (a later turn's cue, not a scene opening) can pass as new
+    assert result.failed == 0 and result.rows in (2, 3)
+    role = load_role("dracula")
+    cues = {t.text for s in role.stories for t in scene_turns(role, s)}
+    assert all(q["question"] in cues for q in read_records(tmp_path / "questions.jsonl").records)
+    openai, _ = check_files(tmp_path, result.rows)
     assert openai[0]["messages"][-1]["content"].startswith("Count Dracula:「Echo: ")
