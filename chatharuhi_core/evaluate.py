@@ -230,7 +230,7 @@ def _pm(mean: float, err: float) -> str:
 
 
 def _signed(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x:+.3f}"
+    return "–" if math.isnan(x) else f"{(round(x, 3) or 0.0):+.3f}"  # no "-0.000"
 
 
 def _percent(x: float) -> str:
