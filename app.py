@@ -231,7 +231,7 @@ def refresh_export(conv: Conversation | None, user_role: str):
     return gr.DownloadButton(value=str(export_chat(conv, user_role, _export_dir())), interactive=True)
 
 
-def import_chat_file(path: str | None, added: list[str] | None, progress=gr.Progress()):
+def import_chat_file(path: str | None, added: list[str] | None):
     """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
 
     A character imported earlier (not bundled) joins this visitor's picker, as if just added."""
