@@ -34,13 +34,51 @@ def _print_stats(bot, wanted: bool) -> None:
               f"{stats.tokens_per_s:.1f} tokens/s, {stats.tokens} tokens in {stats.total_s:.1f} s]", file=sys.stderr)
 
 
+class _Session:
+    """`chat --session FILE`: the chat file the page exports and imports, continued and saved here."""
+
+    def __init__(self, path: str | None):
+        self.path = Path(path) if path else None
+        self.meta: list = []
+
+    def load(self, role_ref: str):
+        """(history, user_role) saved in the file, or ([], None); the role must be the same one."""
+        from .sources import load_role
+        from .transcript import load_chat
+
+        if self.path is None or not self.path.exists():
+            return [], None
+        t = load_chat(self.path.read_bytes())
+        if t.role_id != load_role(role_ref).id:
+            raise ChatHaruhiError(f"{self.path} is a chat with '{t.role_name or t.role_id}', not '{role_ref}'. "
+                                  f"Use --role {t.role_id}, or another file.")
+        self.meta = t.meta
+        return t.history, t.user_role or None
+
+    def save(self, bot) -> None:
+        import uuid
+
+        from .jsonl import replace_text
+        from .transcript import ReplyMeta, Transcript, dump_chat
+
+        if self.path is None:
+            return
+        stats = bot.last_stats
+        self.meta.append(ReplyMeta(uuid.uuid4().hex, bot.last_messages, stats.engine if stats else "",
+                                   stats.model if stats else ""))
+        t = Transcript(bot.role.id, bot.role.name, bot.user_role, bot.history, self.meta[-len(bot.history):])
+        replace_text(self.path, dump_chat(t))
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chatbot import ChatHaruhi
 
     settings = Settings.from_env()
-    bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_backend, user_role=args.user_role,
-                     model=args.model, base_url=args.base_url, api_key=args.api_key, settings=settings,
-                     fold_prompt=args.fold_prompt)
+    session = _Session(args.session)
+    history, saved_user = session.load(args.role)
+    bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_backend,
+                     user_role=args.user_role or saved_user, model=args.model, base_url=args.base_url,
+                     api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history)
     name = bot.role.name
     loading = bot.loading_message()
     if loading:
@@ -51,8 +89,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print(delta, end="", flush=True)
         print()
         _print_stats(bot, args.stats)
+        session.save(bot)
         return 0
-    print(f"{name}: {bot.role.greeting}" if bot.role.greeting else f"Talking to {name}.")
+    if bot.history:
+        print(f"(going on from {len(bot.history)} saved exchanges in {session.path})")
+        last = bot.history[-1]
+        print(f"{last.user_role}: {last.text}\n{name}: {last.reply}")
+    else:
+        print(f"{name}: {bot.role.greeting}" if bot.role.greeting else f"Talking to {name}.")
     print("(Ctrl-D or /quit to leave)")
     while True:
         try:
@@ -70,6 +114,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 print(delta, end="", flush=True)
             print()
             _print_stats(bot, args.stats)
+            session.save(bot)
         except ChatHaruhiError as exc:
             print(f"\n[{exc}]")
 
@@ -313,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes")
     p.add_argument("--user-role", help="who you are in the story (default: the role's usual partner, e.g. Watson)")
     _add_engine_args(p)
+    p.add_argument("--session", metavar="FILE",
+                   help="a chat file (.jsonl, the page's export format): go on from it if it exists, "
+                        "and save it after every reply")
     p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
     p.set_defaults(func=cmd_chat)
 

@@ -89,14 +89,17 @@ def iter_records(path: Path) -> Iterator[dict]:
 
 def write_all(path: Path, records: Iterable[dict]) -> int:
     """Replace `path` with these records atomically (a temporary file, then a rename)."""
+    lines = [json.dumps(rec, ensure_ascii=False) + "\n" for rec in records]
+    replace_text(path, "".join(lines))
+    return len(lines)
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write a whole file so that a crash leaves the old one or the new one, never half of either."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    n = 0
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            n += 1
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    return n

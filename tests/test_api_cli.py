@@ -98,9 +98,29 @@ def test_cli_interactive_loop(cache_dir):
     assert out.stdout.count("孙悟空:") >= 2
 
 
+def test_cli_session_file_goes_on_where_it_stopped(cache_dir, tmp_path):
+    """`chat --session` saves in the page's chat format and continues from it."""
+    from chatharuhi_core.transcript import load_chat
+
+    path = tmp_path / "holmes.jsonl"
+    out = run_cli("chat", "--role", "sherlock", "--session", str(path), "What is your method?", cache=cache_dir)
+    assert out.returncode == 0, out.stderr
+    first = load_chat(path.read_bytes())
+    assert [ex.text for ex in first.history] == ["What is your method?"] and first.meta[0].messages
+    out = run_cli("chat", "--role", "sherlock", "--session", str(path), "Who are you?", cache=cache_dir)
+    second = load_chat(path.read_bytes())
+    assert [ex.text for ex in second.history] == ["What is your method?", "Who are you?"]
+    assert second.history[0] == first.history[0] and second.meta[0] == first.meta[0]
+    # the saved exchange was in the prompt of the next one
+    assert "Sherlock Holmes:「" + first.history[0].reply + "」" in [m["content"] for m in second.meta[1].messages]
+    out = run_cli("chat", "--role", "alice", "--session", str(path), "hi", cache=cache_dir)
+    assert out.returncode == 1 and "is a chat with 'Sherlock Holmes'" in out.stderr
+
+
 @pytest.mark.parametrize("args", [(), ("chat",), ("roles",), ("engines",), ("validate",), ("role",),
                                   ("role", "build"), ("role", "import"), ("role", "export"), ("role", "push"),
-                                  ("role", "validate")])
+                                  ("role", "validate"), ("eval",), ("synthesize",), ("feedback",),
+                                  ("feedback", "export")])
 def test_cli_help_everywhere(cache_dir, args):
     out = run_cli(*args, "--help", cache=cache_dir)
     assert out.returncode == 0 and "usage:" in out.stdout
