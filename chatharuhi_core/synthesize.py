@@ -17,6 +17,7 @@ OpenAI-chat and ShareGPT files are rewritten from it at the end of every run.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import random
 import re
@@ -29,7 +30,7 @@ from .backends import Backend, ChatRequest, backend_info, create_backend, option
 from .config import Settings
 from .embedding import Embedder
 from .errors import ChatHaruhiError, InputError
-from .jsonl import append_record, read_records, write_all
+from .jsonl import append_record, read_records, replace_text, write_all
 from .prompt import Exchange
 from .role import Role
 from .scene_turns import scene_turns
@@ -293,10 +294,27 @@ def export_formats(out: Path, result: SynthesisResult | None = None) -> dict[str
             continue
         rows.append((a, b))
     result.rows = len(rows)
-    result.files = {"openai": out / OPENAI_FILE, "sharegpt": out / SHAREGPT_FILE, "dialogues": out / DIALOGUES}
+    result.files = {"openai": out / OPENAI_FILE, "sharegpt": out / SHAREGPT_FILE, "dialogues": out / DIALOGUES,
+                    "llamafactory": out / "dataset_info.json"}
     write_all(result.files["openai"], (a for a, _ in rows))
     write_all(result.files["sharegpt"], (b for _, b in rows))
+    replace_text(result.files["llamafactory"], json.dumps(LLAMAFACTORY_INFO, indent=2) + "\n")
     return result.files
+
+
+# How LLaMA-Factory reads the two files (copy this folder into its data/ and name a dataset in training)
+LLAMAFACTORY_INFO = {
+    "chatharuhi_sharegpt": {
+        "file_name": SHAREGPT_FILE, "formatting": "sharegpt",
+        "columns": {"messages": "conversations", "system": "system"},
+    },
+    "chatharuhi_openai": {
+        "file_name": OPENAI_FILE, "formatting": "sharegpt",
+        "columns": {"messages": "messages"},
+        "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant",
+                 "system_tag": "system"},
+    },
+}
 
 
 def _writes(backend: Backend) -> bool:

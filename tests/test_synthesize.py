@@ -44,6 +44,9 @@ def test_script_synthesis_files_load_as_chat_datasets(settings, tmp_path):
     assert first[1]["content"].startswith("Classic scenes for the role are as follows:")
     assert first[-1]["content"].startswith("Sherlock Holmes:「")
 
+    info = json.loads((out / "dataset_info.json").read_text(encoding="utf-8"))  # for LLaMA-Factory
+    assert {v["file_name"] for v in info.values()} == {"openai.jsonl", "sharegpt.jsonl"}
+
     datasets = pytest.importorskip("datasets")
     ds = datasets.load_dataset("json", data_files=str(out / "sharegpt.jsonl"), split="train")
     assert ds.num_rows == 10 and set(ds.column_names) == {"system", "conversations"}
