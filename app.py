@@ -29,6 +29,7 @@ from chatharuhi_core.webchat import (  # noqa: E402
     export_chat,
     feedback_values,
     import_chat,
+    message_text,
     picker_choices,
     picker_entries,
     portrait_of,
@@ -282,12 +283,7 @@ def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
     """A click on any message of the character reads that one aloud."""
     if conv is None or not isinstance(evt.value, (str, dict, list)):
         return gr.skip(), gr.skip()
-    value = evt.value
-    if isinstance(value, dict):
-        value = value.get("text") or value.get("content") or ""
-    if isinstance(value, list):
-        value = "".join(v.get("text", "") if isinstance(v, dict) else str(v) for v in value)
-    return _spoken(conv, str(value))
+    return _spoken(conv, message_text(evt.value))
 
 
 def build_demo() -> gr.Blocks:

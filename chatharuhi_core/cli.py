@@ -276,6 +276,15 @@ def cmd_engines(args: argparse.Namespace) -> int:
     return 0
 
 
+def _engine(args: argparse.Namespace, settings: Settings) -> str:
+    """--llm, else the deployment's default engine, checked before any work starts."""
+    name = args.llm or settings.default_backend
+    try:
+        return backend_info(name).name
+    except KeyError as exc:  # CHATHARUHI_BACKEND names an engine that does not exist
+        raise ChatHaruhiError(str(exc.args[0])) from None
+
+
 def _roles(refs: Sequence[str] | None, settings: Settings):
     """The roles named (any source `role import` takes), or every bundled one."""
     from .sources import bundled_roles, load_role
@@ -284,10 +293,10 @@ def _roles(refs: Sequence[str] | None, settings: Settings):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .evaluate import engine_name, run_eval
+    from .evaluate import run_eval
 
     settings = Settings.from_env()
-    llm = engine_name(args.llm or settings.default_backend)
+    llm = _engine(args, settings)
     roles = _roles(args.roles, settings)
     report = run_eval(roles, llm, settings=settings, model=args.model, base_url=args.base_url,
                       api_key=args.api_key, conditions=args.conditions, per_role=args.cases,
@@ -302,11 +311,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
-    from .evaluate import engine_name
     from .synthesize import synthesize
 
     settings = Settings.from_env()
-    llm = engine_name(args.llm or settings.default_backend)
+    llm = _engine(args, settings)
     roles = _roles(args.roles, settings)
     out = Path(args.out)
     try:
@@ -496,4 +504,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except ChatHaruhiError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # an output folder that cannot be made, a full disk: say where, not a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"error: could not read or write a file{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -25,11 +25,12 @@ def _default_cache_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "chatharuhi"
 
 
-def _feedback_file(value: str | None) -> Path | None:
+def _feedback_setting(value: str | None) -> tuple[Path | None, bool]:
+    """CHATHARUHI_FEEDBACK as (a path or None for the default, whether feedback is off)."""
     value = (value or "").strip()
-    if not value or value.lower() in {"off", "0", "no", "false"}:
-        return None
-    return Path(value).expanduser()
+    if value.lower() in {"off", "0", "no", "false"}:
+        return None, True
+    return (Path(value).expanduser() if value else None), False
 
 
 def _flag(value: str | None) -> bool:
@@ -75,6 +76,7 @@ class Settings:
         backend = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "script")
         host = env.get("CHROMA_HOST") or None
         port = int(env.get("CHROMA_PORT") or 8000)
+        feedback_file, feedback_off = _feedback_setting(env.get("CHATHARUHI_FEEDBACK"))
         return cls(
             cache_dir=_default_cache_dir(env),
             chroma_host=host,
@@ -90,8 +92,8 @@ class Settings:
             embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
-            feedback_file=_feedback_file(env.get("CHATHARUHI_FEEDBACK")),
-            feedback_off=(env.get("CHATHARUHI_FEEDBACK") or "").strip().lower() in {"off", "0", "no", "false"},
+            feedback_file=feedback_file,
+            feedback_off=feedback_off,
         )
 
     @property

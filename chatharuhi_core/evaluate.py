@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .backends import Backend, backend_info, create_backend, options_for
+from .backends import Backend, create_backend, options_for
 from .config import Budgets, Settings
 from .embedding import Embedder, get_embedder
 from .errors import ChatHaruhiError, InputError
@@ -331,11 +331,3 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
 
 def _failed(first: str) -> ChatHaruhiError:
     return ChatHaruhiError(f"Every reply failed, so there is nothing to score. The first error: {first}")
-
-
-def engine_name(name: str) -> str:
-    """Validate an engine name early, with the list of known ones."""
-    try:
-        return backend_info(name).name
-    except KeyError as exc:
-        raise InputError(str(exc.args[0])) from None

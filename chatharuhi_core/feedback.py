@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .jsonl import append_record, read_records, write_all
+from .jsonl import read_records, write_all
 from .prompt import format_reply
 from .training_data import (
     alternating,
@@ -25,8 +25,6 @@ from .training_data import (
     sharegpt_row,
     training_messages,
 )
-
-RATINGS = ("like", "dislike")
 
 
 def rating_of(value: object) -> str | None:
@@ -48,10 +46,6 @@ def feedback_record(*, reply_id: str, role_id: str, role_name: str, user_role: s
         "messages": messages, "original": original, "corrected": corrected, "rating": rating,
         "engine": engine, "model": model,
     }
-
-
-def record_feedback(path: Path, record: dict) -> None:
-    append_record(path, record)
 
 
 def latest_per_reply(records: Iterable[dict]) -> list[dict]:
@@ -91,19 +85,16 @@ def build_training_data(path: Path) -> FeedbackData:
         if not prompt or not name:
             data.unusable += 1
             continue
-        if corrected and corrected != original:
-            target = corrected
-        elif rec.get("rating") == "like":
-            target = original
-        else:
+        is_correction = bool(corrected) and corrected != original
+        if not is_correction and rec.get("rating") != "like":
             data.disliked_uncorrected += rec.get("rating") == "dislike"
             continue
-        messages = training_messages(prompt, name, target)
+        messages = training_messages(prompt, name, corrected if is_correction else original)
         if openai_problems(openai_row(messages)):
             data.unusable += 1
             continue
         data.sft.append(messages)
-        if target is original:
+        if not is_correction:
             data.liked += 1
             continue
         data.corrected += 1

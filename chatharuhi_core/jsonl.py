@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,10 +81,6 @@ def read_records(path: Path) -> ReadResult:
             else:
                 skipped += 1
     return ReadResult(records, skipped)
-
-
-def iter_records(path: Path) -> Iterator[dict]:
-    yield from read_records(path).records
 
 
 def write_all(path: Path, records: Iterable[dict]) -> int:

@@ -235,8 +235,9 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
     probe = ChatHaruhi(role=roles[0], llm=backend, settings=settings)
     probe.load()
     for role in roles:
-        seen = {normalize(t.text) for t in scene_tasks(role)}
-        role_tasks = scene_tasks(role, scenes)
+        openings = scene_tasks(role)
+        seen = {normalize(t.text) for t in openings}
+        role_tasks = openings[:scenes] if scenes is not None else openings
         if questions:
             qs = _questions_for(role, backend, writes, questions, out, seed, seen, result, probe.embedder)
             role_tasks += [Task(role, "question", role.user_name, q) for q in qs]

@@ -42,19 +42,27 @@ def sharegpt_row(messages: Sequence[dict]) -> dict:
     return {"system": system, "conversations": turns} if system else {"conversations": turns}
 
 
+def _turn_problems(turns: list, role_key: str, text_key: str, ask: str, answer: str, noun: str,
+                   first_number: int = 1) -> list[str]:
+    """Roles alternate ask, answer, ask...; no text is empty. Numbers count from `first_number`."""
+    problems = []
+    for i, t in enumerate(turns):
+        want = ask if i % 2 == 0 else answer
+        if t.get(role_key) != want:
+            got = f"is {t.get(role_key)!r}" if noun == "message" else f"is from {t.get(role_key)!r}"
+            problems.append(f"{noun} {i + first_number} {got}, expected {want!r}")
+        if not isinstance(t.get(text_key), str) or not t[text_key].strip():
+            problems.append(f"{noun} {i + first_number} is empty")
+    return problems
+
+
 def openai_problems(row: dict) -> list[str]:
     """Why a trainer would reject this row (empty when it is fine)."""
     msgs = row.get("messages")
     if not isinstance(msgs, list) or not msgs:
         return ["no messages"]
-    problems = []
     body = msgs[1:] if msgs[0].get("role") == "system" else msgs
-    for i, m in enumerate(body):
-        want = "user" if i % 2 == 0 else "assistant"
-        if m.get("role") != want:
-            problems.append(f"message {i + 1 + len(msgs) - len(body)} is {m.get('role')!r}, expected {want!r}")
-        if not isinstance(m.get("content"), str) or not m["content"].strip():
-            problems.append(f"message {i + 1 + len(msgs) - len(body)} is empty")
+    problems = _turn_problems(body, "role", "content", "user", "assistant", "message", 1 + len(msgs) - len(body))
     if not body or body[-1].get("role") != "assistant":
         problems.append("does not end with an assistant reply")
     return problems
@@ -64,13 +72,7 @@ def sharegpt_problems(row: dict) -> list[str]:
     turns = row.get("conversations")
     if not isinstance(turns, list) or not turns:
         return ["no conversations"]
-    problems = []
-    for i, t in enumerate(turns):
-        want = "human" if i % 2 == 0 else "gpt"
-        if t.get("from") != want:
-            problems.append(f"turn {i + 1} is from {t.get('from')!r}, expected {want!r}")
-        if not isinstance(t.get("value"), str) or not t["value"].strip():
-            problems.append(f"turn {i + 1} is empty")
+    problems = _turn_problems(turns, "from", "value", "human", "gpt", "turn")
     if len(turns) % 2:
         problems.append("odd number of turns: the last one has no answer")
     return problems

@@ -283,7 +283,8 @@ def reply_at(conv: Conversation, role: Role, index: object) -> int | None:
 
 def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
     """Append the reply's current state to the feedback file; a sentence if that failed."""
-    from .feedback import feedback_record, record_feedback
+    from .feedback import feedback_record
+    from .jsonl import append_record
 
     path = settings.feedback_path
     if path is None:
@@ -294,7 +295,7 @@ def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settin
                           corrected=ex.reply if meta.original is not None else None, rating=meta.rating,
                           engine=meta.engine, model=meta.model, event=event)
     try:
-        record_feedback(path, rec)
+        append_record(path, rec)
     except OSError as exc:
         log.error("feedback not saved: %s", exc)
         return "Your feedback could not be saved on the server (its disk refused the write)."
@@ -329,7 +330,7 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
     k = reply_at(conv, role, index)
     if k is None:
         return conv, "Only the character's replies can be edited; send a new message to ask something else."
-    text = _plain_text(new_text).strip()
+    text = message_text(new_text).strip()
     if not text:
         return conv, "A reply cannot be empty; the edit was undone."
     ex, meta = conv.history[k], conv.meta[k]
@@ -344,7 +345,8 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
     return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"
 
 
-def _plain_text(value: object) -> str:
+def message_text(value: object) -> str:
+    """The text of a chat message as Gradio hands it back: a string, a dict or a list of parts."""
     if isinstance(value, dict):
         value = value.get("text") or value.get("content") or ""
     if isinstance(value, list):

@@ -175,3 +175,9 @@ def test_synthesis_through_an_openai_compatible_server(settings, tmp_path, fake_
     assert all(q["question"] in cues for q in read_records(tmp_path / "questions.jsonl").records)
     openai, _ = check_files(tmp_path, result.rows)
     assert openai[0]["messages"][-1]["content"].startswith("Count Dracula:「Echo: ")
+
+
+def test_an_output_folder_that_cannot_be_made_is_a_sentence(settings, capsys):
+    assert main(["synthesize", "--roles", "alice", "--scenes", "1", "--questions", "0", "--out", "/proc/nope"]) == 1
+    err = capsys.readouterr().err
+    assert "could not read or write a file (/proc/nope)" in err and "Traceback" not in err
