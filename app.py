@@ -208,13 +208,17 @@ EXPORT_MAX_AGE_S = 3600
 
 
 def _export_dir() -> Path:
-    """One folder of exported chats; files older than an hour are removed (Gradio keeps its own copy)."""
+    """A fresh folder for an exported chat; files older than an hour are removed (Gradio keeps its own copy)."""
     import tempfile
     import time
 
     folder = Path(tempfile.gettempdir()) / EXPORT_DIR_NAME
     folder.mkdir(exist_ok=True)
     now = time.time()
+    marker = folder / ".pruned"  # prune at most once a minute, not on every turn of every visitor
+    if marker.exists() and now - marker.stat().st_mtime < 60:
+        return Path(tempfile.mkdtemp(dir=folder))
+    marker.touch()
     for old in folder.glob("*/*.jsonl"):
         try:
             if now - old.stat().st_mtime > EXPORT_MAX_AGE_S:
