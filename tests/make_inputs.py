@@ -106,7 +106,7 @@ def chunk(ctype: bytes, body: bytes) -> bytes:
 
 def card_png(card: dict, keywords=("chara",), image: bytes | None = None) -> bytes:
     """A PNG with the card in tEXt chunks under the given keywords."""
-    from chatharuhi_core.cards import png_with_text
+    from chatharuhi_core.roles.cards import png_with_text
 
     b64 = base64.b64encode(json.dumps(card).encode("utf-8")).decode("ascii")
     return png_with_text(image or png_bytes(), {k: b64 for k in keywords})

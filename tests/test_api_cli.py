@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.sources import BUNDLED_DIR
+from chatharuhi_core.roles.sources import BUNDLED_DIR
 
 ROOT = BUNDLED_DIR.parent
 
@@ -100,7 +100,7 @@ def test_cli_interactive_loop(cache_dir):
 
 def test_cli_session_file_goes_on_where_it_stopped(cache_dir, tmp_path):
     """`chat --session` saves in the page's chat format and continues from it."""
-    from chatharuhi_core.transcript import load_chat
+    from chatharuhi_core.chat.transcript import load_chat
 
     path = tmp_path / "holmes.jsonl"
     out = run_cli("chat", "--role", "sherlock", "--session", str(path), "What is your method?", cache=cache_dir)

@@ -7,7 +7,7 @@ import pytest
 from conftest import ARTIFACTS
 from test_engines import lines_of
 
-from chatharuhi_core.sources import bundled_ids, load_role
+from chatharuhi_core.roles.sources import bundled_ids, load_role
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -151,10 +151,10 @@ def test_upload_each_kind_and_chat_with_it(browser, app_server, tmp_path):
 
     from make_inputs import KEEPER_CARD, SCREENPLAY
 
-    from chatharuhi_core.cards import write_card_png
-    from chatharuhi_core.chatharuhi_jsonl import write_chatharuhi_jsonl
-    from chatharuhi_core.embedding import get_embedder
-    from chatharuhi_core.export import export_role
+    from chatharuhi_core.chat.embedding import get_embedder
+    from chatharuhi_core.roles.cards import write_card_png
+    from chatharuhi_core.roles.chatharuhi_jsonl import write_chatharuhi_jsonl
+    from chatharuhi_core.roles.export import export_role
 
     alice = load_role("alice")
     card = tmp_path / "mira.png"

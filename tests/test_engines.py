@@ -6,14 +6,14 @@ import pytest
 from fake_openai import GOOD_KEY
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.backends import backend_names
+from chatharuhi_core.chat.backends import backend_names
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import BackendError, InputError
 
 
 def lines_of(role_id):
-    from chatharuhi_core.prompt import parse_scene_lines
-    from chatharuhi_core.sources import load_role
+    from chatharuhi_core.chat.prompt import parse_scene_lines
+    from chatharuhi_core.roles.sources import load_role
 
     role = load_role(role_id)
     return {t for s in role.stories for spk, t in parse_scene_lines(s.text) if spk in role.speaker_names}

@@ -8,10 +8,10 @@ import pytest
 from PIL import Image
 
 from chatharuhi_core.cli import main
+from chatharuhi_core.data.evaluate import Summary, cosine_scores, held_out_cases, run_eval
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.evaluate import Summary, cosine_scores, held_out_cases, run_eval
-from chatharuhi_core.role import Role, Story
-from chatharuhi_core.sources import load_role
+from chatharuhi_core.roles.role import Role, Story
+from chatharuhi_core.roles.sources import load_role
 
 
 class TableEmbedder:

@@ -1,7 +1,6 @@
 """The paper's prompt layout and the edges of both token budgets."""
 
-from chatharuhi_core.config import Budgets
-from chatharuhi_core.prompt import (
+from chatharuhi_core.chat.prompt import (
     SCENES_HEADER,
     Exchange,
     build_messages,
@@ -11,7 +10,8 @@ from chatharuhi_core.prompt import (
     parse_scene_lines,
     trim_history,
 )
-from chatharuhi_core.tokens import count_tokens
+from chatharuhi_core.chat.tokens import count_tokens
+from chatharuhi_core.config import Budgets
 
 
 def chars(text: str) -> int:  # a predictable counter for edge tests: one token per character

@@ -9,8 +9,8 @@ import pytest
 from fake_openai import GOOD_KEY, FakeOpenAI
 
 from chatharuhi_core import ChatHaruhi
+from chatharuhi_core.chat.prompt import fold_messages
 from chatharuhi_core.errors import BackendError
-from chatharuhi_core.prompt import fold_messages
 
 
 @pytest.fixture(autouse=True)

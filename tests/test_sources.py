@@ -25,17 +25,17 @@ from make_inputs import (
     png_bytes,
 )
 
-from chatharuhi_core.cards import V3, read_card_bytes, role_to_card, write_card_png
-from chatharuhi_core.chatbot import ChatHaruhi
-from chatharuhi_core.chatharuhi_jsonl import write_chatharuhi_jsonl
+from chatharuhi_core.chat.chatbot import ChatHaruhi
+from chatharuhi_core.chat.embedding import register_embedder
+from chatharuhi_core.chat.store import open_store
 from chatharuhi_core.config import Settings
-from chatharuhi_core.embedding import register_embedder
 from chatharuhi_core.errors import ChatHaruhiError, HubError, ImportProblem
-from chatharuhi_core.export import export_role
-from chatharuhi_core.safety import Limits
-from chatharuhi_core.script_scenes import cut_scenes, role_from_script
-from chatharuhi_core.sources import ImportOptions, bundled_ids, import_file, load_role
-from chatharuhi_core.store import open_store
+from chatharuhi_core.roles.cards import V3, read_card_bytes, role_to_card, write_card_png
+from chatharuhi_core.roles.chatharuhi_jsonl import write_chatharuhi_jsonl
+from chatharuhi_core.roles.export import export_role
+from chatharuhi_core.roles.safety import Limits
+from chatharuhi_core.roles.script_scenes import cut_scenes, role_from_script
+from chatharuhi_core.roles.sources import ImportOptions, bundled_ids, import_file, load_role
 
 
 class ColumnEmbedder:
@@ -103,7 +103,7 @@ def test_card_round_trip_keeps_every_field_and_unknown_extensions(env):
         else:
             assert data[key] == value, key
     # the V2 chunk carries the same card for older readers
-    from chatharuhi_core.cards import png_text_chunks
+    from chatharuhi_core.roles.cards import png_text_chunks
 
     chunks = png_text_chunks(out.read_bytes(), "out.png")
     v2 = json.loads(base64.b64decode(chunks["chara"]))
@@ -134,7 +134,7 @@ def test_v1_card_and_v3_png_prefers_ccv3(env):
     (inp / "tom.json").write_text(json.dumps(v1))
     assert load_role(inp / "tom.json", settings).name == "Old Tom"
     v3 = {"spec": "chara_card_v3", "spec_version": "3.0", "data": {**v1, "name": "New Tom", "nickname": "Tommy"}}
-    from chatharuhi_core.cards import png_with_text
+    from chatharuhi_core.roles.cards import png_with_text
 
     def b64(card):
         return base64.b64encode(json.dumps(card).encode()).decode()
@@ -201,7 +201,7 @@ def test_chinese_script_and_length_limit():
                      for i in range(60))
     scenes = cut_scenes(long, ["B"], max_tokens=60)
     assert len(scenes) > 5
-    from chatharuhi_core.tokens import count_tokens
+    from chatharuhi_core.chat.tokens import count_tokens
 
     assert all(count_tokens(s) <= 60 for s in scenes)
     assert all(s.splitlines()[0].startswith("A:") for s in scenes)  # each starts on its cue
@@ -367,7 +367,7 @@ def test_oversized_file_and_links_are_refused(env):
     pkg = inp / "pkg"
     export_role(load_role("alice"), pkg, settings, "folder-no-store")
     os.symlink("/etc/hostname", pkg / "notes.txt")
-    from chatharuhi_core.sources import import_folder
+    from chatharuhi_core.roles.sources import import_folder
 
     with pytest.raises(ImportProblem, match="may not contain links"):
         import_folder(pkg, settings)

@@ -5,13 +5,13 @@ import json
 import pytest
 
 from chatharuhi_core.cli import main
+from chatharuhi_core.data.jsonl import read_records
+from chatharuhi_core.data.scene_turns import scene_turns
+from chatharuhi_core.data.synthesize import parse_questions, synthesize
+from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
 from chatharuhi_core.errors import BackendError
-from chatharuhi_core.jsonl import read_records
-from chatharuhi_core.role import Role, Story
-from chatharuhi_core.scene_turns import scene_turns
-from chatharuhi_core.sources import load_role
-from chatharuhi_core.synthesize import parse_questions, synthesize
-from chatharuhi_core.training_data import openai_problems, sharegpt_problems
+from chatharuhi_core.roles.role import Role, Story
+from chatharuhi_core.roles.sources import load_role
 
 
 def rows(path):
@@ -69,7 +69,7 @@ def test_rerunning_skips_what_is_done_and_an_interrupted_run_goes_on(settings, t
         name = "script"
 
         def __init__(self):
-            from chatharuhi_core.backends import create_backend
+            from chatharuhi_core.chat.backends import create_backend
 
             self.inner, self.calls = create_backend("script"), 0
 
@@ -154,7 +154,7 @@ def test_local_model_writes_questions_and_answers_them(settings, tmp_path):
 
 
 def test_script_engine_refuses_a_writing_task():
-    from chatharuhi_core.backends import ChatRequest, create_backend
+    from chatharuhi_core.chat.backends import ChatRequest, create_backend
 
     request = ChatRequest(messages=[{"role": "user", "content": "Write questions."}], role=load_role("alice"),
                           user_role="", text="", plain=True)

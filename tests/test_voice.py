@@ -8,8 +8,8 @@ import wave
 import pytest
 from test_api_cli import run_cli
 
-from chatharuhi_core.sources import load_role
-from chatharuhi_core.voice import speak, speakable
+from chatharuhi_core.chat.voice import speak, speakable
+from chatharuhi_core.roles.sources import load_role
 
 
 def test_what_is_read_aloud():

@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .errors import ImportProblem
+from ..chat.tokens import count_tokens
+from ..errors import ImportProblem
 from .role import Role, Story, derive_role_id, fill_system_prompt, guess_language
-from .tokens import count_tokens
 
 MAX_SCENE_TOKENS = 500
 NARRATOR_NAMES = frozenset({"旁白", "narrator", "narration", "scene", "场景", "action"})

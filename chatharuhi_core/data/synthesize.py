@@ -26,13 +26,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends import Backend, ChatRequest, backend_info, create_backend, options_for
-from .config import Settings
-from .embedding import Embedder
-from .errors import ChatHaruhiError, InputError
+from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
+from ..chat.embedding import Embedder
+from ..chat.prompt import Exchange
+from ..config import Settings
+from ..errors import ChatHaruhiError, InputError
+from ..roles.role import Role
 from .jsonl import append_record, read_records, replace_text, write_all
-from .prompt import Exchange
-from .role import Role
 from .scene_turns import scene_turns
 from .training_data import openai_problems, openai_row, sharegpt_problems, sharegpt_row, training_messages
 
@@ -215,7 +215,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
                api_key: str | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
                progress: Progress | None = None) -> SynthesisResult:
     """Answer every scene opening and question of these roles; append each to `out/dialogues.jsonl`."""
-    from .chatbot import ChatHaruhi
+    from ..chat.chatbot import ChatHaruhi
 
     settings = settings or Settings.from_env()
     if not roles:

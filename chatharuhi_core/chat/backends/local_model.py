@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BackendError
+from ...errors import BackendError
 from ..prompt import format_reply
 from .base import BackendOptions, ChatRequest, register_backend
 
@@ -112,8 +112,8 @@ def _hub_kwargs(spec: ModelSpec) -> dict:
     """Revision, token and offline mode for a Hub model; the cache alone when the Hub is unreachable."""
     if not spec.on_hub:
         return {}
-    from ..config import Settings
-    from ..hub import hub_reachable
+    from ...config import Settings
+    from ...roles.hub import hub_reachable
 
     settings = Settings.from_env()
     offline = settings.hub_offline or not hub_reachable(settings)

@@ -14,10 +14,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..config import Budgets, Settings
+from ..errors import BackendError, InputError, RoleFormatError
+from ..roles.role import Role, Story, load_role_package, parse_stories
+from ..roles.sources import load_role
 from .backends import Backend, ChatRequest, backend_info, create_backend, options_for
-from .config import Budgets, Settings
 from .embedding import Embedder, get_embedder
-from .errors import BackendError, InputError, RoleFormatError
 from .prompt import (
     Exchange,
     assemble_messages,
@@ -27,8 +29,6 @@ from .prompt import (
     pack_stories,
     pending_prefix,
 )
-from .role import Role, Story, load_role_package, parse_stories
-from .sources import load_role
 from .store import Hit, open_store
 from .tokens import count_tokens
 

@@ -16,7 +16,7 @@ from collections import Counter as _Tally
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from .config import Budgets
+from ..config import Budgets
 from .tokens import count_tokens
 
 SCENES_HEADER = "Classic scenes for the role are as follows:\n"

@@ -22,8 +22,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from .errors import ImportProblem
-from .prompt import parse_scene_lines
+from ..chat.prompt import parse_scene_lines
+from ..errors import ImportProblem
 from .role import Role, Story, derive_role_id, fill_system_prompt, guess_language, parse_role_json, parse_stories
 from .safety import DEFAULT_LIMITS, PNG_SIGNATURE, Limits
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .prompt import Exchange, format_query, parse_scene_lines
-from .role import Role, Story
+from ..chat.prompt import Exchange, format_query, parse_scene_lines
+from ..roles.role import Role, Story
 
 
 @dataclass(frozen=True)

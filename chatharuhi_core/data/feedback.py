@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..chat.prompt import format_reply
 from .jsonl import read_records, write_all
-from .prompt import format_reply
 from .training_data import (
     alternating,
     openai_problems,

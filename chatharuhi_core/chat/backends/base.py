@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Protocol
 from ..prompt import Exchange
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ...config import Settings
+    from ...roles.role import Role
     from ..embedding import Embedder
-    from ..role import Role
     from ..store import Hit
 
 

@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .backends import Backend, create_backend, options_for
-from .config import Budgets, Settings
-from .embedding import Embedder, get_embedder
-from .errors import ChatHaruhiError, InputError
-from .role import Role
+from ..chat.backends import Backend, create_backend, options_for
+from ..chat.embedding import Embedder, get_embedder
+from ..chat.tokens import count_tokens
+from ..config import Budgets, Settings
+from ..errors import ChatHaruhiError, InputError
+from ..roles.role import Role
 from .scene_turns import Turn, scene_turns
-from .tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -282,7 +282,7 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
              min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, scorer: Embedder | None = None,
              progress: Progress | None = None) -> Report:
     """Answer every held-out case under every condition with one engine, and score the replies."""
-    from .chatbot import ChatHaruhi
+    from ..chat.chatbot import ChatHaruhi
 
     settings = settings or Settings.from_env()
     unknown = [c for c in conditions if c not in CONDITIONS]

@@ -14,7 +14,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import ImportProblem
+from ..errors import ImportProblem
 
 MB = 1024 * 1024
 

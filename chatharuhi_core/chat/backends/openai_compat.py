@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from ..errors import BackendError
+from ...errors import BackendError
 from .base import BackendOptions, ChatRequest, register_backend
 
 log = logging.getLogger(__name__)

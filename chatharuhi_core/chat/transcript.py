@@ -11,7 +11,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from .errors import InputError
+from ..errors import InputError
 from .prompt import Exchange
 
 FORMAT = "chatharuhi-chat"

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..config import Budgets, Settings
+from ..errors import ChatHaruhiError, InputError
+from ..roles.role import Role
+from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
 from .backends import backend_info
 from .chatbot import ChatHaruhi, ReplyStats
-from .config import Budgets, Settings
-from .errors import ChatHaruhiError, InputError
 from .prompt import Exchange
-from .role import Role
-from .sources import ImportOptions, bundled_ids, load_role, open_role
 from .store import Hit, Progress
 from .transcript import ReplyMeta, Transcript, dump_chat, load_chat
 
@@ -32,7 +32,7 @@ WARNING_MARK = "⚠️ "
 # any token after a pause go out at once.
 FRAME_INTERVAL_S = 0.04
 ONLINE_MARK = "☁"
-ONLINE_IMAGE = Path(__file__).resolve().parent.parent / "assets" / "online.png"
+ONLINE_IMAGE = Path(__file__).resolve().parents[2] / "assets" / "online.png"
 PLACEHOLDER_IMAGE = ONLINE_IMAGE.with_name("placeholder.png")
 
 
@@ -54,7 +54,7 @@ class PickerEntry:
 
 def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
     """Bundled roles first, then the ones this visitor added, then the Hub roles (online)."""
-    from .hub import hub_roles
+    from ..roles.hub import hub_roles
 
     entries = []
     for rid in [*bundled_ids(), *(added or [])]:
@@ -85,7 +85,7 @@ def add_character(hub_id: str, upload: str | None, name: str, settings: Settings
         return open_role(str(path), settings, progress,
                          ImportOptions(name=(name or "").strip() or None, display_name=path.name))
     if hub_id:
-        from .hub import parse_hub_id
+        from ..roles.hub import parse_hub_id
 
         if parse_hub_id(hub_id) is None:
             raise InputError(f"'{hub_id}' is not a Hub id. Use owner/name, or owner/name/role for a ChatHaruhi dataset.")
@@ -283,8 +283,8 @@ def reply_at(conv: Conversation, role: Role, index: object) -> int | None:
 
 def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
     """Append the reply's current state to the feedback file; a sentence if that failed."""
-    from .feedback import feedback_record
-    from .jsonl import append_record
+    from ..data.feedback import feedback_record
+    from ..data.jsonl import append_record
 
     path = settings.feedback_path
     if path is None:
@@ -304,7 +304,7 @@ def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settin
 
 def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:
     """A thumb on a reply: remember it and append it to the feedback file."""
-    from .feedback import rating_of
+    from ..data.feedback import rating_of
 
     role = load_role(conv.role_id)
     conv = conv.copy()

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedding import Embedder, embedding_column
-from .errors import ImportProblem
-from .prompt import main_speaker
+from ..chat.embedding import Embedder, embedding_column
+from ..chat.prompt import main_speaker
+from ..errors import ImportProblem
 from .role import Role, Story, derive_role_id, guess_language, json_object_lines
 
 TEXT_KEYS = ("text", "enc_text")
@@ -122,7 +122,7 @@ def usual_partner(stories: list[Story], names: set[str]) -> str | None:
     """Who most often speaks right before the character: the default name for the visitor."""
     from collections import Counter
 
-    from .prompt import NARRATOR_ROLES, parse_scene_lines
+    from ..chat.prompt import NARRATOR_ROLES, parse_scene_lines
 
     counts: Counter = Counter()
     for story in stories:
@@ -136,7 +136,7 @@ def write_chatharuhi_jsonl(role: Role, path: Path, embedder: Embedder | None = N
     columns: dict[str, np.ndarray] = {c: np.asarray(v) for c, v in role.embeddings.items()
                                       if len(v) == len(role.stories)}
     if embedder is not None:
-        from .store import embed_stories, stored_vectors
+        from ..chat.store import embed_stories, stored_vectors
 
         col = embedding_column(embedder)
         if col not in columns:

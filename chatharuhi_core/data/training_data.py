@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .prompt import fold_messages, format_reply
+from ..chat.prompt import fold_messages, format_reply
 
 SHAREGPT_FROM = {"user": "human", "assistant": "gpt"}
 

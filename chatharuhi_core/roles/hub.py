@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .config import Settings
-from .errors import HubError
+from ..config import Settings
+from ..errors import HubError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_S = 3.0
 PACKAGE_PATTERNS = ["role.json", "system_prompt.txt", "stories.jsonl", "image.*", "store/**", "README.md"]
 _HUB_ID = re.compile(r"^([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?:/([\w./-]{1,200}?))?(?:@([\w./-]{1,200}))?$")
-HUB_ROLES_FILE = Path(__file__).resolve().parent.parent / "characters" / "hub_roles.json"
+HUB_ROLES_FILE = Path(__file__).resolve().parents[2] / "characters" / "hub_roles.json"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .config import Settings
-from .role import Role, Voice
+from ..config import Settings
+from ..roles.role import Role, Voice
 
 log = logging.getLogger(__name__)
 

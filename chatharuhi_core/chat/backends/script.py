@@ -11,8 +11,8 @@ import re
 import time
 from collections.abc import Iterator
 
+from ...errors import BackendError
 from ..embedding import cosine
-from ..errors import BackendError
 from ..prompt import parse_scene_lines
 from .base import BackendOptions, ChatRequest, register_backend
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from ..errors import BackendError
+from ...errors import BackendError
 from .base import BackendOptions, ChatRequest, register_backend
 from .openai_compat import CUT_MESSAGE, ChunkReader, bad_request
 

@@ -1,0 +1,2 @@
+"""The data pipeline: reading scenes as turns, evaluation, synthetic dialogues, feedback, training rows
+and fine-tuning."""
