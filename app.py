@@ -11,7 +11,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 
 import gradio as gr  # noqa: E402
 
-from chatharuhi_core.chat.backends import backend_info, backend_names  # noqa: E402
+from chatharuhi_core.chat.backends import backend_info, backend_names, default_budgets  # noqa: E402
 from chatharuhi_core.chat.voice import speak  # noqa: E402
 from chatharuhi_core.chat.webchat import (  # noqa: E402
     WARNING_MARK,
@@ -139,11 +139,17 @@ def clear_chat(conv: Conversation | None):
 
 
 def change_engine(backend: str):
-    """The settings an engine needs: a model field (with its own hint), and a server's URL, key and fold."""
+    """The settings an engine needs: a model field (its hint, and the models it suggests, such as the
+    fine-tuned ones found on disk; free text still goes), a server's URL, key and fold, and the
+    prompt budgets sized to the engine."""
     info = backend_info(backend)
-    model = gr.Textbox(visible=info.uses_model, placeholder=info.model_hint)
+    settings = Settings.from_env()
+    choices = info.suggest_models(settings) if info.suggest_models else []
+    model = gr.Dropdown(choices=choices, value="", visible=info.uses_model, info=info.model_hint)
     key = gr.Textbox(label=f"{info.key_label} (this session only, never stored)")
-    return engine_note(backend), model, gr.Group(visible=info.uses_server), key
+    budgets = default_budgets(backend, settings)
+    return (engine_note(backend), model, gr.Group(visible=info.uses_server), key, budgets.story_tokens,
+            budgets.history_tokens)
 
 
 def _spoken(conv: Conversation, text: str):
@@ -317,7 +323,8 @@ def build_demo() -> gr.Blocks:
                 user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", elem_id="user-role")
                 with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
                     backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
-                    model = gr.Textbox(label="Model", visible=False, elem_id="model")
+                    model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
+                                        filterable=True, elem_id="model")
                     with gr.Group(visible=False) as server_box:
                         base_url = gr.Textbox(label="Base URL", placeholder="https://api.openai.com/v1",
                                               elem_id="base-url")
@@ -325,10 +332,10 @@ def build_demo() -> gr.Blocks:
                                              type="password", elem_id="api-key")
                         fold = gr.Checkbox(label="Fold the prompt: no system message, no two user messages in a "
                                            "row (for servers that reject them)", elem_id="fold")
-                    story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=100,
-                                             label="Scene budget (tokens)")
-                    history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=100,
-                                               label="History budget (tokens)")
+                    story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=16,
+                                             label="Scene budget (tokens)", elem_id="story-tokens")
+                    history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
+                                               label="History budget (tokens)", elem_id="history-tokens")
             with gr.Column(scale=2):
                 note = gr.Markdown(elem_id="engine-note")
                 scene_picture = gr.Image(label="Scene · 场景", visible=False, interactive=False, height=220,
@@ -385,7 +392,7 @@ def build_demo() -> gr.Blocks:
 
         view = [conv, portrait, about, chat, examples, user_role, scenes, reply_stats]
         settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens, fold]
-        engine_view = [note, model, server_box, api_key]
+        engine_view = [note, model, server_box, api_key, story_tokens, history_tokens]
         demo.load(start_session, None, view + [chooser, backend, *engine_view, fold]).then(
             set_avatar, conv, [chat, scene_picture], api_name=False)
         picker.select(pick_role, added, view + [chooser, role_status]).then(

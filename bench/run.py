@@ -125,7 +125,12 @@ def main() -> int:
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['server']} | {r['visitors']} | {r['errors']} | {r['wrong']} | {r['p50_s']:.2f} s | "
               f"{r['p95_s']:.2f} s | {r['total_p95_s']:.2f} s |" for r in loads]
-    RESULTS.write_text("\n".join(lines) + "\n" + NOTES, encoding="utf-8")
+    kept = ""  # bench/local_engine.py's section is its own run's: keep it
+    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
+    if "<!-- local-engine -->" in old:
+        kept = "\n" + old[old.index("<!-- local-engine -->"):old.index("<!-- /local-engine -->")] + \
+            "<!-- /local-engine -->\n"
+    RESULTS.write_text("\n".join(lines) + "\n" + NOTES + kept, encoding="utf-8")
     print("\n".join(lines))
     print(f"\nwritten to {RESULTS.relative_to(ROOT)}")
     return 0

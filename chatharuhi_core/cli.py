@@ -293,21 +293,46 @@ def _roles(refs: Sequence[str] | None, settings: Settings):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .data.evaluate import run_eval
+    from .data.evaluate import SystemSpec, compare, parse_system
 
     settings = Settings.from_env()
-    llm = _engine(args, settings)
+    if args.compare:
+        if args.llm or args.model:
+            raise ChatHaruhiError("Give either --compare SYSTEM... or --llm/--model, not both.")
+        systems = [parse_system(s) for s in args.compare]
+    else:
+        systems = [SystemSpec(_engine(args, settings), args.model or "")]
     roles = _roles(args.roles, settings)
-    report = run_eval(roles, llm, settings=settings, model=args.model, base_url=args.base_url,
-                      api_key=args.api_key, conditions=args.conditions, per_role=args.cases,
-                      min_tokens=args.min_tokens, seed=args.seed, progress=progress_bar("answering", "reply"))
-    files = report.write(Path(args.out))
-    print(report.markdown())
+    comparison = compare(roles, systems, settings=settings, base_url=args.base_url, api_key=args.api_key,
+                         conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
+                         seed=args.seed, progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
+    files = comparison.write(Path(args.out))
+    print(comparison.markdown())
+    _record_in_model_cards(comparison, Path(args.out))
     for kind, path in files.items():
         print(f"{kind:9} {path}")
     if "plot" not in files:
         print("(no plot: matplotlib is not installed; `bash scripts/setup.sh local` installs it)", file=sys.stderr)
     return 0
+
+
+def _record_in_model_cards(comparison, out: Path) -> None:
+    """Each fine-tuned model in the comparison gets the figures in its card (once measured, they belong there)."""
+    from .data.finetune import record_eval
+
+    for rep in comparison.reports:
+        engine, _, model = rep.system.partition(":")
+        if engine != "local" or not model:
+            continue
+        lines = [f"Measured by `python -m chatharuhi_core eval` ({len(rep.roles())} roles, results in `{out}`), "
+                 "mean [95% interval] on eval's held-out scenes:", "",
+                 "| system | prompt | cosine | ROUGE-L | out of character |", "|---|---|---:|---:|---:|"]
+        for other in comparison.reports:
+            for c in other.conditions:
+                lines.append(f"| {other.label} | {c} | {other.interval('cosine', c).text()} | "
+                             f"{other.interval('rouge_l', c).text()} | {other.interval('ooc', c).text('{:.0%}')} |")
+        if record_eval(Path(model), "\n".join(lines)):
+            print(f"(figures recorded in {Path(model) / 'README.md'})")
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
@@ -333,6 +358,43 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         print(f"  {kind:9} {path}")
     if result.failed:
         print("Run the same command again to retry the failed ones.", file=sys.stderr)
+    return 0
+
+
+def cmd_finetune(args: argparse.Namespace) -> int:
+    from .data.finetune import Interrupted, TrainSettings, finetune, work_dir
+    from .data.holdout import HoldOut
+
+    settings = Settings.from_env()
+    roles = _roles(args.roles, settings)
+    out = Path(args.out or f"runs/{'-'.join(r.id for r in roles) if len(roles) < 4 else 'all'}-lora")
+    train = TrainSettings(epochs=args.epochs, learning_rate=args.lr, lora_r=args.lora_r,
+                          lora_alpha=2 * args.lora_r, max_length=args.max_length, max_steps=args.max_steps,
+                          save_steps=args.save_steps, seed=args.seed)
+    try:
+        result = finetune(roles, out, base=args.base or "", data_files=[Path(p) for p in args.data or []],
+                          dpo_file=Path(args.dpo) if args.dpo else None, merge=args.merge,
+                          holdout=HoldOut(args.holdout_cases, args.min_tokens, args.seed), train=train,
+                          settings=settings, say=lambda s: print(s, file=sys.stderr, flush=True))
+    except Interrupted as exc:
+        print(f"\n{exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before training started
+        print(f"\nStopped. Any checkpoint is kept in {work_dir(out)}; run the same command again to go on.",
+              file=sys.stderr)
+        return 130
+    m = result.manifest
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    t = m["training"]
+    print(f"Trained {m['kind']} on {m['base_label']} ({m['device']}): {m['data']['rows']} rows, "
+          f"{m['data']['tokens']:,} tokens, {t['steps']} steps in {t['seconds']:,.0f} s ({t['tokens_per_s']} tokens/s), "
+          f"loss {t['first_loss'] or 0:.3f} -> {t['final_loss'] or 0:.3f}.")
+    held = sum(len(v) for v in m["hold_out"]["scenes"].values())
+    print(f"Held out for eval: {held} scenes (never in a training row). Written to {result.out}")
+    print(f"Chat with it:  python -m chatharuhi_core chat --llm local --model {result.out} --role {roles[0].id}")
+    print(f"Score it:      python -m chatharuhi_core eval --compare local local:{result.out}"
+          + (f" --roles {' '.join(r.id for r in roles)}" if args.roles else ""))
     return 0
 
 
@@ -394,14 +456,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="for a script: the character's name")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("eval", help="score role-play: system prompt only vs the full ChatHaruhi prompt",
-                       description="The paper's automatic metric. For each role, scenes ending in a long line of "
-                                   "the role are held out (and removed from retrieval); the engine answers what came "
-                                   "before, and the reply is scored by cosine similarity to the original line. "
-                                   "Writes results.md, results.csv, cases.csv and results.png.")
+    p = sub.add_parser("eval", help="score role-play: engines and models, system prompt only vs full ChatHaruhi",
+                       description="The paper's automatic metric and its Figure 9 comparison. For each role, scenes "
+                                   "ending in a long line of the role are held out (and removed from retrieval); each "
+                                   "system answers what came before, and the reply is scored against the original "
+                                   "line: cosine similarity, ROUGE-L, out-of-character rate and distinct-2, with 95% "
+                                   "bootstrap intervals. Writes results.md, results.csv, cases.csv and results.png.")
     _add_engine_args(p)
+    p.add_argument("--compare", nargs="+", metavar="SYSTEM",
+                   help="several systems on the same cases, each as ENGINE or ENGINE:MODEL, e.g. "
+                        "script local local:runs/all-lora openai:gpt-4o-mini (instead of --llm/--model)")
     p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to test (default: every bundled role)")
-    p.add_argument("--cases", type=int, default=5, help="held-out scenes per role (default 5)")
+    p.add_argument("--cases", type=int, default=10,
+                   help="held-out scenes per role (default 10; finetune holds out the same ones)")
     p.add_argument("--min-tokens", type=int, default=20, help="shortest original line to test, in tokens (default 20)")
     p.add_argument("--conditions", nargs="+", default=["system", "full"], choices=["system", "full"],
                    help="prompts to compare (default: system full)")
@@ -420,6 +487,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="which examples are shown when asking (default 0)")
     p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
     p.set_defaults(func=cmd_synthesize)
+
+    p = sub.add_parser("finetune", help="train a LoRA adapter on the roles' lines for the local engine",
+                       description="Supervised fine-tuning (TRL SFTTrainer + peft LoRA) of a local model on every line "
+                                   "of the roles in the ChatHaruhi prompt format, with the scenes eval holds out left "
+                                   "out of every row. Optional extra rows (synthesize's openai.jsonl, feedback export's "
+                                   "sft-openai.jsonl) and a DPO pass on the visitors' corrections (preference.jsonl). "
+                                   "Ctrl-C keeps the last checkpoint; the same command goes on from it.")
+    p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to train on (default: every bundled role)")
+    p.add_argument("--base", default="", help="base model: blank = the bundled SmolLM2-135M-Instruct; or a model "
+                                               "folder, a .gguf file, or a Hub id read from the cache")
+    p.add_argument("--data", nargs="+", metavar="FILE", help="more rows: OpenAI chat JSONL (synthesize's openai.jsonl, "
+                                                             "feedback export's sft-openai.jsonl)")
+    p.add_argument("--dpo", metavar="FILE", help="preference pairs for a DPO pass (feedback export's preference.jsonl)")
+    p.add_argument("--out", help="output folder (default runs/ROLE-lora, or runs/all-lora)")
+    p.add_argument("--merge", action="store_true", help="write a full model folder (the adapter merged into the base)")
+    p.add_argument("--epochs", type=float, default=1.0,
+                   help="passes over the rows (default 1: about 35 minutes on 2 CPU cores for the eight bundled roles)")
+    p.add_argument("--lr", type=float, default=5e-4, help="learning rate (default 5e-4)")
+    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16; alpha is twice it)")
+    p.add_argument("--max-length", type=int, default=1024, help="longest row in tokens; longer ones are left out")
+    p.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps (default: the epochs decide)")
+    p.add_argument("--save-steps", type=int, default=10, help="checkpoint every N steps (default 10)")
+    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
+    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
+    p.add_argument("--seed", type=int, default=0, help="as eval --seed; also the training seed")
+    p.set_defaults(func=cmd_finetune)
 
     fb = sub.add_parser("feedback", help="turn the page's ratings and corrections into fine-tuning data",
                         description="Work with the feedback file the page writes (likes, dislikes, edits).")

@@ -47,13 +47,24 @@ def app_feedback_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def app_server(tmp_path_factory, app_feedback_file):
-    """python app.py on a free loopback port, offline, with its own cache."""
-    from make_inputs import haruhi_hub_cache
+def app_cache(tmp_path_factory) -> Path:
+    """The shared app's CHATHARUHI_CACHE (its fine-tuned models are looked for in models/ under it)."""
+    return tmp_path_factory.mktemp("appcache")
 
-    hub = haruhi_hub_cache(tmp_path_factory.mktemp("hubcache"))  # as if Haruhi had been fetched once
-    with gradio_app(tmp_path_factory.mktemp("appcache"), log=tmp_path_factory.mktemp("applog") / "app.log",
-                    HF_HUB_CACHE=str(hub), CHATHARUHI_FEEDBACK=str(app_feedback_file)) as (url, _, _):
+
+@pytest.fixture(scope="session")
+def app_hub_cache(tmp_path_factory) -> Path:
+    """The shared app's Hugging Face cache: Haruhi's dataset and a tiny Llama, as if fetched once."""
+    from make_inputs import haruhi_hub_cache, tiny_llama_hub_cache
+
+    return tiny_llama_hub_cache(haruhi_hub_cache(tmp_path_factory.mktemp("hubcache")))
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory, app_feedback_file, app_cache, app_hub_cache):
+    """python app.py on a free loopback port, offline, with its own cache."""
+    with gradio_app(app_cache, log=tmp_path_factory.mktemp("applog") / "app.log",
+                    HF_HUB_CACHE=str(app_hub_cache), CHATHARUHI_FEEDBACK=str(app_feedback_file)) as (url, _, _):
         yield url
 
 
@@ -72,3 +83,28 @@ def llama_server(smollm2_gguf, tmp_path_factory):
     (ending in /v1). The model is called "smollm2"."""
     with loopback.llama_server(smollm2_gguf, tmp_path_factory.mktemp("llamalog") / "llama.log", threads=2) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def tiny_adapter(app_cache, app_hub_cache, settings) -> Path:
+    """A LoRA adapter on the tiny Llama, trained for two steps where the shared app looks for fine-tuned models."""
+    import os
+
+    from make_inputs import TINY_LLAMA
+
+    from chatharuhi_core.data.finetune import TrainSettings, finetune
+    from chatharuhi_core.roles.sources import load_role
+
+    before = {k: os.environ.get(k) for k in ("HF_HUB_CACHE", "HF_HUB_OFFLINE")}
+    os.environ.update(HF_HUB_CACHE=str(app_hub_cache), HF_HUB_OFFLINE="1")
+    try:
+        out = app_cache / "models" / "sherlock-tiny-lora"
+        finetune([load_role("sherlock")], out, base=TINY_LLAMA, train=TrainSettings(max_steps=2, grad_accum=1),
+                 settings=settings, progress=False)
+        return out
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -146,10 +146,10 @@ HARUHI_STORIES = [
 ]
 
 
-def lay_out_hub_cache(hub: Path, files: dict[str, dict[str, bytes]]) -> Path:
+def lay_out_hub_cache(hub: Path, files: dict[str, dict[str, bytes]], kind: str = "datasets") -> Path:
     """A huggingface_hub cache (datasets--owner--name/refs/main + snapshots/<commit>/...) for offline reads."""
     for repo_id, content in files.items():
-        repo = hub / ("datasets--" + repo_id.replace("/", "--"))
+        repo = hub / (f"{kind}--" + repo_id.replace("/", "--"))
         (repo / "refs").mkdir(parents=True, exist_ok=True)
         (repo / "refs" / "main").write_text(COMMIT)
         snap = repo / "snapshots" / COMMIT
@@ -164,3 +164,31 @@ def haruhi_hub_cache(hub: Path) -> Path:
     prompt = "I want you to act like 凉宫春日 from 凉宫春日的忧郁. You are now cosplay 凉宫春日."
     text = chatharuhi_rows(HARUHI_STORIES, {"luotuo_openai": 1536}, prompt)
     return lay_out_hub_cache(hub, {"silk-road/ChatHaruhi-RolePlaying": {"haruhi.jsonl": text.encode("utf-8")}})
+
+
+TINY_LLAMA = "tiny/chatharuhi-llama"
+
+
+def tiny_llama_hub_cache(hub: Path) -> Path:
+    """A tiny random Llama (two layers, 32 wide) with SmolLM2's tokenizer and chat template, cached as
+    the Hub model TINY_LLAMA: big enough to train, save, merge and chat with, small enough for a test."""
+    import tempfile
+
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from chatharuhi_core.chat.backends.local_model import bundled_spec
+
+    spec = bundled_spec()
+    tokenizer = AutoTokenizer.from_pretrained(spec.source, gguf_file=spec.gguf_file)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                         tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+    return lay_out_hub_cache(hub, {TINY_LLAMA: files}, kind="models")

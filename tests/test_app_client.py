@@ -191,3 +191,13 @@ def test_the_page_streams_from_a_llama_cpp_server(app_server, llama_server):
     chat, *_, stats = job.result()
     assert len(frames) > 4 and _english(text_of(chat[-1]))
     assert "**OpenAI-compatible server** · `smollm2`" in stats
+
+
+def test_a_fine_tuned_adapter_answers_through_the_api(app_server, tiny_adapter):
+    client = Client(app_server, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    job = client.submit("Who are you?", "", "local", str(tiny_adapter), "", "", 256, 192, api_name="/send")
+    list(job)
+    chat, _box, stats = job.result()
+    assert text_of(chat[-2]) == "Who are you?" and text_of(chat[-1]) and not text_of(chat[-1]).startswith("⚠")
+    assert tiny_adapter.name in stats and "first token" in stats

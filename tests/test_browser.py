@@ -263,7 +263,7 @@ def test_local_model_chosen_in_the_page_answers_in_english(browser, app_server):
     choose_engine(page, "Local model (transformers)")
     model = page.locator("#model textarea, #model input").first
     model.wait_for(state="visible")
-    assert "SmolLM2-135M-Instruct" in model.get_attribute("placeholder")
+    assert "SmolLM2-135M-Instruct" in page.locator("#model").inner_text()  # the field's hint
     assert not page.locator("#base-url").is_visible()  # nothing to fill in for a local model
     say(page, "Who are you?")
     # (the first use in the app process shows "Loading the local model…" first; test_app_client sees it)
@@ -273,6 +273,23 @@ def test_local_model_chosen_in_the_page_answers_in_english(browser, app_server):
     stats = page.locator("#reply-stats").inner_text()
     assert "Answered by Local model (transformers)" in stats and "first token" in stats
     page.screenshot(path=str(ARTIFACTS / "local-model.png"), full_page=True)
+    page.close()
+
+
+def test_a_fine_tuned_model_is_offered_in_the_model_field_and_answers(browser, app_server, tiny_adapter):
+    page = open_page(browser, app_server)
+    page.locator("#picker .thumbnail-item").nth(1).click()  # Sherlock Holmes
+    page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
+    choose_engine(page, "Local model (transformers)")
+    page.locator("#model input").first.click()
+    page.get_by_role("option", name=f"{tiny_adapter.name} · fine-tuned").click()
+    # the budgets follow the engine: a small local model reads a short prompt
+    assert page.locator("#story-tokens input[type=number]").input_value() == "256"
+    say(page, "Who are you?")
+    page.wait_for_function(f"() => document.querySelector('#reply-stats')?.innerText.includes('{tiny_adapter.name}')",
+                           timeout=120_000)
+    assert bot_texts(page)[-1] and "⚠" not in bot_texts(page)[-1]
+    page.screenshot(path=str(ARTIFACTS / "fine-tuned-model.png"), full_page=True)
     page.close()
 
 

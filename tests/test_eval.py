@@ -8,7 +8,8 @@ import pytest
 from PIL import Image
 
 from chatharuhi_core.cli import main
-from chatharuhi_core.data.evaluate import Summary, cosine_scores, held_out_cases, run_eval
+from chatharuhi_core.data.evaluate import cosine_scores, held_out_cases, run_eval
+from chatharuhi_core.data.metrics import bootstrap, distinct_n, out_of_character, rouge_l, tokens
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.role import Role, Story
 from chatharuhi_core.roles.sources import load_role
@@ -56,10 +57,39 @@ def test_the_real_embedder_scores_a_line_against_itself_as_one(embedder):
     assert got[1] < 0.5
 
 
-def test_summary_mean_and_standard_error():
-    s = Summary.of([0.2, 0.4, 0.6, math.nan])
-    assert (s.n, s.mean) == (3, pytest.approx(0.4))
-    assert s.stderr == pytest.approx(0.2 / math.sqrt(3))
+def test_bootstrap_interval_of_a_mean():
+    iv = bootstrap([0.2, 0.4, 0.6, math.nan])
+    assert (iv.n, iv.value) == (3, pytest.approx(0.4))
+    assert 0.2 <= iv.low < 0.4 < iv.high <= 0.6
+    assert bootstrap([0.2, 0.4, 0.6]) == iv  # seeded: the same figures every run
+    wide, narrow = bootstrap([0.0, 1.0] * 5), bootstrap([0.0, 1.0] * 50)
+    assert narrow.high - narrow.low < wide.high - wide.low
+    assert not bootstrap([0.1] * 10).overlaps(bootstrap([0.9] * 10))
+    assert bootstrap([0.5]).text() == "0.500 [0.500, 0.500]" and math.isnan(bootstrap([]).value)
+
+
+def test_rouge_l_splits_chinese_by_character_and_other_text_by_word():
+    assert tokens("Elementary, my dear Watson!") == ["elementary", "my", "dear", "watson"]
+    assert tokens("俺老孙来也！Go") == ["俺", "老", "孙", "来", "也", "go"]
+    assert rouge_l("my dear Watson", "Elementary, my dear Watson") == pytest.approx(2 * 1 * 0.75 / 1.75)
+    assert rouge_l("俺老孙来也", "俺老孙去也") == pytest.approx(0.8)  # 4 of 5 characters in order
+    assert rouge_l("", "anything") == 0.0 and rouge_l("Watson", "Watson") == 1.0
+
+
+def test_out_of_character_replies_are_caught():
+    own = {"Sherlock Holmes", "Holmes"}
+    assert out_of_character("As an AI language model, I cannot smoke a pipe.", own).startswith("speaks as a model")
+    assert out_of_character("作为一个人工智能，我不能喝酒。", own).startswith("speaks as a model")
+    assert out_of_character("我是AI助手。", own).startswith("speaks as a model")
+    assert out_of_character("Indeed.\nWatson:「Remarkable!」", own) == "speaks as Watson"
+    assert out_of_character("Sherlock Holmes:「You have been in Afghanistan, I perceive.」", own) == ""
+    assert out_of_character("The game is afoot, Watson. Aid me, then.", own) == ""
+
+
+def test_distinct_2_is_low_for_a_reply_that_loops():
+    assert distinct_n(["and it is called the tower and it is called the tower"]) < 0.6
+    assert distinct_n(["You see, but you do not observe."]) == 1.0
+    assert math.isnan(distinct_n(["Yes"]))
 
 
 def test_a_run_with_a_known_answer(settings):
@@ -70,7 +100,10 @@ def test_a_run_with_a_known_answer(settings):
     rows = {r["role"]: r for r in report.rows()}
     expected = (1 + 0 + 1 / math.sqrt(2)) / 3
     for cond in ("system", "full"):
-        assert rows["tiny-haruhi"][f"{cond}_mean"] == pytest.approx(expected, abs=1e-6)
+        assert rows["tiny-haruhi"][f"{cond}_cosine"] == pytest.approx(expected, abs=1e-6)
+        # ROUGE-L: 1 for "east", 0 for "north", 2/3 for "north-east" (one word of two, all of the reply)
+        assert rows["tiny-haruhi"][f"{cond}_rouge_l"] == pytest.approx((1 + 0 + 2 / 3) / 3)
+        assert rows["tiny-haruhi"][f"{cond}_ooc"] == 0.0
     assert rows["ALL"]["cases"] == 3 and rows["ALL"]["gain"] == pytest.approx(0.0, abs=1e-9)
     assert rows["ALL"]["win_rate"] == 0.0  # ties are not wins
 
@@ -94,18 +127,39 @@ def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys
     code = main(["eval", "--llm", "script", "--roles", "sunwukong", "sherlock", "--cases", "3", "--out", str(tmp_path)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "| role | cases | system prompt only | full ChatHaruhi |" in printed
+    assert "| system | prompt | cases | cosine | ROUGE-L | out of character | distinct-2 |" in printed
     rows = list(csv.DictReader((tmp_path / "results.csv").open(encoding="utf-8")))
     assert [r["role"] for r in rows] == ["sunwukong", "sherlock", "ALL"]
     overall = rows[-1]
     assert int(overall["cases"]) == 6
     # the offline engine can only quote: with no scenes it has nothing but the greeting
-    assert float(overall["full_mean"]) > float(overall["system_mean"])
+    assert float(overall["full_cosine"]) > float(overall["system_cosine"])
+    assert float(overall["full_cosine_low"]) <= float(overall["full_cosine"]) <= float(overall["full_cosine_high"])
     cases = list(csv.DictReader((tmp_path / "cases.csv").open(encoding="utf-8")))
-    assert len(cases) == 12 and all(c["reply"] and -1 <= float(c["score"]) <= 1 for c in cases)
+    assert len(cases) == 12 and all(c["reply"] and -1 <= float(c["cosine"]) <= 1 for c in cases)
+    assert all(0 <= float(c["rouge_l"]) <= 1 and c["ooc"] in {"0.0", "1.0"} for c in cases)
     with Image.open(tmp_path / "results.png") as img:
         assert img.format == "PNG" and img.width >= 600 and img.height >= 300
     assert "**all roles**" in (tmp_path / "results.md").read_text(encoding="utf-8")
+
+
+def test_eval_compares_several_systems_on_the_same_cases(settings, tmp_path, capsys, fake_openai, monkeypatch):
+    from fake_openai import GOOD_KEY
+
+    monkeypatch.setenv("CHATHARUHI_CACHE", str(settings.cache_dir))
+    code = main(["eval", "--compare", "script", "openai:echo", "--base-url", fake_openai.base_url, "--api-key",
+                 GOOD_KEY, "--roles", "elizabeth", "--cases", "2", "--out", str(tmp_path)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "## Head to head, full prompt" in printed and "Offline: quote the script" in printed and "echo" in printed
+    cases = list(csv.DictReader((tmp_path / "cases.csv").open(encoding="utf-8")))
+    assert {c["system"] for c in cases} == {"script", "openai:echo"} and len(cases) == 8
+    by_system = {}
+    for c in cases:
+        by_system.setdefault(c["system"], set()).add((c["scene_id"], c["condition"]))
+    assert by_system["script"] == by_system["openai:echo"]  # the same held-out cases for both
+    assert main(["eval", "--compare", "nonsense", "--out", str(tmp_path)]) == 1
+    assert "does not start with an engine name" in capsys.readouterr().err
 
 
 def test_an_engine_that_is_down_stops_with_a_sentence(settings):

@@ -18,7 +18,7 @@ from ..config import Budgets, Settings
 from ..errors import BackendError, InputError, RoleFormatError
 from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
-from .backends import Backend, ChatRequest, backend_info, create_backend, options_for
+from .backends import Backend, ChatRequest, backend_info, create_backend, default_budgets, options_for
 from .embedding import Embedder, get_embedder
 from .prompt import (
     Exchange,
@@ -130,12 +130,13 @@ class ChatHaruhi:
                 raise ValueError("Give role_name=..., role=..., or both system_prompt= and story_db=.")
         self.role = role
         self.user_role = user_role or role.user_name
-        self.budgets = budgets or self.settings.budgets
         self.embedder = embedder or get_embedder(self.settings.embedder)
         if isinstance(llm, str):
             options = options_for(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
             llm = create_backend(llm, options)
         self.backend: Backend = llm
+        # the engine's own budgets unless given: a small local model reads a short prompt far sooner
+        self.budgets = budgets or default_budgets(llm.name, self.settings)
         self.fold_prompt = self.settings.fold_prompt if fold_prompt is None else fold_prompt
         self.history: list[Exchange] = list(history or [])
         # scenes never to retrieve: evaluation holds the scene it asks about out of the store
@@ -144,6 +145,7 @@ class ChatHaruhi:
         self.last_messages: list[dict] = []
         self.last_packed = 0  # how many of last_scenes fitted the scene budget
         self.last_stats: ReplyStats | None = None
+        self.last_raw = ""
 
     # ------------------------------------------------------------ pieces of a turn
 
@@ -228,6 +230,7 @@ class ChatHaruhi:
                 first = first or time.perf_counter()
                 yield now[len(shown):]
                 shown = now
+        self.last_raw = raw  # what the engine said before clean-up (eval reads it for out-of-character lines)
         final = clean_reply(raw, name)
         if not final:
             raise BackendError("The model returned an empty reply. Try again, or pick another model.")

@@ -1,13 +1,16 @@
-"""The paper's automatic evaluation (sec. 6), which it described and never published.
+"""The paper's automatic evaluation (sec. 6), with the comparison its Figure 9 drew and never published.
 
-For each role, scenes whose last line is a long answer of the role are held out: the model gets
-everything before that line (the scene's earlier turns as history, the last cue as the message)
-and its reply is scored by the cosine similarity between its embedding and the original line's,
-with a multilingual sentence embedder. Two prompts are compared on the same engine:
+For each role, scenes whose last line is a long answer of the role are held out (data/holdout.py):
+the model gets everything before that line (the scene's earlier turns as history, the last cue as
+the message), and its reply is scored against the original line. Each system (an engine and a
+model) answers under two prompts:
 
 - `system`: the system prompt only (no retrieval), the paper's baseline;
 - `full`:   the full ChatHaruhi prompt, with the held-out scene removed from retrieval, so the
             answer cannot simply be copied from the store.
+
+Scores: cosine similarity of sentence embeddings (the paper's), ROUGE-L F1 (RoleBench's), an
+out-of-character rate and distinct-2 (data/metrics.py), each with a 95% bootstrap interval.
 """
 
 from __future__ import annotations
@@ -15,24 +18,24 @@ from __future__ import annotations
 import csv
 import logging
 import math
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..chat.backends import Backend, create_backend, options_for
+from ..chat.backends import Backend, backend_info, backend_names, create_backend, default_budgets, options_for
 from ..chat.embedding import Embedder, get_embedder
-from ..chat.tokens import count_tokens
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
-from .scene_turns import Turn, scene_turns
+from .holdout import MIN_REPLY_TOKENS, Case, HoldOut
+from .metrics import Interval, bootstrap, distinct_n, out_of_character, rouge_l
 
 log = logging.getLogger(__name__)
 
-MIN_REPLY_TOKENS = 20  # "a long reply": shorter lines ("Yes.") say little about a character
+__all__ = ["MIN_REPLY_TOKENS", "Case", "Comparison", "Report", "SystemSpec", "compare", "cosine_scores",
+           "held_out_cases", "parse_system", "run_eval"]
 
 
 @dataclass(frozen=True)
@@ -52,30 +55,14 @@ CONDITIONS: dict[str, Condition] = {
     )
 }
 
-
-@dataclass(frozen=True)
-class Case:
-    """A held-out scene: the role answers its last cue; the original line is the reference."""
-
-    role: Role
-    turn: Turn
-
-    @property
-    def reference(self) -> str:
-        return self.turn.reply
+# per-case metrics: name -> (column label, higher is better)
+METRICS = {"cosine": ("cosine", True), "rouge_l": ("ROUGE-L", True), "ooc": ("out of character", False),
+           "distinct_2": ("distinct-2", True)}
 
 
 def held_out_cases(role: Role, per_role: int, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0) -> list[Case]:
     """Up to `per_role` scenes ending in a long answer of the role, a fixed sample for a seed."""
-    found = []
-    for story in role.stories:
-        turns = scene_turns(role, story)
-        if turns and turns[-1].last and count_tokens(turns[-1].reply) >= min_tokens:
-            found.append(Case(role, turns[-1]))
-    if len(found) > per_role:
-        keep = set(random.Random(f"{seed}:{role.id}").sample(range(len(found)), per_role))
-        found = [c for i, c in enumerate(found) if i in keep]
-    return found
+    return HoldOut(per_role, min_tokens, seed).cases(role)
 
 
 def cosine_scores(replies: Sequence[str], references: Sequence[str], embedder: Embedder) -> np.ndarray:
@@ -94,6 +81,7 @@ def cosine_scores(replies: Sequence[str], references: Sequence[str], embedder: E
 
 @dataclass
 class CaseResult:
+    system: str
     role_id: str
     role_name: str
     scene_id: str
@@ -101,35 +89,53 @@ class CaseResult:
     query: str
     reference: str
     reply: str = ""
-    score: float = math.nan
+    cosine: float = math.nan
+    rouge_l: float = math.nan
+    ooc: float = math.nan  # 1.0 when out of character
+    ooc_reason: str = ""
+    distinct_2: float = math.nan  # unique word pairs over all pairs in the reply (loops score low)
     error: str = ""
+
+    @property
+    def score(self) -> float:  # the paper's metric, by its old name
+        return self.cosine
 
 
 @dataclass(frozen=True)
-class Summary:
-    """Mean score of one condition over some cases, with its standard error."""
+class SystemSpec:
+    """An engine and its model, as `eval --compare` names it: `local`, `local:runs/x`, `openai:gpt-4o-mini`."""
 
-    n: int
-    mean: float
-    stderr: float
+    engine: str
+    model: str = ""
 
-    @classmethod
-    def of(cls, scores: Sequence[float]) -> Summary:
-        xs = [s for s in scores if not math.isnan(s)]
-        if not xs:
-            return cls(0, math.nan, math.nan)
-        mean = sum(xs) / len(xs)
-        var = sum((x - mean) ** 2 for x in xs) / (len(xs) - 1) if len(xs) > 1 else 0.0
-        return cls(len(xs), mean, math.sqrt(var / len(xs)))
+    @property
+    def text(self) -> str:
+        return f"{self.engine}:{self.model}" if self.model else self.engine
+
+
+def parse_system(text: str) -> SystemSpec:
+    """`engine` or `engine:model`; the engine must be a registered one."""
+    engine, _, model = text.strip().partition(":")
+    if engine not in backend_names():
+        raise InputError(f"'{text}' does not start with an engine name; use one of {', '.join(backend_names())}, "
+                         "optionally followed by :model (e.g. local:runs/all-lora).")
+    return SystemSpec(engine, model.strip())
 
 
 @dataclass
 class Report:
+    """Every case of one system under every condition."""
+
     engine: str
     model: str
     scorer: str
     conditions: list[str]
     results: list[CaseResult] = field(default_factory=list)
+    system: str = ""  # the spec it was asked as
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} · {self.model}" if self.model else self.engine
 
     def roles(self) -> list[tuple[str, str]]:
         seen: dict[str, str] = {}
@@ -137,17 +143,21 @@ class Report:
             seen.setdefault(r.role_id, r.role_name)
         return list(seen.items())
 
-    def summary(self, condition: str, role_id: str | None = None) -> Summary:
-        return Summary.of([r.score for r in self.results
-                           if r.condition == condition and (role_id is None or r.role_id == role_id)])
+    def _pick(self, condition: str, role_id: str | None) -> list[CaseResult]:
+        return [r for r in self.results if r.condition == condition and (role_id is None or r.role_id == role_id)
+                and not r.error]
+
+    def interval(self, metric: str, condition: str, role_id: str | None = None) -> Interval:
+        """Mean of a per-case metric with its 95% bootstrap interval."""
+        return bootstrap([getattr(r, metric) for r in self._pick(condition, role_id)])
 
     def wins(self, role_id: str | None = None) -> tuple[int, int]:
-        """(cases where the last condition beat the first, cases scored under both)."""
+        """(cases where the last condition beat the first on cosine, cases scored under both)."""
         first, last = self.conditions[0], self.conditions[-1]
         by_case: dict[tuple[str, str], dict[str, float]] = {}
         for r in self.results:
-            if (role_id is None or r.role_id == role_id) and not math.isnan(r.score):
-                by_case.setdefault((r.role_id, r.scene_id), {})[r.condition] = r.score
+            if (role_id is None or r.role_id == role_id) and not math.isnan(r.cosine):
+                by_case.setdefault((r.role_id, r.scene_id), {})[r.condition] = r.cosine
         pairs = [d for d in by_case.values() if first in d and last in d]
         return sum(d[last] > d[first] for d in pairs), len(pairs)
 
@@ -155,66 +165,106 @@ class Report:
     def failures(self) -> list[CaseResult]:
         return [r for r in self.results if r.error]
 
-    # ------------------------------------------------------------ tables
-
     def rows(self) -> list[dict]:
         """One row per role, then the overall row (every case weighs the same)."""
         out = []
         for role_id, name in [*self.roles(), ("ALL", "all roles")]:
             rid = None if role_id == "ALL" else role_id
-            row: dict = {"role": role_id, "name": name}
-            sums = {c: self.summary(c, rid) for c in self.conditions}
-            row["cases"] = max((s.n for s in sums.values()), default=0)
-            for c, s in sums.items():
-                row[f"{c}_mean"] = s.mean
-                row[f"{c}_stderr"] = s.stderr
+            row: dict = {"system": self.label, "role": role_id, "name": name}
+            row["cases"] = max((len(self._pick(c, rid)) for c in self.conditions), default=0)
+            for c in self.conditions:
+                for metric in METRICS:
+                    iv = self.interval(metric, c, rid)
+                    row[f"{c}_{metric}"] = iv.value
+                    row[f"{c}_{metric}_low"] = iv.low
+                    row[f"{c}_{metric}_high"] = iv.high
             first, last = self.conditions[0], self.conditions[-1]
-            row["gain"] = sums[last].mean - sums[first].mean
+            row["gain"] = row[f"{last}_cosine"] - row[f"{first}_cosine"]
             won, paired = self.wins(rid)
             row["win_rate"] = won / paired if paired else math.nan
             out.append(row)
         return out
 
+
+@dataclass
+class Comparison:
+    """Several systems on the same held-out cases: the tables, the plots and every reply."""
+
+    reports: list[Report]
+
+    @property
+    def conditions(self) -> list[str]:
+        return self.reports[0].conditions
+
+    def roles(self) -> list[tuple[str, str]]:
+        return self.reports[0].roles()
+
     def markdown(self) -> str:
-        labels = [CONDITIONS[c].label for c in self.conditions]
-        head = ["role", "cases", *labels, "gain", f"{labels[-1]} wins"]
-        lines = [
-            f"# Role-play evaluation: {self.engine}" + (f" ({self.model})" if self.model else ""),
-            "",
-            f"Score: cosine similarity between the reply and the character's original line ({self.scorer}), "
-            "on held-out scenes (the scene is removed from retrieval). Mean ± standard error.",
-            "",
-            "| " + " | ".join(head) + " |",
-            "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|",
-        ]
-        for row in self.rows():
-            name = "**all roles**" if row["role"] == "ALL" else f"{row['name']} (`{row['role']}`)"
-            cells = [name, str(row["cases"])]
-            cells += [_pm(row[f"{c}_mean"], row[f"{c}_stderr"]) for c in self.conditions]
-            cells += [_signed(row["gain"]), _percent(row["win_rate"])]
-            lines.append("| " + " | ".join(cells) + " |")
-        overall = Summary.of([self.summary(self.conditions[-1], rid).mean for rid, _ in self.roles()])
-        base = Summary.of([self.summary(self.conditions[0], rid).mean for rid, _ in self.roles()])
-        lines += ["", f"Mean over roles: {labels[0]} {base.mean:.3f}, {labels[-1]} {overall.mean:.3f}."]
-        if self.failures:
-            lines.append(f"{len(self.failures)} replies failed and are left out; the first: "
-                         f"{self.failures[0].error}")
+        scorer = self.reports[0].scorer
+        lines = ["# Role-play evaluation", "",
+                 f"Held-out scenes (removed from retrieval): the reply is compared with the character's original "
+                 f"line. cosine: sentence-embedding similarity ({scorer}), the paper's metric; ROUGE-L: F1 of the "
+                 "longest common subsequence (Chinese by character, other text by word), RoleBench's; out of "
+                 "character: replies that speak as an AI or model or run into another speaker's line (lower is "
+                 "better); distinct-2: unique word pairs over all word pairs of a reply (low: the reply loops). "
+                 "Each figure is a mean with its 95% bootstrap interval.", "",
+                 "## Overall", "",
+                 "| system | prompt | cases | cosine | ROUGE-L | out of character | distinct-2 |",
+                 "|---|---|---:|---:|---:|---:|---:|"]
+        for rep in self.reports:
+            for c in rep.conditions:
+                n = len(rep._pick(c, None))
+                cells = [rep.label, CONDITIONS[c].label, str(n), rep.interval("cosine", c).text(),
+                         rep.interval("rouge_l", c).text(), rep.interval("ooc", c).text("{:.0%}"),
+                         rep.interval("distinct_2", c).text()]
+                lines.append("| " + " | ".join(cells) + " |")
+        for metric in ("cosine", "rouge_l"):
+            for c in reversed(self.conditions):
+                lines += ["", f"## {METRICS[metric][0]} per role, {CONDITIONS[c].label}", "",
+                          "| role | " + " | ".join(r.label for r in self.reports) + " |",
+                          "|---|" + "---:|" * len(self.reports)]
+                for role_id, name in [*self.roles(), ("ALL", "all roles")]:
+                    rid = None if role_id == "ALL" else role_id
+                    label = "**all roles**" if rid is None else f"{name} (`{role_id}`)"
+                    ivs = [rep.interval(metric, c, rid) for rep in self.reports]
+                    best = max((iv.value for iv in ivs if not math.isnan(iv.value)), default=math.nan)
+                    cells = [(f"**{iv.text()}**" if iv.value == best and len(ivs) > 1 else iv.text()) for iv in ivs]
+                    lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        if len(self.reports) > 1:
+            lines += ["", "## Head to head, full prompt", ""]
+            base = self.reports[0]
+            last = self.conditions[-1]
+            for rep in self.reports[1:]:
+                for metric in ("cosine", "rouge_l"):
+                    won = sum(rep.interval(metric, last, rid).value > base.interval(metric, last, rid).value
+                              for rid, _ in self.roles())
+                    a, b = rep.interval(metric, last), base.interval(metric, last)
+                    verdict = "intervals overlap" if a.overlaps(b) else "intervals do not overlap"
+                    lines.append(f"- {rep.label} vs {base.label}, {METRICS[metric][0]}: higher on {won} of "
+                                 f"{len(self.roles())} roles; overall {a.value:.3f} vs {b.value:.3f} ({verdict}).")
+        for rep in self.reports:
+            if rep.failures:
+                lines += ["", f"{rep.label}: {len(rep.failures)} replies failed and are left out; the first: "
+                              f"{rep.failures[0].error}"]
         return "\n".join(lines) + "\n"
 
     def write(self, out: Path) -> dict[str, Path]:
-        """results.md, results.csv (per role and overall), cases.csv (every reply) and results.png."""
+        """results.md, results.csv (per system, role and prompt), cases.csv (every reply), results.png."""
         out.mkdir(parents=True, exist_ok=True)
         paths = {"markdown": out / "results.md", "csv": out / "results.csv", "cases": out / "cases.csv"}
         paths["markdown"].write_text(self.markdown(), encoding="utf-8")
-        rows = self.rows()
+        rows = [row for rep in self.reports for row in rep.rows()]
         with paths["csv"].open("w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows({k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
         with paths["cases"].open("w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(CaseResult.__dataclass_fields__))
+            names = list(CaseResult.__dataclass_fields__)
+            w = csv.DictWriter(f, fieldnames=names)
             w.writeheader()
-            w.writerows({**r.__dict__, "score": _round(r.score)} for r in self.results)
+            for rep in self.reports:
+                for r in rep.results:
+                    w.writerow({k: (_round(v) if isinstance(v, float) else v) for k, v in r.__dict__.items()})
         png = plot(self, out / "results.png")
         if png:
             paths["plot"] = png
@@ -225,20 +275,8 @@ def _round(x: float) -> float | str:
     return "" if math.isnan(x) else round(x, 4)
 
 
-def _pm(mean: float, err: float) -> str:
-    return "–" if math.isnan(mean) else f"{mean:.3f} ± {err:.3f}"
-
-
-def _signed(x: float) -> str:
-    return "–" if math.isnan(x) else f"{(round(x, 3) or 0.0):+.3f}"  # no "-0.000"
-
-
-def _percent(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x:.0%}"
-
-
-def plot(report: Report, path: Path) -> Path | None:
-    """A bar per condition for each role and overall, with standard errors; None without matplotlib."""
+def plot(comparison: Comparison, path: Path) -> Path | None:
+    """Overall cosine and ROUGE-L per system and prompt, and cosine per role with the full prompt."""
     try:
         import matplotlib
 
@@ -247,25 +285,43 @@ def plot(report: Report, path: Path) -> Path | None:
     except ImportError:
         log.warning("matplotlib is not installed; no plot (pip install -r requirements-local.txt)")
         return None
-    rows = report.rows()
-    labels = [r["role"] if r["role"] != "ALL" else "all roles" for r in rows]
-    x = np.arange(len(rows))
-    width = 0.8 / len(report.conditions)
-    colours = ["#9aa5b1", "#d9480f", "#1971c2"]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(rows) + 2), 4.2), dpi=120)
-    for i, c in enumerate(report.conditions):
-        means = [r[f"{c}_mean"] for r in rows]
-        errs = [0 if math.isnan(r[f"{c}_stderr"]) else r[f"{c}_stderr"] for r in rows]
-        bars = ax.bar(x + (i - (len(report.conditions) - 1) / 2) * width, means, width, yerr=errs, capsize=3,
-                      label=CONDITIONS[c].label, color=colours[i % len(colours)])
+    reps, conds = comparison.reports, comparison.conditions
+    roles = comparison.roles()
+    colours = ["#9aa5b1", "#d9480f", "#1971c2", "#2f9e44", "#ae3ec9", "#f08c00"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), dpi=110, gridspec_kw={"width_ratios": [1, 1, 2.2]})
+    for ax, metric in zip(axes[:2], ("cosine", "rouge_l")):
+        labels, means, lows, highs, cols = [], [], [], [], []
+        for i, rep in enumerate(reps):
+            for j, c in enumerate(conds):
+                iv = rep.interval(metric, c)
+                labels.append(f"{rep.label}\n{CONDITIONS[c].label}")
+                means.append(iv.value)
+                lows.append(0 if math.isnan(iv.low) else iv.value - iv.low)
+                highs.append(0 if math.isnan(iv.high) else iv.high - iv.value)
+                cols.append(colours[i % len(colours)] if j == len(conds) - 1 else "#d0d4d9")
+        x = np.arange(len(labels))
+        bars = ax.bar(x, means, yerr=[lows, highs], capsize=3, color=cols)
         ax.bar_label(bars, labels=[("" if math.isnan(m) else f"{m:.2f}") for m in means], fontsize=7, padding=2)
-    ax.axvline(len(rows) - 1.5, color="#ccc", lw=1)
-    ax.set_xticks(x, labels, rotation=30, ha="right")
-    ax.set_ylabel("cosine similarity to the original line")
-    ax.set_ylim(0, 1.05)
-    title = f"{report.engine}" + (f" · {report.model}" if report.model else "")
-    ax.set_title(f"Held-out scenes: {title}", fontsize=10)
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
+        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+        ax.set_title(f"{METRICS[metric][0]}, all roles (95% interval)", fontsize=9)
+        ax.set_ylim(0, max([m for m in means if not math.isnan(m)] + [0.1]) * 1.35)
+        ax.spines[["top", "right"]].set_visible(False)
+    ax = axes[2]
+    last = conds[-1]
+    x = np.arange(len(roles) + 1)
+    width = 0.8 / len(reps)
+    for i, rep in enumerate(reps):
+        ivs = [rep.interval("cosine", last, rid) for rid, _ in roles] + [rep.interval("cosine", last)]
+        means = [iv.value for iv in ivs]
+        err = [[0 if math.isnan(iv.low) else iv.value - iv.low for iv in ivs],
+               [0 if math.isnan(iv.high) else iv.high - iv.value for iv in ivs]]
+        ax.bar(x + (i - (len(reps) - 1) / 2) * width, means, width, yerr=err, capsize=2,
+               label=rep.label, color=colours[i % len(colours)])
+    ax.axvline(len(roles) - 0.5, color="#ccc", lw=1)
+    ax.set_xticks(x, [rid for rid, _ in roles] + ["all roles"], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("cosine to the original line")
+    ax.set_title(f"Per role, {CONDITIONS[last].label}", fontsize=9)
+    ax.legend(loc="upper left", fontsize=7, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     fig.savefig(path)
@@ -278,7 +334,7 @@ Progress = Callable[[int, int], None]
 
 def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: Settings | None = None,
              model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-             conditions: Sequence[str] = ("system", "full"), per_role: int = 5,
+             conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
              min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, scorer: Embedder | None = None,
              progress: Progress | None = None) -> Report:
     """Answer every held-out case under every condition with one engine, and score the replies."""
@@ -290,28 +346,32 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
         raise InputError(f"Unknown condition(s) {', '.join(unknown) or '(none)'}; use {', '.join(CONDITIONS)}.")
     backend = llm if not isinstance(llm, str) else create_backend(
         llm, options_for(llm, settings, model=model, base_url=base_url, api_key=api_key))
-    cases = [c for role in roles for c in held_out_cases(role, per_role, min_tokens, seed)]
+    holdout = HoldOut(per_role, min_tokens, seed)
+    cases = [c for role in roles for c in holdout.cases(role)]
     if not cases:
         raise InputError(f"No scene ends in a reply of {min_tokens}+ tokens by these roles; lower --min-tokens.")
     embedder = get_embedder(settings.embedder)
     scorer = scorer or embedder
     probe = ChatHaruhi(role=roles[0], llm=backend, settings=settings, embedder=embedder)
     probe.load()
-    report = Report(probe.engine_label, "", scorer.name, list(conditions))
+    budgets = default_budgets(backend.name, settings)
+    system = backend.name + (f":{model}" if model else "")
+    report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system)
     total, done = len(cases) * len(conditions), 0
     if progress:
         progress(0, total)
     for case in cases:
         for cond in conditions:
-            result = CaseResult(case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
+            result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
                                 case.reference)
             bot = ChatHaruhi(role=case.role, llm=backend, settings=settings, embedder=embedder,
                              history=list(case.turn.context), user_role=case.turn.user_role,
-                             budgets=CONDITIONS[cond].budgets(settings.budgets),
+                             budgets=CONDITIONS[cond].budgets(budgets),
                              exclude_scenes=[case.turn.scene_id])
             try:
                 result.reply = bot.chat(case.turn.text, role=case.turn.user_role)
                 report.model = report.model or bot.model_label
+                result.ooc_reason = out_of_character(bot.last_raw, case.role.speaker_names)
             except ChatHaruhiError as exc:
                 result.error = str(exc)
             report.results.append(result)
@@ -325,8 +385,27 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
         raise _failed(report.failures[0].error)
     scores = cosine_scores([r.reply for r in answered], [r.reference for r in answered], scorer)
     for r, s in zip(answered, scores):
-        r.score = float(s)
+        r.cosine = float(s)
+        r.rouge_l = rouge_l(r.reply, r.reference)
+        r.ooc = 1.0 if r.ooc_reason else 0.0
+        r.distinct_2 = distinct_n([r.reply])
     return report
+
+
+def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, settings: Settings | None = None,
+            base_url: str | None = None, api_key: str | None = None, progress_for: Callable[[str], Progress] | None
+            = None, **kwargs) -> Comparison:
+    """The same held-out cases answered by several systems, each under every condition."""
+    settings = settings or Settings.from_env()
+    specs = [s if isinstance(s, SystemSpec) else parse_system(s) for s in systems]
+    for spec in specs:
+        backend_info(spec.engine)
+    reports = []
+    for spec in specs:
+        progress = progress_for(spec.text) if progress_for else None
+        reports.append(run_eval(roles, spec.engine, settings=settings, model=spec.model or None, base_url=base_url,
+                                api_key=api_key, progress=progress, **kwargs))
+    return Comparison(reports)
 
 
 def _failed(first: str) -> ChatHaruhiError:

@@ -23,7 +23,7 @@ import random
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
@@ -32,6 +32,7 @@ from ..chat.prompt import Exchange
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
+from .holdout import HoldOut
 from .jsonl import append_record, read_records, replace_text, write_all
 from .scene_turns import scene_turns
 from .training_data import openai_problems, openai_row, sharegpt_problems, sharegpt_row, training_messages
@@ -213,8 +214,12 @@ def _questions_for(role: Role, backend: Backend, writes: bool, wanted: int, out:
 def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", *,
                settings: Settings | None = None, model: str | None = None, base_url: str | None = None,
                api_key: str | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
-               progress: Progress | None = None) -> SynthesisResult:
-    """Answer every scene opening and question of these roles; append each to `out/dialogues.jsonl`."""
+               progress: Progress | None = None, holdout: HoldOut | None = HoldOut()) -> SynthesisResult:
+    """Answer every scene opening and question of these roles; append each to `out/dialogues.jsonl`.
+
+    The scenes eval holds out (`holdout`; None for none) are neither answered, nor shown as examples,
+    nor retrieved, so that `finetune --data` can train on the result without leaking the test.
+    """
     from ..chat.chatbot import ChatHaruhi
 
     settings = settings or Settings.from_env()
@@ -234,7 +239,10 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
     seen_tasks: set[tuple[str, str]] = set()
     probe = ChatHaruhi(role=roles[0], llm=backend, settings=settings)
     probe.load()
+    held: dict[str, set[str]] = {r.id: holdout.scene_ids(r) if holdout else set() for r in roles}
+    full = {r.id: r for r in roles}
     for role in roles:
+        role = replace(role, stories=[s for s in role.stories if s.id not in held[role.id]])  # what synthesis sees
         openings = scene_tasks(role)
         seen = {normalize(t.text) for t in openings}
         role_tasks = openings[:scenes] if scenes is not None else openings
@@ -254,9 +262,10 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
         progress(total - len(todo), total)
     try:
         for i, task in enumerate(todo):
-            bot = ChatHaruhi(role=task.role, llm=backend, settings=settings, embedder=probe.embedder,
+            role = full[task.role.id]
+            bot = ChatHaruhi(role=role, llm=backend, settings=settings, embedder=probe.embedder,
                              history=list(task.context), user_role=task.user_role,
-                             exclude_scenes=[task.scene_id] if task.scene_id else ())
+                             exclude_scenes=[*held[role.id], *([task.scene_id] if task.scene_id else ())])
             try:
                 reply = bot.chat(task.text, role=task.user_role)
             except ChatHaruhiError as exc:

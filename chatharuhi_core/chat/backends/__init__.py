@@ -15,6 +15,7 @@ from .base import (
     backend_info,
     backend_names,
     create_backend,
+    default_budgets,
     options_for,
     register_backend,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "backend_info",
     "backend_names",
     "create_backend",
+    "default_budgets",
     "options_for",
     "register_backend",
 ]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..prompt import Exchange
 
 if TYPE_CHECKING:
-    from ...config import Settings
+    from ...config import Budgets, Settings
     from ...roles.role import Role
     from ..embedding import Embedder
     from ..store import Hit
@@ -73,6 +73,8 @@ class BackendInfo:
     key_label: str = "API key"
     defaults: Defaults | None = None  # operator settings that fill blank options
     writes: bool = True  # can write new text (False for the script engine, which only quotes)
+    budgets: Budgets | None = None  # prompt budgets sized to the engine (None: the paper's, for big models)
+    suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None  # (label, value) for the model field
 
 
 _REGISTRY: dict[str, BackendInfo] = {}
@@ -80,12 +82,13 @@ _REGISTRY: dict[str, BackendInfo] = {}
 
 def register_backend(name: str, label: str, description: str, *, uses_model: bool = True,
                      uses_server: bool = False, model_hint: str = "", key_label: str = "API key",
-                     defaults: Defaults | None = None, writes: bool = True):
+                     defaults: Defaults | None = None, writes: bool = True, budgets: Budgets | None = None,
+                     suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None):
     """Class decorator: the class is built with a BackendOptions."""
 
     def wrap(cls):
         _REGISTRY[name] = BackendInfo(name, label, description, cls, uses_model, uses_server, model_hint,
-                                      key_label, defaults, writes)
+                                      key_label, defaults, writes, budgets, suggest_models)
         cls.name = name
         return cls
 
@@ -102,6 +105,22 @@ def backend_info(name: str) -> BackendInfo:
     except KeyError:
         known = ", ".join(_REGISTRY)
         raise KeyError(f"Unknown engine '{name}'. Known engines: {known}.") from None
+
+
+def default_budgets(name: str, settings: Settings) -> Budgets:
+    """The budgets a conversation with this engine starts from.
+
+    Budgets the operator or caller set in Settings win; otherwise the engine's own (a small local
+    model reads the paper's 2,700-token prompt slowly), otherwise the paper's.
+    """
+    from ...config import Budgets
+
+    if settings.budgets != Budgets():
+        return settings.budgets
+    try:
+        return backend_info(name).budgets or settings.budgets
+    except KeyError:
+        return settings.budgets
 
 
 def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
