@@ -24,6 +24,17 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[rank - 1]
 
 
+def first_piece_s(pieces) -> float:
+    """Seconds until an iterator yields its first non-empty piece (NaN if it never does)."""
+    import time
+
+    start = time.perf_counter()
+    for piece in pieces:
+        if piece:
+            return time.perf_counter() - start
+    return float("nan")
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, app_process, machine, median  # noqa: E402
+from common import ROOT, app_process, first_piece_s, machine, median  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 START, END = "<!-- local-engine -->", "<!-- /local-engine -->"
@@ -33,13 +33,6 @@ TURNS = {"sherlock": ("Good morning, Mr. Holmes.", "What do you make of the mud 
          "sunwukong": ("大圣，早上好。", "师父又被妖怪抓走了，你打算怎么办？")}
 GOAL_S = 1.5
 
-
-def _first(pieces) -> float:
-    start = time.perf_counter()
-    for piece in pieces:
-        if piece:
-            return time.perf_counter() - start
-    return float("nan")
 
 
 def library(settings, rounds: int) -> dict:
@@ -56,7 +49,7 @@ def library(settings, rounds: int) -> dict:
             for i in range(rounds + 1):
                 bot = ChatHaruhi(role_name=role_id, llm="local", settings=settings, budgets=budgets)
                 bot.chat(opening)
-                t = _first(bot.stream(question))
+                t = first_piece_s(bot.stream(question))
                 prompt = sum(bot.count_tokens(m["content"]) for m in bot.last_messages)
                 if i:  # the first round loads the model and fills the cache
                     times.append(t)

@@ -12,17 +12,10 @@ import json
 import time
 from pathlib import Path
 
-from common import app_process, median
+from common import app_process, first_piece_s, median
 
 ROUNDS = 30
 
-
-def _first(iterable) -> float:
-    start = time.perf_counter()
-    for piece in iterable:
-        if piece:
-            return time.perf_counter() - start
-    return float("nan")
 
 
 def _sdk_pieces(client, messages):
@@ -49,11 +42,11 @@ def measure(cache: Path) -> dict:
         bot.reset()
         messages = bot.prepare("What is your method?").messages
         sdk = OpenAI(base_url=srv.base_url, api_key=GOOD_KEY, max_retries=0)
-        _first(_sdk_pieces(sdk, messages))
+        first_piece_s(_sdk_pieces(sdk, messages))
         sdk_t, lib_t = [], []
         for _ in range(ROUNDS):  # interleaved, so drift on the machine hits both alike
-            sdk_t.append(_first(_sdk_pieces(sdk, messages)))
-            lib_t.append(_first(bot.stream("What is your method?")))
+            sdk_t.append(first_piece_s(_sdk_pieces(sdk, messages)))
+            lib_t.append(first_piece_s(bot.stream("What is your method?")))
             bot.reset()
         out["sdk_ms"], out["library_ms"] = median(sdk_t) * 1000, median(lib_t) * 1000
         print(f"  sdk {out['sdk_ms']:.1f} ms, library {out['library_ms']:.1f} ms "

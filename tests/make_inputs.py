@@ -170,8 +170,8 @@ TINY_LLAMA = "tiny/chatharuhi-llama"
 
 
 def tiny_llama_hub_cache(hub: Path) -> Path:
-    """A tiny random Llama (two layers, 32 wide) with SmolLM2's tokenizer and chat template, cached as
-    the Hub model TINY_LLAMA: big enough to train, save, merge and chat with, small enough for a test."""
+    """A tiny random Llama (two layers, 32 wide, reads 1,024 tokens) with SmolLM2's tokenizer and chat
+    template, cached as the Hub model TINY_LLAMA: big enough to train, save, merge and chat with."""
     import tempfile
 
     import torch
@@ -182,7 +182,7 @@ def tiny_llama_hub_cache(hub: Path) -> Path:
     spec = bundled_spec()
     tokenizer = AutoTokenizer.from_pretrained(spec.source, gguf_file=spec.gguf_file)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
                          tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
                          eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
     torch.manual_seed(0)

@@ -119,7 +119,7 @@ def test_cli_session_file_goes_on_where_it_stopped(cache_dir, tmp_path):
 
 @pytest.mark.parametrize("args", [(), ("chat",), ("roles",), ("engines",), ("validate",), ("role",),
                                   ("role", "build"), ("role", "import"), ("role", "export"), ("role", "push"),
-                                  ("role", "validate"), ("eval",), ("synthesize",), ("feedback",),
+                                  ("role", "validate"), ("eval",), ("synthesize",), ("finetune",), ("feedback",),
                                   ("feedback", "export")])
 def test_cli_help_everywhere(cache_dir, args):
     out = run_cli(*args, "--help", cache=cache_dir)

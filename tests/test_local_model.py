@@ -7,11 +7,13 @@ import threading
 import time
 
 import pytest
+from make_inputs import TINY_LLAMA, tiny_llama_hub_cache
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.backends import local_model
 from chatharuhi_core.chat.backends.local_model import ModelSpec, resolve_model
 from chatharuhi_core.chat.tokens import count_tokens
+from chatharuhi_core.config import Budgets
 from chatharuhi_core.errors import BackendError
 
 
@@ -63,6 +65,38 @@ def test_budgets_count_with_the_models_tokenizer(settings, smol):
     assert bot.last_packed == scenes.count("\n###\n") + 1
 
 
+def test_the_engine_brings_budgets_sized_to_a_small_model(settings, smol):
+    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    assert bot.budgets == local_model.LOCAL_BUDGETS == Budgets(story_tokens=256, history_tokens=192)
+    assert ChatHaruhi(role_name="sherlock", llm="script", settings=settings).budgets == Budgets()  # the paper's
+    mine = Budgets(story_tokens=600, history_tokens=300)
+    assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings, budgets=mine).budgets == mine
+    assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings.with_(budgets=mine)).budgets == mine
+
+
+def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol):
+    """The cached keys and values of the system prompt, then the rest: the same logits as the whole prompt."""
+    import torch
+
+    bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=settings)
+    messages = bot.prepare("你的金箍棒有多重？").messages
+    bot.backend._inputs(smol, messages, "孙悟空")  # the first turn with this role fills the cache
+    enc, cache = bot.backend._inputs(smol, messages, "孙悟空")
+    assert cache is not None
+    cached = cache.get_seq_length()
+    assert 0 < cached < enc["input_ids"].shape[1]
+    assert cached == len(smol.tokenizer(smol.tokenizer.apply_chat_template(messages[:1], tokenize=False),
+                                        add_special_tokens=False)["input_ids"])
+    with torch.inference_mode():
+        whole = smol.model(**enc).logits[0, -1]
+        rest = smol.model(input_ids=enc["input_ids"][:, cached:], attention_mask=enc["attention_mask"],
+                          past_key_values=cache).logits[0, -1]
+    assert torch.allclose(whole, rest, atol=1e-3)
+    assert int(whole.argmax()) == int(rest.argmax())
+    _, again = bot.backend._inputs(smol, messages, "孙悟空")
+    assert again.get_seq_length() == cached  # every reply gets a fresh copy; the shared one is untouched
+
+
 def test_one_model_shared_by_every_conversation(settings, smol):
     a = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
     b = ChatHaruhi(role_name="alice", llm="local", settings=settings)
@@ -95,23 +129,10 @@ def test_a_model_that_hangs_is_cut_by_the_timeout(settings, smol):
 
 
 @pytest.fixture(scope="module")
-def tiny_hub_model(smol, tmp_path_factory):
+def tiny_hub_model(tmp_path_factory):
     """A tiny random Llama with SmolLM2's tokenizer, laid out as a Hugging Face cache entry."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    folder = tmp_path_factory.mktemp("tiny-model")
-    config = LlamaConfig(vocab_size=len(smol.tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
-                         bos_token_id=smol.tokenizer.bos_token_id, eos_token_id=smol.tokenizer.eos_token_id)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    smol.tokenizer.save_pretrained(folder)
-    cache = tmp_path_factory.mktemp("hub-cache")
-    snapshot = cache / "models--test-org--tiny-llama" / "snapshots" / ("a" * 40)
-    snapshot.mkdir(parents=True)
-    for f in folder.iterdir():
-        (snapshot / f.name).write_bytes(f.read_bytes())
-    (cache / "models--test-org--tiny-llama" / "refs").mkdir()
-    (cache / "models--test-org--tiny-llama" / "refs" / "main").write_text("a" * 40)
+    cache = tiny_llama_hub_cache(tmp_path_factory.mktemp("hub-cache"))
+    folder = next((cache / ("models--" + TINY_LLAMA.replace("/", "--")) / "snapshots").iterdir())
     return folder, cache
 
 
@@ -123,9 +144,9 @@ def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, mo
     assert bot.last_stats.model == f"{folder.name} (cpu)"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    hub_bot = ChatHaruhi(role_name="sherlock", llm="local", model="test-org/tiny-llama", settings=settings,
+    hub_bot = ChatHaruhi(role_name="sherlock", llm="local", model=TINY_LLAMA, settings=settings,
                          budgets=budgets)
-    assert hub_bot.chat("Hi") and hub_bot.last_stats.model == "tiny-llama (cpu)"
+    assert hub_bot.chat("Hi") and hub_bot.last_stats.model == "chatharuhi-llama (cpu)"
     missing = ChatHaruhi(role_name="sherlock", llm="local", model="test-org/not-cached", settings=settings)
     start = time.monotonic()
     with pytest.raises(BackendError, match="not in the local Hugging Face cache"):
@@ -134,8 +155,8 @@ def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, mo
 
 
 def test_a_prompt_longer_than_the_model_reads_is_told(settings, tiny_hub_model):
-    folder, _ = tiny_hub_model  # this model reads 1,024 tokens; the default budgets give far more
-    bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings)
+    folder, _ = tiny_hub_model  # this model reads 1,024 tokens; the paper's budgets give far more
+    bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings, budgets=Budgets())
     with pytest.raises(BackendError, match="more than .* can read .*Lower the scene or history budget"):
         bot.chat("Who are you?")
     assert bot.history == []

@@ -232,9 +232,9 @@ class Comparison:
                     lines.append(f"| {label} | " + " | ".join(cells) + " |")
         if len(self.reports) > 1:
             lines += ["", "## Head to head, full prompt", ""]
-            base = self.reports[0]
             last = self.conditions[-1]
-            for rep in self.reports[1:]:
+            pairs = [(a, b) for i, a in enumerate(self.reports) for b in self.reports[:i]]
+            for rep, base in pairs:
                 for metric in ("cosine", "rouge_l"):
                     won = sum(rep.interval(metric, last, rid).value > base.interval(metric, last, rid).value
                               for rid, _ in self.roles())

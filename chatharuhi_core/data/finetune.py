@@ -11,6 +11,7 @@ checkpoint, and the same command resumes from it. Only a finished run becomes th
 from __future__ import annotations
 
 import errno
+import importlib.util
 import json
 import logging
 import math
@@ -38,7 +39,7 @@ MANIFEST_FORMAT = 1
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """Hyperparameters. The defaults fit the eight bundled roles into about 40 minutes on 2 CPU cores."""
+    """Hyperparameters. The defaults train the eight bundled roles in about 35 minutes on 2 CPU cores."""
 
     epochs: float = 1.0
     learning_rate: float = 5e-4
@@ -316,6 +317,10 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
         raise InputError(f"{out} already exists. Pick another --out, or delete it to train again.")
     if not roles:
         raise InputError("No roles to train on.")
+    missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise InputError(f"Fine-tuning needs the local extra ({', '.join(missing)} missing): run "
+                         "`bash scripts/setup.sh local`.")
     spec: ModelSpec = resolve_model(base)  # an unknown base model is a sentence before anything is loaded
     device, dtype = _device()
     work = work_dir(out)
