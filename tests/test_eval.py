@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from chatharuhi_core.cli import main
-from chatharuhi_core.data.evaluate import cosine_scores, held_out_cases, run_eval
+from chatharuhi_core.data.evaluate import Comparison, cosine_scores, held_out_cases, run_eval
 from chatharuhi_core.data.metrics import bootstrap, distinct_n, out_of_character, rouge_l, tokens
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.role import Role, Story
@@ -182,7 +182,7 @@ def test_local_model_eval_answers_and_scores(settings, tmp_path):
     assert len(report.results) == 4 and not report.failures
     assert "SmolLM2" in report.model
     assert all(r.reply and -1 <= r.score <= 1 for r in report.results)
-    files = report.write(tmp_path)
+    files = Comparison([report]).write(tmp_path)
     assert files["plot"].stat().st_size > 10_000
 
 

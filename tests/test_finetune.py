@@ -93,7 +93,8 @@ def test_the_loss_is_on_the_character_line_only(tiny, settings, tmp_path):
     data.rows = data.rows[:3]
     trainer = sft_trainer(model, tokenizer, data, tmp_path / "sft", TINY, "cpu")
     for example, row in zip(trainer.train_dataset, data.rows):
-        ids, mask = example["input_ids"], example["completion_mask"]
+        ids, labels = example["input_ids"], example["labels"]  # -100: no loss
+        mask = [label != -100 for label in labels]
         target = tokenizer.decode([i for i, m in zip(ids, mask) if m])
         assert target.startswith(row.completion[0]["content"])  # the line (then the end-of-turn token)
         assert sum(mask) < len(ids) / 3  # the prompt, far longer, carries no loss
@@ -244,8 +245,10 @@ def test_synthesized_rows_and_corrections_join_the_training(env, settings, tmp_p
         "rejected": [{"role": "assistant", "content": "Sherlock Holmes:「As an AI, I do not drink tea.」"}]}) + "\n"
         for good in ("Black, and strong.", "Later, Watson; the game is afoot.")), encoding="utf-8")
     out = tmp_path / "loop"
+    # the script engine answers with the paper's budgets: longer rows than the local engine's
     result = finetune([role], out, base=TINY_LLAMA, data_files=[synth / "openai.jsonl"], dpo_file=pref,
-                      train=TrainSettings(max_steps=2, grad_accum=1), settings=settings, progress=False)
+                      train=TrainSettings(max_steps=2, grad_accum=1, max_length=4096), settings=settings,
+                      progress=False)
     data = result.manifest["data"]
     assert data["file_rows"] == {str(synth / "openai.jsonl"): len(answered)} and data["preference_pairs"] == 2
     assert result.manifest["dpo"]["pairs"] == 2 and result.manifest["dpo"]["steps"] >= 1
