@@ -38,6 +38,7 @@ from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
+from scene_page import build_scene_tab  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
@@ -368,6 +369,9 @@ def build_demo() -> gr.Blocks:
                 with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
                                   elem_id="scenes-panel"):
                     scenes = gr.Markdown(elem_id="scenes")
+        with tabs, gr.Tab("Scene · 群戏", id="scene-tab"):
+            build_scene_tab([backend, model, base_url, api_key, story_tokens, history_tokens, fold], added,
+                            _export_dir)
         with tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
             gr.Markdown(
                 "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"

@@ -10,6 +10,7 @@ from pathlib import Path
 from .chat.backends import backend_info, backend_names
 from .config import Settings
 from .errors import ChatHaruhiError
+from .scene.order import order_names
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
@@ -73,6 +74,11 @@ class _Session:
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
 
+    if len(args.role) > 1 or args.order:
+        from .scene.cli import run_scene
+
+        return run_scene(args)
+    args.role = args.role[0]
     settings = Settings.from_env()
     session = _Session(args.session)
     history, saved_user = session.load(args.role)
@@ -422,14 +428,24 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Role-play chat grounded in a character's classic scenes.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("chat", help="talk to a character: one message, or a loop without TEXT",
-                       description="Answer one message (TEXT) in character, or open an interactive loop.")
-    p.add_argument("--role", required=True,
-                   help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes")
+    p = sub.add_parser("chat", help="talk to a character (or a scene of several): one message, or a loop",
+                       description="Answer one message (TEXT) in character, or open an interactive loop. "
+                                   "Give --role two to six times for a scene with several characters; in its "
+                                   "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE "
+                                   "and /leave NAME steer it.")
+    p.add_argument("--role", required=True, action="append",
+                   help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes; "
+                        "repeat it for a scene")
     p.add_argument("--user-role", help="who you are in the story (default: the role's usual partner, e.g. Watson)")
+    p.add_argument("--order", choices=order_names(),
+                   help="in a scene, who speaks next: natural (named ones first, then the talkative; default), "
+                        "list, pooled (everyone once before anyone twice), manual (you pick with /next), "
+                        "director (the engine picks)")
+    p.add_argument("--allow-self", action="store_true", help="in a scene, a character may answer its own line")
+    p.add_argument("--seed", type=int, help="in a scene, seed the speaker choice (for repeatable runs)")
     _add_engine_args(p)
     p.add_argument("--session", metavar="FILE",
-                   help="a chat file (.jsonl, the page's export format): go on from it if it exists, "
+                   help="a chat or scene file (.jsonl, the page's export format): go on from it if it exists, "
                         "and save it after every reply")
     p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
     p.set_defaults(func=cmd_chat)

@@ -9,6 +9,8 @@ picks the behaviour.
     plain       like echo, without the `Name:「」` wrapper (the first chunk is already visible text)
     strict      like echo, but rejects (400) a system message or two user messages in a row,
                 as some servers do (the reason for the fold-prompt option)
+A scene director's request (its system message opens "You direct") is answered with the
+server's `director_answer`, so a test decides who the "model" picks.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ class Handler(BaseHTTPRequestHandler):
         m = re.search(r"act like (.+?) from", system)
         name = m.group(1) if m else "Someone"
         last = req["messages"][-1]["content"]
-        reply = f"Echo: {last}" if model == "plain" else f"{name}:「Echo: {last}」"
+        reply = (self.server.director_answer if system.startswith("You direct")
+                 else f"Echo: {last}" if model == "plain" else f"{name}:「Echo: {last}」")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -128,6 +131,7 @@ class FakeOpenAI:
         self.httpd.requests = []
         self.httpd.token_delay_s = token_delay_s
         self.httpd.slow_s = slow_s
+        self.httpd.director_answer = "END"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

@@ -215,8 +215,19 @@ class ChatHaruhi:
         """
         self.load()  # a model loading on first use is not part of the reply's timing
         started = time.perf_counter()
-        first: float | None = None
         request = self.prepare(text, role, avoid)
+        final = yield from self.respond(request, started)
+        self.history.append(Exchange(request.user_role, request.text, final))
+
+    def respond(self, request: ChatRequest, started: float | None = None) -> Iterator[str]:
+        """Stream the character's line for a prepared request and return it cleaned; no history change.
+
+        A scene with several characters prepares its own requests and calls this, so both paths
+        share the clean-up of the `Name:「…」` wrapper and the timing.
+        """
+        self.load()
+        started = started or time.perf_counter()
+        first: float | None = None
         self.last_scenes = request.scenes
         self.last_messages = request.messages
         name = self.role.name
@@ -240,7 +251,7 @@ class ChatHaruhi:
         end = time.perf_counter()
         self.last_stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started,
                                      end - started, self.count_tokens(final))
-        self.history.append(Exchange(request.user_role, request.text, final))
+        return final
 
     def chat(self, text: str, role: str | None = None) -> str:
         """Answer one message and return the whole reply."""

@@ -132,7 +132,8 @@ def fold_messages(messages: Sequence[dict]) -> list[dict]:
 
 # ------------------------------------------------------------ reply clean-up
 
-_SPEAKER_LINE = re.compile(r"\n\s*[^\s:：「」\n]{1,24}\s*[:：]\s*「")
+# a new line that opens another speaker's turn, names with spaces included ("Count Dracula:「")
+_SPEAKER_LINE = re.compile(r"\n\s*[^\s:：「」\n](?:[^:：「」\n]{0,23}[^\s:：「」\n])?\s*[:：]\s*「")
 
 
 def clean_reply(raw: str, character: str) -> str:

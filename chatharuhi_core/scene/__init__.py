@@ -1,0 +1,27 @@
+"""Scenes with several characters: one shared transcript, each character's own prompt, scenes and view.
+
+    from chatharuhi_core.scene import Scene
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cast import Line, Member
+    from .scene import Scene, SceneState
+
+__all__ = ["Line", "Member", "Scene", "SceneState"]
+
+
+def __getattr__(name: str):
+    """Imported on first use: the command line reads the order names without loading the chat path."""
+    if name in ("Line", "Member"):
+        from . import cast
+
+        return getattr(cast, name)
+    if name in ("Scene", "SceneState"):
+        from . import scene
+
+        return getattr(scene, name)
+    raise AttributeError(name)

@@ -1,0 +1,141 @@
+"""`chat --role A --role B [--role C] [--order …] [TEXT]`: a scene on the command line.
+
+Each line prints as `Name:「…」`. Without TEXT it is a loop in which the visitor's lines are
+answered by the order's pick, and slash commands steer the scene.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import ChatHaruhiError
+from ..roles.sources import load_role
+from .scene import Scene
+
+HELP = """/who            who is here, muted or not, and how talkative
+/next NAME      make NAME speak now (even when muted)
+/talk [N]       let the characters carry on for N lines (default 3); Ctrl-C stops
+/mute NAME      NAME no longer volunteers      /unmute NAME
+/join ROLE      a character joins (sees only what is said from now on)
+/leave NAME     a character leaves
+/quit           leave (Ctrl-D too)"""
+
+
+def _speak(scene: Scene, who=None) -> bool:
+    """Stream one character's line; False when nobody was free to speak."""
+    member = scene.member(who) if isinstance(who, str) else who or scene.pick_next()
+    if member is None:
+        return False
+    print(f"{member.name}:「", end="", flush=True)
+    try:
+        for delta in scene.stream_turn(member):
+            print(delta, end="", flush=True)
+    finally:
+        print("」", flush=True)
+    return True
+
+
+def _who(scene: Scene) -> str:
+    rows = []
+    for m in scene.members:
+        state = "here" if m.present else "left"
+        mute = ", muted" if m.muted else ""
+        rows.append(f"  {m.name} ({m.role_id}): {state}{mute}, talkativeness {m.talkativeness:.1f}")
+    return "\n".join(rows)
+
+
+def _save(scene: Scene, path: Path | None) -> None:
+    if path is not None:
+        from ..data.jsonl import replace_text
+
+        replace_text(path, scene.dump())
+
+
+def run_scene(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    path = Path(args.session) if args.session else None
+    common = dict(model=args.model, base_url=args.base_url, api_key=args.api_key, settings=settings,
+                  fold_prompt=args.fold_prompt, seed=args.seed)
+    llm = args.llm or settings.default_backend
+    if path is not None and path.exists():
+        scene = Scene.load(path.read_bytes(), llm=llm, **common)
+        if args.order:
+            scene.state.order = args.order
+    else:
+        roles = [load_role(r) for r in args.role]
+        user = args.user_role or roles[0].user_name
+        scene = Scene(roles, llm=llm, user_role=user, order=args.order or "natural",
+                      allow_self=args.allow_self, **common)
+    scene.check_cast()
+    loading = scene.bot(scene.present[0]).loading_message()
+    if loading:
+        print(loading, file=sys.stderr, flush=True)
+        scene.bot(scene.present[0]).load()
+    if args.text:
+        scene.say(" ".join(args.text))
+        picked = scene.responders()
+        if not picked:
+            print("(manual order: nobody answers until you name someone; run without TEXT and use /next NAME)")
+        for member in picked:
+            _speak(scene, member)
+        _save(scene, path)
+        return 0
+    names = ", ".join(m.name for m in scene.present)
+    if scene.lines:
+        print(f"(going on from {len(scene.lines)} saved lines in {path})")
+        for ln in scene.lines[-4:]:
+            print(f"{ln.speaker}:「{ln.text}」")
+    print(f"In this scene: {names}. You are {scene.user_role}. /help for the commands, Ctrl-D to leave.")
+    while True:
+        try:
+            text = input(f"{scene.user_role}> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        if not text:
+            continue
+        try:
+            if text.startswith("/"):
+                if _command(scene, text) is False:
+                    return 0
+            else:
+                scene.say(text)
+                for member in scene.responders():
+                    _speak(scene, member)
+            _save(scene, path)
+        except ChatHaruhiError as exc:
+            print(f"[{exc}]")
+
+
+def _command(scene: Scene, text: str) -> bool | None:
+    word, _, rest = text.partition(" ")
+    rest = rest.strip()
+    if word in ("/quit", "/exit"):
+        return False
+    if word == "/who":
+        print(_who(scene))
+    elif word == "/next" and rest:
+        _speak(scene, rest)
+    elif word == "/talk":
+        turns = int(rest) if rest.isdigit() else 3
+        try:
+            for _ in range(turns):
+                if not _speak(scene):
+                    print("(the scene has come to a close)")
+                    break
+        except KeyboardInterrupt:
+            print("(stopped)")
+    elif word == "/mute" and rest:
+        print(f"({scene.mute(rest).name} is muted: speaks only when you use /next)")
+    elif word == "/unmute" and rest:
+        print(f"({scene.mute(rest, False).name} may speak again)")
+    elif word == "/join" and rest:
+        print(f"({scene.add(rest).name} joins the scene)")
+    elif word == "/leave" and rest:
+        print(f"({scene.leave(rest).name} leaves the scene)")
+    else:
+        print(HELP)
+    return None

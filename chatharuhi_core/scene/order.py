@@ -1,0 +1,155 @@
+"""Who speaks next: the orders people know from group chats, registered by name.
+
+Each order answers two questions about a scene:
+  responders(scene, rng)  who answers, in turn, after the visitor's line
+  next(scene, rng)        who speaks the next line when the characters talk among themselves
+Both consider only present, unmuted members, and never the speaker of the last line unless
+the scene allows self-replies. The random generator is passed in so tests can seed it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .cast import Member, mention_at
+
+if TYPE_CHECKING:
+    from .scene import Scene
+
+
+def candidates(scene: Scene) -> list[Member]:
+    """Present, unmuted members in list order, minus the last speaker unless self-replies are allowed."""
+    last = scene.lines[-1].role_id if scene.lines else None
+    return [m for m in scene.members if m.present and not m.muted and (scene.allow_self or m.role_id != last)]
+
+
+def mentioned(scene: Scene, pool: list[Member]) -> list[Member]:
+    """Members of `pool` named in the last line, in the order the line names them."""
+    if not scene.lines:
+        return []
+    text = scene.lines[-1].text
+    found = [(pos, i, m) for i, m in enumerate(pool) if (pos := mention_at(text, m)) is not None]
+    return [m for _, _, m in sorted(found, key=lambda t: (t[0], t[1]))]
+
+
+def _natural(scene: Scene, rng: random.Random) -> list[Member]:
+    """Named ones first; then each other member who rolls under its talkativeness; else one at random."""
+    pool = candidates(scene)
+    if not pool:
+        return []
+    chosen = mentioned(scene, pool)
+    rest = [m for m in pool if m not in chosen]
+    rng.shuffle(rest)
+    chosen += [m for m in rest if rng.random() < m.talkativeness]
+    return chosen or [rng.choice(pool)]
+
+
+def _natural_next(scene: Scene, rng: random.Random) -> Member | None:
+    picked = _natural(scene, rng)
+    return picked[0] if picked else None
+
+
+def _list(scene: Scene, rng: random.Random) -> list[Member]:
+    return candidates(scene)
+
+
+def _list_next(scene: Scene, rng: random.Random) -> Member | None:
+    """The member after the last character who spoke, going round the list."""
+    pool = candidates(scene)
+    if not pool:
+        return None
+    last = next((ln.role_id for ln in reversed(scene.lines) if ln.by_character), None)
+    ids = [m.role_id for m in scene.members]
+    if last in ids:
+        after = ids[ids.index(last) + 1:] + ids[: ids.index(last) + 1]
+        for rid in after:
+            for m in pool:
+                if m.role_id == rid:
+                    return m
+    return pool[0]
+
+
+def spoken_this_round(scene: Scene) -> set[str]:
+    """Who has spoken since everyone present last had a turn (a round resets once all have)."""
+    current: set[str] = set()
+    for line in scene.lines:
+        if not line.by_character:
+            continue
+        if line.role_id in current:  # someone spoke twice: only possible after a forced turn
+            current = set()
+        current.add(line.role_id)
+        everyone = {m.role_id for m in scene.members if m.present and not m.muted}
+        if everyone <= current:
+            current = set()
+    return current
+
+
+def _pooled_next(scene: Scene, rng: random.Random) -> Member | None:
+    """One of those who have not spoken this round; a new round when all have."""
+    pool = candidates(scene)
+    if not pool:
+        return None
+    done = spoken_this_round(scene)
+    fresh = [m for m in pool if m.role_id not in done]
+    return rng.choice(fresh or pool)
+
+
+def _pooled(scene: Scene, rng: random.Random) -> list[Member]:
+    picked = _pooled_next(scene, rng)
+    return [picked] if picked else []
+
+
+def _manual(scene: Scene, rng: random.Random) -> list[Member]:
+    return []  # the visitor picks who answers
+
+
+def _director(scene: Scene, rng: random.Random) -> list[Member]:
+    picked = _director_next(scene, rng)
+    return [picked] if picked else []
+
+
+def _director_next(scene: Scene, rng: random.Random) -> Member | None:
+    """The engine picks from a short plain request; an engine that cannot write falls back to natural order."""
+    if not scene.engine_writes:
+        return _natural_next(scene, rng)
+    choice = scene.ask_director()
+    if choice is END:
+        return None
+    return choice or _natural_next(scene, rng)
+
+
+END = object()  # the director's answer when it ends the scene
+
+
+@dataclass(frozen=True)
+class Order:
+    name: str
+    label: str
+    responders: Callable[[Scene, random.Random], list[Member]]
+    next: Callable[[Scene, random.Random], Member | None]
+
+
+ORDERS: dict[str, Order] = {
+    o.name: o
+    for o in (
+        Order("natural", "Natural: named ones answer, then the talkative", _natural, _natural_next),
+        Order("list", "List order: everyone in turn", _list, _list_next),
+        Order("pooled", "Pooled: everyone once before anyone twice", _pooled, _pooled_next),
+        Order("manual", "Manual: you pick who answers", _manual, _pooled_next),
+        Order("director", "Director: the engine picks, or ends the scene", _director, _director_next),
+    )
+}
+
+
+def order_names() -> list[str]:
+    return list(ORDERS)
+
+
+def get_order(name: str) -> Order:
+    try:
+        return ORDERS[name]
+    except KeyError:
+        raise KeyError(f"Unknown order '{name}'. Known orders: {', '.join(ORDERS)}.") from None

@@ -1,0 +1,120 @@
+"""A scene saved as JSON Lines and read back exactly; the same family as a saved chat.
+
+Line 1 is a header: format "chatharuhi-scene", version, the visitor's name, the order, and the
+cast with each member's talkativeness, mute and presence spans. Each further line is one line of
+the transcript: who said it (a role id, or null for the visitor), the text, and for a character
+its reply id, the line it answered, prompt, scenes, engine, rating and correction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ..errors import InputError
+from .cast import Line, Member
+from .order import ORDERS
+
+FORMAT = "chatharuhi-scene"
+VERSION = 1
+MAX_BYTES = 20 * 1024 * 1024
+
+
+def dump_scene(state) -> str:
+    header = {"format": FORMAT, "version": VERSION, "user_role": state.user_role, "order": state.order,
+              "allow_self": state.allow_self, "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "members": [{"role": m.role_id, "name": m.name, "aliases": list(m.aliases),
+                           "talkativeness": m.talkativeness, "muted": m.muted, "spans": m.spans}
+                          for m in state.members]}
+    rows = [header]
+    for ln in state.lines:
+        rows.append({"speaker": ln.speaker, "role": ln.role_id, "text": ln.text, "id": ln.id, "cue": ln.cue,
+                     "engine": ln.engine, "model": ln.model, "rating": ln.rating, "original": ln.original,
+                     "prompt": ln.messages, "scenes": ln.scenes})
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def _text(obj: dict, key: str, where: str, required: bool = True) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InputError(f"{where} of the scene file has no '{key}' text.")
+    return value
+
+
+def _spans(value, where: str) -> list[list[int | None]]:
+    ok = (isinstance(value, list) and value
+          and all(isinstance(s, list) and len(s) == 2 and isinstance(s[0], int)
+                  and (s[1] is None or isinstance(s[1], int)) for s in value))
+    if not ok:
+        raise InputError(f"{where} of the scene file has malformed 'spans' (expected [[joined, left or null], …]).")
+    return [list(s) for s in value]
+
+
+def load_scene(data: bytes | str):
+    """Read a saved scene; any problem is one sentence naming the line."""
+    from .scene import SceneState
+
+    if isinstance(data, bytes):
+        if len(data) > MAX_BYTES:
+            raise InputError(f"That scene file is over {MAX_BYTES // (1024 * 1024)} MB; it cannot be a saved scene.")
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("That scene file is not UTF-8 text; choose a .jsonl file exported from this page.") from None
+    rows = []
+    for n, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError:
+            raise InputError(f"Line {n} of the scene file is not JSON; the file may be cut short.") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"Line {n} of the scene file is not a JSON object.")
+        rows.append((n, obj))
+    if not rows or rows[0][1].get("format") != FORMAT:
+        hint = " It is a one-to-one chat: import it in the Chat tab." if rows and rows[0][1].get(
+            "format") == "chatharuhi-chat" else ""
+        raise InputError(f"That file is not a scene exported from ChatHaruhi (its first line has no "
+                         f"\"format\": \"{FORMAT}\").{hint}")
+    _, header = rows[0]
+    if not isinstance(header.get("version"), int) or header["version"] > VERSION:
+        raise InputError(f"That scene was saved by a newer ChatHaruhi (format version {header.get('version')}); "
+                         "update this app to open it.")
+    members = []
+    for i, m in enumerate(header.get("members") or [], 1):
+        where = f"Cast member {i} on line 1"
+        if not isinstance(m, dict):
+            raise InputError(f"{where} of the scene file is not a JSON object.")
+        talk = m.get("talkativeness", 0.5)
+        if not isinstance(talk, (int, float)) or not 0 <= talk <= 1:
+            raise InputError(f"{where} of the scene file has a talkativeness outside 0 to 1.")
+        members.append(Member(_text(m, "role", where), _text(m, "name", where, False) or m["role"],
+                              tuple(a for a in m.get("aliases") or [] if isinstance(a, str)), float(talk),
+                              bool(m.get("muted")), _spans(m.get("spans", [[0, None]]), where)))
+    if not members:
+        raise InputError("That scene file names no characters (line 1 has no 'members').")
+    ids = {m.role_id for m in members}
+    lines = []
+    for n, obj in rows[1:]:
+        where = f"Line {n}"
+        rid = obj.get("role")
+        if rid is not None and rid not in ids:
+            raise InputError(f"{where} of the scene file is spoken by '{rid}', who is not in its cast.")
+        prompt = obj.get("prompt") or []
+        if not isinstance(prompt, list) or not all(isinstance(x, dict) and isinstance(x.get("content"), str)
+                                                   for x in prompt):
+            raise InputError(f"{where} of the scene file has a malformed 'prompt'.")
+        scenes = obj.get("scenes") or []
+        if not isinstance(scenes, list) or not all(isinstance(x, dict) for x in scenes):
+            raise InputError(f"{where} of the scene file has malformed 'scenes'.")
+        rating = obj.get("rating") if obj.get("rating") in ("like", "dislike") else None
+        lines.append(Line(_text(obj, "speaker", where), _text(obj, "text", where), rid,
+                          _text(obj, "id", where, False) or f"imported-{n}", prompt, scenes,
+                          _text(obj, "cue", where, False), _text(obj, "engine", where, False),
+                          _text(obj, "model", where, False), rating, obj.get("original") or None))
+    order = header.get("order") if header.get("order") in ORDERS else "natural"
+    return SceneState(members, lines, _text(header, "user_role", "Line 1", False) or "You", order,
+                      bool(header.get("allow_self")))

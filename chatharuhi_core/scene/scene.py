@@ -1,0 +1,348 @@
+"""A scene: 2 to 6 characters and the visitor share one transcript.
+
+    scene = Scene(["sunwukong", "zhugeliang", "lindaiyu"], llm="script", user_role="唐僧")
+    scene.chat("悟空，你怎么看？")          # the visitor's line, then whoever the order picks answers
+    for line in scene.talk(3): ...         # the characters carry on among themselves
+
+Each character's turn is an ordinary ChatHaruhi turn: its own system prompt, its own retrieval
+from its own store (queried with the recent lines addressed to it), and its own view of the
+transcript (only the lines it witnessed), within its budgets. A turn that fails or is stopped
+adds nothing: lines join the transcript only when complete.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
+from ..chat.chatbot import ChatHaruhi, check_input
+from ..chat.embedding import Embedder, get_embedder
+from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, format_query, pack_stories
+from ..config import Budgets, Settings
+from ..errors import ChatHaruhiError, InputError
+from ..roles.role import Role
+from ..roles.sources import load_role
+from .cast import MAX_MEMBERS, MIN_MEMBERS, Line, Member, mention_at
+from .order import END, candidates, get_order
+
+log = logging.getLogger(__name__)
+DIRECTOR_LINES = 12  # how much of the transcript the director reads
+
+
+@dataclass
+class SceneState:
+    """A scene as a plain value (members and lines), for the page's per-visitor state and for files."""
+
+    members: list[Member] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    user_role: str = "You"
+    order: str = "natural"
+    allow_self: bool = False
+
+    def copy(self) -> SceneState:
+        return SceneState(copy.deepcopy(self.members), [copy.copy(ln) for ln in self.lines], self.user_role,
+                          self.order, self.allow_self)
+
+
+class Scene:
+    """One visitor's scene with several characters. Not shared between visitors."""
+
+    def __init__(
+        self,
+        roles: Sequence[str | Role | ChatHaruhi] = (),
+        llm: str | Backend = "script",
+        *,
+        user_role: str = "You",
+        order: str = "natural",
+        allow_self: bool = False,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        budgets: Budgets | None = None,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        fold_prompt: bool | None = None,
+        seed: int | None = None,
+        state: SceneState | None = None,
+    ):
+        self.settings = settings or Settings.from_env()
+        self.embedder = embedder or get_embedder(self.settings.embedder)
+        if isinstance(llm, str):
+            llm = create_backend(llm, options_for(llm, self.settings, model=model, base_url=base_url,
+                                                  api_key=api_key))
+        self.backend: Backend = llm  # one engine for the whole cast
+        self._budgets, self._fold = budgets, fold_prompt
+        self.rng = random.Random(seed)
+        state = state or SceneState(user_role=user_role, order=order, allow_self=allow_self)
+        get_order(state.order)  # an unknown order fails here, not on the first turn
+        self.state = state
+        self._bots: dict[str, ChatHaruhi] = {}
+        for member in state.members:
+            self._bots[member.role_id] = self._bot(load_role(member.role_id))
+        for role in roles:
+            self.add(role)
+
+    # ------------------------------------------------------------ cast
+
+    @property
+    def members(self) -> list[Member]:
+        return self.state.members
+
+    @property
+    def lines(self) -> list[Line]:
+        return self.state.lines
+
+    @property
+    def allow_self(self) -> bool:
+        return self.state.allow_self
+
+    @property
+    def user_role(self) -> str:
+        return self.state.user_role
+
+    @property
+    def present(self) -> list[Member]:
+        return [m for m in self.members if m.present]
+
+    def _bot(self, role: Role | ChatHaruhi) -> ChatHaruhi:
+        if isinstance(role, ChatHaruhi):
+            return role
+        return ChatHaruhi(role=role, llm=self.backend, settings=self.settings, embedder=self.embedder,
+                          budgets=self._budgets, fold_prompt=self._fold)
+
+    def add(self, role: str | Role | ChatHaruhi) -> Member:
+        """A character joins now: it will see only what is said from here on."""
+        if isinstance(role, str):
+            role = load_role(role)
+        rid = role.role.id if isinstance(role, ChatHaruhi) else role.id
+        known = next((m for m in self.members if m.role_id == rid), None)
+        if known and known.present:
+            raise InputError(f"{known.name} is already in the scene.")
+        if len(self.present) >= MAX_MEMBERS:
+            raise InputError(f"A scene holds at most {MAX_MEMBERS} characters; ask someone to leave first.")
+        if known:
+            known.join(len(self.lines))
+            return known
+        bot = self._bot(role)
+        member = Member(rid, bot.role.name, tuple(bot.role.aliases), spans=[[len(self.lines), None]])
+        self._bots[rid] = bot
+        self.members.append(member)
+        return member
+
+    def member(self, name: str) -> Member:
+        """A member by name, alias or id (any case)."""
+        key = (name or "").strip().lower()
+        for m in self.members:
+            if key in {n.lower() for n in (m.role_id, *m.names())}:
+                return m
+        here = ", ".join(m.name for m in self.present) or "nobody"
+        raise InputError(f"'{name}' is not in this scene. Here now: {here}.")
+
+    def leave(self, name: str) -> Member:
+        """The character leaves: it sees nothing said after this."""
+        m = self.member(name)
+        m.leave(len(self.lines))
+        return m
+
+    def mute(self, name: str, muted: bool = True) -> Member:
+        m = self.member(name)
+        m.muted = muted
+        return m
+
+    def bot(self, member: Member | str) -> ChatHaruhi:
+        return self._bots[member.role_id if isinstance(member, Member) else self.member(member).role_id]
+
+    def check_cast(self) -> None:
+        if len(self.present) < MIN_MEMBERS:
+            raise InputError(f"A scene needs at least {MIN_MEMBERS} characters; add one more.")
+
+    # ------------------------------------------------------------ who speaks
+
+    @property
+    def engine_writes(self) -> bool:
+        try:
+            return backend_info(self.backend.name).writes
+        except KeyError:
+            return True
+
+    def responders(self) -> list[Member]:
+        """Who answers the visitor's last line, in turn, by the scene's order (none in manual order)."""
+        return get_order(self.state.order).responders(self, self.rng)
+
+    def pick_next(self) -> Member | None:
+        """Who speaks next when the characters talk among themselves; None when nobody can, or the director ends it."""
+        return get_order(self.state.order).next(self, self.rng)
+
+    def ask_director(self) -> Member | object | None:
+        """The engine names the next speaker from a short plain request; END to close the scene.
+
+        None when the answer names nobody or the engine failed (the order falls back to natural).
+        """
+        pool = candidates(self)
+        if not pool:
+            return None
+        recent = "\n".join(format_query(ln.speaker, ln.text) for ln in self.lines[-DIRECTOR_LINES:])
+        names = ", ".join(m.name for m in pool)
+        messages = [
+            {"role": "system", "content": "You direct a role-play scene. You never write dialogue: you only "
+                                          "say who speaks next, or that the scene is over."},
+            {"role": "user", "content": f"The scene so far:\n{recent or '(nothing said yet)'}\n\n"
+                                        f"Characters who may speak: {names}.\nWho should speak next? "
+                                        "Answer with one name from that list, or END if the scene has "
+                                        "reached a natural close."},
+        ]
+        request = ChatRequest(messages=messages, role=self.bot(pool[0]).role, user_role=self.user_role, text="",
+                              plain=True)
+        try:
+            answer = "".join(self.backend.stream(request)).strip()
+        except ChatHaruhiError as exc:
+            log.info("director failed, natural order instead: %s", exc)
+            return None
+        named = sorted(((pos, i, m) for i, m in enumerate(pool) if (pos := mention_at(answer, m)) is not None),
+                       key=lambda t: (t[0], t[1]))
+        end = re.search(r"\bEND\b", answer)
+        if end and (not named or end.start() < named[0][0]):
+            return END
+        return named[0][2] if named else None
+
+    # ------------------------------------------------------------ one character's turn
+
+    def seen(self, member: Member) -> list[Line]:
+        """The transcript as this member witnessed it."""
+        return [ln for i, ln in enumerate(self.lines) if member.saw(i)]
+
+    def prepare(self, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
+        """The member's prompt: its system prompt, its scenes, the lines it saw, and the lines for it to answer."""
+        bot = self.bot(member)
+        role = bot.role
+        seen = self.seen(member)
+        own = [i for i, ln in enumerate(seen) if ln.role_id == member.role_id]
+        cut = own[-1] + 1 if own else 0
+        earlier, fresh = seen[:cut], seen[cut:]
+        addressed = [ln for ln in fresh if mention_at(ln.text, member) is not None]
+        cue = (addressed or fresh or seen[-1:] or [None])[-1]
+        query = cue.text if cue else role.name
+        scenes = bot.retrieve(query)
+        packed = pack_stories([h.text for h in scenes], bot.budgets.story_tokens, bot.count_tokens)
+        others = [m.name for m in self.present if m.role_id != member.role_id]
+        note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
+                "one line, and never write the others' lines.")
+        messages: list[dict] = [{"role": "system", "content": role.system_prompt + note}]
+        if packed:
+            messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
+        messages += _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
+        if fresh:
+            last = "\n".join(format_query(ln.speaker, ln.text) for ln in fresh)
+        else:  # it spoke last (a forced turn) or nothing was said yet: the narrator hands it the word
+            last = (f"旁白:{role.name}接着说。" if role.language.startswith("zh")
+                    else f"narrator:{role.name} speaks next.")
+        messages.append({"role": "user", "content": last})
+        if bot.fold_prompt:
+            messages = fold_messages(messages)
+        bot.last_packed = len(packed)
+        history = [Exchange(a.speaker, a.text, b.text) for a, b in zip(seen, seen[1:])
+                   if b.role_id == member.role_id and a.role_id != member.role_id]
+        return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else self.user_role,
+                           text=query, scenes=scenes, history=history, embedder=bot.embedder, avoid=tuple(avoid))
+
+    def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Iterator[str]:
+        """Stream one character's line (`who`, or the order's pick); it joins the transcript when complete.
+
+        A muted member speaks when named here: that is how the visitor forces it.
+        """
+        self.check_cast()
+        member = who if isinstance(who, Member) else self.member(who) if who else self.pick_next()
+        if member is None:
+            raise InputError("Nobody is free to speak: everyone present is muted, or just spoke.")
+        if not member.present:
+            raise InputError(f"{member.name} has left the scene; add them again to let them speak.")
+        bot = self.bot(member)
+        request = self.prepare(member, avoid)
+        text = yield from bot.respond(request)
+        stats = bot.last_stats
+        used = bot.last_packed
+        self.lines.append(Line(
+            member.name, text, member.role_id, messages=request.messages, cue=request.text,
+            scenes=[{"id": h.id, "similarity": round(h.similarity, 4), "text": h.text, "used": i < used}
+                    for i, h in enumerate(request.scenes)],
+            engine=stats.engine if stats else "", model=stats.model if stats else ""))
+
+    def turn(self, who: Member | str | None = None) -> Line:
+        for _ in self.stream_turn(who):
+            pass
+        return self.lines[-1]
+
+    # ------------------------------------------------------------ the API
+
+    def say(self, text: str) -> Line:
+        """The visitor's line, as their character in the story."""
+        line = Line(self.user_role, check_input(text))
+        self.lines.append(line)
+        return line
+
+    def chat(self, text: str) -> list[Line]:
+        """The visitor's line, then the replies the order calls for (none in manual order)."""
+        self.check_cast()
+        self.say(text)
+        return [self.turn(m) for m in self.responders()]
+
+    def talk(self, turns: int) -> Iterator[Line]:
+        """The characters carry on for up to `turns` lines; stops early when the director ends the scene."""
+        self.check_cast()
+        for _ in range(turns):
+            member = self.pick_next()
+            if member is None:
+                return
+            yield self.turn(member)
+
+    def regenerate(self) -> Iterator[str]:
+        """The last character line again, by the same character, avoiding the words it gave."""
+        if not self.lines or not self.lines[-1].by_character:
+            raise InputError("The last line is not a character's; there is nothing to regenerate.")
+        old = self.lines.pop()
+        try:
+            yield from self.stream_turn(self.member(old.role_id), avoid=[old.text])
+        except BaseException:
+            self.lines.append(old)
+            raise
+
+    def dump(self) -> str:
+        from .saved import dump_scene
+
+        return dump_scene(self.state)
+
+    @classmethod
+    def load(cls, data: bytes | str, llm: str | Backend = "script", **kwargs) -> Scene:
+        """A saved scene, with the same cast, presence, order and transcript."""
+        from .saved import load_scene
+
+        return cls(llm=llm, state=load_scene(data), **kwargs)
+
+
+def _history_messages(lines: Sequence[Line], member: Member, budget: int, count) -> list[dict]:
+    """Earlier lines, newest first while they fit; the member's own as assistant, the rest grouped as user."""
+    kept: list[Line] = []
+    used = 0
+    for ln in reversed(lines):
+        n = count(format_query(ln.speaker, ln.text))
+        if used + n > budget:
+            break
+        kept.append(ln)
+        used += n
+    kept.reverse()
+    while kept and kept[0].role_id == member.role_id:  # a prompt's history opens with someone else's line
+        kept.pop(0)
+    messages: list[dict] = []
+    for ln in kept:
+        role = "assistant" if ln.role_id == member.role_id else "user"
+        text = format_query(member.name if role == "assistant" else ln.speaker, ln.text)
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"] += "\n" + text
+        else:
+            messages.append({"role": role, "content": text})
+    return messages

@@ -1,0 +1,342 @@
+"""What the scene tab does for one visitor, as plain functions over a SceneState value.
+
+app.py keeps the SceneState in gr.State (one per browser session); every event builds a Scene
+around a copy of it with the visitor's engine settings, so nothing per visitor lives in this
+module and a failed or stopped turn leaves the visitor's state as it was.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..chat.backends import backend_info
+from ..chat.webchat import WARNING_MARK, Engine, message_text, portrait_of
+from ..config import Budgets, Settings
+from ..errors import ChatHaruhiError, InputError
+from ..roles.sources import load_role
+from .cast import MAX_MEMBERS, Line
+from .scene import Scene, SceneState
+
+log = logging.getLogger(__name__)
+FRAME_INTERVAL_S = 0.04
+HEADER_RE = re.compile(r'^\s*<span class="speaker"[^>]*>.*?</span>\s*', re.S)
+PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let them talk**. "
+               "· 选两到六个角色，然后说句话，或点「让他们聊」。")
+
+
+def make_scene(state: SceneState, engine: Engine, settings: Settings, seed: int | None = None) -> Scene:
+    """A Scene for one event, around a copy of the visitor's state."""
+    budgets = Budgets(story_tokens=int(engine.story_tokens), history_tokens=int(engine.history_tokens),
+                      top_k=settings.budgets.top_k)
+    return Scene(llm=backend_info(engine.backend).name, model=(engine.model or "").strip() or None,
+                 base_url=(engine.base_url or "").strip() or None, api_key=(engine.api_key or "").strip() or None,
+                 budgets=budgets, settings=settings, fold_prompt=bool(engine.fold_prompt) or settings.fold_prompt,
+                 seed=seed, state=state.copy())
+
+
+# ------------------------------------------------------------ how the scene looks
+
+
+def _file_url(path: str) -> str:
+    return "/gradio_api/file=" + html.escape(str(path), quote=True)
+
+
+def speaker_header(role_id: str, name: str) -> str:
+    """The portrait and name that open a character's bubble (the name is the text; the picture is decoration)."""
+    try:
+        image = portrait_of(load_role(role_id))
+    except ChatHaruhiError:
+        image = portrait_of_missing()
+    return (f'<span class="speaker" data-role="{html.escape(role_id, quote=True)}"><img class="speaker-face" '
+            f'src="{_file_url(image)}" alt=""><b>{html.escape(name)}</b></span>\n\n')
+
+
+def portrait_of_missing() -> str:
+    from ..chat.webchat import PLACEHOLDER_IMAGE
+
+    return str(PLACEHOLDER_IMAGE)
+
+
+def strip_header(text: str) -> str:
+    """A bubble's text without its portrait and name (what an edit hands back)."""
+    return HEADER_RE.sub("", text, count=1)
+
+
+def scene_messages(state: SceneState, lines: Sequence[Line] | None = None) -> list[dict]:
+    """The transcript as the page shows it: the visitor's lines on the right, each character's with its face."""
+    out = []
+    for ln in state.lines if lines is None else lines:
+        if ln.by_character:
+            out.append({"role": "assistant", "content": speaker_header(ln.role_id, ln.speaker) + ln.text})
+        else:
+            out.append({"role": "user", "content": ln.text})
+    return out
+
+
+def feedback_values(state: SceneState) -> list[str | None]:
+    """The thumbs to show, one per character line."""
+    return [{"like": "Like", "dislike": "Dislike"}.get(ln.rating or "") for ln in state.lines if ln.by_character]
+
+
+def present_html(state: SceneState) -> str:
+    """Who is here now (and who left), with faces: the page's cast line."""
+    if not state.members:
+        return "<p class='scene-cast-empty'>Nobody is here yet. · 还没有角色。</p>"
+    items = []
+    for m in state.members:
+        try:
+            image = portrait_of(load_role(m.role_id))
+        except ChatHaruhiError:
+            image = portrait_of_missing()
+        marks = [] if m.present else ["left · 已离开"]
+        if m.muted:
+            marks.append("muted · 静音")
+        note = f" <small>({', '.join(marks)})</small>" if marks else ""
+        cls = "scene-member" + ("" if m.present else " scene-member-left")
+        items.append(f'<li class="{cls}" data-role="{html.escape(m.role_id, quote=True)}">'
+                     f'<img src="{_file_url(image)}" alt=""><span>{html.escape(m.name)}{note}</span></li>')
+    return f"<ul class='scene-present' aria-label='Who is here'>{''.join(items)}</ul>"
+
+
+def scenes_markdown(state: SceneState, count: int) -> str:
+    """The classic scenes retrieved for each of the last `count` character lines."""
+    lines = [ln for ln in state.lines if ln.by_character][-count:] if count else []
+    if not lines:
+        return "_Each character's reply draws on its own classic scenes; they are listed here after a reply._"
+    parts = []
+    for ln in lines:
+        head = f"#### {html.escape(ln.speaker)} · answering “{html.escape(ln.cue[:80])}”"
+        hits = []
+        for i, hit in enumerate(ln.scenes):
+            used = "in the prompt" if hit.get("used") else "over the budget, left out"
+            first = next((t for t in str(hit.get("text", "")).splitlines() if t.strip()), "")
+            hits.append(f"{i + 1}. **{html.escape(str(hit.get('id')))}** · similarity "
+                        f"{float(hit.get('similarity', 0)):.2f} · {used}  \n   > {html.escape(first[:160])}")
+        parts.append(head + "\n\n" + ("\n".join(hits) or "_no scenes retrieved_"))
+    return "\n\n".join(parts)
+
+
+# ------------------------------------------------------------ the cast
+
+
+def set_cast(state: SceneState, role_ids: Sequence[str], settings: Settings) -> SceneState:
+    """The visitor's cast list: new ids join now, missing ones leave; the transcript stays."""
+    if len(role_ids) > MAX_MEMBERS:
+        raise InputError(f"A scene holds at most {MAX_MEMBERS} characters.")
+    state = state.copy()
+    scene = Scene(llm="script", settings=settings, state=state)
+    wanted = list(dict.fromkeys(role_ids))
+    for m in scene.members:
+        if m.present and m.role_id not in wanted:
+            scene.leave(m.role_id)
+    for rid in wanted:
+        known = next((m for m in scene.members if m.role_id == rid), None)
+        if known is None or not known.present:
+            scene.add(rid)
+    return scene.state
+
+
+# ------------------------------------------------------------ turns
+
+
+@dataclass
+class SceneUpdate:
+    """One frame of a streaming scene event for the page."""
+
+    messages: list[dict]
+    state: SceneState  # the lines that are complete; a partial line is only in `messages`
+    error: str | None = None
+    done: bool = False
+    status: str = ""
+    spoke: int = 0  # character lines completed in this event
+
+
+def _sentence(exc: Exception) -> str:
+    if isinstance(exc, ChatHaruhiError):
+        return str(exc)
+    log.exception("scene turn failed")
+    return f"Something went wrong in the scene ({type(exc).__name__}). Please try again."
+
+
+def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text: str | None = None,
+                 who: str | None = None, turns: int = 0, regenerate: bool = False,
+                 seed: int | None = None) -> Iterator[SceneUpdate]:
+    """One event of the scene tab, streamed.
+
+    text: the visitor's line, answered by `who` or by the order's responders;
+    who without text: that character speaks now (muted or not);
+    turns: the characters carry on among themselves for that many lines;
+    regenerate: the last character line again.
+    A failure stops the event with a sentence; the lines completed before it stay.
+    """
+    try:
+        scene = make_scene(state, engine, settings, seed)
+        scene.check_cast()
+        plan: list = []
+        if regenerate:
+            pass
+        elif text is not None:
+            scene.say(text)
+            plan = [scene.member(who)] if who else scene.responders()
+        elif who:
+            plan = [scene.member(who)]
+    except ChatHaruhiError as exc:
+        yield SceneUpdate(scene_messages(state), state, str(exc), True)
+        return
+    done = scene.state.copy()
+    spoke, last_bot = 0, None
+    yield SceneUpdate(scene_messages(done), done)
+    loading = scene.bot(scene.present[0]).loading_message()
+    if loading:
+        yield SceneUpdate(scene_messages(done), done, status=loading)
+        scene.bot(scene.present[0]).load()
+
+    def steps() -> Iterator:
+        if regenerate:
+            yield "regenerate"
+            return
+        yield from plan
+        for _ in range(turns):
+            nxt = scene.pick_next()
+            if nxt is None:
+                return
+            yield nxt
+
+    try:
+        for member in steps():
+            if member == "regenerate":
+                if not scene.lines or not scene.lines[-1].by_character:
+                    raise InputError("The last line is not a character's; there is nothing to regenerate.")
+                speaker = scene.member(scene.lines[-1].role_id)
+                stream = scene.regenerate()
+                before = scene.state.copy()
+                before.lines.pop()
+            else:
+                speaker, stream, before = member, scene.stream_turn(member), scene.state.copy()
+            reply, last_frame = "", 0.0
+            head = speaker_header(speaker.role_id, speaker.name)
+            for delta in stream:
+                reply += delta
+                now = time.monotonic()
+                if now - last_frame >= FRAME_INTERVAL_S:
+                    last_frame = now
+                    msgs = scene_messages(before) + [{"role": "assistant", "content": head + reply}]
+                    yield SceneUpdate(msgs, done)
+            done = scene.state.copy()
+            spoke += 1
+            last_bot = scene.bot(speaker)
+            yield SceneUpdate(scene_messages(done), done, spoke=spoke)
+    except Exception as exc:  # noqa: BLE001 - every failure is a sentence, the completed lines stay
+        sentence = _sentence(exc)
+        msgs = scene_messages(done) + [{"role": "assistant", "content": WARNING_MARK + sentence}]
+        yield SceneUpdate(msgs, done, sentence, True, spoke=spoke)
+        return
+    status = ""
+    if text is not None and not plan:
+        status = "Manual order: pick who answers with the ▶ buttons. · 手动模式：点 ▶ 选择谁来回答。"
+    elif turns and spoke < turns and not regenerate:
+        status = "The scene has come to a close. · 这场戏告一段落。"
+    stats = last_bot.last_stats if spoke else None
+    if stats and not status:
+        status = f"Answered by **{html.escape(stats.engine)}**" + (f" · `{html.escape(stats.model)}`"
+                                                                  if stats.model else "")
+    yield SceneUpdate(scene_messages(done), done, None, True, status, spoke)
+
+
+# ------------------------------------------------------------ feedback, export
+
+
+def line_at(state: SceneState, index: object) -> int | None:
+    """The transcript line shown at chat `index`, when it is a character's."""
+    if isinstance(index, (list, tuple)):
+        index = index[0] if index else -1
+    if not isinstance(index, int) or not 0 <= index < len(state.lines):
+        return None
+    return index if state.lines[index].by_character else None
+
+
+def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | None:
+    from ..data.feedback import feedback_record
+    from ..data.jsonl import append_record
+
+    if settings.feedback_path is None:
+        return None
+    ln = state.lines[k]
+    cue_speaker = next((p.speaker for p in reversed(state.lines[:k]) if p.text == ln.cue), state.user_role)
+    rec = feedback_record(reply_id=ln.id, role_id=ln.role_id or "", role_name=ln.speaker, user_role=cue_speaker,
+                          text=ln.cue, messages=ln.messages, original=ln.original or ln.text,
+                          corrected=ln.text if ln.original is not None else None, rating=ln.rating,
+                          engine=ln.engine, model=ln.model, event=event)
+    try:
+        append_record(settings.feedback_path, rec)
+    except OSError as exc:
+        log.error("feedback not saved: %s", exc)
+        return "Your feedback could not be saved on the server (its disk refused the write)."
+    return None
+
+
+def rate_line(state: SceneState, index: object, liked: object, settings: Settings) -> tuple[SceneState, str]:
+    from ..data.feedback import rating_of
+
+    state = state.copy()
+    k = line_at(state, index)
+    if k is None:
+        return state, "Only the characters' lines can be rated."
+    state.lines[k].rating = rating = rating_of(liked)
+    failed = _record(state, k, "rating", settings)
+    name = state.lines[k].speaker
+    note = {"like": f"Thanks: noted that you liked {name}'s line. · 已记录：喜欢。",
+            "dislike": f"Noted. Edit {name}'s line (the pencil) to show how it should have gone. · 已记录：不喜欢。"}
+    return state, failed or note.get(rating or "", "Rating removed.")
+
+
+def edit_line(state: SceneState, index: object, new_text: object, settings: Settings) -> tuple[SceneState, str]:
+    """An edited character line is a correction, recorded for that character."""
+    state = state.copy()
+    k = line_at(state, index)
+    if k is None:
+        return state, "Only the characters' lines can be edited; send a new line to say something else."
+    text = strip_header(message_text(new_text)).strip()
+    if not text:
+        return state, "A line cannot be empty; the edit was undone."
+    ln = state.lines[k]
+    if text == ln.text:
+        return state, ""
+    if ln.original is None:
+        ln.original = ln.text
+    elif text == ln.original:
+        ln.original = None
+    ln.text = text
+    failed = _record(state, k, "edit", settings)
+    return state, failed or f"Saved your correction of {ln.speaker}'s line. · 已保存修改。"
+
+
+def export_scene(state: SceneState, folder: Path | None = None) -> Path:
+    from .saved import dump_scene
+
+    folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-scene-"))
+    ids = "-".join(m.role_id for m in state.members if m.present)[:60] or "scene"
+    path = folder / f"scene-{ids}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    path.write_text(dump_scene(state), encoding="utf-8")
+    return path
+
+
+def import_scene(path: str | Path) -> SceneState:
+    """A scene file back as it was; InputError when a character in it is not available here."""
+    from .saved import load_scene
+
+    state = load_scene(Path(path).read_bytes())
+    for m in state.members:
+        try:
+            load_role(m.role_id)
+        except ChatHaruhiError:
+            raise InputError(f"This scene has '{m.name}', who is not available here. Add the character in the "
+                             "'Add a character' tab first, then import the scene again.") from None
+    return state

@@ -1,0 +1,334 @@
+"""The Scene · 群戏 tab of the page: layout and event wiring only; the work is in chatharuhi_core.scene.
+
+The visitor's scene is a SceneState in gr.State. The engine comes from the Chat tab's settings,
+sent with each event like the chat's own.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from chatharuhi_core.chat.voice import speak
+from chatharuhi_core.chat.webchat import WARNING_MARK, Engine, picker_choices, picker_entries
+from chatharuhi_core.config import Settings
+from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.roles.sources import open_role
+from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS
+from chatharuhi_core.scene.order import ORDERS
+from chatharuhi_core.scene.scene import SceneState
+from chatharuhi_core.scene.webscene import (
+    PLACEHOLDER,
+    edit_line,
+    export_scene,
+    feedback_values,
+    import_scene,
+    present_html,
+    rate_line,
+    scene_messages,
+    scenes_markdown,
+    set_cast,
+    stream_scene,
+)
+
+SLOTS = MAX_MEMBERS
+
+
+def _state(state: SceneState | None) -> SceneState:
+    return state if state is not None else SceneState()
+
+
+def _slots(state: SceneState) -> list:
+    """Per present member: the talkativeness slider, the mute box and the speak-now button."""
+    present = [m for m in state.members if m.present]
+    sliders, mutes, buttons = [], [], []
+    for k in range(SLOTS):
+        if k < len(present):
+            m = present[k]
+            sliders.append(gr.Slider(value=m.talkativeness, label=f"{m.name} · talkativeness 话痨度", visible=True))
+            mutes.append(gr.Checkbox(value=m.muted, label=f"Mute {m.name} · 静音", visible=True))
+            buttons.append(gr.Button(value=f"▶ {m.name}", visible=True))
+        else:
+            sliders.append(gr.Slider(visible=False))
+            mutes.append(gr.Checkbox(visible=False))
+            buttons.append(gr.Button(visible=False))
+    return [*sliders, *mutes, *buttons]
+
+
+def _view(state: SceneState, note: str = ""):
+    """The whole scene view: state, cast line, chat, slots, the user's name, status."""
+    return (state, present_html(state), gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)),
+            *_slots(state), state.user_role, state.order, state.allow_self, note)
+
+
+def change_cast(refs: list[str] | None, state: SceneState | None, user_role: str, progress=gr.Progress()):
+    """The cast list changed: new characters join now (a Hub one may download), removed ones leave."""
+    state = _state(state)
+    settings = Settings.from_env()
+    ids = []
+    try:
+        for ref in refs or []:
+            ids.append(open_role(ref, settings, lambda d, t: progress((d, t), desc="Embedding scenes",
+                                                                   unit="scenes")).id)
+        new = set_cast(state, ids, settings)
+    except ChatHaruhiError as exc:
+        gr.Warning(str(exc))
+        return _view(state, WARNING_MARK + str(exc))
+    if not state.members and (user_role or "").strip() in ("", "You"):
+        from chatharuhi_core.roles.sources import load_role
+
+        new.user_role = load_role(ids[0]).user_name if ids else new.user_role
+    elif (user_role or "").strip():
+        new.user_role = user_role.strip()
+    return _view(new, "")
+
+
+def set_talk(k: int):
+    def handler(value: float, state: SceneState | None):
+        state = _state(state).copy()
+        present = [m for m in state.members if m.present]
+        if k < len(present):
+            present[k].talkativeness = max(0.0, min(1.0, float(value)))
+        return state
+    return handler
+
+
+def set_mute(k: int):
+    def handler(value: bool, state: SceneState | None):
+        state = _state(state).copy()
+        present = [m for m in state.members if m.present]
+        if k < len(present):
+            present[k].muted = bool(value)
+        return state, present_html(state)
+    return handler
+
+
+def set_options(user_role: str, order: str, allow_self: bool, state: SceneState | None):
+    state = _state(state).copy()
+    state.user_role = (user_role or "").strip() or state.user_role
+    state.order = order if order in ORDERS else state.order
+    state.allow_self = bool(allow_self)
+    return state
+
+
+def _run(state, engine_args, **kw):
+    """Stream a scene event: chat every frame; state, box and status when they change."""
+    engine = Engine(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False)
+    state = _state(state)
+    first, spoke = True, -1
+    for up in stream_scene(state, engine, Settings.from_env(), **kw):
+        if up.error:
+            gr.Warning(up.error)
+        # a sent line leaves the box; refused before it was said (no cast, empty, too long), it stays
+        sent = kw.get("text")
+        if sent is None or not (first or up.done):
+            box = gr.skip()
+        else:
+            refused = up.error is not None and up.state is state
+            box = sent if refused else ""
+        new_state = up.state if (up.spoke != spoke or up.done or first) else gr.skip()
+        spoke = up.spoke
+        status = up.status if (up.status or up.done or first) else gr.skip()
+        first = False
+        yield up.messages, box, new_state, status
+
+
+def send_line(state, text, user_role, order, allow_self, *engine_args):
+    state = set_options(user_role, order, allow_self, state)
+    yield from _run(state, engine_args, text=text or "")
+
+
+def speak_now(k: int):
+    def handler(state, user_role, order, allow_self, *engine_args):
+        state = set_options(user_role, order, allow_self, state)
+        present = [m for m in state.members if m.present]
+        if k >= len(present):
+            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return
+        yield from _run(state, engine_args, who=present[k].role_id)
+    return handler
+
+
+def let_them_talk(state, turns, user_role, order, allow_self, *engine_args):
+    state = set_options(user_role, order, allow_self, state)
+    yield from _run(state, engine_args, turns=max(1, min(20, int(turns or 3))))
+
+
+def regenerate_line(state, user_role, order, allow_self, *engine_args):
+    state = set_options(user_role, order, allow_self, state)
+    yield from _run(state, engine_args, regenerate=True)
+
+
+def show_state(state: SceneState | None):
+    """After Stop: the chat as the state holds it (a line cut off by Stop was never added)."""
+    state = _state(state)
+    return gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), \
+        "Stopped. · 已停止。"
+
+
+def after_scene(state: SceneState | None, speak_on: bool, handled: str | None):
+    """Once an event is done: the scenes each new line drew on and, if asked, the last line's voice."""
+    state = _state(state)
+    chars = [ln for ln in state.lines if ln.by_character]
+    if not chars:
+        return scenes_markdown(state, 0), gr.skip(), gr.skip(), handled
+    last = chars[-1]
+    key = f"{last.id}:{last.text}"
+    if key == handled:
+        return gr.skip(), gr.skip(), gr.skip(), handled
+    since = 0
+    for ln in reversed(state.lines):
+        if not ln.by_character:
+            break
+        since += 1
+    count = max(1, min(since, 6))
+    audio, note = _voice(last.role_id, last.text) if speak_on else (gr.skip(), gr.skip())
+    return scenes_markdown(state, count), audio, note, key
+
+
+def _voice(role_id: str, text: str):
+    from chatharuhi_core.roles.sources import load_role
+
+    speech = speak(load_role(role_id), text, Settings.from_env())
+    return (str(speech.path) if speech.path else None), speech.notice
+
+
+def speak_clicked(state: SceneState | None, evt: gr.SelectData):
+    """A click on a character's line reads it aloud in that character's voice."""
+    state = _state(state)
+    index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if not isinstance(index, int) or not 0 <= index < len(state.lines) or not state.lines[index].by_character:
+        return gr.skip(), gr.skip()
+    ln = state.lines[index]
+    return _voice(ln.role_id, ln.text)
+
+
+def rate(state: SceneState | None, evt: gr.LikeData):
+    return rate_line(_state(state), evt.index, evt.liked, Settings.from_env())
+
+
+def edit(state: SceneState | None, evt: gr.EditData):
+    state, note = edit_line(_state(state), evt.index, evt.value, Settings.from_env())
+    return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
+
+
+def clear_scene(state: SceneState | None):
+    """The same cast, present from a fresh start; the transcript is gone."""
+    state = _state(state)
+    fresh = SceneState([m for m in state.copy().members if m.present], [], state.user_role, state.order,
+                       state.allow_self)
+    for m in fresh.members:
+        m.spans = [[0, None]]
+    return _view(fresh, "")
+
+
+def refresh_export(export_dir):
+    def handler(state: SceneState | None):
+        if state is None or not state.lines:
+            return gr.DownloadButton(value=None, interactive=False)
+        return gr.DownloadButton(value=str(export_scene(state, export_dir())), interactive=True)
+    return handler
+
+
+def import_file(path: str | None, state: SceneState | None):
+    if not path:
+        return (*(gr.skip(),) * (7 + 3 * SLOTS), "")
+    try:
+        new = import_scene(path)
+    except ChatHaruhiError as exc:
+        gr.Warning(str(exc))
+        return (*(gr.skip(),) * (7 + 3 * SLOTS), WARNING_MARK + str(exc))
+    n = len(new.lines)
+    view = _view(new, f"✓ Imported a scene of {n} line{'s' if n != 1 else ''}. · 已导入群戏。")
+    cast = gr.Dropdown(value=[m.role_id for m in new.members if m.present])
+    return (cast, *view)
+
+
+def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> None:
+    """The tab's components and events; call inside `with gr.Tab(...)`.
+
+    engine_inputs: the Chat tab's engine settings; export_dir: makes a folder for an exported file.
+    """
+    entries = picker_entries()
+    state = gr.State(None)
+    handled = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            cast = gr.Dropdown(picker_choices(entries), multiselect=True, max_choices=SLOTS, value=[],
+                               label="Characters in the scene (2 to 6) · 群戏角色", filterable=True,
+                               elem_id="scene-cast")
+            present = gr.HTML(present_html(SceneState()), elem_id="scene-present")
+            user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", value="You",
+                                   elem_id="scene-user")
+            order = gr.Dropdown([(o.label, o.name) for o in ORDERS.values()], value="natural",
+                                label="Who speaks next · 发言顺序", elem_id="scene-order")
+            allow_self = gr.Checkbox(label="A character may answer its own line", elem_id="scene-allow-self")
+            with gr.Accordion("Talkativeness and mute · 话痨度与静音", open=False, elem_id="scene-talk"):
+                sliders, mutes = [], []
+                for k in range(SLOTS):
+                    sliders.append(gr.Slider(0, 1, value=DEFAULT_TALKATIVENESS, step=0.1, visible=False,
+                                             elem_id=f"scene-talk-{k}"))
+                    mutes.append(gr.Checkbox(visible=False, elem_id=f"scene-mute-{k}"))
+            gr.Markdown("The engine is the one chosen in **Chat › Settings**. · 引擎沿用聊天页的设置。",
+                        elem_classes=["reply-stats"])
+        with gr.Column(scale=2):
+            chat = gr.Chatbot(label="Scene", elem_id="scene-chat", height=520, editable="all",
+                              feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
+                              group_consecutive_messages=False)
+            status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
+            with gr.Row():
+                text = gr.Textbox(show_label=False, placeholder="Say something to the scene… · 对大家说点什么…",
+                                  scale=6, elem_id="scene-message", max_lines=6)
+                send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="scene-send")
+            with gr.Row(elem_id="scene-next"):
+                gr.Markdown("Speak now · 让谁说：", elem_classes=["reply-stats"])
+                buttons = [gr.Button(visible=False, size="sm", elem_id=f"scene-speak-{k}") for k in range(SLOTS)]
+            with gr.Row(equal_height=True):
+                turns = gr.Number(3, minimum=1, maximum=20, precision=0, label="Lines", elem_id="scene-turns",
+                                  scale=1, min_width=80)
+                talk_btn = gr.Button("Let them talk · 让他们聊", elem_id="scene-talk-btn", scale=2)
+                stop_btn = gr.Button("■ Stop · 停止", variant="stop", elem_id="scene-stop", scale=1)
+            with gr.Row():
+                regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="scene-regenerate")
+                clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="scene-clear")
+                export_btn = gr.DownloadButton("Export scene · 导出", size="sm", elem_id="scene-export",
+                                               interactive=False)
+                import_btn = gr.UploadButton("Import scene · 导入", size="sm", elem_id="scene-import",
+                                             file_types=[".jsonl"], type="filepath")
+            speak_on = gr.Checkbox(label="Speak lines, each in its own voice · 朗读台词", elem_id="scene-speak")
+            voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False,
+                             elem_id="scene-voice", buttons=["download"],
+                             waveform_options=gr.WaveformOptions(show_recording_waveform=False))
+            voice_note = gr.Markdown(elem_id="scene-voice-note")
+            with gr.Accordion("Scenes retrieved for each reply · 每句检索到的场景", open=False,
+                              elem_id="scene-scenes-panel"):
+                scenes = gr.Markdown(scenes_markdown(SceneState(), 0), elem_id="scene-scenes")
+
+    view = [state, present, chat, *sliders, *mutes, *buttons, user_role, order, allow_self, status]
+    options = [user_role, order, allow_self]
+    out = [chat, text, state, status]
+    after = (after_scene, [state, speak_on, handled], [scenes, voice, voice_note, handled])
+    cast.change(change_cast, [cast, state, user_role], view, api_name="scene_cast")
+    for k in range(SLOTS):
+        sliders[k].input(set_talk(k), [sliders[k], state], state, api_name=False)
+        mutes[k].input(set_mute(k), [mutes[k], state], [state, present], api_name=False)
+    events = [
+        text.submit(send_line, [state, text, *options, *engine_inputs], out, api_name="scene_send"),
+        send_btn.click(send_line, [state, text, *options, *engine_inputs], out, api_name=False),
+        talk_btn.click(let_them_talk, [state, turns, *options, *engine_inputs], out, api_name="scene_talk"),
+        regen_btn.click(regenerate_line, [state, *options, *engine_inputs], out, api_name="scene_regenerate"),
+    ]
+    events += [buttons[k].click(speak_now(k), [state, *options, *engine_inputs], out,
+                                api_name="scene_speak" if k == 0 else False) for k in range(SLOTS)]
+    for ev in events:
+        ev.then(*after, api_name=False)
+    stop_btn.click(show_state, state, [chat, status], cancels=events, api_name="scene_stop").then(
+        *after, api_name=False)
+    clear_btn.click(clear_scene, state, view, api_name="scene_clear")
+    chat.clear(clear_scene, state, view, api_name=False)
+    chat.like(rate, state, [state, status], api_name=False)
+    chat.edit(edit, state, [state, chat, status], api_name=False)
+    chat.select(speak_clicked, state, [voice, voice_note], api_name=False)
+    state.change(refresh_export(export_dir), state, export_btn, api_name=False)
+    import_btn.upload(import_file, [import_btn, state], [cast, *view], api_name="scene_import")
+    added.change(lambda ids, chosen: gr.Dropdown(choices=picker_choices(picker_entries(ids)), value=chosen),
+                 [added, cast], cast, api_name=False)
