@@ -303,3 +303,48 @@ def test_cast_limits_and_names(settings, embedder):
         scene.mute("Moriarty")
     with pytest.raises(KeyError, match="Known orders"):
         Scene(["sherlock", "alice"], order="alphabetical", settings=settings, embedder=embedder)
+
+
+# ------------------------------------------------------------ command line
+
+
+def test_cli_scene_one_line_and_a_loop(cache_dir, tmp_path, fake_openai):
+    import os
+    import subprocess
+    import sys
+
+    from test_api_cli import ROOT, run_cli
+
+    out = run_cli("chat", "--role", "sunwukong", "--role", "zhugeliang", "--role", "lindaiyu", "--llm", "script",
+                  "--seed", "1", "军师，这一仗怎么打？", cache=cache_dir)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("诸葛亮:「") and first.endswith("」") and first[5:-1] in own_lines("zhugeliang")
+
+    session = tmp_path / "scene.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATHARUHI_"))}
+    env["CHATHARUHI_CACHE"] = str(cache_dir)
+    steps = "/who\n/mute Dracula\n/next Dracula\nMiss Bennet, good evening.\n/join alice\n/leave Elizabeth\n" \
+            "/talk 2\n/who\n/quit\n"
+    out = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--role",
+                          "elizabeth", "--role", "dracula", "--order", "list", "--user-role", "Watson",
+                          "--llm", "openai", "--model", "echo", "--base-url", fake_openai.base_url,
+                          "--api-key", GOOD_KEY, "--session", str(session)],
+                         cwd=ROOT, env=env, input=steps, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "Count Dracula (dracula): here, muted" in text
+    assert "Count Dracula:「Echo: narrator:Count Dracula speaks next.」" in text  # forced, though muted
+    assert "> Sherlock Holmes:「Echo: Count Dracula:「" in text  # list order: Holmes first, answering the Count
+    assert "Alice:「Echo: narrator:Alice speaks next.」" in text  # she came late: she heard nothing before
+    assert "Alice joins the scene" in text and "Elizabeth Bennet leaves the scene" in text
+    assert "Elizabeth Bennet (elizabeth): left" in text
+    saved = Scene.load(session.read_bytes())
+    assert [m.role_id for m in saved.present] == ["sherlock", "dracula", "alice"]
+    assert saved.lines[-1].role_id in {"sherlock", "alice"}  # the muted Count does not volunteer
+    # going on from the file
+    out = run_cli("chat", "--role", "sherlock", "--role", "elizabeth", "--session", str(session), "--llm",
+                  "script", "Holmes, what now?", cache=cache_dir)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Sherlock Holmes:「")
+    assert len(Scene.load(session.read_bytes()).lines) == len(saved.lines) + 3  # list order: Holmes, then Alice
