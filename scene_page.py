@@ -31,6 +31,7 @@ from chatharuhi_core.scene.webscene import (
 )
 
 SLOTS = MAX_MEMBERS
+BUSY = "⏳ The scene goes on… · 进行中…"
 
 
 def _state(state: SceneState | None) -> SceneState:
@@ -127,7 +128,10 @@ def _run(state, engine_args, **kw):
             box = sent if refused else ""
         new_state = up.state if (up.spoke != spoke or up.done or first) else gr.skip()
         spoke = up.spoke
-        status = up.status if (up.status or up.done or first) else gr.skip()
+        if up.done:
+            status = up.status
+        else:
+            status = (up.status or BUSY) if (up.status or first) else gr.skip()
         first = False
         yield up.messages, box, new_state, status
 
@@ -321,8 +325,14 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> None:
                                 api_name="scene_speak" if k == 0 else False) for k in range(SLOTS)]
     for ev in events:
         ev.then(*after, api_name=False)
-    stop_btn.click(show_state, state, [chat, status], cancels=events, api_name="scene_stop").then(
-        *after, api_name=False)
+    # a new line, a forced speaker or another run cuts in: whatever is still running stops first
+    # (its whole lines are kept in the state; a half line is dropped)
+    triggers = [text.submit, send_btn.click, talk_btn.click, regen_btn.click, *(b.click for b in buttons)]
+    for trigger, own in zip(triggers, events):
+        trigger(None, None, None, cancels=[e for e in events if e is not own], queue=False, api_name=False)
+    # Stop: cancel first, then redraw from the state, so a frame still in flight cannot leave a half line
+    stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False).then(
+        show_state, state, [chat, status], api_name="scene_stop").then(*after, api_name=False)
     clear_btn.click(clear_scene, state, view, api_name="scene_clear")
     chat.clear(clear_scene, state, view, api_name=False)
     chat.like(rate, state, [state, status], api_name=False)

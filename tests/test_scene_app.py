@@ -22,7 +22,7 @@ def roles_in(chat):
     """The role id of each character bubble (its header carries data-role)."""
     import re
 
-    return [(re.search(r'data-role="([^"]+)"', text_of(m)) or [None, None])[1] for m in chat
+    return [(re.search(r'class="speaker role-([^"]+)"', text_of(m)) or [None, None])[1] for m in chat
             if m["role"] == "assistant"]
 
 

@@ -54,7 +54,8 @@ def speaker_header(role_id: str, name: str) -> str:
         image = portrait_of(load_role(role_id))
     except ChatHaruhiError:
         image = portrait_of_missing()
-    return (f'<span class="speaker" data-role="{html.escape(role_id, quote=True)}"><img class="speaker-face" '
+    # the role id rides in a class: the chat's sanitizer keeps classes and drops data- attributes
+    return (f'<span class="speaker role-{html.escape(role_id, quote=True)}"><img class="speaker-face" '
             f'src="{_file_url(image)}" alt=""><b>{html.escape(name)}</b></span>\n\n')
 
 
