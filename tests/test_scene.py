@@ -348,3 +348,28 @@ def test_cli_scene_one_line_and_a_loop(cache_dir, tmp_path, fake_openai):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("Sherlock Holmes:「")
     assert len(Scene.load(session.read_bytes()).lines) == len(saved.lines) + 3  # list order: Holmes, then Alice
+
+
+def test_page_feedback_is_recorded_for_the_character_who_spoke(settings, embedder, tmp_path):
+    """Thumbs and corrections in the scene tab land in the feedback file under the speaker's role."""
+    import dataclasses
+    import json
+
+    from chatharuhi_core.scene.webscene import edit_line, rate_line, speaker_header
+
+    fb = tmp_path / "feedback.jsonl"
+    page_settings = dataclasses.replace(settings, feedback_file=fb)
+    scene = Scene(EN, llm="script", user_role="Watson", settings=settings, embedder=embedder, seed=9)
+    scene.chat("Miss Bennet, do you trust the Count?")
+    state = scene.state
+    k = next(i for i, ln in enumerate(state.lines) if ln.role_id == "elizabeth")
+    state, note = rate_line(state, k, True, page_settings)
+    assert "liked Elizabeth Bennet's line" in note and state.lines[k].rating == "like"
+    shown = speaker_header("elizabeth", "Elizabeth Bennet") + "I trust nobody who sleeps in a coffin."
+    state, note = edit_line(state, k, shown, page_settings)  # the bubble's header is not part of the line
+    assert state.lines[k].text == "I trust nobody who sleeps in a coffin." and state.lines[k].original
+    records = [json.loads(x) for x in fb.read_text(encoding="utf-8").splitlines()]
+    assert [r["event"] for r in records] == ["rating", "edit"]
+    assert all(r["role"] == "elizabeth" and r["text"] == "Miss Bennet, do you trust the Count?" for r in records)
+    assert records[-1]["corrected"] == "I trust nobody who sleeps in a coffin." and records[-1]["messages"]
+    assert rate_line(state, 0, True, page_settings)[1].startswith("Only the characters' lines")

@@ -26,7 +26,7 @@ from .scene import Scene, SceneState
 
 log = logging.getLogger(__name__)
 FRAME_INTERVAL_S = 0.04
-HEADER_RE = re.compile(r'^\s*<span class="speaker"[^>]*>.*?</span>\s*', re.S)
+HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)
 PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let them talk**. "
                "· 选两到六个角色，然后说句话，或点「让他们聊」。")
 
