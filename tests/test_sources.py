@@ -371,3 +371,22 @@ def test_oversized_file_and_links_are_refused(env):
 
     with pytest.raises(ImportProblem, match="may not contain links"):
         import_folder(pkg, settings)
+
+
+def test_a_chinese_named_card_gets_a_readable_id_that_loads_and_chats(env, embedder):
+    """蓝掌柜 → 蓝掌柜-<hash>: the name in the id, in any script; old ASCII ids are still valid."""
+    from chatharuhi_core import ChatHaruhi
+    from chatharuhi_core.roles.role import ROLE_ID_RE
+
+    settings, inp = env
+    card = json.loads(json.dumps(KEEPER_CARD))
+    card["data"]["name"] = "蓝掌柜"
+    (inp / "card.json").write_text(json.dumps(card, ensure_ascii=False), encoding="utf-8")
+    role = load_role(inp / "card.json", settings)
+    assert role.id.startswith("蓝掌柜-") and len(role.id) == len("蓝掌柜-") + 10
+    assert role.root.name == role.id and (role.root / "role.json").is_file()
+    again = load_role(role.id, settings)  # by its id, from the cache, as the page and the CLI do
+    assert again.name == "蓝掌柜"
+    assert ChatHaruhi(role=again, llm="script", settings=settings, embedder=embedder).chat("你好")
+    assert ROLE_ID_RE.match("role-53c060d601") and ROLE_ID_RE.match("sherlock")
+    assert not ROLE_ID_RE.match("../etc") and not ROLE_ID_RE.match("a b")

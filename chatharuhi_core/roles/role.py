@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,10 @@ from typing import Any
 from ..errors import RoleFormatError
 
 FORMAT_VERSION = 1
-ROLE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Han characters are allowed (蓝掌柜-53c060d601): they have no decomposed form, so an id reads the
+# same in URLs and in file names on Windows, macOS (which stores names decomposed) and Linux.
+HAN = "\u3400-\u4dbf\u4e00-\u9fff"
+ROLE_ID_RE = re.compile(rf"^[A-Za-z0-9{HAN}][A-Za-z0-9_.{HAN}-]{{0,63}}$")
 IMAGE_NAMES = ("image.png", "image.jpg", "image.jpeg", "image.webp")
 MAX_STORY_CHARS = 20_000
 
@@ -187,7 +191,8 @@ def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
     role_id = _str(data, "id", file, required=True)
     if not ROLE_ID_RE.match(role_id):
         raise RoleFormatError(
-            file, "id", "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."
+            file, "id", "use 1-64 Latin letters, digits, Chinese characters, '.', '_' or '-', starting with a "
+                        "letter, digit or character."
         )
     voice = data.get("voice") or {}
     if not isinstance(voice, dict):
@@ -366,7 +371,8 @@ def derive_role_id(hint: str, content: bytes | str) -> str:
     """
     data = content.encode("utf-8") if isinstance(content, str) else content
     digest = hashlib.sha256(data).hexdigest()[:10]
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", hint).strip("-").lower()[:40] or "role"
+    hint = unicodedata.normalize("NFKC", hint)  # compatibility ideographs become the usual ones
+    slug = re.sub(rf"[^A-Za-z0-9{HAN}]+", "-", hint).strip("-").lower()[:40].strip("-") or "role"
     return f"{slug}-{digest}"
 
 

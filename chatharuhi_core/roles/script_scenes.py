@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..chat.tokens import count_tokens
 from ..errors import ImportProblem
-from .role import Role, Story, derive_role_id, fill_system_prompt, guess_language
+from .role import HAN, Role, Story, derive_role_id, fill_system_prompt, guess_language
 
 MAX_SCENE_TOKENS = 500
 NARRATOR_NAMES = frozenset({"旁白", "narrator", "narration", "scene", "场景", "action"})
@@ -191,7 +191,8 @@ def role_from_script(text: str, name: str | None, *, source_name: str, aliases: 
     language = guess_language(" ".join(scenes[:10]))
     stories = [Story(f"scene-{i:04d}", s) for i, s in enumerate(scenes, 1)]
     return Role(
-        id=role_id or derive_role_id(name if name.isascii() else source_name.rsplit(".", 1)[0], text),
+        id=role_id or derive_role_id(name if re.search(rf"[A-Za-z0-9{HAN}]", name) else source_name.rsplit(".", 1)[0],
+                                          text),
         name=name,
         aliases=[a for a in aliases if a.strip() and a != name],
         system_prompt=fill_system_prompt(name, series, personality),
