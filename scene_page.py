@@ -22,6 +22,7 @@ from chatharuhi_core.scene.webscene import (
     export_scene,
     feedback_values,
     import_scene,
+    line_at,
     present_html,
     rate_line,
     scene_messages,
@@ -199,10 +200,10 @@ def _voice(role_id: str, text: str):
 def speak_clicked(state: SceneState | None, evt: gr.SelectData):
     """A click on a character's line reads it aloud in that character's voice."""
     state = _state(state)
-    index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-    if not isinstance(index, int) or not 0 <= index < len(state.lines) or not state.lines[index].by_character:
+    k = line_at(state, evt.index)
+    if k is None:
         return gr.skip(), gr.skip()
-    ln = state.lines[index]
+    ln = state.lines[k]
     return _voice(ln.role_id, ln.text)
 
 

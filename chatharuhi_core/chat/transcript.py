@@ -51,24 +51,44 @@ def dump_chat(t: Transcript) -> str:
     return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
 
 
-def _str(obj: dict, key: str, line: int, required: bool = True) -> str:
+def text_field(obj: dict, key: str, where: str, kind: str, required: bool = True) -> str:
+    """A text field of a saved chat or scene ("" when optional and absent), else a sentence naming where."""
     value = obj.get(key)
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
-        raise InputError(f"Line {line} of the chat file has no '{key}' text.")
+        raise InputError(f"{where} of the {kind} file has no '{key}' text.")
     return value
 
 
-def load_chat(data: bytes | str) -> Transcript:
-    """Read an exported chat; any problem is one sentence naming the line."""
+def prompt_field(obj: dict, where: str, kind: str) -> list[dict]:
+    """The prompt messages saved with a reply: a list of {role, content} objects."""
+    prompt = obj.get("prompt") or []
+    if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str)
+                                               for m in prompt):
+        raise InputError(f"{where} of the {kind} file has a malformed 'prompt'.")
+    return prompt
+
+
+def rating_field(obj: dict) -> str | None:
+    return obj.get("rating") if obj.get("rating") in ("like", "dislike") else None
+
+
+def read_saved(data: bytes | str, kind: str, fmt: str, version: int,
+               hints: dict[str, str] | None = None) -> list[tuple[int, dict]]:
+    """(line number, object) for each line of a saved chat or scene, the header first.
+
+    Shared by both file kinds: size, encoding, JSON, the format named on line 1 and its version
+    are checked here, each failure one sentence; `hints` adds a sentence for a known other format.
+    """
     if isinstance(data, bytes):
         if len(data) > MAX_BYTES:
-            raise InputError(f"That chat file is over {MAX_BYTES // (1024 * 1024)} MB; it cannot be a saved chat.")
+            raise InputError(f"That {kind} file is over {MAX_BYTES // (1024 * 1024)} MB; it cannot be a saved {kind}.")
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise InputError("That chat file is not UTF-8 text; choose a .jsonl file exported from this page.") from None
+            raise InputError(f"That {kind} file is not UTF-8 text; choose a .jsonl file exported from this page.") \
+                from None
     rows = []
     for n, raw in enumerate(data.splitlines(), 1):
         if not raw.strip():
@@ -76,26 +96,34 @@ def load_chat(data: bytes | str) -> Transcript:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError:
-            raise InputError(f"Line {n} of the chat file is not JSON; the file may be cut short.") from None
+            raise InputError(f"Line {n} of the {kind} file is not JSON; the file may be cut short.") from None
         if not isinstance(obj, dict):
-            raise InputError(f"Line {n} of the chat file is not a JSON object.")
+            raise InputError(f"Line {n} of the {kind} file is not a JSON object.")
         rows.append((n, obj))
-    if not rows or rows[0][1].get("format") != FORMAT:
-        raise InputError("That file is not a chat exported from ChatHaruhi (its first line has no "
-                         f"\"format\": \"{FORMAT}\").")
-    first, header = rows[0]
-    if not isinstance(header.get("version"), int) or header["version"] > VERSION:
-        raise InputError(f"That chat was saved by a newer ChatHaruhi (format version {header.get('version')}); "
+    if not rows or rows[0][1].get("format") != fmt:
+        hint = (hints or {}).get(rows[0][1].get("format"), "") if rows else ""
+        raise InputError(f"That file is not a {kind} exported from ChatHaruhi (its first line has no "
+                         f"\"format\": \"{fmt}\").{hint}")
+    header = rows[0][1]
+    if not isinstance(header.get("version"), int) or header["version"] > version:
+        raise InputError(f"That {kind} was saved by a newer ChatHaruhi (format version {header.get('version')}); "
                          "update this app to open it.")
+    return rows
+
+
+def load_chat(data: bytes | str) -> Transcript:
+    """Read an exported chat; any problem is one sentence naming the line."""
+    rows = read_saved(data, "chat", FORMAT, VERSION)
+    first, header = rows[0]
+
+    def _str(obj: dict, key: str, line: int, required: bool = True) -> str:
+        return text_field(obj, key, f"Line {line}", "chat", required)
+
     history, meta = [], []
     for n, obj in rows[1:]:
         history.append(Exchange(_str(obj, "user_role", n, False), _str(obj, "text", n), _str(obj, "reply", n)))
-        prompt = obj.get("prompt") or []
-        if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str)
-                                                   for m in prompt):
-            raise InputError(f"Line {n} of the chat file has a malformed 'prompt'.")
-        rating = obj.get("rating") if obj.get("rating") in ("like", "dislike") else None
+        prompt = prompt_field(obj, f"Line {n}", "chat")
         meta.append(ReplyMeta(_str(obj, "id", n, False) or f"imported-{n}", prompt, _str(obj, "engine", n, False),
-                              _str(obj, "model", n, False), rating, obj.get("original") or None))
+                              _str(obj, "model", n, False), rating_field(obj), obj.get("original") or None))
     return Transcript(_str(header, "role", first), _str(header, "name", first, False),
                       _str(header, "user_role", first, False), history, meta)

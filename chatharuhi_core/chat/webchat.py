@@ -284,7 +284,6 @@ def reply_at(conv: Conversation, role: Role, index: object) -> int | None:
 def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
     """Append the reply's current state to the feedback file; a sentence if that failed."""
     from ..data.feedback import feedback_record
-    from ..data.jsonl import append_record
 
     path = settings.feedback_path
     if path is None:
@@ -294,12 +293,26 @@ def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settin
                           text=ex.text, messages=meta.messages, original=meta.original or ex.reply,
                           corrected=ex.reply if meta.original is not None else None, rating=meta.rating,
                           engine=meta.engine, model=meta.model, event=event)
+    return save_feedback(path, rec)
+
+
+def save_feedback(path: Path, rec: dict) -> str | None:
+    """Append one feedback record (a chat's reply or a scene's line); a sentence if the disk refused it."""
+    from ..data.jsonl import append_record
+
     try:
         append_record(path, rec)
     except OSError as exc:
         log.error("feedback not saved: %s", exc)
         return "Your feedback could not be saved on the server (its disk refused the write)."
     return None
+
+
+def corrected_original(original: str | None, current: str, new: str) -> str | None:
+    """The engine's own words to keep after an edit: kept from the first edit, dropped when edited back."""
+    if original is None:
+        return current
+    return None if new == original else original
 
 
 def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:
@@ -336,10 +349,7 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
     ex, meta = conv.history[k], conv.meta[k]
     if text == ex.reply:
         return conv, ""
-    if meta.original is None:
-        meta.original = ex.reply
-    elif text == meta.original:
-        meta.original = None  # edited back to the model's own words
+    meta.original = corrected_original(meta.original, ex.reply, text)
     conv.history[k] = Exchange(ex.user_role, ex.text, text)
     failed = _record(conv, role, k, "edit", settings)
     return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"

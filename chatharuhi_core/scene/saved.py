@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import time
 
+from ..chat.transcript import FORMAT as CHAT_FORMAT
+from ..chat.transcript import prompt_field, rating_field, read_saved, text_field
 from ..errors import InputError
 from .cast import Line, Member
 from .order import ORDERS
 
 FORMAT = "chatharuhi-scene"
 VERSION = 1
-MAX_BYTES = 20 * 1024 * 1024
 
 
 def dump_scene(state) -> str:
@@ -35,12 +36,7 @@ def dump_scene(state) -> str:
 
 
 def _text(obj: dict, key: str, where: str, required: bool = True) -> str:
-    value = obj.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise InputError(f"{where} of the scene file has no '{key}' text.")
-    return value
+    return text_field(obj, key, where, "scene", required)
 
 
 def _spans(value, where: str) -> list[list[int | None]]:
@@ -56,33 +52,9 @@ def load_scene(data: bytes | str):
     """Read a saved scene; any problem is one sentence naming the line."""
     from .scene import SceneState
 
-    if isinstance(data, bytes):
-        if len(data) > MAX_BYTES:
-            raise InputError(f"That scene file is over {MAX_BYTES // (1024 * 1024)} MB; it cannot be a saved scene.")
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError("That scene file is not UTF-8 text; choose a .jsonl file exported from this page.") from None
-    rows = []
-    for n, raw in enumerate(data.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            raise InputError(f"Line {n} of the scene file is not JSON; the file may be cut short.") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"Line {n} of the scene file is not a JSON object.")
-        rows.append((n, obj))
-    if not rows or rows[0][1].get("format") != FORMAT:
-        hint = " It is a one-to-one chat: import it in the Chat tab." if rows and rows[0][1].get(
-            "format") == "chatharuhi-chat" else ""
-        raise InputError(f"That file is not a scene exported from ChatHaruhi (its first line has no "
-                         f"\"format\": \"{FORMAT}\").{hint}")
-    _, header = rows[0]
-    if not isinstance(header.get("version"), int) or header["version"] > VERSION:
-        raise InputError(f"That scene was saved by a newer ChatHaruhi (format version {header.get('version')}); "
-                         "update this app to open it.")
+    rows = read_saved(data, "scene", FORMAT, VERSION,
+                      hints={CHAT_FORMAT: " It is a one-to-one chat: import it in the Chat tab."})
+    header = rows[0][1]
     members = []
     for i, m in enumerate(header.get("members") or [], 1):
         where = f"Cast member {i} on line 1"
@@ -103,18 +75,14 @@ def load_scene(data: bytes | str):
         rid = obj.get("role")
         if rid is not None and rid not in ids:
             raise InputError(f"{where} of the scene file is spoken by '{rid}', who is not in its cast.")
-        prompt = obj.get("prompt") or []
-        if not isinstance(prompt, list) or not all(isinstance(x, dict) and isinstance(x.get("content"), str)
-                                                   for x in prompt):
-            raise InputError(f"{where} of the scene file has a malformed 'prompt'.")
+        prompt = prompt_field(obj, where, "scene")
         scenes = obj.get("scenes") or []
         if not isinstance(scenes, list) or not all(isinstance(x, dict) for x in scenes):
             raise InputError(f"{where} of the scene file has malformed 'scenes'.")
-        rating = obj.get("rating") if obj.get("rating") in ("like", "dislike") else None
         lines.append(Line(_text(obj, "speaker", where), _text(obj, "text", where), rid,
                           _text(obj, "id", where, False) or f"imported-{n}", prompt, scenes,
                           _text(obj, "cue", where, False), _text(obj, "engine", where, False),
-                          _text(obj, "model", where, False), rating, obj.get("original") or None))
+                          _text(obj, "model", where, False), rating_field(obj), obj.get("original") or None))
     order = header.get("order") if header.get("order") in ORDERS else "natural"
     return SceneState(members, lines, _text(header, "user_role", "Line 1", False) or "You", order,
                       bool(header.get("allow_self")))

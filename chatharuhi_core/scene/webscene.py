@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chat.backends import backend_info
-from ..chat.webchat import WARNING_MARK, Engine, message_text, portrait_of
+from ..chat.webchat import (
+    FRAME_INTERVAL_S,
+    PLACEHOLDER_IMAGE,
+    WARNING_MARK,
+    Engine,
+    corrected_original,
+    message_text,
+    portrait_of,
+    save_feedback,
+)
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
@@ -25,7 +34,6 @@ from .cast import MAX_MEMBERS, Line
 from .scene import Scene, SceneState
 
 log = logging.getLogger(__name__)
-FRAME_INTERVAL_S = 0.04
 HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)
 PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let them talk**. "
                "· 选两到六个角色，然后说句话，或点「让他们聊」。")
@@ -50,19 +58,18 @@ def _file_url(path: str) -> str:
 
 def speaker_header(role_id: str, name: str) -> str:
     """The portrait and name that open a character's bubble (the name is the text; the picture is decoration)."""
-    try:
-        image = portrait_of(load_role(role_id))
-    except ChatHaruhiError:
-        image = portrait_of_missing()
+    image = _face(role_id)
     # the role id rides in a class: the chat's sanitizer keeps classes and drops data- attributes
     return (f'<span class="speaker role-{html.escape(role_id, quote=True)}"><img class="speaker-face" '
             f'src="{_file_url(image)}" alt=""><b>{html.escape(name)}</b></span>\n\n')
 
 
-def portrait_of_missing() -> str:
-    from ..chat.webchat import PLACEHOLDER_IMAGE
-
-    return str(PLACEHOLDER_IMAGE)
+def _face(role_id: str) -> str:
+    """The role's portrait; the neutral placeholder when the role is gone from this server."""
+    try:
+        return portrait_of(load_role(role_id))
+    except ChatHaruhiError:
+        return str(PLACEHOLDER_IMAGE)
 
 
 def strip_header(text: str) -> str:
@@ -92,10 +99,7 @@ def present_html(state: SceneState) -> str:
         return "<p class='scene-cast-empty'>Nobody is here yet. · 还没有角色。</p>"
     items = []
     for m in state.members:
-        try:
-            image = portrait_of(load_role(m.role_id))
-        except ChatHaruhiError:
-            image = portrait_of_missing()
+        image = _face(m.role_id)
         marks = [] if m.present else ["left · 已离开"]
         if m.muted:
             marks.append("muted · 静音")
@@ -265,7 +269,6 @@ def line_at(state: SceneState, index: object) -> int | None:
 
 def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | None:
     from ..data.feedback import feedback_record
-    from ..data.jsonl import append_record
 
     if settings.feedback_path is None:
         return None
@@ -275,12 +278,7 @@ def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | 
                           text=ln.cue, messages=ln.messages, original=ln.original or ln.text,
                           corrected=ln.text if ln.original is not None else None, rating=ln.rating,
                           engine=ln.engine, model=ln.model, event=event)
-    try:
-        append_record(settings.feedback_path, rec)
-    except OSError as exc:
-        log.error("feedback not saved: %s", exc)
-        return "Your feedback could not be saved on the server (its disk refused the write)."
-    return None
+    return save_feedback(settings.feedback_path, rec)
 
 
 def rate_line(state: SceneState, index: object, liked: object, settings: Settings) -> tuple[SceneState, str]:
@@ -310,10 +308,7 @@ def edit_line(state: SceneState, index: object, new_text: object, settings: Sett
     ln = state.lines[k]
     if text == ln.text:
         return state, ""
-    if ln.original is None:
-        ln.original = ln.text
-    elif text == ln.original:
-        ln.original = None
+    ln.original = corrected_original(ln.original, ln.text, text)
     ln.text = text
     failed = _record(state, k, "edit", settings)
     return state, failed or f"Saved your correction of {ln.speaker}'s line. · 已保存修改。"
