@@ -24,6 +24,7 @@ from chatharuhi_core.chat.webchat import (  # noqa: E402
     engine_note,
     export_chat,
     feedback_values,
+    greeting_messages,
     import_chat,
     message_text,
     picker_choices,
@@ -36,6 +37,7 @@ from chatharuhi_core.chat.webchat import (  # noqa: E402
 )
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
+from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
 from scene_page import build_scene_tab  # noqa: E402
@@ -49,13 +51,14 @@ log = logging.getLogger("chatharuhi.app")
 def _role_view(conv: Conversation, user_name: str | None = None):
     """Everything that changes with the character: portrait, text, chat, examples, name."""
     role = load_role(conv.role_id)
+    user_name = user_name or role.user_name
     return (
         conv,
         portrait_of(role),
-        describe_role(role),
-        chat_messages(conv, role),
+        describe_role(role, user_name),
+        chat_messages(conv, role, user_name),
         gr.Dataset(samples=[[q] for q in role.examples]),
-        user_name or role.user_name,
+        user_name,
         scenes_markdown(conv),
         "",  # the last reply's engine and speed
     )
@@ -133,10 +136,22 @@ def set_avatar(conv: Conversation | None):
     return chat, _scene_picture(role, reply)
 
 
-def clear_chat(conv: Conversation | None):
+def clear_chat(conv: Conversation | None, user_name: str = ""):
     """Back to the greeting with the same character."""
-    view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]))
+    view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]), (user_name or "").strip() or None)
     return view[:4] + view[6:]  # conv, portrait, about, chat, scenes, stats
+
+
+def rename_visitor(conv: Conversation | None, user_name: str):
+    """The visitor typed a name in the story: the greeting and description say it (a card's {{user}})."""
+    if conv is None:
+        return gr.skip(), gr.skip()
+    role = load_role(conv.role_id)
+    if not any(has_placeholder(t) for t in (role.greeting, role.description)):
+        return gr.skip(), gr.skip()
+    name = (user_name or "").strip() or None
+    chat = gr.Chatbot(value=chat_messages(conv, role, name), feedback_value=feedback_values(conv, role))
+    return describe_role(role, name), chat
 
 
 def change_engine(backend: str):
@@ -272,21 +287,23 @@ def rate(conv: Conversation | None, evt: gr.LikeData):
     return rate_reply(conv, evt.index, evt.liked, Settings.from_env())
 
 
-def edit(conv: Conversation | None, evt: gr.EditData):
+def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
     """A corrected reply replaces the old one (and is saved as feedback); other edits are undone."""
     if conv is None:
         return gr.skip(), gr.skip(), gr.skip()
     conv, note = edit_message(conv, evt.index, evt.value, Settings.from_env())
     role = load_role(conv.role_id)
-    return conv, gr.Chatbot(value=chat_messages(conv, role), feedback_value=feedback_values(conv, role)), note
+    chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+    return conv, chat, note
 
 
-def speak_last(conv: Conversation | None):
+def speak_last(conv: Conversation | None, user_name: str = ""):
     """The speak button: read the newest reply (or the greeting) aloud."""
     if conv is None:
         return gr.skip(), "Nothing to read aloud yet."
     role = load_role(conv.role_id)
-    text = conv.history[-1].reply if conv.history else role.greeting
+    greeting = greeting_messages(role, user_name)
+    text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
     return _spoken(conv, text) if text else (gr.skip(), "Nothing to read aloud yet.")
 
 
@@ -414,16 +431,18 @@ def build_demo() -> gr.Blocks:
         text.submit(send, turn_in, turn_out, api_name="submit").then(*after, api_name="after_turn")
         send_btn.click(send, turn_in, turn_out).then(*after, api_name=False)
         regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False)
-        speak_btn.click(speak_last, conv, [voice_audio, voice_note], api_name="speak_last")
+        speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last")
         chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)
         import_btn.upload(import_chat_file, [import_btn, added], view + [chooser, picker, added, feedback_note],
                           api_name="import_chat").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         conv.change(refresh_export, [conv, user_role], export_btn, api_name=False)
         chat.like(rate, conv, [conv, feedback_note], api_name=False)
-        chat.edit(edit, conv, [conv, chat, feedback_note], api_name=False)
+        chat.edit(edit, [conv, user_role], [conv, chat, feedback_note], api_name=False)
         cleared = [conv, portrait, about, chat, scenes, reply_stats]
-        clear_btn.click(clear_chat, conv, cleared)
-        chat.clear(clear_chat, conv, cleared, api_name=False)
+        clear_btn.click(clear_chat, [conv, user_role], cleared)
+        chat.clear(clear_chat, [conv, user_role], cleared, api_name=False)
+        user_role.input(rename_visitor, [conv, user_role], [about, chat], api_name=False, trigger_mode="always_last",
+                        show_progress="hidden")
     return demo
 
 

@@ -76,15 +76,17 @@ def test_v2_card_json_maps_fields_and_macros(env):
     (inp / "mira.json").write_text(json.dumps(KEEPER_CARD))
     role = load_role(inp / "mira.json", settings)
     assert role.name == "Mira" and role.id.startswith("mira-") and role.root.parent == settings.roles_dir
-    assert role.greeting == "Shut the door, User, the wind bites."
+    # {{user}} stays a placeholder in the package (filled at chat time); {{char}} is the name
+    assert role.greeting == "Shut the door, {{user}}, the wind bites."
     assert role.alternate_greetings == ["Back again? Mind the third step."]
     texts = {s.id: s.text for s in role.stories}
-    assert texts["example-001"] == "User:「Are you lonely here?」\nMira:「Lonely? I have the sea. It never stops talking.」"
-    assert texts["example-002"].endswith("Mira:「A ship, two miles out. She is late.」")  # <USER>/<BOT> macros
+    assert texts["example-001"] == "{{user}}:「Are you lonely here?」\nMira:「Lonely? I have the sea. It never stops talking.」"
+    assert texts["example-002"] == "{{user}}:「What is that light?」\nMira:「A ship, two miles out. She is late.」"
     assert texts["lore-001"] == "[storm, weather] Storms on Gull Rock come from the west."
     assert not any("disabled" in t for t in texts.values())
-    assert "The lighthouse was built in 1821." in role.system_prompt  # constant lore sits in the prompt
-    assert "keeps the lighthouse on Gull Rock and talks to User" in role.system_prompt
+    assert [e.constant for e in role.lorebook.entries] == [False, True, False]  # constant lore fires every turn
+    assert "keeps the lighthouse on Gull Rock and talks to {{user}}" in role.system_prompt
+    assert role.post_history_instructions == "Stay in character.\n\nShe smells of salt."
     assert "Written for the ChatHaruhi tests" not in role.system_prompt  # creator_notes never reach the model
     assert role.profile["behaviours"]["personality"] == "calm, dry humour, fond of storms"
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from ..config import Budgets, Settings
 from ..errors import BackendError, InputError, RoleFormatError
+from ..roles.lorebook import Fired, activate, lore_block
+from ..roles.placeholders import fill, hold_partial
 from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from .backends import Backend, ChatRequest, backend_info, create_backend, default_budgets, options_for
@@ -142,6 +144,7 @@ class ChatHaruhi:
         # scenes never to retrieve: evaluation holds the scene it asks about out of the store
         self.exclude_scenes = frozenset(exclude_scenes)
         self.last_scenes: list[Hit] = []
+        self.last_lore: list[Fired] = []  # the lorebook entries of the last turn, and why they fired
         self.last_messages: list[dict] = []
         self.last_packed = 0  # how many of last_scenes fitted the scene budget
         self.last_stats: ReplyStats | None = None
@@ -191,13 +194,31 @@ class ChatHaruhi:
         counter = getattr(self.backend, "count_tokens", None)
         return counter(text) if counter else count_tokens(text)
 
+    def fill(self, text: str, user_role: str | None = None) -> str:
+        """`{{user}}` as the visitor's name in the story, `{{char}}` as the character's."""
+        return fill(text, self.role.name, user_role or self.user_role)
+
+    def scenes_for(self, query: str, user_role: str) -> list[Hit]:
+        """The retrieved scenes with their placeholders filled, as they are sent and shown."""
+        return [replace(h, text=fill(h.text, self.role.name, user_role)) for h in self.retrieve(query)]
+
+    def persona(self, user_role: str, conversation: Sequence[str]) -> tuple[str, str]:
+        """(system message, post-history text) for this turn: the system prompt with the lorebook
+        entries the conversation's last messages call up (kept in last_lore), names filled in."""
+        self.last_lore = activate(self.role.lorebook, conversation, self.count_tokens)
+        system = self.fill(self.role.system_prompt, user_role)
+        notes = lore_block(self.last_lore, lambda t: self.fill(t, user_role))
+        return (system + "\n\n" + notes if notes else system), self.fill(self.role.post_history_instructions, user_role)
+
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.user_name
-        scenes = self.retrieve(text)
+        scenes = self.scenes_for(text, user_role)
         packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
-        messages = assemble_messages(self.role.system_prompt, self.role.name, packed, self.history,
-                                     user_role, text, self.budgets, self.count_tokens)
+        said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
+        system, after = self.persona(user_role, said)
+        messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
+                                     self.budgets, self.count_tokens, after)
         self.last_packed = len(packed)
         if self.fold_prompt:
             messages = fold_messages(messages)
@@ -236,13 +257,13 @@ class ChatHaruhi:
             raw += delta
             if pending_prefix(raw, name):
                 continue
-            now = _visible(raw, name)
+            now = self.fill(hold_partial(_visible(raw, name)), request.user_name)
             if now.startswith(shown) and len(now) > len(shown):
                 first = first or time.perf_counter()
                 yield now[len(shown):]
                 shown = now
         self.last_raw = raw  # what the engine said before clean-up (eval reads it for out-of-character lines)
-        final = clean_reply(raw, name)
+        final = self.fill(clean_reply(raw, name), request.user_name)
         if not final:
             raise BackendError("The model returned an empty reply. Try again, or pick another model.")
         if final.startswith(shown) and len(final) > len(shown):
@@ -273,6 +294,7 @@ class ChatHaruhi:
     def reset(self) -> None:
         self.history.clear()
         self.last_scenes = []
+        self.last_lore = []
         self.last_messages = []
 
     def with_budgets(self, **changes) -> ChatHaruhi:

@@ -3,6 +3,7 @@
 messages = [system: s_R]
          + [user: "Classic scenes for the role are as follows:\n" + scenes joined by "\n###\n"]
          + kept history pairs as user/assistant messages
+         + [system: post-history instructions, when a character card has them]
          + [user: "{user_role}:「{text}」"]
 Scenes are added in order of similarity until the story budget would be exceeded; history is
 walked back from the newest whole pair while it fits the history budget. Both stop at the first
@@ -78,22 +79,30 @@ def trim_history(history: Sequence[Exchange], character: str, budget: int,
 
 def build_messages(system_prompt: str, character: str, stories: Sequence[str],
                    history: Sequence[Exchange], user_role: str, text: str,
-                   budgets: Budgets = Budgets(), count: Counter = count_tokens) -> list[dict]:
+                   budgets: Budgets = Budgets(), count: Counter = count_tokens, post_history: str = "") -> list[dict]:
     """The full message list for one turn, budgets applied."""
     packed = pack_stories(stories, budgets.story_tokens, count)
-    return assemble_messages(system_prompt, character, packed, history, user_role, text, budgets, count)
+    return assemble_messages(system_prompt, character, packed, history, user_role, text, budgets, count,
+                             post_history)
 
 
 def assemble_messages(system_prompt: str, character: str, packed: Sequence[str],
                       history: Sequence[Exchange], user_role: str, text: str,
-                      budgets: Budgets = Budgets(), count: Counter = count_tokens) -> list[dict]:
-    """The message list from scenes already packed to the budget; history is trimmed here."""
+                      budgets: Budgets = Budgets(), count: Counter = count_tokens,
+                      post_history: str = "") -> list[dict]:
+    """The message list from scenes already packed to the budget; history is trimmed here.
+
+    `post_history` (a card's post_history_instructions) goes after the history, just before the
+    message being answered, where card authors expect it.
+    """
     messages: list[dict] = [{"role": "system", "content": system_prompt}]
     if packed:
         messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
     for ex in trim_history(history, character, budgets.history_tokens, count):
         messages.append({"role": "user", "content": format_query(ex.user_role, ex.text)})
         messages.append({"role": "assistant", "content": format_reply(character, ex.reply)})
+    if post_history.strip():
+        messages.append({"role": "system", "content": post_history.strip()})
     messages.append({"role": "user", "content": format_query(user_role, text)})
     return messages
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
+from ..roles.lorebook import Fired
+from ..roles.placeholders import fill
 from ..roles.role import Role
 from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
 from .backends import backend_info
@@ -102,10 +104,11 @@ class Conversation:
     last_scenes: list[Hit] = field(default_factory=list)
     last_packed: int = 0
     meta: list[ReplyMeta] = field(default_factory=list)  # one per exchange: prompt, engine, rating, correction
+    last_lore: list[Fired] = field(default_factory=list)  # lorebook entries of the last reply
 
     def copy(self) -> Conversation:
         return Conversation(self.role_id, list(self.history), list(self.last_scenes), self.last_packed,
-                            [replace(m) for m in self._full_meta()])
+                            [replace(m) for m in self._full_meta()], list(self.last_lore))
 
     def _full_meta(self) -> list[ReplyMeta]:
         """Exchanges made without metadata (older states, the API) get an empty record."""
@@ -127,22 +130,25 @@ class Engine:
     fold_prompt: bool = False
 
 
-def greeting_messages(role: Role) -> list[dict]:
-    return [{"role": "assistant", "content": role.greeting}] if role.greeting else []
+def greeting_messages(role: Role, user: str | None = None) -> list[dict]:
+    """The greeting, with `{{user}}` as the visitor's name in the story."""
+    text = fill(role.greeting, role.name, (user or "").strip() or role.user_name)
+    return [{"role": "assistant", "content": text}] if text else []
 
 
-def chat_messages(conv: Conversation, role: Role) -> list[dict]:
+def chat_messages(conv: Conversation, role: Role, user: str | None = None) -> list[dict]:
     """The chat as the page shows it: the greeting, then every finished exchange."""
-    msgs = greeting_messages(role)
+    msgs = greeting_messages(role, user)
     for ex in conv.history:
         msgs.append({"role": "user", "content": ex.text})
         msgs.append({"role": "assistant", "content": ex.reply})
     return msgs
 
 
-def describe_role(role: Role) -> str:
+def describe_role(role: Role, user: str | None = None) -> str:
     series = f" · *{html.escape(role.series)}*" if role.series else ""
-    return f"### {html.escape(role.name)}{series}\n{html.escape(role.description)}"
+    about = fill(role.description, role.name, (user or "").strip() or role.user_name)
+    return f"### {html.escape(role.name)}{series}\n{html.escape(about)}"
 
 
 def engine_note(backend: str) -> str:
@@ -163,11 +169,22 @@ def stats_line(stats: ReplyStats | None) -> str:
             f"{speed} ({stats.tokens} tokens in {stats.total_s:.1f} s)")
 
 
+def lore_markdown(fired: list[Fired]) -> str:
+    """The lorebook entries of the last reply: which fired, why, and which the budget left out."""
+    if not fired:
+        return ""
+    rows = []
+    for f in fired:
+        mark = "📖" if f.used else "✂️"
+        rows.append(f"- {mark} **{html.escape(f.entry.label, quote=False)}** · {html.escape(f.reason, quote=False)}")
+    return "**Lorebook entries · 世界书**\n\n" + "\n".join(rows)
+
+
 def scenes_markdown(conv: Conversation) -> str:
-    """The scenes retrieved for the last reply, marking those that fit the story budget."""
-    if not conv.last_scenes:
+    """The lorebook entries and scenes retrieved for the last reply, marking those that fit the budgets."""
+    if not conv.last_scenes and not conv.last_lore:
         return "_Send a message to see which classic scenes the reply drew on._"
-    parts = []
+    parts = [lore] if (lore := lore_markdown(conv.last_lore)) else []
     for i, hit in enumerate(conv.last_scenes):
         used = "in the prompt" if i < conv.last_packed else "over the budget, left out"
         body = "\n>\n".join("> " + html.escape(line) for line in hit.text.splitlines() if line.strip())
@@ -205,14 +222,14 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
     base = conv.copy()
     if regenerate:
         if not base.history:
-            yield TurnUpdate(chat_messages(base, role), base, "There is no reply to regenerate yet.", True)
+            yield TurnUpdate(chat_messages(base, role, user_role), base, "There is no reply to regenerate yet.", True)
             return
         last = base.history.pop()
         base.meta.pop()
         text, user_role, avoid = last.text, last.user_role, (last.reply,)
     else:
         avoid = ()
-    shown = chat_messages(base, role) + [{"role": "user", "content": text}]
+    shown = chat_messages(base, role, user_role) + [{"role": "user", "content": text}]
     reply = ""
     try:
         bot = make_bot(base, engine, user_role, settings)
@@ -228,7 +245,7 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
                 last_frame = now
                 yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
     except InputError as exc:
-        yield TurnUpdate(chat_messages(conv, role), conv, str(exc), True)
+        yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
         return
     except ChatHaruhiError as exc:
         partial = (reply + "\n\n") if reply else ""
@@ -243,8 +260,9 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
     stats = bot.last_stats
     meta = ReplyMeta(uuid.uuid4().hex, bot.last_messages, stats.engine if stats else bot.engine_label,
                      stats.model if stats else "")
-    done = Conversation(conv.role_id, bot.history, bot.last_scenes, bot.last_packed, [*base.meta, meta])
-    yield TurnUpdate(chat_messages(done, role), done, None, True, stats_line(bot.last_stats))
+    done = Conversation(conv.role_id, bot.history, bot.last_scenes, bot.last_packed, [*base.meta, meta],
+                        bot.last_lore)
+    yield TurnUpdate(chat_messages(done, role, user_role), done, None, True, stats_line(bot.last_stats))
 
 
 _CAPTIONS: dict[tuple, object] = {}

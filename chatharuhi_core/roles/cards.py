@@ -1,8 +1,12 @@
 """Character cards (V1, V2 `chara_card_v2`, V3 `chara_card_v3`), as JSON or inside a PNG.
 
-Import maps a card onto a Role: description, personality and scenario make the persona and
-profile; first_mes and alternate_greetings the greetings; each `<START>` block of mes_example
-and each lorebook entry a retrievable scene. The whole card stays in role.extensions["card"], so
+Import maps a card onto a Role in SillyTavern's order: the card's system_prompt (with
+`{{original}}` standing for the paper's template) and then the definition (description,
+personality, scenario) make the system prompt; post_history_instructions are sent after the
+history; the lorebook fires by keys (lorebook.py) and each entry is also a retrievable scene;
+first_mes and alternate_greetings are the greetings; each `<START>` block of mes_example a scene.
+`{{char}}` becomes the name at import, `{{user}}` stays and is filled with the visitor's name at
+chat time. The whole card stays in role.extensions["card"], so
 an export writes back every field the card had, unknown extensions included. Export also
 writes the role's own data under data.extensions.chatharuhi, so a ChatHaruhi role survives a
 trip through a card without loss.
@@ -24,6 +28,7 @@ from typing import Any
 
 from ..chat.prompt import parse_scene_lines
 from ..errors import ImportProblem
+from .lorebook import Lorebook, book_from_json
 from .role import Role, Story, derive_role_id, fill_system_prompt, guess_language, parse_role_json, parse_stories
 from .safety import DEFAULT_LIMITS, PNG_SIGNATURE, Limits
 
@@ -37,6 +42,7 @@ V3_ONLY = ("assets", "nickname", "creator_notes_multilingual", "source", "group_
 CARD_KEYWORDS = ("ccv3", "chara")  # readers prefer ccv3
 EXT_KEY = "chatharuhi"
 DEFAULT_USER = "User"
+IMPORT_VERSION = "card-import-2:"
 
 _CHAR = re.compile(r"\{\{\s*char\s*\}\}|<bot>", re.IGNORECASE)
 _USER = re.compile(r"\{\{\s*user\s*\}\}|<user>", re.IGNORECASE)
@@ -165,19 +171,23 @@ def _texts(card: dict, key: str) -> list[str]:
     return [v for v in value if isinstance(v, str) and v.strip()] if isinstance(value, list) else []
 
 
-def expand_macros(text: str, char: str, user: str) -> str:
-    return _USER.sub(user, _CHAR.sub(char, text))
+def expand_char(text: str, char: str) -> str:
+    """`{{char}}` becomes the name now (it is fixed for a role); `{{user}}` stays for chat time."""
+    return _CHAR.sub(lambda _: char, text)
 
 
-def example_scenes(mes_example: str, char: str, user: str) -> list[str]:
-    """Each <START> block as a scene in `Name:「line」` form; unprefixed lines continue the last one."""
+def example_scenes(mes_example: str, char: str) -> list[str]:
+    """Each <START> block as a scene in `Name:「line」` form; unprefixed lines continue the last one.
+
+    The visitor's lines keep `{{user}}` as their speaker, filled with the visitor's name at chat time.
+    """
     scenes = []
     for block in _START.split(mes_example or ""):
         lines: list[list[str]] = []  # [speaker or "", text]
-        for raw in expand_macros(block, char, user).splitlines():
+        for raw in expand_char(block, char).splitlines():
             if not raw.strip():
                 continue
-            m = _SPEAKER.match(raw)
+            m = _SPEAKER.match(_USER.sub("{{user}}", raw))
             if m and m.group(2).strip():
                 lines.append([m.group(1).strip(), m.group(2).strip().strip("「」")])
             elif lines and lines[-1][0]:
@@ -190,23 +200,20 @@ def example_scenes(mes_example: str, char: str, user: str) -> list[str]:
     return scenes
 
 
-def _lore_scenes(book: Any, char: str, user: str) -> tuple[list[Story], list[str]]:
-    """Enabled lorebook entries: retrievable scenes, and the constant ones for the system prompt."""
-    stories, constant = [], []
-    entries = book.get("entries") if isinstance(book, dict) else None
-    for n, entry in enumerate(entries if isinstance(entries, list) else [], start=1):
-        if not isinstance(entry, dict) or entry.get("enabled") is False:
-            continue
-        content = expand_macros(_text(entry, "content"), char, user).strip()
-        if not content:
-            continue
-        if entry.get("constant"):
-            constant.append(content)
-            continue
-        keys = ", ".join(k for k in entry.get("keys") or [] if isinstance(k, str))
-        label = f"[{keys}] " if keys else ""
-        stories.append(Story(id=f"lore-{n:03d}", text=f"{label}{content}"))
-    return stories, constant
+def _lore_scenes(book: Lorebook | None) -> list[Story]:
+    """Every enabled lorebook entry is also a scene, found by meaning when no key is said."""
+    stories = []
+    for n, entry in enumerate(book.entries if book else (), start=1):
+        if entry.enabled:
+            label = f"[{', '.join(entry.keys)}] " if entry.keys else ""
+            stories.append(Story(id=f"lore-{n:03d}", text=f"{label}{entry.content}"))
+    return stories
+
+
+def _depth_prompt(card: dict) -> str:
+    """SillyTavern's character's note (extensions.depth_prompt): sent near the end, like post-history text."""
+    note = (card.get("extensions") or {}).get("depth_prompt") if isinstance(card.get("extensions"), dict) else None
+    return note.get("prompt", "").strip() if isinstance(note, dict) and isinstance(note.get("prompt"), str) else ""
 
 
 def _from_extension(ext: Any, card: dict, role_id: str) -> Role | None:
@@ -233,7 +240,9 @@ def card_to_role(spec: str, card: dict[str, Any], *, role_id: str | None = None,
     name = _text(card, "name").strip()
     if not name:
         raise ImportProblem(f"{source or 'The card'} has no name; a character card needs a 'name'.")
-    rid = role_id or derive_role_id(name, json.dumps(card, sort_keys=True, ensure_ascii=False))
+    # the importer's version is part of the id: a card read before placeholders and lorebooks were
+    # kept is read again, while roles already imported under the old id keep working
+    rid = role_id or derive_role_id(name, IMPORT_VERSION + json.dumps(card, sort_keys=True, ensure_ascii=False))
     extensions = card.get("extensions") if isinstance(card.get("extensions"), dict) else {}
     kept = {k: v for k, v in card.items() if k != "extensions"}
     kept["extensions"] = {k: v for k, v in extensions.items() if k != EXT_KEY}
@@ -242,42 +251,49 @@ def card_to_role(spec: str, card: dict[str, Any], *, role_id: str | None = None,
         own.extensions = {**own.extensions, "card": {"spec": spec, "data": kept}}
         return own
 
-    user = DEFAULT_USER
+    nickname = _text(card, "nickname").strip()
+    char = nickname or name  # card V3: {{char}} is the nickname when there is one
+
     def x(key: str) -> str:
-        return expand_macros(_text(card, key), name, user).strip()
+        return expand_char(_text(card, key), char).strip()
 
     description, personality, scenario = x("description"), x("personality"), x("scenario")
     raw_greetings = [_text(card, "first_mes"), *_texts(card, "alternate_greetings")]
-    greetings = [g for g in (expand_macros(r, name, user).strip() for r in raw_greetings) if g]
-    stories = [Story(f"example-{i:03d}", t) for i, t in enumerate(example_scenes(_text(card, "mes_example"), name, user), 1)]
-    lore, constant = _lore_scenes(card.get("character_book"), name, user)
-    stories += lore
-    stories += [Story(f"greeting-{i:03d}", f"{name}:「{g}」") for i, g in enumerate(greetings, 1)]
+    greetings = [g for g in (expand_char(r, char).strip() for r in raw_greetings) if g]
+    stories = [Story(f"example-{i:03d}", t) for i, t in enumerate(example_scenes(_text(card, "mes_example"), char), 1)]
+    book = book_from_json(card.get("character_book"), f"{source or 'card'} character_book",
+                          content=lambda text: expand_char(text, char))
+    stories += _lore_scenes(book)
+    stories += [Story(f"greeting-{i:03d}", f"{char}:「{g}」") for i, g in enumerate(greetings, 1)]
     if not stories:
         raise ImportProblem(
             f"{source or 'The card'} ('{name}') has no example dialogue, greeting or lorebook entry, "
             "so there are no scenes to draw on. Add mes_example or first_mes to the card."
         )
-    note = "\n\n".join(p for p in (
+    # SillyTavern's order: the card's system prompt replaces only the main instruction ({{original}}
+    # stands for ours), and the definition always follows it
+    definition = "\n\n".join(p for p in (
         description, f"Personality: {personality}" if personality else "", f"Scenario: {scenario}" if scenario else "",
-        "World notes:\n" + "\n".join(constant) if constant else "", x("post_history_instructions"),
     ) if p)
-    base = fill_system_prompt(name, "", note)
+    base = fill_system_prompt(name, "")
     custom = x("system_prompt")
-    system_prompt = custom.replace("{{original}}", base) if custom else base
+    main = custom.replace("{{original}}", base) if custom else base
+    system_prompt = "\n\n".join(p for p in (main, definition) if p)
+    after_history = "\n\n".join(p for p in (x("post_history_instructions"), expand_char(_depth_prompt(card), char)) if p)
     first_line = (description or personality or scenario).split("\n")[0]
     sample = " ".join((name, description, personality, *greetings))
     return Role(
         id=rid, name=name, system_prompt=system_prompt, stories=stories,
-        aliases=[n for n in [_text(card, "nickname").strip()] if n and n != name],
+        aliases=[n for n in [nickname] if n and n != name],
         language=guess_language(sample),
         description=first_line[:160] + ("…" if len(first_line) > 160 else ""),
         greeting=greetings[0] if greetings else "", alternate_greetings=greetings[1:],
-        user_name=user,
+        user_name=DEFAULT_USER,
         profile={"attributes": {"description": description, "scenario": scenario},
                  "behaviours": {"personality": personality}},
         source=source or f"character card by {_text(card, 'creator') or 'unknown'}",
         extensions={"card": {"spec": spec, "data": kept}},
+        post_history_instructions=after_history, lorebook=book,
     )
 
 
@@ -312,11 +328,11 @@ def role_to_card(role: Role, spec: str = V3) -> dict[str, Any]:
             "mes_example": _example_text(role),
             "creator_notes": f"Exported from ChatHaruhi. {role.source}".strip(),
             "system_prompt": role.system_prompt,
-            "post_history_instructions": "",
+            "post_history_instructions": role.post_history_instructions,
             "tags": [t for t in (role.series, role.language) if t],
             "creator": "ChatHaruhi",
             "character_version": str(role.format_version),
-            "character_book": None,
+            "character_book": role.lorebook.to_json() if role.lorebook else None,
         }
     if not stored:  # a card keeps its own name and greetings, macros and all
         data["name"] = role.name

@@ -1,4 +1,8 @@
-"""The Role record and the role package format, version 1 (see docs/role-format.md).
+"""The Role record and the role package format, version 2 (see docs/role-format.md).
+
+Version 2 adds what character cards need to be played as their authors wrote them:
+`post_history_instructions` (sent after the history), a `lorebook` of keyed world notes, and
+`{{user}}` placeholders kept in the texts and filled at chat time. Version 1 packages read as before.
 
 A package is a folder (or a zip of one) holding role.json, system_prompt.txt, stories.jsonl,
 an optional portrait (image.png/.jpg/.webp) and an optional prebuilt Chroma store in store/.
@@ -18,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RoleFormatError
+from .lorebook import Lorebook, book_from_json
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 # Han characters are allowed (蓝掌柜-53c060d601): they have no decomposed form, so an id reads the
 # same in URLs and in file names on Windows, macOS (which stores names decomposed) and Linux.
 HAN = "\u3400-\u4dbf\u4e00-\u9fff"
@@ -80,6 +85,8 @@ class Role:
     source: str = ""
     license: str = ""
     extensions: dict[str, Any] = field(default_factory=dict)
+    post_history_instructions: str = ""  # sent after the history, just before the message answered
+    lorebook: Lorebook | None = None
     scene_images: list[SceneImage] = field(default_factory=list)
     image_path: Path | None = None
     root: Path | None = None
@@ -114,7 +121,7 @@ class Role:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format_version": self.format_version,
+            "format_version": FORMAT_VERSION,  # written in the current format, whatever it was read from
             "id": self.id,
             "name": self.name,
             "aliases": list(self.aliases),
@@ -135,6 +142,8 @@ class Role:
             "source": self.source,
             "license": self.license,
             "extensions": self.extensions,
+            "post_history_instructions": self.post_history_instructions,
+            "lorebook": self.lorebook.to_json() if self.lorebook else None,
         }
 
 
@@ -227,6 +236,8 @@ def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
         source=_str(data, "source", file),
         license=_str(data, "license", file),
         extensions=extensions,
+        post_history_instructions=_str(data, "post_history_instructions", file).strip(),
+        lorebook=book_from_json(data.get("lorebook"), file),
         format_version=version,
     )
 

@@ -227,12 +227,13 @@ class Scene:
         addressed = [ln for ln in fresh if mention_at(ln.text, member) is not None]
         cue = (addressed or fresh or seen[-1:] or [None])[-1]
         query = cue.text if cue else role.name
-        scenes = bot.retrieve(query)
+        scenes = bot.scenes_for(query, self.user_role)
         packed = pack_stories([h.text for h in scenes], bot.budgets.story_tokens, bot.count_tokens)
         others = [m.name for m in self.present if m.role_id != member.role_id]
         note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
                 "one line, and never write the others' lines.")
-        messages: list[dict] = [{"role": "system", "content": role.system_prompt + note}]
+        system, after = bot.persona(self.user_role, [ln.text for ln in seen])
+        messages: list[dict] = [{"role": "system", "content": system + note}]
         if packed:
             messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
         messages += _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
@@ -241,6 +242,8 @@ class Scene:
         else:  # it spoke last (a forced turn) or nothing was said yet: the narrator hands it the word
             last = (f"旁白:{role.name}接着说。" if role.language.startswith("zh")
                     else f"narrator:{role.name} speaks next.")
+        if after:
+            messages.append({"role": "system", "content": after})
         messages.append({"role": "user", "content": last})
         if bot.fold_prompt:
             messages = fold_messages(messages)
@@ -248,7 +251,8 @@ class Scene:
         history = [Exchange(a.speaker, a.text, b.text) for a, b in zip(seen, seen[1:])
                    if b.role_id == member.role_id and a.role_id != member.role_id]
         return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else self.user_role,
-                           text=query, scenes=scenes, history=history, embedder=bot.embedder, avoid=tuple(avoid))
+                           text=query, scenes=scenes, history=history, embedder=bot.embedder, avoid=tuple(avoid),
+                           visitor=self.user_role)
 
     def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Iterator[str]:
         """Stream one character's line (`who`, or the order's pick); it joins the transcript when complete.

@@ -28,6 +28,11 @@ class ChatRequest:
     embedder: Embedder | None = None
     avoid: tuple[str, ...] = ()  # replies not to give again (the one being regenerated)
     plain: bool = False  # a writing task (e.g. new questions), not the character's next line
+    visitor: str = ""  # the visitor's name in the story ({{user}}) when it is not user_role (a scene)
+
+    @property
+    def user_name(self) -> str:
+        return self.visitor or self.user_role
 
 
 @dataclass(frozen=True)

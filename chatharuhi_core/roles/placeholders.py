@@ -1,0 +1,32 @@
+"""`{{user}}` and `{{char}}`: the names a card author leaves open until someone chats.
+
+A role keeps `{{user}}` (or `<USER>`) as written; the visitor's name in the story replaces it
+wherever text is shown or sent, so a visitor who plays Sam is greeted as Sam. `{{char}}` (or
+`<BOT>`) becomes the character's name, or its nickname when the card gives one (card V3).
+"""
+
+from __future__ import annotations
+
+import re
+
+USER = re.compile(r"\{\{\s*user\s*\}\}|<user>", re.IGNORECASE)
+CHAR = re.compile(r"\{\{\s*char\s*\}\}|<bot>", re.IGNORECASE)
+# the start of a placeholder that a stream has not finished yet ("Hello {{us")
+_PARTIAL = re.compile(r"(\{\{?\s*[A-Za-z]{0,4}\s*\}?|<[A-Za-z]{0,4})$")
+
+
+def fill(text: str, char: str, user: str) -> str:
+    """The text with the placeholders replaced by the character's and the visitor's names."""
+    if "{" not in text and "<" not in text:
+        return text
+    return USER.sub(lambda _: user, CHAR.sub(lambda _: char, text))
+
+
+def hold_partial(text: str) -> str:
+    """A streamed text minus a trailing placeholder that may still be arriving."""
+    m = _PARTIAL.search(text)
+    return text[: m.start()] if m and m.group(0) else text
+
+
+def has_placeholder(text: str) -> bool:
+    return bool(USER.search(text) or CHAR.search(text))
