@@ -136,9 +136,9 @@ def set_avatar(conv: Conversation | None):
     return chat, _scene_picture(role, reply)
 
 
-def clear_chat(conv: Conversation | None, user_name: str = ""):
+def clear_chat(conv: Conversation | None):
     """Back to the greeting with the same character."""
-    view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]), (user_name or "").strip() or None)
+    view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]))
     return view[:4] + view[6:]  # conv, portrait, about, chat, scenes, stats
 
 
@@ -439,10 +439,10 @@ def build_demo() -> gr.Blocks:
         chat.like(rate, conv, [conv, feedback_note], api_name=False)
         chat.edit(edit, [conv, user_role], [conv, chat, feedback_note], api_name=False)
         cleared = [conv, portrait, about, chat, scenes, reply_stats]
-        clear_btn.click(clear_chat, [conv, user_role], cleared)
-        chat.clear(clear_chat, [conv, user_role], cleared, api_name=False)
-        user_role.input(rename_visitor, [conv, user_role], [about, chat], api_name=False, trigger_mode="always_last",
-                        show_progress="hidden")
+        named = (rename_visitor, [conv, user_role], [about, chat])  # the greeting says the visitor's name again
+        clear_btn.click(clear_chat, conv, cleared).then(*named, api_name=False)
+        chat.clear(clear_chat, conv, cleared, api_name=False).then(*named, api_name=False)
+        user_role.input(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
     return demo
 
 

@@ -134,9 +134,14 @@ def cmd_roles(args: argparse.Namespace) -> int:
     if args.hub:
         from .roles.hub import hub_roles
 
-        print("\nOn the Hugging Face Hub (fetched on first use):")
-        for hub_role in hub_roles():
-            print(f"  {hub_role.ref:45} {hub_role.label} ({hub_role.series})")
+        listed = hub_roles()
+        print(f"\nOn the Hugging Face Hub, fetched on first use ({len(listed)} roles):")
+        group = None
+        for hub_role in listed:
+            if hub_role.group != group:
+                group = hub_role.group
+                print(f"\n  {group}")
+            print(f"    {hub_role.ref:56} {hub_role.label} ({hub_role.series})")
     return 0
 
 

@@ -126,6 +126,14 @@ def test_cli_help_everywhere(cache_dir, args):
     assert out.returncode == 0 and "usage:" in out.stdout
 
 
+def test_cli_lists_the_hub_catalogue_by_source(cache_dir):
+    out = run_cli("roles", "--hub", cache=cache_dir)
+    assert out.returncode == 0 and "142 roles" in out.stdout
+    for line in ("ChatHaruhi-54K (32 roles)", "ChatHaruhi community (15 roles)", "RoleLLM, English (95 roles)",
+                 "silk-road/ChatHaruhi-from-RoleLLM/Jack Sparrow", "chengli-thu/linghuchong"):
+        assert line in out.stdout, line
+
+
 def test_cli_errors_are_sentences(cache_dir, tmp_path):
     out = run_cli("chat", "--role", "nobody", "hi", cache=cache_dir)
     assert out.returncode == 1 and "No character called 'nobody'" in out.stderr and "Traceback" not in out.stderr

@@ -155,7 +155,7 @@ def test_speak_replies_gives_fresh_audio_in_the_role_language(app_server):
     assert "espeak-ng (cmn)" in note and "edge-tts could not be used" in note
     with wave.open(audio) as w:
         assert w.getnframes() / w.getframerate() > 0.5
-    again, note2 = client.predict(api_name="/speak_last")
+    again, note2 = client.predict("", api_name="/speak_last")  # the visitor's name in the story
     assert again != audio and "espeak-ng (cmn)" in note2  # a new file, so the browser plays it again
     assert stats.startswith("Answered by **Offline: quote the script**")
 

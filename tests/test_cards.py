@@ -202,7 +202,8 @@ def test_the_chat_sends_fired_entries_and_the_panel_says_why(ash, settings, embe
     assert "gold gold gold" not in system  # fired, but over the book's 60-token budget
     panel = scenes_markdown(Conversation(ash.id, last_lore=bot.last_lore))
     assert "📖 **Ashfall** · key 'Ashfall' in the message being answered" in panel
-    assert "📖 **1** ·" not in panel and "✂️ **The long gold note** · key 'gold' in the message being answered, over the lore budget" in panel
+    assert "📖 **1** ·" not in panel
+    assert "✂️ **The long gold note** · key 'gold' in the message being answered, over the lore budget" in panel
     assert "📖 **The crew never flies through storms.** · constant" in panel
     near = bot_for(ash, settings, embedder, history=history[:1])
     assert "rebuilt by Sam's father" in near.prepare("Can you fix it?").messages[0]["content"]

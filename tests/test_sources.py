@@ -80,7 +80,8 @@ def test_v2_card_json_maps_fields_and_macros(env):
     assert role.greeting == "Shut the door, {{user}}, the wind bites."
     assert role.alternate_greetings == ["Back again? Mind the third step."]
     texts = {s.id: s.text for s in role.stories}
-    assert texts["example-001"] == "{{user}}:「Are you lonely here?」\nMira:「Lonely? I have the sea. It never stops talking.」"
+    assert texts["example-001"] == ("{{user}}:「Are you lonely here?」\n"
+                                    "Mira:「Lonely? I have the sea. It never stops talking.」")
     assert texts["example-002"] == "{{user}}:「What is that light?」\nMira:「A ship, two miles out. She is late.」"
     assert texts["lore-001"] == "[storm, weather] Storms on Gull Rock come from the west."
     assert not any("disabled" in t for t in texts.values())
@@ -276,6 +277,70 @@ def test_hub_package_snapshot_and_revision(env):
     assert role.name == "Alice" and role.stories == alice.stories and role.image_path
     with pytest.raises(HubError, match="not in the local cache"):
         load_role("someone/alice-role@v2", settings)
+
+
+XIAOFENG_STORIES = [
+    "段誉:「大哥，你这是要去哪里？」\n萧峰:「契丹人也好，汉人也罢，萧某行事，但求问心无愧。」",
+    "阿朱:「萧大哥，你喝了多少碗了？」\n萧峰:「好酒！再来二十碗，今日与诸位英雄喝个痛快。」",
+]
+SPARROW_STORIES = [
+    "Gibbs:「Captain, the compass is spinning again.」\nJack Sparrow:「It points to what I want most, mate. Rum, mostly.」",
+    "Will:「You cheated!」\nJack Sparrow:「Pirate. Honesty is a very dangerous word on the open sea.」",
+]
+
+
+def test_community_dataset_owner_name_is_read_as_a_chatharuhi_jsonl(env):
+    settings, inp = env
+    text = chatharuhi_rows(XIAOFENG_STORIES, {"luotuo_openai": 1536}, "你正在扮演萧峰。")
+    lay_out_hub_cache(settings.hub_cache, {"hhhwmws/xiaofeng": {"xiaofeng.jsonl": text.encode()}})
+    role = load_role("hhhwmws/xiaofeng", settings)  # as ChatHaruhi's role_from_hf="hhhwmws/xiaofeng"
+    assert role.name == "萧峰" and "Xiao Feng" in role.aliases and role.series.startswith("天龙八部")
+    assert "community" in role.description and role.id.startswith("xiaofeng-") and len(role.stories) == 2
+    assert "二十碗" in ChatHaruhi(role=role, llm="script", settings=settings).chat("萧大哥，再喝一碗？")
+
+
+def test_rolellm_role_with_a_space_in_its_name_and_a_bge_en_column(env):
+    settings, inp = env
+    text = chatharuhi_rows(SPARROW_STORIES, {"bge_en_s15": 384, "luotuo_openai": 1536},
+                           "I want you to act like Jack Sparrow from Pirates of the Caribbean.")
+    lay_out_hub_cache(settings.hub_cache, {"silk-road/ChatHaruhi-from-RoleLLM": {"Jack Sparrow.jsonl": text.encode()}})
+    role = load_role("silk-road/ChatHaruhi-from-RoleLLM/Jack Sparrow", settings)
+    assert role.name == "Jack Sparrow" and "杰克·斯派洛船长" in role.aliases and "RoleLLM" in role.description
+    assert role.embeddings == {}  # neither column is the active embedder's: the texts are embedded again
+    store = open_store(role, ChatHaruhi(role=role, llm="script", settings=settings).embedder, settings)
+    assert store.search("Does your compass work?", 1)[0].text.startswith("Gibbs:「Captain, the compass")
+    wrong = chatharuhi_rows(SPARROW_STORIES, {"bge_en_s15": 512}, "act like Jack Sparrow from x.")
+    lay_out_hub_cache(settings.hub_cache, {"silk-road/ChatHaruhi-from-RoleLLM": {"Will Turner.jsonl": wrong.encode()}})
+    with pytest.raises(ImportProblem, match="column 'bge_en_s15': the embedding has 512 dimensions, expected 384"):
+        load_role("silk-road/ChatHaruhi-from-RoleLLM/Will Turner", settings)
+
+
+def test_a_dataset_that_is_neither_kind_says_so(env):
+    settings, inp = env
+    lay_out_hub_cache(settings.hub_cache, {"someone/notes": {"README.md": b"# notes"},
+                                           "someone/two": {"a.jsonl": b"{}", "b.jsonl": b"{}"}})
+    with pytest.raises(HubError, match="neither a role package .role.json. nor a ChatHaruhi jsonl"):
+        load_role("someone/notes", settings)
+    with pytest.raises(HubError, match="several jsonl files .a.jsonl, b.jsonl.; name the role too"):
+        load_role("someone/two", settings)
+
+
+def test_the_catalogue_lists_chatharuhis_142_roles_by_source():
+    from chatharuhi_core.chat.webchat import picker_entries
+    from chatharuhi_core.roles.hub import hub_roles, parse_hub_id
+
+    roles = hub_roles()
+    counts = {src: sum(r.source == src for r in roles) for src in ("ChatHaruhi-54K", "community", "RoleLLM")}
+    assert counts == {"ChatHaruhi-54K": 32, "community": 15, "RoleLLM": 95} and len({r.ref for r in roles}) == 142
+    for r in roles:
+        parsed = parse_hub_id(r.ref)
+        assert parsed is not None and parsed.label == r.ref, r.ref
+    hal = parse_hub_id("silk-road/ChatHaruhi-from-RoleLLM/HAL 9000")
+    assert (hal.repo_id, hal.filename) == ("silk-road/ChatHaruhi-from-RoleLLM", "HAL 9000.jsonl")
+    labels = [e.label for e in picker_entries() if e.online]
+    assert len(labels) == 142
+    assert any("杰克·斯派洛船长" in x and "Pirates of the Caribbean" in x for x in labels)  # Chinese name and work
+    assert any("令狐冲" in x and "笑傲江湖" in x and "community" in x for x in labels)
 
 
 def test_unreachable_hub_fails_fast_with_a_sentence_and_bundled_roles_still_work(env):

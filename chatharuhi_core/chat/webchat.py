@@ -52,24 +52,30 @@ class PickerEntry:
     label: str  # in the searchable list
     image: str | None
     online: bool = False
+    group: str = "Bundled · 内置"
 
 
 def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
-    """Bundled roles first, then the ones this visitor added, then the Hub roles (online)."""
+    """Bundled roles first, then the ones this visitor added, then ChatHaruhi's catalogue on the Hub
+    (online), grouped by source. A list label holds both names and the work, so a search finds a role
+    by any of them."""
     from ..roles.hub import hub_roles
 
     entries = []
-    for rid in [*bundled_ids(), *(added or [])]:
+    bundled = bundled_ids()
+    for rid in [*bundled, *(added or [])]:
         try:
             role = load_role(rid)
         except ChatHaruhiError:
             continue  # an added role whose files were cleaned away
         label = f"{role.name} · {role.series}" if role.series else role.name
-        entries.append(PickerEntry(rid, role.name, label, portrait_of(role)))
+        group = "Bundled · 内置" if rid in bundled else "Yours · 你添加的"
+        entries.append(PickerEntry(rid, role.name, label, portrait_of(role), group=group))
     for hub_role in hub_roles():
         caption = f"{hub_role.label} {ONLINE_MARK}"
-        entries.append(PickerEntry(hub_role.ref, caption, f"{caption} · online (Hugging Face Hub)",
-                                   str(ONLINE_IMAGE), online=True))
+        label = f"{caption} · {hub_role.series} · Hub: {hub_role.group}"
+        entries.append(PickerEntry(hub_role.ref, caption, label, str(ONLINE_IMAGE), online=True,
+                                   group=f"Hub · {hub_role.group}"))
     return entries
 
 

@@ -25,7 +25,7 @@ TEXT_KEYS = ("text", "enc_text")
 SYSTEM_MARK = "system_prompt"
 CONFIG_MARK = "config"
 CONFIG_TEXT = "Reserve Config Setting Here"
-KNOWN_DIMS = {"luotuo_openai": 1536, "bge_zh_s15": 512}
+KNOWN_DIMS = {"luotuo_openai": 1536, "bge_zh_s15": 512, "bge_en_s15": 384}  # bge-small-{zh,en}-v1.5
 _ACT_LIKE = re.compile(r"act like\s+(.+?)\s+from\s+(.+?)[.。]", re.IGNORECASE)
 
 

@@ -1,10 +1,14 @@
 """The Hugging Face Hub: roles in, roles out, failing soft when the Hub is out of reach.
 
-`owner/name[@revision]` is a dataset repo holding a role package. `owner/name/role[@revision]`
-is one ChatHaruhi 2.0 jsonl (`role.jsonl`) in the dataset `owner/name`, as in
-`silk-road/ChatHaruhi-RolePlaying/haruhi`. Downloads go through huggingface_hub's own cache, so
-anything fetched once is served again offline. Before any download the endpoint is probed with a
-short TCP connect: without it, huggingface_hub retries for about 20 seconds before giving up.
+Roles are named by the ids ChatHaruhi itself uses:
+- `owner/name[@revision]` is a dataset holding either a role package of ours (role.json) or one
+  ChatHaruhi jsonl (a community role such as `chengli-thu/linghuchong`); the files decide which;
+- `owner/name/role[@revision]` is `role.jsonl` in the dataset `owner/name`, as in
+  `silk-road/ChatHaruhi-RolePlaying/haruhi` or `silk-road/ChatHaruhi-from-RoleLLM/Jack Sparrow`
+  (spaces in the role's name are kept).
+Downloads go through huggingface_hub's own cache, so anything fetched once is served again
+offline. Before any download the endpoint is probed with a short TCP connect: without it,
+huggingface_hub retries for about 20 seconds before giving up.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ from ..errors import HubError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_S = 3.0
-PACKAGE_PATTERNS = ["role.json", "system_prompt.txt", "stories.jsonl", "image.*", "store/**", "README.md"]
-_HUB_ID = re.compile(r"^([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?:/([\w./-]{1,200}?))?(?:@([\w./-]{1,200}))?$")
+PACKAGE_PATTERNS = ["role.json", "system_prompt.txt", "stories.jsonl", "image.*", "images/*", "store/**", "README.md"]
+DATASET_PATTERNS = [*PACKAGE_PATTERNS, "*.jsonl", "data/*.jsonl"]  # a ChatHaruhi jsonl dataset, as ChatHaruhi reads it
+# a role inside a dataset may have spaces in its name ("silk-road/ChatHaruhi-from-RoleLLM/Jack Sparrow")
+_HUB_ID = re.compile(r"^([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?:/([\w.-](?:[\w. /-]{0,198}[\w.-])?))?"
+                     r"(?:@([\w./-]{1,200}))?$")
 HUB_ROLES_FILE = Path(__file__).resolve().parents[2] / "characters" / "hub_roles.json"
 
 
@@ -51,27 +58,54 @@ def parse_hub_id(ref: str) -> HubRef | None:
     return HubRef(f"{owner}/{name}", filename, rev)
 
 
+SOURCES = {  # the picker's groups for ChatHaruhi's 142 roles, in this order
+    "ChatHaruhi-54K": "ChatHaruhi-54K (32 roles)",
+    "community": "ChatHaruhi community (15 roles)",
+    "RoleLLM": "RoleLLM, English (95 roles)",
+}
+
+
 @dataclass(frozen=True)
 class HubRole:
     """One of the ChatHaruhi roles offered by Hub id in the picker."""
 
     key: str
     ref: str
-    name: str
+    name: str  # the name it speaks under in its scenes
     name_en: str
-    series: str
+    series: str  # the work, in English and Chinese
     user_name: str = ""
+    name_zh: str = ""
+    source: str = "ChatHaruhi-54K"
 
     @property
     def label(self) -> str:
-        return f"{self.name} · {self.name_en}" if self.name_en and self.name_en != self.name else self.name
+        other = self.name_zh or self.name_en
+        return f"{self.name} · {other}" if other and other != self.name else self.name
+
+    @property
+    def group(self) -> str:
+        return SOURCES.get(self.source, self.source)
+
+    @property
+    def search_text(self) -> str:
+        """Everything a visitor may search by: names in Chinese and English, the work, the source."""
+        return " ".join((self.name, self.name_en, self.name_zh, self.series, self.key, self.group))
 
 
 def hub_roles(path: Path = HUB_ROLES_FILE) -> list[HubRole]:
+    """ChatHaruhi's catalogue (characters/hub_roles.json: names and Hub ids only, no texts), by source."""
     if not path.is_file():
         return []
-    rows = json.loads(path.read_text(encoding="utf-8"))
-    return [HubRole(**row) for row in rows]
+    rows = [HubRole(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
+    order = list(SOURCES)
+    return sorted(rows, key=lambda r: order.index(r.source) if r.source in order else len(order))
+
+
+def listed_role(ref: str) -> HubRole | None:
+    """The catalogue's entry for a Hub id (any revision), if it has one."""
+    bare = ref.split("@")[0].strip()
+    return next((r for r in hub_roles() if r.ref == bare), None)
 
 
 def _endpoint(settings: Settings) -> str:
@@ -125,7 +159,7 @@ def _explain(exc: Exception, ref: HubRef, offline: bool) -> HubError:
 
 
 def fetch(ref: HubRef, settings: Settings) -> Path:
-    """The local path of a Hub role: a package folder, or a jsonl file. Cached copies work offline."""
+    """The local path of a Hub role: a dataset's folder, or one jsonl file. Cached copies work offline."""
     from huggingface_hub import hf_hub_download, snapshot_download
 
     endpoint = _endpoint(settings)
@@ -135,15 +169,25 @@ def fetch(ref: HubRef, settings: Settings) -> Path:
     try:
         if ref.filename:
             return Path(hf_hub_download(ref.repo_id, ref.filename, **common))
-        folder = Path(snapshot_download(ref.repo_id, allow_patterns=PACKAGE_PATTERNS, **common))
+        return Path(snapshot_download(ref.repo_id, allow_patterns=DATASET_PATTERNS, **common))
     except Exception as exc:
         raise _explain(exc, ref, offline) from None
-    if not (folder / "role.json").is_file():
-        raise HubError(
-            f"The dataset '{ref.repo_id}' holds no role.json. For a ChatHaruhi dataset give the role "
-            f"as well, for example '{ref.repo_id}/haruhi'."
-        )
-    return folder
+
+
+def dataset_content(folder: Path, ref: HubRef) -> tuple[str, Path]:
+    """("package", folder) or ("jsonl", file): what an `owner/name` dataset holds, decided by its files."""
+    if (folder / "role.json").is_file():
+        return "package", folder
+    found = sorted({p for pattern in ("*.jsonl", "data/*.jsonl") for p in folder.glob(pattern)
+                    if p.name != "stories.jsonl"})
+    if len(found) == 1:
+        return "jsonl", found[0]
+    if found:
+        names = ", ".join(p.relative_to(folder).as_posix() for p in found[:5])
+        raise HubError(f"The dataset '{ref.repo_id}' holds several jsonl files ({names}); name the role too, "
+                       f"for example '{ref.repo_id}/{found[0].stem}'.")
+    raise HubError(f"The dataset '{ref.repo_id}' holds neither a role package (role.json) nor a ChatHaruhi jsonl, "
+                   "so there is no character to read in it.")
 
 
 def push_plan(folder: Path) -> list[tuple[str, int]]:

@@ -4,7 +4,8 @@
 - the id of a role imported before (kept under <cache>/roles/<id>/);
 - a role package folder, or a zip of one;
 - a character card (V1/V2/V3, .png or .json), a ChatHaruhi 2.0 .jsonl, or a script (.txt);
-- a Hub id: `owner/name[@rev]` (a role package) or `owner/name/role[@rev]` (a ChatHaruhi jsonl).
+- a Hub id: `owner/name[@rev]` (a role package, or a dataset of one ChatHaruhi jsonl) or
+  `owner/name/role[@rev]` (a ChatHaruhi jsonl; the role's name may have spaces).
 
 Anything from outside is checked by `safety` first, converted, and written as a role package
 under the cache directory with an id that includes a hash of its content, so two uploads never
@@ -272,30 +273,42 @@ def import_hub(ref: str, settings: Settings | None = None, options: ImportOption
     parsed = hub.parse_hub_id(ref)
     if parsed is None:
         raise RoleNotFoundError(f"'{ref}' is not a Hub id; use owner/name or owner/name/role.")
-    listed = {r.ref: r for r in hub.hub_roles()}.get(ref.split("@")[0])
     key = f"hub:{parsed.label}"
     cached = _peek(key)
     if cached is not None:
         return cached
     local = hub.fetch(parsed, settings)
     if parsed.filename:
-        from .chatharuhi_jsonl import parse_chatharuhi_jsonl
-
-        text = read_text(local, options.limits, parsed.filename)
-        role = parse_chatharuhi_jsonl(
-            text, parsed.filename, role_name=options.name or (listed.name if listed else None),
-            embedder=_active_embedder(settings), source=f"https://huggingface.co/datasets/{parsed.repo_id}",
-            role_id=derive_role_id(Path(parsed.filename).stem, text),
-        )
-        if listed:
-            aliases = [*role.aliases, *([listed.name_en] if listed.name_en else [])]
-            role = replace(role, series=listed.series or role.series, aliases=aliases,
-                           user_name=listed.user_name or role.user_name,
-                           description=f"{listed.series} · from the ChatHaruhi dataset on the Hub.")
-        role = _persist(role, settings)
+        role = _hub_jsonl(local, parsed, Path(parsed.filename).stem, settings, options)
     else:
-        role = _package_role(local, settings, options, parsed.label)
+        kind, found = hub.dataset_content(local, parsed)
+        if kind == "package":
+            role = _package_role(found, settings, options, parsed.label)
+        else:  # a community role: the dataset's one file is a ChatHaruhi jsonl
+            role = _hub_jsonl(found, parsed, parsed.repo_id.split("/")[1], settings, options)
     return _remember(key, role)
+
+
+def _hub_jsonl(path: Path, parsed, stem: str, settings: Settings, options: ImportOptions) -> Role:
+    """A ChatHaruhi jsonl from the Hub, named and described by the catalogue when it lists the role."""
+    from .chatharuhi_jsonl import parse_chatharuhi_jsonl
+    from .hub import listed_role
+
+    listed = listed_role(parsed.label)
+    label = path.name
+    text = read_text(path, options.limits, label)
+    role = parse_chatharuhi_jsonl(
+        text, label, role_name=options.name or (listed.name if listed else None),
+        embedder=_active_embedder(settings), source=f"https://huggingface.co/datasets/{parsed.repo_id}",
+        role_id=derive_role_id(stem, text),
+    )
+    _check_scene_count(role, label, options.limits)
+    if listed:
+        names = [n for n in (listed.name_en, listed.name_zh) if n and n != role.name]
+        role = replace(role, series=listed.series or role.series, aliases=[*role.aliases, *names],
+                       user_name=listed.user_name or role.user_name,
+                       description=f"{listed.series} · {listed.group}, from the Hugging Face Hub.")
+    return _persist(role, settings)
 
 
 # ------------------------------------------------------------------ the entry point
