@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..chat.prompt import Exchange, format_query, parse_scene_lines
+from ..roles.placeholders import fill
 from ..roles.role import Role, Story
 
 
@@ -51,7 +52,7 @@ def scene_turns(role: Role, story: Story) -> list[Turn]:
     """Every answer of the role in the scene; two lines of the role in a row count as one answer."""
     names = role.speaker_names
     narrator = narrator_for(role)
-    lines = parse_scene_lines(story.text)
+    lines = parse_scene_lines(fill(story.text, role.name, role.user_name))  # a card's {{user}}: the default name
     turns: list[Turn] = []
     pending: list[tuple[str | None, str]] = []
     for i, (spk, text) in enumerate(lines):
