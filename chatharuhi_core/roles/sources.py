@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ChatHaruhiError, ImportProblem, RoleNotFoundError
-from .role import Role, derive_role_id, find_image, load_role_package, write_role_package
+from .role import Role, derive_role_id, find_image, load_role_package, load_scene_images, write_role_package
 from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
 
 if TYPE_CHECKING:
@@ -147,7 +147,9 @@ def _persist(role: Role, settings: Settings, portrait: bytes | None = None, name
                 raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    saved = replace(role, root=folder, image_path=find_image(folder), embeddings=role.embeddings)
+    # pictures are read from the saved package: the import's own folder (an unzipped upload) is gone soon
+    saved = replace(role, root=folder, image_path=find_image(folder), scene_images=load_scene_images(folder),
+                    embeddings=role.embeddings)
     return _remember(f"id:{role.id}", saved)
 
 
