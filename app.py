@@ -37,6 +37,7 @@ from chatharuhi_core.chat.webchat import (  # noqa: E402
 )
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
+from chatharuhi_core.roles.hub import hub_roles  # noqa: E402
 from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
@@ -64,12 +65,36 @@ def _role_view(conv: Conversation, user_name: str | None = None):
     )
 
 
-def start_session():
-    """A new visitor: the first bundled role, and the engine the deployment prefers."""
+def _tiles(entries) -> list[tuple[str | None, str]]:
+    """The picker's tiles: bundled characters and the visitor's own; the Hub's are in their own folded list."""
+    return [(e.image, e.caption) for e in entries if not e.online]
+
+
+def _remembered(ref: str | None) -> Conversation | None:
+    """The character this browser picked last time, when it can still be opened without the network."""
+    if not ref:
+        return None
+    try:
+        return Conversation(load_role(ref).id)
+    except ChatHaruhiError:
+        return None
+
+
+def start_session(last_role: str | None = None):
+    """A new visitor: the character this browser picked last (local storage), else the first bundled one,
+    and the engine the deployment prefers."""
     settings = Settings.from_env()
-    conv = Conversation(bundled_ids()[0])
-    return (*_role_view(conv), conv.role_id, settings.default_backend, *change_engine(settings.default_backend),
-            settings.fold_prompt)
+    conv = _remembered(last_role) or Conversation(bundled_ids()[0])
+    added = [conv.role_id] if conv.role_id not in bundled_ids() else []
+    entries = picker_entries(added)
+    chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
+    return (*_role_view(conv), chooser, gr.Gallery(value=_tiles(entries)), added, settings.default_backend,
+            *change_engine(settings.default_backend), settings.fold_prompt)
+
+
+def remember_role(conv: Conversation | None):
+    """What local storage keeps: the id of the character on screen (an imported one opens from the cache)."""
+    return conv.role_id if conv is not None else gr.skip()
 
 
 def _progress_cb(progress: gr.Progress):
@@ -87,11 +112,19 @@ def _switch(ref: str, progress: gr.Progress):
 
 
 def pick_role(added: list[str] | None, evt: gr.SelectData, progress=gr.Progress()):
-    """A click on a tile in the picker: bundled, added by this visitor, or a Hub role."""
-    entries = picker_entries(added)
+    """A click on a tile in the picker: bundled, or added by this visitor."""
+    entries = [e for e in picker_entries(added) if not e.online]
     if not 0 <= evt.index < len(entries):
         return (*(gr.skip(),) * 9, "")
     return _switch(entries[evt.index].ref, progress)
+
+
+def pick_hub_role(index: int | None, progress=gr.Progress()):
+    """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
+    listed = hub_roles()
+    if not isinstance(index, int) or not 0 <= index < len(listed):
+        return (*(gr.skip(),) * 9, "")
+    return _switch(listed[index].ref, progress)
 
 
 def switch_role(role_id: str, progress=gr.Progress()):
@@ -112,7 +145,7 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
     status = (f"✓ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
               f"· 已添加，可在角色列表中找到。")
     chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
-    gallery = gr.Gallery(value=[(e.image, e.caption) for e in entries])
+    gallery = gr.Gallery(value=_tiles(entries))
     return (*_role_view(Conversation(role.id)), chooser, gallery, added, status, gr.Tabs(selected="chat-tab"), status,
             None)  # the upload box is emptied for the next file
 
@@ -275,7 +308,7 @@ def import_chat_file(path: str | None, added: list[str] | None):
         added.append(conv.role_id)
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    gallery = gr.Gallery(value=[(e.image, e.caption) for e in entries])
+    gallery = gr.Gallery(value=_tiles(entries))
     turns = len(conv.history)
     note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
     return (*_role_view(conv, user_name), chooser, gallery, added, note)
@@ -324,20 +357,27 @@ def build_demo() -> gr.Blocks:
         handled = gr.State(None)  # the last reply whose scenes, picture and voice were shown
         gr.Markdown(
             "# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
-            "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。"
+            "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。",
+            elem_id="intro",
         )
-        with gr.Tabs(elem_id="tabs") as tabs, gr.Tab("Chat · 聊天", id="chat-tab"), gr.Row():
-            with gr.Column(scale=1, min_width=300):
+        with gr.Tabs(elem_id="tabs") as tabs, gr.Tab("Chat · 聊天", id="chat-tab"), gr.Row(elem_id="chat-row"):
+            with gr.Column(scale=1, min_width=300, elem_id="chat-side"):
                 picker = gr.Gallery(
-                    value=[(e.image, e.caption) for e in entries], label="Characters · 角色 (☁ = from the Hub)",
-                    columns=3, height=260, allow_preview=False, object_fit="cover", elem_id="picker",
+                    value=_tiles(entries), label="Characters · 角色", columns=3, height="auto",
+                    allow_preview=False, object_fit="cover", elem_id="picker",
                 )
-                chooser = gr.Dropdown(picker_choices(entries), label="Search characters · 搜索角色",
+                chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
                                       filterable=True, elem_id="role-choice")
                 role_status = gr.Markdown(elem_id="role-status")
+                listed = hub_roles()
+                with gr.Accordion(f"☁ ChatHaruhi on the Hub · {len(listed)} roles", open=False, elem_id="hub-panel"):
+                    hub_list = gr.Dataset(
+                        components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
+                        headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
+                        samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
+                        elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
                 portrait = gr.Image(label="Portrait", show_label=False, interactive=False, height=260,
                                     elem_id="portrait", buttons=[])
-                about = gr.Markdown(elem_id="about")
                 user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", elem_id="user-role")
                 with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
                     backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
@@ -354,19 +394,20 @@ def build_demo() -> gr.Blocks:
                                              label="Scene budget (tokens)", elem_id="story-tokens")
                     history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
                                                label="History budget (tokens)", elem_id="history-tokens")
-            with gr.Column(scale=2):
-                note = gr.Markdown(elem_id="engine-note")
-                scene_picture = gr.Image(label="Scene · 场景", visible=False, interactive=False, height=220,
-                                         elem_id="scene-image", buttons=[])
+            with gr.Column(scale=2, elem_id="chat-main"):
+                about = gr.Markdown(elem_id="about")  # who you are talking to, above the chat
                 chat = gr.Chatbot(label="Chat", elem_id="chat", height=520, buttons=["copy"], editable="all",
                                   feedback_options=("Like", "Dislike"))
                 reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
-                feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
-                                            elem_id="feedback-note", elem_classes=["reply-stats"])
-                with gr.Row():
+                with gr.Row(elem_id="message-row"):
                     text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…",
                                       scale=6, elem_id="message", max_lines=6)
                     send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
+                note = gr.Markdown(elem_id="engine-note")
+                feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
+                                            elem_id="feedback-note", elem_classes=["reply-stats"])
+                scene_picture = gr.Image(label="Scene · 场景", visible=False, interactive=False, height=220,
+                                         elem_id="scene-image", buttons=[])
                 examples = gr.Dataset(components=[text], samples=[], label="Try asking · 试着问",
                                       elem_id="examples")
                 with gr.Row():
@@ -414,7 +455,11 @@ def build_demo() -> gr.Blocks:
         view = [conv, portrait, about, chat, examples, user_role, scenes, reply_stats]
         settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens, fold]
         engine_view = [note, model, server_box, api_key, story_tokens, history_tokens]
-        demo.load(start_session, None, view + [chooser, backend, *engine_view, fold]).then(
+        last_role = gr.BrowserState("", storage_key="chatharuhi-last-role")  # this browser's last pick
+        demo.load(start_session, last_role, view + [chooser, picker, added, backend, *engine_view, fold]).then(
+            set_avatar, conv, [chat, scene_picture], api_name=False)
+        conv.change(remember_role, conv, last_role, api_name=False, show_progress="hidden")
+        hub_list.click(pick_hub_role, hub_list, view + [chooser, role_status], api_name=False).then(
             set_avatar, conv, [chat, scene_picture], api_name=False)
         picker.select(pick_role, added, view + [chooser, role_status]).then(
             set_avatar, conv, [chat, scene_picture], api_name=False)
