@@ -29,9 +29,11 @@ from chatharuhi_core.chat.webchat import (  # noqa: E402
     message_text,
     picker_choices,
     picker_entries,
+    portrait_html,
     portrait_of,
     rate_reply,
     scene_image_for,
+    scene_picture_html,
     scenes_markdown,
     stream_turn,
 )
@@ -55,7 +57,7 @@ def _role_view(conv: Conversation, user_name: str | None = None):
     user_name = user_name or role.user_name
     return (
         conv,
-        portrait_of(role),
+        portrait_html(role),
         describe_role(role, user_name),
         chat_messages(conv, role, user_name),
         gr.Dataset(samples=[[q] for q in role.examples]),
@@ -153,9 +155,8 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
 def _scene_picture(role, reply: str):
     found = scene_image_for(role, reply, Settings.from_env())
     if found is None:
-        return gr.Image(value=None, visible=False)
-    path, caption = found
-    return gr.Image(value=path, label=f"Scene · 场景: {caption}", visible=True)
+        return gr.HTML(value="", visible=False)
+    return gr.HTML(value=scene_picture_html(*found), visible=True)
 
 
 def set_avatar(conv: Conversation | None):
@@ -376,8 +377,7 @@ def build_demo() -> gr.Blocks:
                         headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
                         samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
                         elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
-                portrait = gr.Image(label="Portrait", show_label=False, interactive=False, height=260,
-                                    elem_id="portrait", buttons=[])
+                portrait = gr.HTML(elem_id="portrait")
                 user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", elem_id="user-role")
                 with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
                     backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
@@ -406,8 +406,7 @@ def build_demo() -> gr.Blocks:
                 note = gr.Markdown(elem_id="engine-note")
                 feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
                                             elem_id="feedback-note", elem_classes=["reply-stats"])
-                scene_picture = gr.Image(label="Scene · 场景", visible=False, interactive=False, height=220,
-                                         elem_id="scene-image", buttons=[])
+                scene_picture = gr.HTML(visible=False, elem_id="scene-image")
                 examples = gr.Dataset(components=[text], samples=[], label="Try asking · 试着问",
                                       elem_id="examples")
                 with gr.Row():
@@ -473,8 +472,10 @@ def build_demo() -> gr.Blocks:
         turn_out = [chat, text, conv, reply_stats]
         turn_in = [conv, text, user_role, *settings_in]
         after = (after_turn, [conv, speak_on, handled], [scenes, voice_audio, voice_note, scene_picture, handled])
-        text.submit(send, turn_in, turn_out, api_name="submit").then(*after, api_name="after_turn")
-        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False)
+        focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
+        text.submit(send, turn_in, turn_out, api_name="submit").then(*after, api_name="after_turn").then(
+            None, js=focus_box, api_name=False)
+        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False).then(None, js=focus_box, api_name=False)
         regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False)
         speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last")
         chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)

@@ -79,7 +79,8 @@ def test_pick_each_role_and_chat(browser, app_server, index, role_id):
         "([sel, name]) => document.querySelector(sel)?.innerText.includes(name)", arg=["#about", role.name]
     )
     assert role.greeting[:10] in bot_texts(page)[0]
-    src = page.locator("#portrait img").get_attribute("src")
+    src = page.locator("#portrait img").evaluate("img => img.src")
+    assert "Portrait of" in page.locator("#portrait img").get_attribute("alt")  # alt text says who is shown
     assert page.request.get(src).body() == role.image_path.read_bytes()  # the right portrait
     watch_stream(page)
     say(page, QUESTIONS.get(role_id, role.examples[0]))
@@ -229,6 +230,7 @@ def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
     first = page.locator("#voice-audio audio").get_attribute("src")
     picture = page.locator("#scene-image img").get_attribute("src")
     assert picture.endswith("staff.png")  # the staff answer shows the staff
+    assert "金箍棒" in page.locator("#scene-image img").get_attribute("alt")  # its caption is its alt text
     page.locator("#picker .thumbnail-item").nth(1).click()  # Sherlock speaks English
     page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
     say(page, "What is your method?")

@@ -34,7 +34,7 @@ def test_the_message_box_and_the_greeting_are_on_the_first_screen(browser, app_s
     page = open_at(browser, app_server, viewport)
     assert inside_viewport(page, "#message textarea"), "the message box is below the first screen"
     assert inside_viewport(page, "#chat .message.bot"), "the greeting is below the first screen"
-    assert inside_viewport(page, "#about h3"), "the character's name is below the first screen"
+    assert inside_viewport(page, "#about h2"), "the character's name is below the first screen"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"first-screen-{name}.png"))
     page.close()

@@ -43,6 +43,29 @@ def portrait_of(role: Role) -> str:
     return str(role.image_path) if role.image_path else str(PLACEHOLDER_IMAGE)
 
 
+def file_url(path: str | Path) -> str:
+    """A file the server may send (bundled characters, imports, assets), as the page links it."""
+    return "/gradio_api/file=" + html.escape(str(path), quote=True)
+
+
+def lang_of(role: Role) -> str:
+    """The page's lang attribute for the role's own text (zh for Chinese roles)."""
+    return "zh" if (role.language or "").lower().startswith("zh") else "en"
+
+
+def portrait_html(role: Role) -> str:
+    """The portrait with alt text that says who is shown (Gradio's image viewer gives none)."""
+    alt = html.escape(f"Portrait of {role.name}" + (f", from {role.series}" if role.series else ""), quote=True)
+    return f'<img class="portrait" src="{file_url(portrait_of(role))}" alt="{alt}">'
+
+
+def scene_picture_html(path: str, caption: str) -> str:
+    """A scene picture with its caption as both alt text and a visible caption."""
+    text = html.escape(caption, quote=True)
+    return (f'<figure class="scene-figure"><img src="{file_url(path)}" alt="{text}">'
+            f"<figcaption>Scene · 场景: {text}</figcaption></figure>")
+
+
 @dataclass(frozen=True)
 class PickerEntry:
     """One tile of the character picker and its line in the searchable list."""
@@ -152,9 +175,11 @@ def chat_messages(conv: Conversation, role: Role, user: str | None = None) -> li
 
 
 def describe_role(role: Role, user: str | None = None) -> str:
-    series = f" · *{html.escape(role.series)}*" if role.series else ""
+    """The name (a level-2 heading, under the page's title) and one line about the character, in its language."""
+    series = f" · <em>{html.escape(role.series)}</em>" if role.series else ""
     about = fill(role.description, role.name, (user or "").strip() or role.user_name)
-    return f"### {html.escape(role.name)}{series}\n{html.escape(about)}"
+    return f'<div lang="{lang_of(role)}">\n\n## {html.escape(role.name)}{series}\n{html.escape(about)}\n\n</div>'
+
 
 
 def engine_note(backend: str) -> str:

@@ -23,6 +23,7 @@ from ..chat.webchat import (
     WARNING_MARK,
     Engine,
     corrected_original,
+    file_url,
     message_text,
     portrait_of,
     save_feedback,
@@ -52,16 +53,12 @@ def make_scene(state: SceneState, engine: Engine, settings: Settings, seed: int 
 # ------------------------------------------------------------ how the scene looks
 
 
-def _file_url(path: str) -> str:
-    return "/gradio_api/file=" + html.escape(str(path), quote=True)
-
-
 def speaker_header(role_id: str, name: str) -> str:
     """The portrait and name that open a character's bubble (the name is the text; the picture is decoration)."""
     image = _face(role_id)
     # the role id rides in a class: the chat's sanitizer keeps classes and drops data- attributes
     return (f'<span class="speaker role-{html.escape(role_id, quote=True)}"><img class="speaker-face" '
-            f'src="{_file_url(image)}" alt=""><b>{html.escape(name)}</b></span>\n\n')
+            f'src="{file_url(image)}" alt=""><b>{html.escape(name)}</b></span>\n\n')
 
 
 def _face(role_id: str) -> str:
@@ -106,7 +103,7 @@ def present_html(state: SceneState) -> str:
         note = f" <small>({', '.join(marks)})</small>" if marks else ""
         cls = "scene-member" + ("" if m.present else " scene-member-left")
         items.append(f'<li class="{cls}" data-role="{html.escape(m.role_id, quote=True)}">'
-                     f'<img src="{_file_url(image)}" alt=""><span>{html.escape(m.name)}{note}</span></li>')
+                     f'<img src="{file_url(image)}" alt=""><span>{html.escape(m.name)}{note}</span></li>')
     return f"<ul class='scene-present' aria-label='Who is here'>{''.join(items)}</ul>"
 
 
