@@ -256,8 +256,8 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> None:
     entries = picker_entries()
     state = gr.State(None)
     handled = gr.State(None)
-    with gr.Row():
-        with gr.Column(scale=1, min_width=300):
+    with gr.Row(elem_id="scene-row"):
+        with gr.Column(scale=1, min_width=300, elem_id="scene-side"):
             cast = gr.Dropdown(picker_choices(entries), multiselect=True, max_choices=SLOTS, value=[],
                                label="Characters in the scene (2 to 6) · 群戏角色", filterable=True,
                                elem_id="scene-cast")
@@ -275,12 +275,12 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> None:
                     mutes.append(gr.Checkbox(visible=False, elem_id=f"scene-mute-{k}"))
             gr.Markdown("The engine is the one chosen in **Chat › Settings**. · 引擎沿用聊天页的设置。",
                         elem_classes=["reply-stats"])
-        with gr.Column(scale=2):
+        with gr.Column(scale=2, elem_id="scene-main"):
             chat = gr.Chatbot(label="Scene", elem_id="scene-chat", height=520, editable="all",
                               feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
                               group_consecutive_messages=False)
             status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
-            with gr.Row():
+            with gr.Row(elem_id="scene-message-row"):
                 text = gr.Textbox(show_label=False, placeholder="Say something to the scene… · 对大家说点什么…",
                                   scale=6, elem_id="scene-message", max_lines=6)
                 send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="scene-send")

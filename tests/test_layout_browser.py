@@ -5,7 +5,7 @@ import time
 
 import pytest
 from conftest import ARTIFACTS
-from test_browser import browser  # noqa: F401  (the module's browser fixture)
+from test_browser import browser, wait_reply  # noqa: F401  (the module's browser fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -37,6 +37,16 @@ def test_the_message_box_and_the_greeting_are_on_the_first_screen(browser, app_s
     assert inside_viewport(page, "#about h2"), "the character's name is below the first screen"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"first-screen-{name}.png"))
+    # the README's pictures: 林黛玉 answering, as a visitor sees it at this size
+    page.locator("#picker .thumbnail-item").nth(2).click()
+    page.wait_for_function("() => (document.querySelector('#about')?.innerText || '').includes('林黛玉')")
+    time.sleep(0.5)
+    page.fill("#message textarea", "妹妹今天又哭了？")
+    page.click("#send")
+    wait_reply(page, 2)
+    time.sleep(1)
+    assert inside_viewport(page, "#message textarea")  # still there after a reply
+    page.screenshot(path=str(ARTIFACTS / f"readme-{name}.png"))
     page.close()
 
 
@@ -91,4 +101,23 @@ def test_search_finds_a_hub_role_by_chinese_name_and_by_work_and_the_hub_is_grou
     assert page.locator("#hub-list").get_by_text("凉宫春日").count() >= 1
     assert page.locator("#hub-list tbody tr").count() <= 12  # paged
     page.screenshot(path=str(ARTIFACTS / "hub-list.png"), full_page=True)
+    page.close()
+
+
+def test_the_scene_on_a_phone_shows_cast_scene_and_box_first(browser, app_server):  # noqa: F811
+    page = open_at(browser, app_server, PHONE)
+    page.get_by_role("tab", name="Scene · 群戏").click()
+    box = page.locator("#scene-cast input")
+    for name in ("孙悟空", "诸葛亮"):
+        box.click()
+        box.fill(name)
+        time.sleep(0.3)
+        page.keyboard.press("Enter")
+        page.wait_for_selector(f"#scene-present li:has-text('{name}')", timeout=30_000)
+    page.keyboard.press("Escape")
+    page.evaluate("window.scrollTo(0, 0)")
+    time.sleep(0.3)
+    page.screenshot(path=str(ARTIFACTS / "first-screen-scene-phone.png"))
+    for selector in ("#scene-cast", "#scene-present", "#scene-chat", "#scene-message textarea"):
+        assert inside_viewport(page, selector), selector
     page.close()
