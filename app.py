@@ -350,6 +350,10 @@ def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
 
 def build_demo() -> gr.Blocks:
     entries = picker_entries()
+    # the first character is drawn into the page itself, so its greeting is on screen before any
+    # event has run; the load event then brings the engine and, for a returning browser, its last pick
+    first = load_role(bundled_ids()[0])
+    first_view = _role_view(Conversation(first.id))
     engines = [(backend_info(n).label, n) for n in backend_names()]
     budgets = Budgets()
     with gr.Blocks(title="ChatHaruhi · 凉宫春日") as demo:
@@ -377,8 +381,9 @@ def build_demo() -> gr.Blocks:
                         headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
                         samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
                         elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
-                portrait = gr.HTML(elem_id="portrait")
-                user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", elem_id="user-role")
+                portrait = gr.HTML(first_view[1], elem_id="portrait")
+                user_role = gr.Textbox(first.user_name, label="Your name in the story · 你在故事里的名字",
+                                       elem_id="user-role")
                 with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
                     backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
                     model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
@@ -395,8 +400,9 @@ def build_demo() -> gr.Blocks:
                     history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
                                                label="History budget (tokens)", elem_id="history-tokens")
             with gr.Column(scale=2, elem_id="chat-main"):
-                about = gr.Markdown(elem_id="about")  # who you are talking to, above the chat
-                chat = gr.Chatbot(label="Chat", elem_id="chat", height=520, buttons=["copy"], editable="all",
+                about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
+                chat = gr.Chatbot(first_view[3], label="Chat", elem_id="chat", height=520, buttons=["copy"],
+                                  editable="all", avatar_images=(None, portrait_of(first)),
                                   feedback_options=("Like", "Dislike"))
                 reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
                 with gr.Row(elem_id="message-row"):
@@ -407,7 +413,7 @@ def build_demo() -> gr.Blocks:
                 feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
                                             elem_id="feedback-note", elem_classes=["reply-stats"])
                 scene_picture = gr.HTML(visible=False, elem_id="scene-image")
-                examples = gr.Dataset(components=[text], samples=[], label="Try asking · 试着问",
+                examples = gr.Dataset(components=[text], samples=[[q] for q in first.examples], label="Try asking · 试着问",
                                       elem_id="examples")
                 with gr.Row():
                     regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
