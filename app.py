@@ -208,6 +208,12 @@ def _spoken(conv: Conversation, text: str):
     return (str(speech.path) if speech.path else None), speech.notice
 
 
+def reveal_player(audio: str | None):
+    """The voice player appears once it has something to play: an empty audio player is the costliest
+    part of the page's first paint (about a quarter of a second here, bench/first_screen.py)."""
+    return gr.Audio(visible=True) if audio else gr.skip()
+
+
 def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
           regenerate):
     """Stream one reply: the chat, the message box, the conversation and the stats line only.
@@ -333,8 +339,7 @@ def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
 
 def speak_last(conv: Conversation | None, user_name: str = ""):
     """The speak button: read the newest reply (or the greeting) aloud."""
-    if conv is None:
-        return gr.skip(), "Nothing to read aloud yet."
+    conv = conv or Conversation(bundled_ids()[0])  # the page's first character, drawn in before the session loads
     role = load_role(conv.role_id)
     greeting = greeting_messages(role, user_name)
     text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
@@ -342,10 +347,11 @@ def speak_last(conv: Conversation | None, user_name: str = ""):
 
 
 def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
-    """A click on any message of the character reads that one aloud."""
-    if conv is None or not isinstance(evt.value, (str, dict, list)):
+    """A click on any message of the character reads that one aloud (the page's first character
+    before the session has loaded: its greeting is drawn into the page)."""
+    if not isinstance(evt.value, (str, dict, list)):
         return gr.skip(), gr.skip()
-    return _spoken(conv, message_text(evt.value))
+    return _spoken(conv or Conversation(bundled_ids()[0]), message_text(evt.value))
 
 
 def build_demo() -> gr.Blocks:
@@ -425,8 +431,8 @@ def build_demo() -> gr.Blocks:
                 with gr.Row(equal_height=True):
                     speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
                     speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
-                voice_audio = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False,
-                                       elem_id="voice-audio", buttons=["download"],
+                voice_audio = gr.Audio(visible=False, label="Voice · 语音", type="filepath", autoplay=True,
+                                       interactive=False, elem_id="voice-audio", buttons=["download"],
                                        waveform_options=gr.WaveformOptions(show_recording_waveform=False))
                 voice_note = gr.Markdown(elem_id="voice-note")
                 with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
@@ -479,12 +485,17 @@ def build_demo() -> gr.Blocks:
         turn_in = [conv, text, user_role, *settings_in]
         after = (after_turn, [conv, speak_on, handled], [scenes, voice_audio, voice_note, scene_picture, handled])
         focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
+        reveal = (reveal_player, voice_audio, voice_audio)
         text.submit(send, turn_in, turn_out, api_name="submit").then(*after, api_name="after_turn").then(
-            None, js=focus_box, api_name=False)
-        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False).then(None, js=focus_box, api_name=False)
-        regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False)
-        speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last")
-        chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False)
+            None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False).then(None, js=focus_box, api_name=False) \
+            .then(*reveal, api_name=False, show_progress="hidden")
+        regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False).then(
+            *reveal, api_name=False, show_progress="hidden")
+        speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last").then(
+            *reveal, api_name=False, show_progress="hidden")
+        chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False).then(
+            *reveal, api_name=False, show_progress="hidden")
         import_btn.upload(import_chat_file, [import_btn, added], view + [chooser, picker, added, feedback_note],
                           api_name="import_chat").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         conv.change(refresh_export, [conv, user_role], export_btn, api_name=False)

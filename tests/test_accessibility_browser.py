@@ -38,6 +38,7 @@ def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_se
     page = browser.new_page(viewport=viewport)
     page.goto(app_server)
     page.wait_for_selector("#chat .message.bot", timeout=60_000)
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
     time.sleep(1)
     assert page.evaluate("document.documentElement.lang")  # the page says its language
     assert page.locator("#about [lang=zh]").count() == 1  # 孙悟空's name and line are marked Chinese
@@ -69,6 +70,7 @@ def test_the_keyboard_path_enter_sends_and_focus_comes_back_to_the_box(browser, 
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.goto(app_server)
     page.wait_for_selector("#chat .message.bot", timeout=60_000)
+    page.wait_for_selector("#engine-note strong", timeout=60_000)
     box = page.locator("#message textarea")
     box.focus()
     page.keyboard.type("你的金箍棒有多重？")

@@ -32,6 +32,7 @@ def open_page(browser, url):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(url)
     page.wait_for_selector("#chat .message", timeout=60_000)  # the greeting is shown
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
     return page
 
 

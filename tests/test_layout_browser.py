@@ -18,6 +18,7 @@ def open_at(context_or_browser, url, viewport):
     page = context_or_browser.new_page() if is_context else context_or_browser.new_page(viewport=viewport)
     page.goto(url)
     page.wait_for_selector("#chat .message.bot", timeout=60_000)  # the greeting
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
     time.sleep(0.5)
     return page
 
