@@ -43,7 +43,7 @@ from chatharuhi_core.roles.hub import hub_roles  # noqa: E402
 from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
-from scene_page import build_scene_tab  # noqa: E402
+from scene_page import build_scene_tab, cast_choices  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
@@ -438,8 +438,8 @@ def build_demo() -> gr.Blocks:
                 with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
                                   elem_id="scenes-panel"):
                     scenes = gr.Markdown(elem_id="scenes")
-        with tabs, gr.Tab("Scene · 群戏", id="scene-tab"):
-            build_scene_tab([backend, model, base_url, api_key, story_tokens, history_tokens, fold], added,
+        with tabs, gr.Tab("Scene · 群戏", id="scene-tab") as scene_tab:
+            scene_cast = build_scene_tab([backend, model, base_url, api_key, story_tokens, history_tokens, fold], added,
                             _export_dir)
         with tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
             gr.Markdown(
@@ -480,6 +480,7 @@ def build_demo() -> gr.Blocks:
                       view + [chooser, picker, added, add_status, tabs, role_status, upload],
                       api_name="add_character").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         backend.change(change_engine, backend, engine_view)
+        scene_tab.select(cast_choices, [added, scene_cast], scene_cast, api_name=False, show_progress="hidden")
         examples.click(lambda sample: sample[0], examples, text)
         turn_out = [chat, text, conv, reply_stats]
         turn_in = [conv, text, user_role, *settings_in]

@@ -248,8 +248,14 @@ def import_file(path: str | None, state: SceneState | None):
     return (cast, *view)
 
 
-def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> None:
-    """The tab's components and events; call inside `with gr.Tab(...)`.
+def cast_choices(added: list[str] | None, chosen: list[str] | None):
+    """Every character the visitor may cast: bundled, their own, and the Hub's."""
+    return gr.Dropdown(choices=picker_choices(picker_entries(added)), value=chosen or [])
+
+
+def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> gr.Dropdown:
+    """The tab's components and events; call inside `with gr.Tab(...)`. Returns the cast picker, whose
+    full list the caller fills when the tab is opened (`cast_choices`).
 
     engine_inputs: the Chat tab's engine settings; export_dir: makes a folder for an exported file.
     """
@@ -258,9 +264,12 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> None:
     handled = gr.State(None)
     with gr.Row(elem_id="scene-row"):
         with gr.Column(scale=1, min_width=300, elem_id="scene-side"):
-            cast = gr.Dropdown(picker_choices(entries), multiselect=True, max_choices=SLOTS, value=[],
-                               label="Characters in the scene (2 to 6) · 群戏角色", filterable=True,
-                               elem_id="scene-cast")
+            # the bundled characters at first; the whole list (yours, the Hub's) when the tab is opened,
+            # which keeps 150 labels out of the page's first paint. Any id is taken (the API, an import)
+            # and checked when the cast changes.
+            cast = gr.Dropdown(picker_choices([e for e in entries if not e.online]), multiselect=True,
+                               max_choices=SLOTS, value=[], label="Characters in the scene (2 to 6) · 群戏角色",
+                               filterable=True, allow_custom_value=True, elem_id="scene-cast")
             present = gr.HTML(present_html(SceneState()), elem_id="scene-present")
             user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", value="You",
                                    elem_id="scene-user")
@@ -341,5 +350,5 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> None:
     chat.select(speak_clicked, state, [voice, voice_note], api_name=False)
     state.change(refresh_export(export_dir), state, export_btn, api_name=False)
     import_btn.upload(import_file, [import_btn, state], [cast, *view], api_name="scene_import")
-    added.change(lambda ids, chosen: gr.Dropdown(choices=picker_choices(picker_entries(ids)), value=chosen),
-                 [added, cast], cast, api_name=False)
+    added.change(cast_choices, [added, cast], cast, api_name=False)
+    return cast

@@ -96,7 +96,7 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
         entries.append(PickerEntry(rid, role.name, label, portrait_of(role), group=group))
     for hub_role in hub_roles():
         caption = f"{hub_role.label} {ONLINE_MARK}"
-        label = f"{caption} · {hub_role.series} · Hub: {hub_role.group}"
+        label = f"{caption} · {hub_role.series} · Hub: {hub_role.source}"
         entries.append(PickerEntry(hub_role.ref, caption, label, str(ONLINE_IMAGE), online=True,
                                    group=f"Hub · {hub_role.group}"))
     return entries
