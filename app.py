@@ -14,6 +14,7 @@ import gradio as gr  # noqa: E402
 from chatharuhi_core.chat.backends import backend_info, backend_names, default_budgets  # noqa: E402
 from chatharuhi_core.chat.voice import speak  # noqa: E402
 from chatharuhi_core.chat.webchat import (  # noqa: E402
+    PICKER_JS,
     WARNING_MARK,
     Conversation,
     Engine,
@@ -36,6 +37,7 @@ from chatharuhi_core.chat.webchat import (  # noqa: E402
     scene_picture_html,
     scenes_markdown,
     stream_turn,
+    tiles_html,
 )
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
@@ -67,9 +69,9 @@ def _role_view(conv: Conversation, user_name: str | None = None):
     )
 
 
-def _tiles(entries) -> list[tuple[str | None, str]]:
+def _tiles(entries) -> str:
     """The picker's tiles: bundled characters and the visitor's own; the Hub's are in their own folded list."""
-    return [(e.image, e.caption) for e in entries if not e.online]
+    return tiles_html([e for e in entries if not e.online])
 
 
 def _remembered(ref: str | None) -> Conversation | None:
@@ -90,7 +92,7 @@ def start_session(last_role: str | None = None):
     added = [conv.role_id] if conv.role_id not in bundled_ids() else []
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    return (*_role_view(conv), chooser, gr.Gallery(value=_tiles(entries)), added, settings.default_backend,
+    return (*_role_view(conv), chooser, _tiles(entries), added, settings.default_backend,
             *change_engine(settings.default_backend), settings.fold_prompt)
 
 
@@ -113,12 +115,12 @@ def _switch(ref: str, progress: gr.Progress):
     return (*_role_view(Conversation(role.id)), ref, "")
 
 
-def pick_role(added: list[str] | None, evt: gr.SelectData, progress=gr.Progress()):
-    """A click on a tile in the picker: bundled, or added by this visitor."""
-    entries = [e for e in picker_entries(added) if not e.online]
-    if not 0 <= evt.index < len(entries):
+def pick_role(added: list[str] | None, evt: gr.EventData, progress=gr.Progress()):
+    """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
+    ref = (getattr(evt, "_data", None) or {}).get("ref") if isinstance(getattr(evt, "_data", None), dict) else None
+    if ref not in {e.ref for e in picker_entries(added) if not e.online}:
         return (*(gr.skip(),) * 9, "")
-    return _switch(entries[evt.index].ref, progress)
+    return _switch(ref, progress)
 
 
 def pick_hub_role(index: int | None, progress=gr.Progress()):
@@ -147,7 +149,7 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
     status = (f"✓ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
               f"· 已添加，可在角色列表中找到。")
     chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
-    gallery = gr.Gallery(value=_tiles(entries))
+    gallery = _tiles(entries)
     return (*_role_view(Conversation(role.id)), chooser, gallery, added, status, gr.Tabs(selected="chat-tab"), status,
             None)  # the upload box is emptied for the next file
 
@@ -315,7 +317,7 @@ def import_chat_file(path: str | None, added: list[str] | None):
         added.append(conv.role_id)
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    gallery = gr.Gallery(value=_tiles(entries))
+    gallery = _tiles(entries)
     turns = len(conv.history)
     note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
     return (*_role_view(conv, user_name), chooser, gallery, added, note)
@@ -373,10 +375,7 @@ def build_demo() -> gr.Blocks:
         )
         with gr.Tabs(elem_id="tabs") as tabs, gr.Tab("Chat · 聊天", id="chat-tab"), gr.Row(elem_id="chat-row"):
             with gr.Column(scale=1, min_width=300, elem_id="chat-side"):
-                picker = gr.Gallery(
-                    value=_tiles(entries), label="Characters · 角色", columns=3, height="auto",
-                    allow_preview=False, object_fit="cover", elem_id="picker",
-                )
+                picker = gr.HTML(_tiles(entries), js_on_load=PICKER_JS, elem_id="picker")
                 chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
                                       filterable=True, elem_id="role-choice")
                 role_status = gr.Markdown(elem_id="role-status")
@@ -472,7 +471,7 @@ def build_demo() -> gr.Blocks:
         conv.change(remember_role, conv, last_role, api_name=False, show_progress="hidden")
         hub_list.click(pick_hub_role, hub_list, view + [chooser, role_status], api_name=False).then(
             set_avatar, conv, [chat, scene_picture], api_name=False)
-        picker.select(pick_role, added, view + [chooser, role_status]).then(
+        picker.click(pick_role, added, view + [chooser, role_status], api_name=False).then(
             set_avatar, conv, [chat, scene_picture], api_name=False)
         chooser.input(switch_role, chooser, view + [chooser, role_status], api_name="switch_role").then(
             set_avatar, conv, [chat, scene_picture], api_name=False)

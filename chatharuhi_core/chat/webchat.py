@@ -102,6 +102,22 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
     return entries
 
 
+PICKER_JS = ("element.addEventListener('click', (e) => { const b = e.target.closest('button[data-ref]');"
+             " if (b) trigger('click', {ref: b.dataset.ref}); });")
+
+
+def tiles_html(entries: list[PickerEntry]) -> str:
+    """The picker's tiles as plain buttons (portrait and name): lighter on the page's first paint than a
+    gallery widget. A click sends the tile's ref (PICKER_JS)."""
+    tiles = []
+    for e in entries:
+        ref, name = html.escape(e.ref, quote=True), html.escape(e.caption, quote=True)
+        image = f'<img src="{file_url(e.image)}" alt="" loading="lazy">' if e.image else ""
+        tiles.append(f'<button type="button" class="thumbnail-item" data-ref="{ref}" aria-label="{name}" '
+                     f'title="{html.escape(e.label, quote=True)}">{image}<span class="caption-label">{name}</span></button>')
+    return '<div class="tiles-label">Characters · 角色</div><div class="tiles">' + "".join(tiles) + "</div>"
+
+
 def picker_choices(entries: list[PickerEntry]) -> list[tuple[str, str]]:
     """(label, ref) pairs for the searchable list."""
     return [(e.label, e.ref) for e in entries]
