@@ -117,7 +117,8 @@ def _switch(ref: str, progress: gr.Progress):
 
 def pick_role(added: list[str] | None, evt: gr.EventData, progress=gr.Progress()):
     """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
-    ref = (getattr(evt, "_data", None) or {}).get("ref") if isinstance(getattr(evt, "_data", None), dict) else None
+    data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
+    ref = data.get("ref") if isinstance(data, dict) else None
     if ref not in {e.ref for e in picker_entries(added) if not e.online}:
         return (*(gr.skip(),) * 9, "")
     return _switch(ref, progress)
