@@ -69,6 +69,12 @@ def _role_view(conv: Conversation, user_name: str | None = None):
     )
 
 
+def _current(conv: Conversation | None) -> Conversation:
+    """The visitor's conversation; before the session has loaded, the page's first character, whose
+    greeting is drawn into the page."""
+    return conv if conv is not None else Conversation(bundled_ids()[0])
+
+
 def _tiles(entries) -> str:
     """The picker's tiles: bundled characters and the visitor's own; the Hub's are in their own folded list."""
     return tiles_html([e for e in entries if not e.online])
@@ -175,7 +181,7 @@ def set_avatar(conv: Conversation | None):
 
 def clear_chat(conv: Conversation | None):
     """Back to the greeting with the same character."""
-    view = _role_view(Conversation(conv.role_id if conv else bundled_ids()[0]))
+    view = _role_view(Conversation(_current(conv).role_id))
     return view[:4] + view[6:]  # conv, portrait, about, chat, scenes, stats
 
 
@@ -186,9 +192,8 @@ def rename_visitor(conv: Conversation | None, user_name: str):
     role = load_role(conv.role_id)
     if not any(has_placeholder(t) for t in (role.greeting, role.description)):
         return gr.skip(), gr.skip()
-    name = (user_name or "").strip() or None
-    chat = gr.Chatbot(value=chat_messages(conv, role, name), feedback_value=feedback_values(conv, role))
-    return describe_role(role, name), chat
+    chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+    return describe_role(role, user_name), chat
 
 
 def change_engine(backend: str):
@@ -225,8 +230,7 @@ def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens
     every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
     CPU under load; the scenes, picture and voice come once, from `after_turn`.
     """
-    if conv is None:
-        conv = Conversation(bundled_ids()[0])
+    conv = _current(conv)
     engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens, bool(fold))
     first = True
     for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
@@ -342,7 +346,7 @@ def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
 
 def speak_last(conv: Conversation | None, user_name: str = ""):
     """The speak button: read the newest reply (or the greeting) aloud."""
-    conv = conv or Conversation(bundled_ids()[0])  # the page's first character, drawn in before the session loads
+    conv = _current(conv)
     role = load_role(conv.role_id)
     greeting = greeting_messages(role, user_name)
     text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
@@ -354,7 +358,7 @@ def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
     before the session has loaded: its greeting is drawn into the page)."""
     if not isinstance(evt.value, (str, dict, list)):
         return gr.skip(), gr.skip()
-    return _spoken(conv or Conversation(bundled_ids()[0]), message_text(evt.value))
+    return _spoken(_current(conv), message_text(evt.value))
 
 
 def build_demo() -> gr.Blocks:
@@ -439,8 +443,8 @@ def build_demo() -> gr.Blocks:
                                   elem_id="scenes-panel"):
                     scenes = gr.Markdown(elem_id="scenes")
         with tabs, gr.Tab("Scene · 群戏", id="scene-tab") as scene_tab:
-            scene_cast = build_scene_tab([backend, model, base_url, api_key, story_tokens, history_tokens, fold], added,
-                            _export_dir)
+            scene_cast = build_scene_tab([backend, model, base_url, api_key, story_tokens, history_tokens, fold],
+                                         added, _export_dir)
         with tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
             gr.Markdown(
                 "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"
@@ -489,8 +493,8 @@ def build_demo() -> gr.Blocks:
         reveal = (reveal_player, voice_audio, voice_audio)
         text.submit(send, turn_in, turn_out, api_name="submit").then(*after, api_name="after_turn").then(
             None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False).then(None, js=focus_box, api_name=False) \
-            .then(*reveal, api_name=False, show_progress="hidden")
+        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False).then(
+            None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
         regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False).then(
             *reveal, api_name=False, show_progress="hidden")
         speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last").then(

@@ -76,3 +76,15 @@ def _has(dist: str) -> bool:
         return True
     except PackageNotFoundError:
         return False
+
+
+def write_section(results: Path, start: str, end: str, section: str) -> None:
+    """Put a section (its own markers included) into RESULTS.md in place of the old one, or at the end.
+
+    Each standalone bench script (local engine, first screen) owns one marked section of the file."""
+    text = results.read_text(encoding="utf-8")
+    if start in text:
+        text = text[:text.index(start)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    results.write_text(text, encoding="utf-8")

@@ -21,7 +21,7 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, app_process, machine, median  # noqa: E402
+from common import ROOT, app_process, machine, median, write_section  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 START, END = "<!-- first-screen -->", "<!-- /first-screen -->"
@@ -77,12 +77,7 @@ def write(results: dict[str, dict[str, float]], rounds: int) -> str:
     lines += ["", "A fresh browser context per load: nothing cached, nothing in local storage. The cold start of the "
               "server itself is in the first table.", END]
     section = "\n".join(lines)
-    text = RESULTS.read_text(encoding="utf-8")
-    if START in text:
-        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(text, encoding="utf-8")
+    write_section(RESULTS, START, END, section)
     return section
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, app_process, first_piece_s, machine, median  # noqa: E402
+from common import ROOT, app_process, first_piece_s, machine, median, write_section  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 START, END = "<!-- local-engine -->", "<!-- /local-engine -->"
@@ -153,12 +153,7 @@ def main() -> int:
               "reused. An ordinary turn here is the second message of a conversation: the first one with a role "
               "pays for the system prompt once.", END]
     section = "\n".join(lines)
-    text = RESULTS.read_text(encoding="utf-8")
-    if START in text:
-        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(text, encoding="utf-8")
+    write_section(RESULTS, START, END, section)
     print("\n" + section)
     return 0
 

@@ -6,6 +6,7 @@ import time
 import pytest
 from conftest import ARTIFACTS
 from test_browser import browser, wait_reply  # noqa: F401  (the module's browser fixture)
+from test_scene_browser import cast_scene
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -44,14 +45,7 @@ def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_se
     assert page.locator("#about [lang=zh]").count() == 1  # 孙悟空's name and line are marked Chinese
     problems = {"chat": blocking_violations(page)}
     page.get_by_role("tab", name="Scene · 群戏").click()
-    box = page.locator("#scene-cast input")
-    for name in ("孙悟空", "诸葛亮"):
-        box.click()
-        box.fill(name)
-        time.sleep(0.3)
-        page.keyboard.press("Enter")
-        page.wait_for_selector(f"#scene-present li:has-text('{name}')", timeout=30_000)
-    page.keyboard.press("Escape")
+    cast_scene(page, ("孙悟空", "诸葛亮"))
     problems["scene"] = blocking_violations(page)
     add_tab = page.get_by_role("tab", name="Add a character · 添加角色")
     if add_tab.count() and add_tab.is_visible():

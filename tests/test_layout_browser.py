@@ -6,6 +6,7 @@ import time
 import pytest
 from conftest import ARTIFACTS
 from test_browser import browser, wait_reply  # noqa: F401  (the module's browser fixture)
+from test_scene_browser import cast_scene
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -115,13 +116,7 @@ def test_the_scene_on_a_phone_shows_cast_scene_and_box_first(browser, app_server
     page.wait_for_selector("[role=option]:has-text('Jack Sparrow')", timeout=10_000)  # the Hub's roles, once opened
     box.fill("")
     page.keyboard.press("Escape")
-    for name in ("孙悟空", "诸葛亮"):
-        box.click()
-        box.fill(name)
-        time.sleep(0.3)
-        page.keyboard.press("Enter")
-        page.wait_for_selector(f"#scene-present li:has-text('{name}')", timeout=30_000)
-    page.keyboard.press("Escape")
+    cast_scene(page, ("孙悟空", "诸葛亮"))
     page.evaluate("window.scrollTo(0, 0)")
     time.sleep(0.3)
     page.screenshot(path=str(ARTIFACTS / "first-screen-scene-phone.png"))

@@ -10,12 +10,8 @@ from test_engines import lines_of
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
 
-def open_scene(context, url, names, user_role=None):
-    page = context.new_page()
-    page.set_viewport_size({"width": 1366, "height": 900})
-    page.goto(url)
-    page.wait_for_selector("#chat .message", timeout=60_000)
-    page.get_by_role("tab", name="Scene · 群戏").click()
+def cast_scene(page, names):
+    """Add characters to the scene by typing their names in the cast picker (the Scene tab is open)."""
     box = page.locator("#scene-cast input")
     for name in names:
         box.click()
@@ -24,6 +20,15 @@ def open_scene(context, url, names, user_role=None):
         page.keyboard.press("Enter")  # the first match: the bundled role
         page.wait_for_selector(f"#scene-present li:has-text('{name}')", timeout=30_000)
     page.keyboard.press("Escape")
+
+
+def open_scene(context, url, names, user_role=None):
+    page = context.new_page()
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#chat .message", timeout=60_000)
+    page.get_by_role("tab", name="Scene · 群戏").click()
+    cast_scene(page, names)
     if user_role:
         page.fill("#scene-user textarea", user_role)
     return page

@@ -200,7 +200,7 @@ class ChatHaruhi:
 
     def scenes_for(self, query: str, user_role: str) -> list[Hit]:
         """The retrieved scenes with their placeholders filled, as they are sent and shown."""
-        return [replace(h, text=fill(h.text, self.role.name, user_role)) for h in self.retrieve(query)]
+        return [replace(h, text=self.fill(h.text, user_role)) for h in self.retrieve(query)]
 
     def persona(self, user_role: str, conversation: Sequence[str]) -> tuple[str, str]:
         """(system message, post-history text) for this turn: the system prompt with the lorebook

@@ -175,9 +175,15 @@ class Engine:
     fold_prompt: bool = False
 
 
+def as_shown(role: Role, text: str, user: str | None = None) -> str:
+    """A role's text as the page shows it: `{{user}}` as the visitor's name in the story (the role's
+    default name until one is typed)."""
+    return fill(text, role.name, (user or "").strip() or role.user_name)
+
+
 def greeting_messages(role: Role, user: str | None = None) -> list[dict]:
     """The greeting, with `{{user}}` as the visitor's name in the story."""
-    text = fill(role.greeting, role.name, (user or "").strip() or role.user_name)
+    text = as_shown(role, role.greeting, user)
     return [{"role": "assistant", "content": text}] if text else []
 
 
@@ -193,9 +199,8 @@ def chat_messages(conv: Conversation, role: Role, user: str | None = None) -> li
 def describe_role(role: Role, user: str | None = None) -> str:
     """The name (a level-2 heading, under the page's title) and one line about the character, in its language."""
     series = f" · <em>{html.escape(role.series)}</em>" if role.series else ""
-    about = fill(role.description, role.name, (user or "").strip() or role.user_name)
+    about = as_shown(role, role.description, user)
     return f'<div lang="{lang_of(role)}">\n\n## {html.escape(role.name)}{series}\n{html.escape(about)}\n\n</div>'
-
 
 
 def engine_note(backend: str) -> str:

@@ -13,6 +13,7 @@ huggingface_hub retries for about 20 seconds before giving up.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import socket
@@ -87,19 +88,20 @@ class HubRole:
     def group(self) -> str:
         return SOURCES.get(self.source, self.source)
 
-    @property
-    def search_text(self) -> str:
-        """Everything a visitor may search by: names in Chinese and English, the work, the source."""
-        return " ".join((self.name, self.name_en, self.name_zh, self.series, self.key, self.group))
-
 
 def hub_roles(path: Path = HUB_ROLES_FILE) -> list[HubRole]:
     """ChatHaruhi's catalogue (characters/hub_roles.json: names and Hub ids only, no texts), by source."""
+    return list(_catalogue(path))
+
+
+@functools.lru_cache(maxsize=4)
+def _catalogue(path: Path) -> tuple[HubRole, ...]:
+    """Read once per process: the file ships with the app, and every page load lists it."""
     if not path.is_file():
-        return []
+        return ()
     rows = [HubRole(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
     order = list(SOURCES)
-    return sorted(rows, key=lambda r: order.index(r.source) if r.source in order else len(order))
+    return tuple(sorted(rows, key=lambda r: order.index(r.source) if r.source in order else len(order)))
 
 
 def listed_role(ref: str) -> HubRole | None:
