@@ -533,8 +533,13 @@ def main() -> None:
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     settings = Settings.from_env()
-    settings.roles_dir.mkdir(parents=True, exist_ok=True)
-    allowed = [str(Path(__file__).resolve().parent / "characters"), str(ASSETS), str(settings.roles_dir)]
+    # Gradio serves only files under these (and its temp folder and the working folder): the bundled
+    # characters, the page's assets, imported characters and the spoken replies, which all live in the
+    # cache (~/.cache/chatharuhi when started as README says). Never the whole cache: the feedback file is there.
+    for folder in (settings.roles_dir, settings.spoken_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    allowed = [str(Path(__file__).resolve().parent / "characters"), str(ASSETS), str(settings.roles_dir),
+               str(settings.spoken_dir)]
     demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
                 allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True)
     # warm up once the page answers: started earlier, it competed with the launch for the CPU

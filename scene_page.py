@@ -99,7 +99,7 @@ def set_mute(k: int):
         state = _state(state).copy()
         present = [m for m in state.members if m.present]
         if k < len(present):
-            present[k].muted = bool(value)
+            present[k].set_muted(bool(value), len(state.lines))
         return state, present_html(state)
     return handler
 

@@ -102,6 +102,12 @@ class Settings:
         return self.cache_dir / "roles"
 
     @property
+    def spoken_dir(self) -> Path:
+        """Where each spoken reply's audio is written for the page to play: the page must be allowed
+        to serve files from here (app.py passes it to Gradio's allowed paths)."""
+        return self.cache_dir / "audio" / "out"
+
+    @property
     def feedback_path(self) -> Path | None:
         """The page's ratings and corrections (JSON Lines), or None when the operator turned them off."""
         if self.feedback_off:

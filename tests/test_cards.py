@@ -219,7 +219,7 @@ def test_round_trips_are_lossless(ash, settings, tmp_path):
     for other in (again, json_again, package):
         assert (other.system_prompt, other.stories, other.post_history_instructions, other.lorebook, other.greeting) == (
             ash.system_prompt, ash.stories, ash.post_history_instructions, ash.lorebook, ash.greeting)
-    assert json.loads((tmp_path / "pkg" / "role.json").read_text())["format_version"] == FORMAT_VERSION == 2
+    assert json.loads((tmp_path / "pkg" / "role.json").read_text())["format_version"] == FORMAT_VERSION == 3
 
 
 def test_a_version_1_package_still_reads_and_a_newer_one_is_refused(tmp_path):
@@ -230,8 +230,11 @@ def test_a_version_1_package_still_reads_and_a_newer_one_is_refused(tmp_path):
     (pkg / "stories.jsonl").write_text(json.dumps({"id": "1", "text": "Tom:「Hi」\nOld Keeper:「Shut the door.」"}))
     role = load_role_package(pkg)
     assert (role.format_version, role.lorebook, role.post_history_instructions) == (1, None, "")
+    assert "Keeper" in role.aliases  # before format 3, the names that follow from the name are added
     (pkg / "role.json").write_text(json.dumps({"format_version": 3, "id": "old-keeper", "name": "Old Keeper"}))
-    with pytest.raises(RoleFormatError, match="version 3 is newer than this app reads"):
+    assert load_role_package(pkg).aliases == []  # format 3 lists them all itself
+    (pkg / "role.json").write_text(json.dumps({"format_version": 4, "id": "old-keeper", "name": "Old Keeper"}))
+    with pytest.raises(RoleFormatError, match="version 4 is newer than this app reads"):
         load_role_package(pkg)
     (pkg / "role.json").write_text(json.dumps({"id": "k", "name": "K", "lorebook": {"entries": "nope"}}))
     with pytest.raises(RoleFormatError, match="lorebook"):

@@ -157,8 +157,17 @@ def speak(role: Role, text: str, settings: Settings, engines: tuple[str, ...] = 
     words = speakable(text)
     if not words:
         return Speech(None, None, None, "There is nothing to read aloud in this reply.")
-    cache = settings.cache_dir / "audio"
-    fresh_dir = cache / "out"
+    try:
+        return _speak(role, words, settings, engines)
+    except OSError as exc:  # the cache folder cannot be written: say so, the reply stays text
+        log.error("voice not saved: %s", exc)
+        return Speech(None, None, None, "The voice could not be saved on this server (its disk refused the "
+                                        "write), so the reply stays text.")
+
+
+def _speak(role: Role, words: str, settings: Settings, engines: tuple[str, ...]) -> Speech:
+    fresh_dir = settings.spoken_dir
+    cache = fresh_dir.parent
     fresh_dir.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     for engine_name in engines:

@@ -29,6 +29,7 @@ from typing import Any
 from ..chat.prompt import parse_scene_lines
 from ..errors import ImportProblem
 from .lorebook import Lorebook, book_from_json
+from .names import with_derived
 from .role import Role, Story, derive_role_id, fill_system_prompt, guess_language, parse_role_json, parse_stories
 from .safety import DEFAULT_LIMITS, PNG_SIGNATURE, Limits
 
@@ -284,7 +285,7 @@ def card_to_role(spec: str, card: dict[str, Any], *, role_id: str | None = None,
     sample = " ".join((name, description, personality, *greetings))
     return Role(
         id=rid, name=name, system_prompt=system_prompt, stories=stories,
-        aliases=[n for n in [nickname] if n and n != name],
+        aliases=with_derived(name, [nickname] if nickname else []),
         language=guess_language(sample),
         description=first_line[:160] + ("…" if len(first_line) > 160 else ""),
         greeting=greetings[0] if greetings else "", alternate_greetings=greetings[1:],

@@ -19,6 +19,7 @@ import numpy as np
 from ..chat.embedding import Embedder, embedding_column
 from ..chat.prompt import main_speaker
 from ..errors import ImportProblem
+from .names import with_derived
 from .role import Role, Story, derive_role_id, guess_language, json_object_lines
 
 TEXT_KEYS = ("text", "enc_text")
@@ -105,7 +106,7 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
     return Role(
         id=role_id or derive_role_id(Path(name).stem, text),
         name=role_name,
-        aliases=aliases,
+        aliases=with_derived(role_name, aliases),
         system_prompt=system_prompt,
         stories=stories,
         series=series,

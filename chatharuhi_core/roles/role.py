@@ -23,8 +23,9 @@ from typing import Any
 
 from ..errors import RoleFormatError
 from .lorebook import Lorebook, book_from_json
+from .names import with_derived
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # Han characters are allowed (蓝掌柜-53c060d601): they have no decomposed form, so an id reads the
 # same in URLs and in file names on Windows, macOS (which stores names decomposed) and Linux.
 HAN = "\u3400-\u4dbf\u4e00-\u9fff"
@@ -215,10 +216,14 @@ def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
     extensions = data.get("extensions") or {}
     if not isinstance(extensions, dict):
         raise RoleFormatError(file, "extensions", "expected an object.")
+    name = _str(data, "name", file, required=True).strip()
+    aliases = _str_list(data, "aliases", file)
+    if version < 3:  # before format 3, aliases were the names it speaks under; add the ones it is called by
+        aliases = with_derived(name, aliases)
     return dict(
         id=role_id,
-        name=_str(data, "name", file, required=True).strip(),
-        aliases=_str_list(data, "aliases", file),
+        name=name,
+        aliases=aliases,
         series=_str(data, "series", file),
         language=_str(data, "language", file, default="en") or "en",
         description=_str(data, "description", file),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..chat.tokens import count_tokens
 from ..errors import ImportProblem
+from .names import with_derived
 from .role import HAN, Role, Story, derive_role_id, fill_system_prompt, guess_language
 
 MAX_SCENE_TOKENS = 500
@@ -194,7 +195,7 @@ def role_from_script(text: str, name: str | None, *, source_name: str, aliases: 
         id=role_id or derive_role_id(name if re.search(rf"[A-Za-z0-9{HAN}]", name) else source_name.rsplit(".", 1)[0],
                                           text),
         name=name,
-        aliases=[a for a in aliases if a.strip() and a != name],
+        aliases=with_derived(name, [*aliases, *(s for s in counts if is_role(s))]),  # the forms it speaks under
         system_prompt=fill_system_prompt(name, series, personality),
         stories=stories,
         series=series,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ChatHaruhiError, ImportProblem, RoleNotFoundError
+from .names import with_derived
 from .role import Role, derive_role_id, find_image, load_role_package, load_scene_images, write_role_package
 from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
 
@@ -307,7 +308,7 @@ def _hub_jsonl(path: Path, parsed, stem: str, settings: Settings, options: Impor
     _check_scene_count(role, label, options.limits)
     if listed:
         names = [n for n in (listed.name_en, listed.name_zh) if n and n != role.name]
-        role = replace(role, series=listed.series or role.series, aliases=[*role.aliases, *names],
+        role = replace(role, series=listed.series or role.series, aliases=with_derived(role.name, [*role.aliases, *names]),
                        user_name=listed.user_name or role.user_name,
                        description=f"{listed.series} · {listed.group}, from the Hugging Face Hub.")
     return _persist(role, settings)

@@ -7,9 +7,10 @@ leaves closes it; coming back opens a new one.
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass, field
+
+from ..roles.names import find_name
 
 DEFAULT_TALKATIVENESS = 0.5
 MIN_MEMBERS, MAX_MEMBERS = 2, 6
@@ -25,6 +26,7 @@ class Member:
     talkativeness: float = DEFAULT_TALKATIVENESS  # 0: never volunteers, 1: always does
     muted: bool = False  # never picked by an order; the visitor can still make it speak
     spans: list[list[int | None]] = field(default_factory=lambda: [[0, None]])  # [joined, left) line indices
+    mutes: list[list] = field(default_factory=list)  # [line index, muted] each time it was muted or unmuted
 
     @property
     def present(self) -> bool:
@@ -41,6 +43,12 @@ class Member:
     def leave(self, at: int) -> None:
         if self.present:
             self.spans[-1][1] = at
+
+    def set_muted(self, muted: bool, at: int) -> None:
+        """Mute or unmute before line `at`; the transcript shows it as a quiet line."""
+        if self.muted != bool(muted):
+            self.muted = bool(muted)
+            self.mutes.append([at, self.muted])
 
     def names(self) -> tuple[str, ...]:
         """Every name the member answers to, longest first (so "Sherlock Holmes" wins over "Holmes")."""
@@ -68,25 +76,21 @@ class Line:
         return self.role_id is not None
 
 
-def _is_cjk(text: str) -> bool:
-    return any("\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" for ch in text)
+def happenings(members: list[Member]) -> list[tuple[int, str]]:
+    """(line index, a quiet sentence) for each join, leave, mute and unmute after the scene began,
+    in the order they happened: the transcript shows them between the lines."""
+    found: list[tuple[int, int, str]] = []
+    for m in members:
+        for start, end in m.spans:
+            if start and start > 0:
+                found.append((start, len(found), f"{m.name} joined the scene · 加入了"))
+            if end is not None:
+                found.append((end, len(found), f"{m.name} left the scene · 离开了"))
+        for at, muted in m.mutes:
+            found.append((at, len(found), f"{m.name} was muted · 被静音" if muted else f"{m.name} was unmuted · 取消静音"))
+    return [(at, text) for at, _, text in sorted(found, key=lambda t: (t[0], t[1]))]
 
 
 def mention_at(text: str, member: Member) -> int | None:
-    """Where the member is first named in `text`, or None.
-
-    Latin names match as whole words and keep their capital (so "count on me" does not call
-    Count Dracula); Chinese names match anywhere but need two characters ("亮" alone is too common).
-    """
-    best: int | None = None
-    for name in member.names():
-        if _is_cjk(name):
-            if len(name) < 2:
-                continue
-            pos = text.find(name)
-        else:
-            m = re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text)
-            pos = m.start() if m else -1
-        if pos >= 0 and (best is None or pos < best):
-            best = pos
-    return best
+    """Where the member is first named in `text` (by name or alias), or None: see roles.names.find_name."""
+    return find_name(text, member.names())

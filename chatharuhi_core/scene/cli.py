@@ -76,6 +76,8 @@ def run_scene(args: argparse.Namespace) -> int:
         scene.bot(scene.present[0]).load()
     if args.text:
         scene.say(" ".join(args.text))
+        for note in scene.unheard(scene.lines[-1].text):
+            print(f"({note})")
         picked = scene.responders()
         if not picked:
             print("(manual order: nobody answers until you name someone; run without TEXT and use /next NAME)")
@@ -103,6 +105,8 @@ def run_scene(args: argparse.Namespace) -> int:
                     return 0
             else:
                 scene.say(text)
+                for note in scene.unheard(text):
+                    print(f"({note})")
                 for member in scene.responders():
                     _speak(scene, member)
             _save(scene, path)

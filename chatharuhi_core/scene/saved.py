@@ -25,7 +25,8 @@ def dump_scene(state) -> str:
     header = {"format": FORMAT, "version": VERSION, "user_role": state.user_role, "order": state.order,
               "allow_self": state.allow_self, "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "members": [{"role": m.role_id, "name": m.name, "aliases": list(m.aliases),
-                           "talkativeness": m.talkativeness, "muted": m.muted, "spans": m.spans}
+                           "talkativeness": m.talkativeness, "muted": m.muted, "spans": m.spans,
+                           "mutes": m.mutes}
                           for m in state.members]}
     rows = [header]
     for ln in state.lines:
@@ -48,6 +49,14 @@ def _spans(value, where: str) -> list[list[int | None]]:
     return [list(s) for s in value]
 
 
+def _mutes(value, where: str) -> list[list]:
+    ok = isinstance(value, list) and all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], int)
+                                         and isinstance(x[1], bool) for x in value)
+    if not ok:
+        raise InputError(f"{where} of the scene file has malformed 'mutes' (expected [[line, true or false], …]).")
+    return [list(x) for x in value]
+
+
 def load_scene(data: bytes | str):
     """Read a saved scene; any problem is one sentence naming the line."""
     from .scene import SceneState
@@ -65,7 +74,8 @@ def load_scene(data: bytes | str):
             raise InputError(f"{where} of the scene file has a talkativeness outside 0 to 1.")
         members.append(Member(_text(m, "role", where), _text(m, "name", where, False) or m["role"],
                               tuple(a for a in m.get("aliases") or [] if isinstance(a, str)), float(talk),
-                              bool(m.get("muted")), _spans(m.get("spans", [[0, None]]), where)))
+                              bool(m.get("muted")), _spans(m.get("spans", [[0, None]]), where),
+                              _mutes(m.get("mutes") or [], where)))
     if not members:
         raise InputError("That scene file names no characters (line 1 has no 'members').")
     ids = {m.role_id for m in members}

@@ -25,8 +25,9 @@ from ..chat.embedding import Embedder, get_embedder
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, format_query, pack_stories
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
+from ..roles.names import find_name
 from ..roles.role import Role
-from ..roles.sources import load_role
+from ..roles.sources import bundled_ids, load_role
 from .cast import MAX_MEMBERS, MIN_MEMBERS, Line, Member, mention_at
 from .order import END, candidates, get_order
 
@@ -83,7 +84,9 @@ class Scene:
         self.state = state
         self._bots: dict[str, ChatHaruhi] = {}
         for member in state.members:
-            self._bots[member.role_id] = self._bot(load_role(member.role_id))
+            bot = self._bots[member.role_id] = self._bot(load_role(member.role_id))
+            # a scene saved earlier knows fewer names: the role's own are added (Sherlock, 福尔摩斯)
+            member.aliases = tuple(dict.fromkeys([*member.aliases, *bot.role.aliases]))
         for role in roles:
             self.add(role)
 
@@ -151,11 +154,34 @@ class Scene:
 
     def mute(self, name: str, muted: bool = True) -> Member:
         m = self.member(name)
-        m.muted = muted
+        m.set_muted(muted, len(self.lines))
         return m
 
     def bot(self, member: Member | str) -> ChatHaruhi:
         return self._bots[member.role_id if isinstance(member, Member) else self.member(member).role_id]
+
+    def unheard(self, text: str) -> list[str]:
+        """A sentence for each character named in `text` who will not answer it: muted, gone, or not in
+        this scene at all (a bundled character by any of its names)."""
+        notes = []
+        for m in self.members:
+            if mention_at(text, m) is None:
+                continue
+            if not m.present:
+                notes.append(f"{m.name} has left the scene; add them to the cast again to hear them. "
+                             f"· {m.name}已离开。")
+            elif m.muted:
+                notes.append(f"{m.name} is muted and will not answer; unmute them, or press ▶ {m.name}. "
+                             f"· {m.name}已静音。")
+        cast = {m.role_id for m in self.members}
+        for rid in bundled_ids():
+            if rid in cast:
+                continue
+            role = load_role(rid)
+            if find_name(text, [role.name, *role.aliases]) is not None:
+                notes.append(f"{role.name} is not in this scene; add them to the cast to hear them. "
+                             f"· {role.name}不在这场戏里。")
+        return notes
 
     def check_cast(self) -> None:
         if len(self.present) < MIN_MEMBERS:

@@ -31,7 +31,7 @@ from ..chat.webchat import (
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
-from .cast import MAX_MEMBERS, Line
+from .cast import MAX_MEMBERS, happenings
 from .scene import Scene, SceneState
 
 log = logging.getLogger(__name__)
@@ -74,10 +74,34 @@ def strip_header(text: str) -> str:
     return HEADER_RE.sub("", text, count=1)
 
 
-def scene_messages(state: SceneState, lines: Sequence[Line] | None = None) -> list[dict]:
-    """The transcript as the page shows it: the visitor's lines on the right, each character's with its face."""
+def shown_items(state: SceneState) -> list[int | str]:
+    """What the chat shows, in order: a line's index, or a quiet sentence (who joined, left, was muted)."""
+    notes = happenings(state.members)
+    out: list[int | str] = []
+    at = 0
+    for i in range(len(state.lines) + 1):
+        while at < len(notes) and notes[at][0] <= i:
+            out.append(notes[at][1])
+            at += 1
+        if i < len(state.lines):
+            out.append(i)
+    return out
+
+
+def note_html(text: str) -> str:
+    """A quiet line in the transcript; the page's css centres it and hides the buttons under it."""
+    return f'<span class="scene-note">— {html.escape(text)} —</span>'
+
+
+def scene_messages(state: SceneState) -> list[dict]:
+    """The transcript as the page shows it: the visitor's lines on the right, each character's with its
+    face, and quiet lines for joins, leaves and mutes."""
     out = []
-    for ln in state.lines if lines is None else lines:
+    for item in shown_items(state):
+        if isinstance(item, str):
+            out.append({"role": "assistant", "content": note_html(item)})
+            continue
+        ln = state.lines[item]
         if ln.by_character:
             out.append({"role": "assistant", "content": speaker_header(ln.role_id, ln.speaker) + ln.text})
         else:
@@ -86,8 +110,9 @@ def scene_messages(state: SceneState, lines: Sequence[Line] | None = None) -> li
 
 
 def feedback_values(state: SceneState) -> list[str | None]:
-    """The thumbs to show, one per character line."""
-    return [{"like": "Like", "dislike": "Dislike"}.get(ln.rating or "") for ln in state.lines if ln.by_character]
+    """The thumbs to show, one per assistant message (a quiet line has none)."""
+    return [None if isinstance(item, str) else {"like": "Like", "dislike": "Dislike"}.get(state.lines[item].rating or "")
+            for item in shown_items(state) if isinstance(item, str) or state.lines[item].by_character]
 
 
 def present_html(state: SceneState) -> str:
@@ -182,10 +207,12 @@ def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text:
         scene = make_scene(state, engine, settings, seed)
         scene.check_cast()
         plan: list = []
+        unheard: list[str] = []
         if regenerate:
             pass
         elif text is not None:
             scene.say(text)
+            unheard = scene.unheard(text)
             plan = [scene.member(who)] if who else scene.responders()
         elif who:
             plan = [scene.member(who)]
@@ -249,19 +276,29 @@ def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text:
     if stats and not status:
         status = f"Answered by **{html.escape(stats.engine)}**" + (f" · `{html.escape(stats.model)}`"
                                                                   if stats.model else "")
+    if unheard:
+        status = "  \n".join([*(html.escape(n) for n in unheard), status]).strip()
     yield SceneUpdate(scene_messages(done), done, None, True, status, spoke)
 
 
 # ------------------------------------------------------------ feedback, export
 
 
-def line_at(state: SceneState, index: object) -> int | None:
-    """The transcript line shown at chat `index`, when it is a character's."""
+def shown_line(state: SceneState, index: object) -> int | None:
+    """The transcript line shown at chat `index` (None for a quiet line or an index out of range)."""
     if isinstance(index, (list, tuple)):
         index = index[0] if index else -1
-    if not isinstance(index, int) or not 0 <= index < len(state.lines):
+    items = shown_items(state)
+    if not isinstance(index, int) or not 0 <= index < len(items):
         return None
-    return index if state.lines[index].by_character else None
+    item = items[index]
+    return item if isinstance(item, int) else None
+
+
+def line_at(state: SceneState, index: object) -> int | None:
+    """The transcript line shown at chat `index`, when it is a character's."""
+    k = shown_line(state, index)
+    return k if k is not None and state.lines[k].by_character else None
 
 
 def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | None:
@@ -296,15 +333,20 @@ def rate_line(state: SceneState, index: object, liked: object, settings: Setting
 def edit_line(state: SceneState, index: object, new_text: object, settings: Settings) -> tuple[SceneState, str]:
     """An edited character line is a correction, recorded for that character."""
     state = state.copy()
-    k = line_at(state, index)
+    k = shown_line(state, index)
     if k is None:
-        return state, "Only the characters' lines can be edited; send a new line to say something else."
+        return state, "That line only says who joined, left or was muted; it cannot be edited."
     text = strip_header(message_text(new_text)).strip()
     if not text:
         return state, "A line cannot be empty; the edit was undone."
     ln = state.lines[k]
     if text == ln.text:
         return state, ""
+    if not ln.by_character:  # the visitor rewrites their own words: the characters hear them from now on
+        ln.text = text
+        later = any(p.by_character for p in state.lines[k + 1:])
+        return state, ("Your line was changed; the lines after it stay as they were. · 已修改你的台词。" if later
+                       else "Your line was changed. · 已修改你的台词。")
     ln.original = corrected_original(ln.original, ln.text, text)
     ln.text = text
     failed = _record(state, k, "edit", settings)
