@@ -19,6 +19,7 @@ from chatharuhi_core.chat.webchat import (  # noqa: E402
     Conversation,
     Engine,
     add_character,
+    answers_again,
     chat_messages,
     describe_role,
     edit_message,
@@ -53,20 +54,38 @@ FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: y
 log = logging.getLogger("chatharuhi.app")
 
 
-def _role_view(conv: Conversation, user_name: str | None = None):
-    """Everything that changes with the character: portrait, text, chat, examples, name."""
+VIEW_SIZE = 9  # _role_view's outputs
+
+
+def _role_view(conv: Conversation, chats: dict | None = None, visitor: str | None = None):
+    """Everything that changes with the character: portrait, text, chat, examples, name, and the
+    visitor's other chats (kept for when they come back to a character). `visitor` is the name the
+    visitor typed for themselves; without one, the character's usual partner (Watson for Holmes)."""
     role = load_role(conv.role_id)
-    user_name = user_name or role.user_name
+    user_name = (visitor or "").strip() or role.user_name
     return (
         conv,
         portrait_html(role),
         describe_role(role, user_name),
         chat_messages(conv, role, user_name),
-        gr.Dataset(samples=[[q] for q in role.examples]),
+        gr.Dataset(samples=[[q] for q in role.examples], visible=bool(role.examples)),
         user_name,
         scenes_markdown(conv),
         "",  # the last reply's engine and speed
+        chats if chats is not None else gr.skip(),
     )
+
+
+def _reopen(current: Conversation | None, chats: dict | None, role_id: str) -> tuple[Conversation, dict]:
+    """Put the chat on screen away (whole exchanges only: a reply cut off by the switch was never
+    added) and bring out the chat with `role_id`: the one this visitor had before, or a new one."""
+    chats = dict(chats or {})
+    if current is not None:
+        if current.history:
+            chats[current.role_id] = current
+        else:
+            chats.pop(current.role_id, None)
+    return chats.get(role_id) or Conversation(role_id), chats
 
 
 def _current(conv: Conversation | None) -> Conversation:
@@ -90,16 +109,37 @@ def _remembered(ref: str | None) -> Conversation | None:
         return None
 
 
-def start_session(last_role: str | None = None):
+def start_session(last_role: str | None = None, visitor: str | None = None):
     """A new visitor: the character this browser picked last (local storage), else the first bundled one,
-    and the engine the deployment prefers."""
+    the name they gave themselves last time, and the engine the deployment prefers."""
     settings = Settings.from_env()
     conv = _remembered(last_role) or Conversation(bundled_ids()[0])
     added = [conv.role_id] if conv.role_id not in bundled_ids() else []
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    return (*_role_view(conv), chooser, _tiles(entries), added, settings.default_backend,
-            *change_engine(settings.default_backend), settings.fold_prompt)
+    return (*_role_view(conv, {}, visitor), chooser, _tiles(entries), added, settings.default_backend,
+            *change_engine(settings.default_backend), settings.fold_prompt, scene_name(visitor))
+
+
+def remember_name(user_name: str):
+    """The visitor typed (or pasted, or let the browser fill) their name in the story: it stays theirs
+    when they switch character, in the Scene tab, and after a reload (this browser's local storage)."""
+    name = (user_name or "").strip()
+    return name, scene_name(name)
+
+
+def name_from_scene(user_name: str):
+    """The name typed in the Scene tab is the visitor's name in the chat too."""
+    name = (user_name or "").strip()
+    return name, (name or gr.skip())
+
+
+def give_back(pending: str | None, box: str | None):
+    """After a switch: a message whose reply was cut off goes back into the box, unless the visitor has
+    already typed something new there."""
+    if pending and not (box or "").strip():
+        return pending, ""
+    return gr.skip(), ""
 
 
 def remember_role(conv: Conversation | None):
@@ -111,45 +151,58 @@ def _progress_cb(progress: gr.Progress):
     return lambda done, total: progress((done, total), desc="Embedding scenes · 正在嵌入场景", unit="scenes")
 
 
-def _switch(ref: str, progress: gr.Progress):
-    """Open any role (a Hub one may download); on failure keep the current one and say why."""
+def _switch(ref: str, conv: Conversation | None, chats: dict | None, visitor: str | None, progress: gr.Progress):
+    """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
+    page, and put the search list back on the character still on screen."""
     try:
         role = open_role(ref, Settings.from_env(), _progress_cb(progress))
     except ChatHaruhiError as exc:
-        gr.Warning(str(exc))
-        return (*(gr.skip(),) * 8, gr.skip(), WARNING_MARK + str(exc))
-    return (*_role_view(Conversation(role.id)), ref, "")
+        back = gr.Dropdown(value=conv.role_id) if conv is not None else gr.skip()
+        return (*(gr.skip(),) * VIEW_SIZE, back, WARNING_MARK + str(exc))
+    new, chats = _reopen(conv, chats, role.id)
+    return (*_role_view(new, chats, visitor), ref, "")
 
 
-def pick_role(added: list[str] | None, evt: gr.EventData, progress=gr.Progress()):
+def scene_name(visitor: str | None) -> str:
+    """The visitor's name in a scene: the one they gave themselves, never a character's usual partner."""
+    return (visitor or "").strip() or "You"
+
+
+def pick_role(added: list[str] | None, conv: Conversation | None, chats: dict | None, visitor: str | None,
+              evt: gr.EventData, progress=gr.Progress()):
     """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
     data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
     ref = data.get("ref") if isinstance(data, dict) else None
     if ref not in {e.ref for e in picker_entries(added) if not e.online}:
-        return (*(gr.skip(),) * 9, "")
-    return _switch(ref, progress)
+        return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
+    return _switch(ref, conv, chats, visitor, progress)
 
 
-def pick_hub_role(index: int | None, progress=gr.Progress()):
+def pick_hub_role(index: int | None, conv: Conversation | None, chats: dict | None, visitor: str | None,
+                  progress=gr.Progress()):
     """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
     listed = hub_roles()
     if not isinstance(index, int) or not 0 <= index < len(listed):
-        return (*(gr.skip(),) * 9, "")
-    return _switch(listed[index].ref, progress)
+        return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
+    return _switch(listed[index].ref, conv, chats, visitor, progress)
 
 
-def switch_role(role_id: str, progress=gr.Progress()):
-    """The searchable list (and the API): a new character starts a fresh conversation."""
-    return _switch(role_id or "", progress)
+def switch_role(role_id: str, conv: Conversation | None = None, chats: dict | None = None,
+                visitor: str | None = None, progress=gr.Progress()):
+    """The searchable list (and the API): the character's chat opens (this session's earlier one with it,
+    or a fresh one); the chat on screen is kept for when the visitor comes back."""
+    return _switch(role_id or "", conv, chats, visitor, progress)
 
 
-def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None, progress=gr.Progress()):
+def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None, conv: Conversation | None = None,
+             chats: dict | None = None, visitor: str | None = None, progress=gr.Progress()):
     """The 'add a character' tab: import, then show the new role in this visitor's picker."""
     added = list(added or [])
     try:
         role = add_character(hub_id, upload, name, Settings.from_env(), _progress_cb(progress))
     except ChatHaruhiError as exc:
-        return (*(gr.skip(),) * 8, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "", gr.skip())
+        return (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "",
+                gr.skip())
     if role.id not in added and role.id not in bundled_ids():
         added.append(role.id)
     entries = picker_entries(added)
@@ -157,7 +210,8 @@ def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None
               f"· 已添加，可在角色列表中找到。")
     chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
     gallery = _tiles(entries)
-    return (*_role_view(Conversation(role.id)), chooser, gallery, added, status, gr.Tabs(selected="chat-tab"), status,
+    new, chats = _reopen(conv, chats, role.id)
+    return (*_role_view(new, chats, visitor), chooser, gallery, added, status, gr.Tabs(selected="chat-tab"), status,
             None)  # the upload box is emptied for the next file
 
 
@@ -179,10 +233,10 @@ def set_avatar(conv: Conversation | None):
     return chat, _scene_picture(role, reply)
 
 
-def clear_chat(conv: Conversation | None):
+def clear_chat(conv: Conversation | None, visitor: str | None = None):
     """Back to the greeting with the same character."""
-    view = _role_view(Conversation(_current(conv).role_id))
-    return view[:4] + view[6:]  # conv, portrait, about, chat, scenes, stats
+    view = _role_view(Conversation(_current(conv).role_id), None, visitor)
+    return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
 
 
 def rename_visitor(conv: Conversation | None, user_name: str):
@@ -236,12 +290,21 @@ def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens
     for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
         if up.error:
             gr.Warning(up.error)
-        # a sent message leaves the box; after a failure (or a regenerate) the words stay in it
-        box = (text if (regenerate or up.error) else "") if (first or up.done) else gr.skip()
+        # A sent message leaves the box with the first frame, and whatever the visitor types while the
+        # reply streams is theirs: the box is never emptied again. After a failure the words come back.
+        # A regenerate leaves the box alone.
+        if regenerate:
+            box = gr.skip()
+        elif up.error:
+            box = text
+        else:
+            box = "" if first else gr.skip()
         state = up.conversation if up.done else gr.skip()
         status = up.status if (up.status or up.done or first) else gr.skip()
+        # the message in flight, put back in the box if the visitor switches character before the reply is done
+        pending = "" if (up.done or regenerate) else (text if first else gr.skip())
         first = False
-        yield up.messages, box, state, status
+        yield up.messages, box, state, status, pending
 
 
 def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
@@ -305,18 +368,21 @@ def refresh_export(conv: Conversation | None, user_role: str):
     return gr.DownloadButton(value=str(export_chat(conv, user_role, _export_dir())), interactive=True)
 
 
-def import_chat_file(path: str | None, added: list[str] | None):
+def import_chat_file(path: str | None, added: list[str] | None, conv: Conversation | None = None,
+                     chats: dict | None = None):
     """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
 
-    A character imported earlier (not bundled) joins this visitor's picker, as if just added."""
-    skip = (*(gr.skip(),) * 8, gr.skip(), gr.skip(), gr.skip())
+    A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
+    on screen is kept for when the visitor comes back to its character."""
+    skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
     if not path:
         return (*skip, "")
+    current = conv
     try:
         conv, user_name = import_chat(path)
     except ChatHaruhiError as exc:
-        gr.Warning(str(exc))
         return (*skip, WARNING_MARK + str(exc))
+    _, chats = _reopen(current, chats, conv.role_id)
     added = list(added or [])
     if conv.role_id not in bundled_ids() and conv.role_id not in added:
         added.append(conv.role_id)
@@ -325,7 +391,7 @@ def import_chat_file(path: str | None, added: list[str] | None):
     gallery = _tiles(entries)
     turns = len(conv.history)
     note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
-    return (*_role_view(conv, user_name), chooser, gallery, added, note)
+    return (*_role_view(conv, chats, user_name), chooser, gallery, added, note)
 
 
 def rate(conv: Conversation | None, evt: gr.LikeData):
@@ -335,13 +401,23 @@ def rate(conv: Conversation | None, evt: gr.LikeData):
 
 
 def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
-    """A corrected reply replaces the old one (and is saved as feedback); other edits are undone."""
-    if conv is None:
-        return gr.skip(), gr.skip(), gr.skip()
+    """A corrected reply replaces the old one (and is saved as feedback); an edited message of the visitor's
+    replaces their words, and when it is their last one the character answers it again (`answer_again`)."""
+    conv = _current(conv)
+    asked = conv.history[-1].text if conv.history else None
     conv, note = edit_message(conv, evt.index, evt.value, Settings.from_env())
     role = load_role(conv.role_id)
     chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
-    return conv, chat, note
+    return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked
+
+
+def answer_again(again: bool, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+                 fold=False):
+    """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
+    if not again:
+        return
+    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
+                     True)
 
 
 def speak_last(conv: Conversation | None, user_name: str = ""):
@@ -373,6 +449,9 @@ def build_demo() -> gr.Blocks:
         conv = gr.State(None)
         added = gr.State([])  # ids of the characters this visitor added
         handled = gr.State(None)  # the last reply whose scenes, picture and voice were shown
+        chats = gr.State({})  # role id -> this visitor's earlier chat with that character, in this session
+        visitor = gr.State("")  # the name the visitor gave themselves in the story ("": none yet)
+        pending = gr.State("")  # the message whose reply is streaming
         gr.Markdown(
             "# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
             "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。",
@@ -384,14 +463,6 @@ def build_demo() -> gr.Blocks:
                 chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
                                       filterable=True, elem_id="role-choice")
                 role_status = gr.Markdown(elem_id="role-status")
-                listed = hub_roles()
-                with gr.Accordion(f"☁ ChatHaruhi on the Hub · {len(listed)} roles", open=False, elem_id="hub-panel"):
-                    hub_list = gr.Dataset(
-                        components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
-                        headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
-                        samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
-                        elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
-                portrait = gr.HTML(first_view[1], elem_id="portrait")
                 user_role = gr.Textbox(first.user_name, label="Your name in the story · 你在故事里的名字",
                                        elem_id="user-role")
                 with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
@@ -409,6 +480,14 @@ def build_demo() -> gr.Blocks:
                                              label="Scene budget (tokens)", elem_id="story-tokens")
                     history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
                                                label="History budget (tokens)", elem_id="history-tokens")
+                listed = hub_roles()
+                with gr.Accordion(f"☁ ChatHaruhi on the Hub · {len(listed)} roles", open=False, elem_id="hub-panel"):
+                    hub_list = gr.Dataset(
+                        components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
+                        headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
+                        samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
+                        elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
+                portrait = gr.HTML(first_view[1], elem_id="portrait")
             with gr.Column(scale=2, elem_id="chat-main"):
                 about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
                 chat = gr.Chatbot(first_view[3], label="Chat", elem_id="chat", height=520, buttons=["copy"],
@@ -424,6 +503,7 @@ def build_demo() -> gr.Blocks:
                                             elem_id="feedback-note", elem_classes=["reply-stats"])
                 scene_picture = gr.HTML(visible=False, elem_id="scene-image")
                 examples = gr.Dataset(components=[text], samples=[[q] for q in first.examples], label="Try asking · 试着问",
+                                      visible=bool(first.examples),
                                       elem_id="examples")
                 with gr.Row():
                     regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
@@ -443,8 +523,8 @@ def build_demo() -> gr.Blocks:
                                   elem_id="scenes-panel"):
                     scenes = gr.Markdown(elem_id="scenes")
         with tabs, gr.Tab("Scene · 群戏", id="scene-tab") as scene_tab:
-            scene_cast = build_scene_tab([backend, model, base_url, api_key, story_tokens, history_tokens, fold],
-                                         added, _export_dir)
+            scene_cast, scene_user = build_scene_tab(
+                [backend, model, base_url, api_key, story_tokens, history_tokens, fold], added, _export_dir)
         with tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
             gr.Markdown(
                 "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"
@@ -467,50 +547,77 @@ def build_demo() -> gr.Blocks:
             add_btn = gr.Button("Add character · 添加", variant="primary", elem_id="add-role")
             add_status = gr.Markdown(elem_id="add-status")
 
-        view = [conv, portrait, about, chat, examples, user_role, scenes, reply_stats]
+        view = [conv, portrait, about, chat, examples, user_role, scenes, reply_stats, chats]
         settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens, fold]
         engine_view = [note, model, server_box, api_key, story_tokens, history_tokens]
         last_role = gr.BrowserState("", storage_key="chatharuhi-last-role")  # this browser's last pick
-        demo.load(start_session, last_role, view + [chooser, picker, added, backend, *engine_view, fold]).then(
-            set_avatar, conv, [chat, scene_picture], api_name=False)
+        saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name")  # the name they gave themselves
+        avatar = (set_avatar, conv, [chat, scene_picture])
+        demo.load(start_session, [last_role, saved_name],
+                  view + [chooser, picker, added, backend, *engine_view, fold, scene_user]).then(
+            lambda name: (name or "").strip(), saved_name, visitor, api_name=False).then(*avatar, api_name=False)
         conv.change(remember_role, conv, last_role, api_name=False, show_progress="hidden")
-        hub_list.click(pick_hub_role, hub_list, view + [chooser, role_status], api_name=False).then(
-            set_avatar, conv, [chat, scene_picture], api_name=False)
-        picker.click(pick_role, added, view + [chooser, role_status], api_name=False).then(
-            set_avatar, conv, [chat, scene_picture], api_name=False)
-        chooser.input(switch_role, chooser, view + [chooser, role_status], api_name="switch_role").then(
-            set_avatar, conv, [chat, scene_picture], api_name=False)
-        add_btn.click(add_role, [hub_id, upload, script_name, added],
-                      view + [chooser, picker, added, add_status, tabs, role_status, upload],
-                      api_name="add_character").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         backend.change(change_engine, backend, engine_view)
         scene_tab.select(cast_choices, [added, scene_cast], scene_cast, api_name=False, show_progress="hidden")
         examples.click(lambda sample: sample[0], examples, text)
-        turn_out = [chat, text, conv, reply_stats]
+
+        # a turn streams into the chat; `pending` holds its message until the reply is complete
+        turn_out = [chat, text, conv, reply_stats, pending]
         turn_in = [conv, text, user_role, *settings_in]
         after = (after_turn, [conv, speak_on, handled], [scenes, voice_audio, voice_note, scene_picture, handled])
         focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
         reveal = (reveal_player, voice_audio, voice_audio)
-        text.submit(send, turn_in, turn_out, api_name="submit").then(*after, api_name="after_turn").then(
-            None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-        send_btn.click(send, turn_in, turn_out).then(*after, api_name=False).then(
-            None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-        regen_btn.click(regenerate, turn_in, turn_out).then(*after, api_name=False).then(
-            *reveal, api_name=False, show_progress="hidden")
+        turns = []
+        for ev in (text.submit(send, turn_in, turn_out, api_name="submit"), send_btn.click(send, turn_in, turn_out)):
+            turns.append(ev)
+            ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
+                None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+        turns.append(regen_btn.click(regenerate, turn_in, turn_out))
+        turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+        again = gr.State(False)  # the visitor edited their last message: it is answered again
+        edited = chat.edit(edit, [conv, user_role], [conv, chat, feedback_note, again], api_name=False)
+        turns.append(edited.then(answer_again, [again, *turn_in], turn_out, api_name=False))
+        turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+
+        # Another character (a tile, the search list, the Hub list, an import) or a cleared chat: a reply
+        # still streaming stops first, so it can neither finish in the new chat nor answer as the old
+        # character; its message goes back into the box unless the visitor has typed something new.
+        switched = []
+        with_chats = [conv, chats, visitor]
+        switched.append((hub_list.click, hub_list.click(pick_hub_role, [hub_list, *with_chats],
+                                                        view + [chooser, role_status], api_name=False)))
+        switched.append((picker.click, picker.click(pick_role, [added, *with_chats], view + [chooser, role_status],
+                                                    api_name=False)))
+        switched.append((chooser.input, chooser.input(switch_role, [chooser, *with_chats], view + [chooser, role_status],
+                                                      api_name="switch_role")))
+        switched.append((add_btn.click, add_btn.click(
+            add_role, [hub_id, upload, script_name, added, *with_chats],
+            view + [chooser, picker, added, add_status, tabs, role_status, upload], api_name="add_character")))
+        switched.append((import_btn.upload, import_btn.upload(
+            import_chat_file, [import_btn, added, conv, chats], view + [chooser, picker, added, feedback_note],
+            api_name="import_chat")))
+        cleared = [conv, portrait, about, chat, scenes, reply_stats]
+        named = (rename_visitor, [conv, user_role], [about, chat])  # the greeting says the visitor's name again
+        switched.append((clear_btn.click, clear_btn.click(clear_chat, [conv, visitor], cleared)))
+        switched.append((chat.clear, chat.clear(clear_chat, [conv, visitor], cleared, api_name=False)))
+        for trigger, ev in switched:
+            trigger(None, None, None, cancels=turns, queue=False, api_name=False)
+            ev.then(give_back, [pending, text], [text, pending], api_name=False, show_progress="hidden").then(
+                *avatar, api_name=False)
+
         speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last").then(
             *reveal, api_name=False, show_progress="hidden")
         chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False).then(
             *reveal, api_name=False, show_progress="hidden")
-        import_btn.upload(import_chat_file, [import_btn, added], view + [chooser, picker, added, feedback_note],
-                          api_name="import_chat").then(set_avatar, conv, [chat, scene_picture], api_name=False)
         conv.change(refresh_export, [conv, user_role], export_btn, api_name=False)
         chat.like(rate, conv, [conv, feedback_note], api_name=False)
-        chat.edit(edit, [conv, user_role], [conv, chat, feedback_note], api_name=False)
-        cleared = [conv, portrait, about, chat, scenes, reply_stats]
-        named = (rename_visitor, [conv, user_role], [about, chat])  # the greeting says the visitor's name again
-        clear_btn.click(clear_chat, conv, cleared).then(*named, api_name=False)
-        chat.clear(clear_chat, conv, cleared, api_name=False).then(*named, api_name=False)
-        user_role.input(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
+        # the name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
+        user_role.change(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
+        user_role.input(remember_name, user_role, [visitor, scene_user], api_name=False, show_progress="hidden").then(
+            lambda name: name, visitor, saved_name, api_name=False, show_progress="hidden")
+        scene_user.input(name_from_scene, scene_user, [visitor, user_role], api_name=False,
+                         show_progress="hidden").then(lambda name: name, visitor, saved_name, api_name=False,
+                                                      show_progress="hidden")
     return demo
 
 

@@ -75,12 +75,9 @@ def change_cast(refs: list[str] | None, state: SceneState | None, user_role: str
     except ChatHaruhiError as exc:
         gr.Warning(str(exc))
         return _view(state, WARNING_MARK + str(exc))
-    if not state.members and (user_role or "").strip() in ("", "You"):
-        from chatharuhi_core.roles.sources import load_role
-
-        new.user_role = load_role(ids[0]).user_name if ids else new.user_role
-    elif (user_role or "").strip():
-        new.user_role = user_role.strip()
+    # the visitor is who they say they are (the chat's name field and this tab's), never a character's
+    # usual partner: Holmes must not call a visitor "Watson" because he was cast first
+    new.user_role = (user_role or "").strip() or "You"
     return _view(new, "")
 
 
@@ -253,9 +250,10 @@ def cast_choices(added: list[str] | None, chosen: list[str] | None):
     return gr.Dropdown(choices=picker_choices(picker_entries(added)), value=chosen or [])
 
 
-def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> gr.Dropdown:
+def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[gr.Dropdown, gr.Textbox]:
     """The tab's components and events; call inside `with gr.Tab(...)`. Returns the cast picker, whose
-    full list the caller fills when the tab is opened (`cast_choices`).
+    full list the caller fills when the tab is opened (`cast_choices`), and the visitor's name field,
+    which the caller keeps in step with the chat's.
 
     engine_inputs: the Chat tab's engine settings; export_dir: makes a folder for an exported file.
     """
@@ -351,4 +349,4 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> gr.Drop
     state.change(refresh_export(export_dir), state, export_btn, api_name=False)
     import_btn.upload(import_file, [import_btn, state], [cast, *view], api_name="scene_import")
     added.change(cast_choices, [added, cast], cast, api_name=False)
-    return cast
+    return cast, user_role

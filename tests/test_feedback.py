@@ -87,7 +87,10 @@ def test_rate_and_edit_in_the_page_functions(fb_settings):
     conv = _turn(fb_settings, conv, "Who are you?")
     # chat: 0 greeting, 1 user, 2 reply, 3 user, 4 reply
     assert rate_reply(conv, 0, True, fb_settings)[1].startswith("Only the character's replies")
-    assert edit_message(conv, 1, "something else", fb_settings)[1].startswith("Only the character's replies")
+    assert edit_message(conv, 0, "something else", fb_settings)[1].startswith("The greeting cannot be edited")
+    edited, note = edit_message(conv, 1, "What is your method, Holmes?", fb_settings)  # the visitor's own words
+    assert edited.history[0].text == "What is your method, Holmes?" and "stay as they were" in note
+    assert edited.history[0].reply == conv.history[0].reply  # an earlier message: its reply is not redone
     conv, note = rate_reply(conv, 2, "Like", fb_settings)
     assert note.startswith("Thanks") and conv.meta[0].rating == "like"
     conv, note = rate_reply(conv, 4, False, fb_settings)

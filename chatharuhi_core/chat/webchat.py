@@ -9,9 +9,10 @@ from __future__ import annotations
 import html
 import logging
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -150,10 +151,11 @@ class Conversation:
     last_packed: int = 0
     meta: list[ReplyMeta] = field(default_factory=list)  # one per exchange: prompt, engine, rating, correction
     last_lore: list[Fired] = field(default_factory=list)  # lorebook entries of the last reply
+    tried: list[str] = field(default_factory=list)  # every reply given to the last message, so Regenerate moves on
 
     def copy(self) -> Conversation:
         return Conversation(self.role_id, list(self.history), list(self.last_scenes), self.last_packed,
-                            [replace(m) for m in self._full_meta()], list(self.last_lore))
+                            [replace(m) for m in self._full_meta()], list(self.last_lore), list(self.tried))
 
     def _full_meta(self) -> list[ReplyMeta]:
         """Exchanges made without metadata (older states, the API) get an empty record."""
@@ -244,6 +246,29 @@ def scenes_markdown(conv: Conversation) -> str:
     return "\n\n".join(parts)
 
 
+def while_running(work: Callable[[], object], every_s: float = 1.0) -> Iterator[int]:
+    """Run `work` in a thread, yielding the whole seconds waited every `every_s` until it is done, so a
+    page can show that a long load is alive; its exception, if any, is raised here."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    start = time.monotonic()
+    thread.start()
+    while True:
+        thread.join(every_s)
+        if not thread.is_alive():
+            break
+        yield int(time.monotonic() - start)
+    if failed:
+        raise failed[0]
+
+
 def make_bot(conv: Conversation, engine: Engine, user_role: str, settings: Settings) -> ChatHaruhi:
     """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
     budgets = Budgets(story_tokens=int(engine.story_tokens), history_tokens=int(engine.history_tokens),
@@ -278,7 +303,9 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
             return
         last = base.history.pop()
         base.meta.pop()
-        text, user_role, avoid = last.text, last.user_role, (last.reply,)
+        # every reply this message has had, so a quoting engine goes through all its candidates
+        # instead of swinging between the best two
+        text, user_role, avoid = last.text, last.user_role, tuple(dict.fromkeys([*base.tried, last.reply]))
     else:
         avoid = ()
     shown = chat_messages(base, role, user_role) + [{"role": "user", "content": text}]
@@ -286,9 +313,11 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
     try:
         bot = make_bot(base, engine, user_role, settings)
         loading = bot.loading_message()
-        if loading:  # a local model's first use: say so in the chat while it loads
+        if loading:  # a local model's first use: say so in the chat while it loads, with the seconds so far
             yield TurnUpdate(shown + [{"role": "assistant", "content": loading}], base, status=loading)
-            bot.load()
+            for waited in while_running(bot.load):
+                note = f"{loading} {waited} s"
+                yield TurnUpdate(shown + [{"role": "assistant", "content": note}], base, status=note)
         last_frame = 0.0
         for delta in bot.stream(text, avoid=avoid):
             reply += delta
@@ -312,8 +341,10 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
     stats = bot.last_stats
     meta = ReplyMeta(uuid.uuid4().hex, bot.last_messages, stats.engine if stats else bot.engine_label,
                      stats.model if stats else "")
+    reply = bot.history[-1].reply if bot.history else ""
+    tried = [reply] if reply in avoid else [*avoid, reply]  # all used up: a new round starts from this one
     done = Conversation(conv.role_id, bot.history, bot.last_scenes, bot.last_packed, [*base.meta, meta],
-                        bot.last_lore)
+                        bot.last_lore, tried)
     yield TurnUpdate(chat_messages(done, role, user_role), done, None, True, stats_line(bot.last_stats))
 
 
@@ -341,14 +372,26 @@ def scene_image_for(role: Role, reply: str, settings: Settings) -> tuple[str, st
 # ------------------------------------------------------------ feedback: like, dislike, edit
 
 
-def reply_at(conv: Conversation, role: Role, index: object) -> int | None:
-    """The exchange whose reply is the chat message at `index` (after the greeting), or None."""
+def _exchange_at(conv: Conversation, role: Role, index: object) -> tuple[int, int] | None:
+    """(exchange, 0 for the visitor's message or 1 for the reply) shown at chat `index`, or None."""
     if isinstance(index, (list, tuple)):  # Gradio gives (message, part) for multi-part messages
         index = index[0] if index else -1
     if not isinstance(index, int):
         return None
     k, rest = divmod(index - len(greeting_messages(role)), 2)
-    return k if rest == 1 and 0 <= k < len(conv.history) else None
+    return (k, rest) if 0 <= k < len(conv.history) else None
+
+
+def reply_at(conv: Conversation, role: Role, index: object) -> int | None:
+    """The exchange whose reply is the chat message at `index` (after the greeting), or None."""
+    at = _exchange_at(conv, role, index)
+    return at[0] if at and at[1] == 1 else None
+
+
+def question_at(conv: Conversation, role: Role, index: object) -> int | None:
+    """The exchange whose visitor's message is the chat message at `index`, or None."""
+    at = _exchange_at(conv, role, index)
+    return at[0] if at and at[1] == 0 else None
 
 
 def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
@@ -405,14 +448,17 @@ def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings
 def edit_message(conv: Conversation, index: int, new_text: object, settings: Settings) -> tuple[Conversation, str]:
     """An edited reply is a correction: it replaces the reply in the history and goes to the feedback file.
 
-    Editing the visitor's own message is not supported (it would need a new reply); the chat is
-    put back as it was.
+    An edited message of the visitor's replaces their words; when it is the last one, the page has
+    the character answer it again (`answers_again`). The greeting cannot be edited.
     """
     role = load_role(conv.role_id)
     conv = conv.copy()
+    q = question_at(conv, role, index)
+    if q is not None:
+        return _edit_question(conv, q, message_text(new_text).strip())
     k = reply_at(conv, role, index)
     if k is None:
-        return conv, "Only the character's replies can be edited; send a new message to ask something else."
+        return conv, "The greeting cannot be edited; send a message to start the conversation."
     text = message_text(new_text).strip()
     if not text:
         return conv, "A reply cannot be empty; the edit was undone."
@@ -423,6 +469,25 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
     conv.history[k] = Exchange(ex.user_role, ex.text, text)
     failed = _record(conv, role, k, "edit", settings)
     return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"
+
+
+def _edit_question(conv: Conversation, k: int, text: str) -> tuple[Conversation, str]:
+    """The visitor rewrites their own message; the reply after it is answered again only when it is the last."""
+    ex = conv.history[k]
+    if not text:
+        return conv, "A message cannot be empty; the edit was undone."
+    if text == ex.text:
+        return conv, ""
+    conv.history[k] = Exchange(ex.user_role, text, ex.reply)
+    if k == len(conv.history) - 1:
+        conv.tried = []
+        return conv, "Your message was changed; the character answers it again. · 已修改，重新回答。"
+    return conv, "Your message was changed; the replies after it stay as they were. · 已修改你的消息。"
+
+
+def answers_again(conv: Conversation, role: Role, index: object) -> bool:
+    """Whether an edit at chat `index` changed the visitor's last message (so it deserves a new answer)."""
+    return question_at(conv, role, index) == len(conv.history) - 1 and bool(conv.history)
 
 
 def message_text(value: object) -> str:

@@ -150,6 +150,9 @@ def read_card_bytes(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> 
         except (binascii.Error, ValueError, UnicodeDecodeError):
             raise ImportProblem(f"{name}: the card chunk is not base64 of UTF-8 JSON.") from None
         image = data
+    elif name.lower().endswith(".png"):  # named .png, but its first bytes are not a PNG's
+        raise ImportProblem(f"{name} is not a PNG image (it does not start with the PNG signature), so it cannot "
+                            "hold a character card. Upload the card's own .png, or its .json.")
     else:
         from .safety import decode_text
 

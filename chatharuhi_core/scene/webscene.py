@@ -27,6 +27,7 @@ from ..chat.webchat import (
     message_text,
     portrait_of,
     save_feedback,
+    while_running,
 )
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
@@ -225,7 +226,14 @@ def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text:
     loading = scene.bot(scene.present[0]).loading_message()
     if loading:
         yield SceneUpdate(scene_messages(done), done, status=loading)
-        scene.bot(scene.present[0]).load()
+        try:
+            for waited in while_running(scene.bot(scene.present[0]).load):
+                yield SceneUpdate(scene_messages(done), done, status=f"{loading} {waited} s")
+        except Exception as exc:  # noqa: BLE001 - a model that cannot load is a sentence
+            sentence = _sentence(exc)
+            yield SceneUpdate(scene_messages(done) + [{"role": "assistant", "content": WARNING_MARK + sentence}],
+                              done, sentence, True)
+            return
 
     def steps() -> Iterator:
         if regenerate:
