@@ -121,17 +121,21 @@ def start_session(last_role: str | None = None, visitor: str | None = None):
             *change_engine(settings.default_backend), settings.fold_prompt, scene_name(visitor))
 
 
-def remember_name(user_name: str):
-    """The visitor typed (or pasted, or let the browser fill) their name in the story: it stays theirs
-    when they switch character, in the Scene tab, and after a reload (this browser's local storage)."""
+def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
+    """The name in the story changed (typed, pasted, filled in by the browser, or set by a switch): unless it
+    is just the character's usual partner, it is the visitor's own and stays theirs when they switch
+    character, in the Scene tab, and after a reload (this browser's local storage)."""
     name = (user_name or "").strip()
-    return name, scene_name(name)
+    mine = "" if name == load_role(_current(conv).role_id).user_name else name
+    scene = scene_name(mine)
+    return mine, (scene if scene != (in_scene or "").strip() else gr.skip())
 
 
-def name_from_scene(user_name: str):
+def name_from_scene(in_scene: str, in_chat: str):
     """The name typed in the Scene tab is the visitor's name in the chat too."""
-    name = (user_name or "").strip()
-    return name, (name or gr.skip())
+    name = (in_scene or "").strip()
+    mine = "" if name == scene_name("") else name
+    return mine, (mine if mine and mine != (in_chat or "").strip() else gr.skip())
 
 
 def give_back(pending: str | None, box: str | None):
@@ -613,11 +617,12 @@ def build_demo() -> gr.Blocks:
         chat.like(rate, conv, [conv, feedback_note], api_name=False)
         # the name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
         user_role.change(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
-        user_role.input(remember_name, user_role, [visitor, scene_user], api_name=False, show_progress="hidden").then(
-            lambda name: name, visitor, saved_name, api_name=False, show_progress="hidden")
-        scene_user.input(name_from_scene, scene_user, [visitor, user_role], api_name=False,
-                         show_progress="hidden").then(lambda name: name, visitor, saved_name, api_name=False,
-                                                      show_progress="hidden")
+        # (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill)
+        keep = (lambda name: name, visitor, saved_name)
+        user_role.change(remember_name, [user_role, scene_user, conv], [visitor, scene_user], api_name=False,
+                         show_progress="hidden").then(*keep, api_name=False, show_progress="hidden")
+        scene_user.change(name_from_scene, [scene_user, user_role], [visitor, user_role], api_name=False,
+                          show_progress="hidden").then(*keep, api_name=False, show_progress="hidden")
     return demo
 
 

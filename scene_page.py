@@ -97,7 +97,8 @@ def set_mute(k: int):
         present = [m for m in state.members if m.present]
         if k < len(present):
             present[k].set_muted(bool(value), len(state.lines))
-        return state, present_html(state)
+        # the chat shows the mute as a quiet line at once
+        return state, present_html(state), gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state))
     return handler
 
 
@@ -322,7 +323,7 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[g
     cast.change(change_cast, [cast, state, user_role], view, api_name="scene_cast")
     for k in range(SLOTS):
         sliders[k].input(set_talk(k), [sliders[k], state], state, api_name=False)
-        mutes[k].input(set_mute(k), [mutes[k], state], [state, present], api_name=False)
+        mutes[k].input(set_mute(k), [mutes[k], state], [state, present, chat], api_name=False)
     events = [
         text.submit(send_line, [state, text, *options, *engine_inputs], out, api_name="scene_send"),
         send_btn.click(send_line, [state, text, *options, *engine_inputs], out, api_name=False),

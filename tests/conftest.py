@@ -41,31 +41,67 @@ def fake_openai():
 
 
 @pytest.fixture(scope="session")
-def app_feedback_file(tmp_path_factory) -> Path:
-    """Where the shared app writes visitors' ratings and corrections."""
-    return tmp_path_factory.mktemp("feedback") / "feedback.jsonl"
+def app_home(tmp_path_factory) -> Path:
+    """The shared app's home folder: it is started as README's command starts it, with no cache
+    setting, so everything it keeps is under ~/.cache, outside the system temp folder it is given."""
+    return tmp_path_factory.mktemp("home")
 
 
 @pytest.fixture(scope="session")
-def app_cache(tmp_path_factory) -> Path:
-    """The shared app's CHATHARUHI_CACHE (its fine-tuned models are looked for in models/ under it)."""
-    return tmp_path_factory.mktemp("appcache")
+def app_cache(app_home) -> Path:
+    """The shared app's cache, where a user's would be (~/.cache/chatharuhi); its fine-tuned models
+    are looked for in models/ under it."""
+    path = app_home / ".cache" / "chatharuhi"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="session")
-def app_hub_cache(tmp_path_factory) -> Path:
-    """The shared app's Hugging Face cache: Haruhi's dataset and a tiny Llama, as if fetched once."""
+def app_feedback_file(app_cache) -> Path:
+    """Where the shared app writes visitors' ratings and corrections: the default, in its cache."""
+    return app_cache / "feedback.jsonl"
+
+
+@pytest.fixture(scope="session")
+def app_hub_cache(app_home) -> Path:
+    """The shared app's Hugging Face cache, where a user's would be (~/.cache/huggingface/hub): Haruhi's
+    dataset and a tiny Llama, as if fetched once."""
     from make_inputs import haruhi_hub_cache, tiny_llama_hub_cache
 
-    return tiny_llama_hub_cache(haruhi_hub_cache(tmp_path_factory.mktemp("hubcache")))
+    hub = app_home / ".cache" / "huggingface" / "hub"
+    hub.mkdir(parents=True, exist_ok=True)
+    return tiny_llama_hub_cache(haruhi_hub_cache(hub))
 
 
 @pytest.fixture(scope="session")
-def app_server(tmp_path_factory, app_feedback_file, app_cache, app_hub_cache):
-    """python app.py on a free loopback port, offline, with its own cache."""
-    with gradio_app(app_cache, log=tmp_path_factory.mktemp("applog") / "app.log",
-                    HF_HUB_CACHE=str(app_hub_cache), CHATHARUHI_FEEDBACK=str(app_feedback_file)) as (url, _, _):
+def app_log(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("applog") / "app.log"
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory, app_home, app_cache, app_hub_cache, app_log):
+    """python app.py on a free loopback port, offline, started as README's command starts it: no cache
+    setting (the default cache in its home), its own system temp folder."""
+    with gradio_app(None, log=app_log, home=app_home, tmp=tmp_path_factory.mktemp("apptmp")) as (url, _, _):
         yield url
+
+
+@pytest.fixture(autouse=True)
+def no_traceback_in_the_app_log(request):
+    """Every test that uses the shared app fails if the app logged a traceback while it ran: a green
+    suite once hid a voice that never played, its error only in the server's log."""
+    if "app_server" not in request.fixturenames:
+        yield
+        return
+    log = request.getfixturevalue("app_log")
+    start = log.stat().st_size if log.exists() else 0
+    yield
+    with open(log, encoding="utf-8", errors="replace") as f:
+        f.seek(start)
+        new = f.read()
+    if "Traceback (most recent call last)" in new:
+        at = new.index("Traceback (most recent call last)")
+        pytest.fail("the app logged a traceback during this test:\n" + new[max(0, at - 400): at + 3000])
 
 
 @pytest.fixture(scope="session")

@@ -58,20 +58,32 @@ def running(cmd: list[str], ready_url: str, env: dict[str, str] | None = None, l
             out.close()
 
 
-def app_env(cache: Path, **extra: str) -> dict[str, str]:
-    """This environment minus the operator's settings, offline, with its own cache."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHROMA_", "CHATHARUHI_"))}
-    env.update(GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1",
-               CHATHARUHI_CACHE=str(cache), **extra)
+def app_env(cache: Path | None, home: Path | None = None, tmp: Path | None = None, **extra: str) -> dict[str, str]:
+    """This environment minus the operator's settings, offline, with its own cache.
+
+    cache: CHATHARUHI_CACHE. Or, as README's command starts the app, no cache setting at all and a
+    `home` of its own (the cache is ~/.cache/chatharuhi, the Hub's ~/.cache/huggingface) with a
+    system temp folder (`tmp`) outside it, so that Gradio serves nothing from the cache by accident.
+    """
+    drop = ("OPENAI_", "CHROMA_", "CHATHARUHI_") + (("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME") if home else ())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", **extra)
+    if cache is not None:
+        env["CHATHARUHI_CACHE"] = str(cache)
+    if home is not None:
+        env["HOME"] = str(home)
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
     return env
 
 
 @contextmanager
-def gradio_app(cache: Path, script: str = "app.py", log: Path | None = None, timeout: float = 90.0,
-               poll: float = 0.05, **env_extra: str) -> Iterator[tuple[str, subprocess.Popen, float]]:
+def gradio_app(cache: Path | None, script: str = "app.py", log: Path | None = None, timeout: float = 90.0,
+               poll: float = 0.05, home: Path | None = None, tmp: Path | None = None,
+               **env_extra: str) -> Iterator[tuple[str, subprocess.Popen, float]]:
     """`python <script>` on a free loopback port; yields (url, process, seconds until it answered)."""
     port = free_port()
-    env = app_env(cache, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", **env_extra)
+    env = app_env(cache, home, tmp, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", **env_extra)
     url = f"http://127.0.0.1:{port}/"
     with running([sys.executable, script], url, env, log, timeout, poll) as (proc, seconds):
         yield url, proc, seconds

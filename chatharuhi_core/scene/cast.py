@@ -77,17 +77,17 @@ class Line:
 
 
 def happenings(members: list[Member]) -> list[tuple[int, str]]:
-    """(line index, a quiet sentence) for each join, leave, mute and unmute after the scene began,
-    in the order they happened: the transcript shows them between the lines."""
+    """(line index, a quiet sentence) for each join, leave, mute and unmute after the scene began: the
+    transcript shows them between the lines. At one point, joins come first, then mutes, then leaves."""
     found: list[tuple[int, int, str]] = []
     for m in members:
         for start, end in m.spans:
             if start and start > 0:
-                found.append((start, len(found), f"{m.name} joined the scene · 加入了"))
+                found.append((start, 0, f"{m.name} joined the scene · 加入了"))
             if end is not None:
-                found.append((end, len(found), f"{m.name} left the scene · 离开了"))
+                found.append((end, 2, f"{m.name} left the scene · 离开了"))
         for at, muted in m.mutes:
-            found.append((at, len(found), f"{m.name} was muted · 被静音" if muted else f"{m.name} was unmuted · 取消静音"))
+            found.append((at, 1, f"{m.name} was muted · 被静音" if muted else f"{m.name} was unmuted · 取消静音"))
     return [(at, text) for at, _, text in sorted(found, key=lambda t: (t[0], t[1]))]
 
 
