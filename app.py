@@ -418,7 +418,8 @@ def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
 def answer_again(again: bool, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
                  fold=False):
     """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
-    if not again:
+    if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
+        yield (gr.skip(),) * 5
         return
     yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
                      True)
@@ -586,28 +587,27 @@ def build_demo() -> gr.Blocks:
         # Another character (a tile, the search list, the Hub list, an import) or a cleared chat: a reply
         # still streaming stops first, so it can neither finish in the new chat nor answer as the old
         # character; its message goes back into the box unless the visitor has typed something new.
-        switched = []
-        with_chats = [conv, chats, visitor]
-        switched.append((hub_list.click, hub_list.click(pick_hub_role, [hub_list, *with_chats],
-                                                        view + [chooser, role_status], api_name=False)))
-        switched.append((picker.click, picker.click(pick_role, [added, *with_chats], view + [chooser, role_status],
-                                                    api_name=False)))
-        switched.append((chooser.input, chooser.input(switch_role, [chooser, *with_chats], view + [chooser, role_status],
-                                                      api_name="switch_role")))
-        switched.append((add_btn.click, add_btn.click(
-            add_role, [hub_id, upload, script_name, added, *with_chats],
-            view + [chooser, picker, added, add_status, tabs, role_status, upload], api_name="add_character")))
-        switched.append((import_btn.upload, import_btn.upload(
-            import_chat_file, [import_btn, added, conv, chats], view + [chooser, picker, added, feedback_note],
-            api_name="import_chat")))
         cleared = [conv, portrait, about, chat, scenes, reply_stats]
         named = (rename_visitor, [conv, user_role], [about, chat])  # the greeting says the visitor's name again
-        switched.append((clear_btn.click, clear_btn.click(clear_chat, [conv, visitor], cleared)))
-        switched.append((chat.clear, chat.clear(clear_chat, [conv, visitor], cleared, api_name=False)))
-        for trigger, ev in switched:
-            trigger(None, None, None, cancels=turns, queue=False, api_name=False)
-            ev.then(give_back, [pending, text], [text, pending], api_name=False, show_progress="hidden").then(
-                *avatar, api_name=False)
+        with_chats = [conv, chats, visitor]
+        after_switch = (give_back, [pending, text], [text, pending])
+        stops = {"cancels": turns}
+        switched = [
+            hub_list.click(pick_hub_role, [hub_list, *with_chats], view + [chooser, role_status], api_name=False,
+                           **stops),
+            picker.click(pick_role, [added, *with_chats], view + [chooser, role_status], api_name=False, **stops),
+            chooser.input(switch_role, [chooser, *with_chats], view + [chooser, role_status], api_name="switch_role",
+                          **stops),
+            add_btn.click(add_role, [hub_id, upload, script_name, added, *with_chats],
+                          view + [chooser, picker, added, add_status, tabs, role_status, upload],
+                          api_name="add_character", **stops),
+            import_btn.upload(import_chat_file, [import_btn, added, conv, chats],
+                              view + [chooser, picker, added, feedback_note], api_name="import_chat", **stops),
+            clear_btn.click(clear_chat, [conv, visitor], cleared, **stops),
+            chat.clear(clear_chat, [conv, visitor], cleared, api_name=False, **stops),
+        ]
+        for ev in switched:
+            ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)
 
         speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last").then(
             *reveal, api_name=False, show_progress="hidden")

@@ -166,3 +166,17 @@ def test_every_tab_and_the_settings_are_in_reach(browser, app_server, size, view
         assert inside_viewport(page, "#settings"), "Settings are below the first laptop screen"
     page.screenshot(path=str(ARTIFACTS / f"reach-{size}.png"))
     page.close()
+
+
+def test_an_offline_hub_pick_is_one_sentence_and_the_search_box_goes_back(browser, app_server):  # noqa: F811
+    from test_layout_browser import search
+
+    page = open_page(browser, app_server)
+    options = search(page, "Jack Sparrow")
+    page.get_by_role("option", name=options[0]).click()  # a Hub role nobody fetched, and no network
+    page.wait_for_selector("#role-status :text('not in the local cache')", timeout=20_000)
+    time.sleep(1)
+    assert page.locator(".toast-body").count() == 0  # said once, in the page, not again in toasts
+    assert "孙悟空" in page.locator("#role-choice input").input_value()  # the character still on screen
+    assert "孙悟空" in page.locator("#about").inner_text()
+    page.close()
