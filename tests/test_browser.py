@@ -117,13 +117,7 @@ def test_settings_switch_to_an_openai_server(browser, app_server, fake_openai):
     from fake_openai import GOOD_KEY
 
     page = open_page(browser, app_server)
-    page.click("#settings button")
-    page.locator("#backend input").click()
-    page.get_by_role("option", name="OpenAI-compatible server").click()
-    field = lambda elem: page.locator(f"#{elem}").locator("input, textarea").first  # noqa: E731
-    field("model").fill("echo")
-    field("base-url").fill(fake_openai.base_url)
-    field("api-key").fill("sk-wrong")
+    field = use_server(page, fake_openai.base_url, "sk-wrong")
     say(page, "你是谁？")
     texts, _ = wait_reply(page, 2)
     assert "refused the API key" in texts[-1]
@@ -133,6 +127,17 @@ def test_settings_switch_to_an_openai_server(browser, app_server, fake_openai):
     assert texts[-1] == "Echo: 唐僧:「你是谁？」"
     assert field("api-key").get_attribute("type") == "password"
     page.close()
+
+
+def use_server(page, base_url, key, model="echo"):
+    """Settings: the OpenAI-compatible engine at base_url with key and model; returns a field finder
+    (a settings field's input by its element id)."""
+    choose_engine(page, "OpenAI-compatible server")
+    field = lambda elem: page.locator(f"#{elem}").locator("input, textarea").first  # noqa: E731
+    field("model").fill(model)
+    field("base-url").fill(base_url)
+    field("api-key").fill(key)
+    return field
 
 
 def add_file(page, path, name="", expect="Added"):

@@ -7,7 +7,7 @@ import time
 import pytest
 from conftest import ARTIFACTS
 from fake_openai import GOOD_KEY, FakeOpenAI
-from test_browser import bot_texts, browser, open_page, say, wait_reply  # noqa: F401  (the module's browser fixture)
+from test_browser import bot_texts, browser, open_page, say, use_server, wait_reply  # noqa: F401  (the module's browser fixture)
 from test_engines import lines_of
 from test_layout_browser import LAPTOP, PHONE, inside_viewport, open_at
 from test_scene_browser import cast_scene, wait_lines
@@ -60,13 +60,7 @@ def test_switching_mid_reply_stops_it_and_keeps_each_characters_chat(browser, ap
         say(page, "What is your method?")  # one whole exchange with the script engine
         texts, _ = wait_reply(page, 2)
         kept = texts[-1]
-        page.click("#settings button")
-        page.locator("#backend input").click()
-        page.get_by_role("option", name="OpenAI-compatible server").click()
-        field = lambda elem: page.locator(f"#{elem}").locator("input, textarea").first  # noqa: E731
-        field("model").fill("echo")
-        field("base-url").fill(slow.base_url)
-        field("api-key").fill(GOOD_KEY)
+        use_server(page, slow.base_url, GOOD_KEY)
         long = "Tell me the whole story of the hound of the Baskervilles and the moor at night"
         say(page, long)
         page.wait_for_function("() => [...document.querySelectorAll('#chat .message.bot')].pop()"

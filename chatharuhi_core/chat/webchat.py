@@ -486,7 +486,7 @@ def _edit_question(conv: Conversation, k: int, text: str) -> tuple[Conversation,
 
 
 def answers_again(conv: Conversation, role: Role, index: object) -> bool:
-    """Whether an edit at chat `index` changed the visitor's last message (so it deserves a new answer)."""
+    """Whether chat `index` shows the visitor's last message: edited, it deserves a new answer."""
     return question_at(conv, role, index) == len(conv.history) - 1 and bool(conv.history)
 
 

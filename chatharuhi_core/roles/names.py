@@ -9,6 +9,7 @@ name of a Chinese one, the parts of a name written with "·".
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -27,7 +28,8 @@ COMPOUND_SURNAMES = frozenset({
     "诸葛", "欧阳", "司马", "上官", "慕容", "令狐", "东方", "皇甫", "尉迟", "长孙", "宇文", "公孙", "独孤", "南宫",
     "西门", "夏侯", "轩辕", "端木", "司徒", "澹台", "百里", "呼延", "完颜", "耶律", "段干", "钟离",
 })
-_HAN = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff]+$")
+HAN = "\u3400-\u4dbf\u4e00-\u9fff"  # the Han characters of names and role ids
+_HAN = re.compile(rf"^[{HAN}]+$")
 
 
 def is_cjk(text: str) -> bool:
@@ -59,6 +61,7 @@ def with_derived(name: str, aliases: Iterable[str]) -> list[str]:
     return list(dict.fromkeys([*listed, *derived_names(name)]))
 
 
+@functools.lru_cache(maxsize=2048)  # every line of a scene is checked against every cast member's names
 def _latin_pattern(name: str) -> re.Pattern:
     """A Latin name as whole words. One word keeps its first letter's case ("Sherlock" and "SHERLOCK",
     never "will" for Will or "old" for Old); several words match in any case when one of them is a

@@ -23,12 +23,11 @@ from typing import Any
 
 from ..errors import RoleFormatError
 from .lorebook import Lorebook, book_from_json
-from .names import with_derived
+from .names import HAN, with_derived
 
 FORMAT_VERSION = 3
 # Han characters are allowed (蓝掌柜-53c060d601): they have no decomposed form, so an id reads the
 # same in URLs and in file names on Windows, macOS (which stores names decomposed) and Linux.
-HAN = "\u3400-\u4dbf\u4e00-\u9fff"
 ROLE_ID_RE = re.compile(rf"^[A-Za-z0-9{HAN}][A-Za-z0-9_.{HAN}-]{{0,63}}$")
 IMAGE_NAMES = ("image.png", "image.jpg", "image.jpeg", "image.webp")
 MAX_STORY_CHARS = 20_000

@@ -193,6 +193,13 @@ def _sentence(exc: Exception) -> str:
     return f"Something went wrong in the scene ({type(exc).__name__}). Please try again."
 
 
+def _failed(done: SceneState, exc: Exception, spoke: int) -> SceneUpdate:
+    """The last frame of an event that failed: the whole lines so far, then the sentence."""
+    sentence = _sentence(exc)
+    msgs = scene_messages(done) + [{"role": "assistant", "content": WARNING_MARK + sentence}]
+    return SceneUpdate(msgs, done, sentence, True, spoke=spoke)
+
+
 def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text: str | None = None,
                  who: str | None = None, turns: int = 0, regenerate: bool = False,
                  seed: int | None = None) -> Iterator[SceneUpdate]:
@@ -230,9 +237,7 @@ def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text:
             for waited in while_running(scene.bot(scene.present[0]).load):
                 yield SceneUpdate(scene_messages(done), done, status=f"{loading} {waited} s")
         except Exception as exc:  # noqa: BLE001 - a model that cannot load is a sentence
-            sentence = _sentence(exc)
-            yield SceneUpdate(scene_messages(done) + [{"role": "assistant", "content": WARNING_MARK + sentence}],
-                              done, sentence, True)
+            yield _failed(done, exc, 0)
             return
 
     def steps() -> Iterator:
@@ -271,9 +276,7 @@ def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text:
             last_bot = scene.bot(speaker)
             yield SceneUpdate(scene_messages(done), done, spoke=spoke)
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence, the completed lines stay
-        sentence = _sentence(exc)
-        msgs = scene_messages(done) + [{"role": "assistant", "content": WARNING_MARK + sentence}]
-        yield SceneUpdate(msgs, done, sentence, True, spoke=spoke)
+        yield _failed(done, exc, spoke)
         return
     status = ""
     if text is not None and not plan:
