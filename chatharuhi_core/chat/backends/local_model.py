@@ -325,8 +325,8 @@ class LocalModelBackend:
         """A sentence for the page while the model loads on first use; None once it is loaded."""
         if self.spec in _LOADED:
             return None
-        # measured from a fresh clone on 2 CPU cores: 75 s the first time (torch and transformers are
-        # imported, the GGUF is dequantised); a GPU or a warm disk takes seconds
+        # on 2 CPU cores: 24 s with a warm disk (imports and dequantising the GGUF, measured 2026-11-23),
+        # 75 s seen on a fresh clone's first start (issue 21); a GPU takes seconds
         return (f"Loading the local model {self.spec.label}: first use in this process, up to a minute or two "
                 "on a small CPU… · 正在加载本地模型…")
 
