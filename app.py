@@ -18,6 +18,7 @@ from chatharuhi_core.chat.webchat import (  # noqa: E402
     WARNING_MARK,
     Conversation,
     Engine,
+    TurnGate,
     add_character,
     answers_again,
     chat_messages,
@@ -138,12 +139,15 @@ def name_from_scene(in_scene: str, in_chat: str):
     return mine, (mine if mine and mine != (in_chat or "").strip() else gr.skip())
 
 
-def give_back(pending: str | None, box: str | None):
+def give_back(pending: str | None, box: str | None, conv: Conversation | None, user_name: str):
     """After a switch: a message whose reply was cut off goes back into the box, unless the visitor has
-    already typed something new there."""
+    already typed something new there; and the chat on screen is drawn once more from the conversation,
+    over any frame of the cut reply that reached the page after the switch."""
+    conv = _current(conv)
+    chat = chat_messages(conv, load_role(conv.role_id), user_name)
     if pending and not (box or "").strip():
-        return pending, ""
-    return gr.skip(), ""
+        return pending, "", chat
+    return gr.skip(), "", chat
 
 
 def remember_role(conv: Conversation | None):
@@ -155,9 +159,17 @@ def _progress_cb(progress: gr.Progress):
     return lambda done, total: progress((done, total), desc="Embedding scenes · 正在嵌入场景", unit="scenes")
 
 
-def _switch(ref: str, conv: Conversation | None, chats: dict | None, visitor: str | None, progress: gr.Progress):
+def _close(gate: TurnGate | None) -> None:
+    """A switch or a cleared chat: the reply still streaming may not draw in the chat any more."""
+    if gate is not None:
+        gate.close()
+
+
+def _switch(ref: str, conv: Conversation | None, chats: dict | None, visitor: str | None, gate: TurnGate | None,
+            progress: gr.Progress):
     """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
     page, and put the search list back on the character still on screen."""
+    _close(gate)
     try:
         role = open_role(ref, Settings.from_env(), _progress_cb(progress))
     except ChatHaruhiError as exc:
@@ -173,34 +185,38 @@ def scene_name(visitor: str | None) -> str:
 
 
 def pick_role(added: list[str] | None, conv: Conversation | None, chats: dict | None, visitor: str | None,
-              evt: gr.EventData, progress=gr.Progress()):
+              gate: TurnGate | None, evt: gr.EventData, progress=gr.Progress()):
     """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
     data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
     ref = data.get("ref") if isinstance(data, dict) else None
     if ref not in {e.ref for e in picker_entries(added) if not e.online}:
+        _close(gate)
         return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
-    return _switch(ref, conv, chats, visitor, progress)
+    return _switch(ref, conv, chats, visitor, gate, progress)
 
 
 def pick_hub_role(index: int | None, conv: Conversation | None, chats: dict | None, visitor: str | None,
-                  progress=gr.Progress()):
+                  gate: TurnGate | None = None, progress=gr.Progress()):
     """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
     listed = hub_roles()
     if not isinstance(index, int) or not 0 <= index < len(listed):
+        _close(gate)
         return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
-    return _switch(listed[index].ref, conv, chats, visitor, progress)
+    return _switch(listed[index].ref, conv, chats, visitor, gate, progress)
 
 
 def switch_role(role_id: str, conv: Conversation | None = None, chats: dict | None = None,
-                visitor: str | None = None, progress=gr.Progress()):
+                visitor: str | None = None, gate: TurnGate | None = None, progress=gr.Progress()):
     """The searchable list (and the API): the character's chat opens (this session's earlier one with it,
     or a fresh one); the chat on screen is kept for when the visitor comes back."""
-    return _switch(role_id or "", conv, chats, visitor, progress)
+    return _switch(role_id or "", conv, chats, visitor, gate, progress)
 
 
 def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None, conv: Conversation | None = None,
-             chats: dict | None = None, visitor: str | None = None, progress=gr.Progress()):
+             chats: dict | None = None, visitor: str | None = None, gate: TurnGate | None = None,
+             progress=gr.Progress()):
     """The 'add a character' tab: import, then show the new role in this visitor's picker."""
+    _close(gate)
     added = list(added or [])
     try:
         role = add_character(hub_id, upload, name, Settings.from_env(), _progress_cb(progress))
@@ -237,8 +253,9 @@ def set_avatar(conv: Conversation | None):
     return chat, _scene_picture(role, reply)
 
 
-def clear_chat(conv: Conversation | None, visitor: str | None = None):
+def clear_chat(conv: Conversation | None, visitor: str | None = None, gate: TurnGate | None = None):
     """Back to the greeting with the same character."""
+    _close(gate)
     view = _role_view(Conversation(_current(conv).role_id), None, visitor)
     return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
 
@@ -280,7 +297,7 @@ def reveal_player(audio: str | None):
     return gr.Audio(visible=True) if audio else gr.skip()
 
 
-def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
+def _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
           regenerate):
     """Stream one reply: the chat, the message box, the conversation and the stats line only.
 
@@ -290,8 +307,12 @@ def _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens
     """
     conv = _current(conv)
     engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens, bool(fold))
+    gate = gate if gate is not None else TurnGate()
+    ticket = gate.open()
     first = True
     for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
+        if not gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
+            return
         if up.error:
             gr.Warning(up.error)
         # A sent message leaves the box with the first frame, and whatever the visitor types while the
@@ -328,14 +349,14 @@ def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
     return scenes_markdown(conv), audio, voice_note, picture, key
 
 
-def send(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold=False):
-    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+def send(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold=False):
+    yield from _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
                      fold, False)
 
 
-def regenerate(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+def regenerate(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
                fold=False):
-    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+    yield from _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
                      fold, True)
 
 
@@ -373,11 +394,12 @@ def refresh_export(conv: Conversation | None, user_role: str):
 
 
 def import_chat_file(path: str | None, added: list[str] | None, conv: Conversation | None = None,
-                     chats: dict | None = None):
+                     chats: dict | None = None, gate: TurnGate | None = None):
     """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
 
     A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
     on screen is kept for when the visitor comes back to its character."""
+    _close(gate)
     skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
     if not path:
         return (*skip, "")
@@ -415,14 +437,14 @@ def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
     return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked
 
 
-def answer_again(again: bool, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+def answer_again(again: bool, gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
                  fold=False):
     """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
     if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
         yield (gr.skip(),) * 5
         return
-    yield from _turn(conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
-                     True)
+    yield from _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+                     fold, True)
 
 
 def speak_last(conv: Conversation | None, user_name: str = ""):
@@ -457,6 +479,7 @@ def build_demo() -> gr.Blocks:
         chats = gr.State({})  # role id -> this visitor's earlier chat with that character, in this session
         visitor = gr.State("")  # the name the visitor gave themselves in the story ("": none yet)
         pending = gr.State("")  # the message whose reply is streaming
+        gate = gr.State(TurnGate())  # which reply may still draw in the chat
         gr.Markdown(
             "# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
             "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。",
@@ -568,7 +591,7 @@ def build_demo() -> gr.Blocks:
 
         # a turn streams into the chat; `pending` holds its message until the reply is complete
         turn_out = [chat, text, conv, reply_stats, pending]
-        turn_in = [conv, text, user_role, *settings_in]
+        turn_in = [gate, conv, text, user_role, *settings_in]
         after = (after_turn, [conv, speak_on, handled], [scenes, voice_audio, voice_note, scene_picture, handled])
         focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
         reveal = (reveal_player, voice_audio, voice_audio)
@@ -589,8 +612,8 @@ def build_demo() -> gr.Blocks:
         # character; its message goes back into the box unless the visitor has typed something new.
         cleared = [conv, portrait, about, chat, scenes, reply_stats]
         named = (rename_visitor, [conv, user_role], [about, chat])  # the greeting says the visitor's name again
-        with_chats = [conv, chats, visitor]
-        after_switch = (give_back, [pending, text], [text, pending])
+        with_chats = [conv, chats, visitor, gate]
+        after_switch = (give_back, [pending, text, conv, user_role], [text, pending, chat])
         stops = {"cancels": turns}
         switched = [
             hub_list.click(pick_hub_role, [hub_list, *with_chats], view + [chooser, role_status], api_name=False,
@@ -601,10 +624,10 @@ def build_demo() -> gr.Blocks:
             add_btn.click(add_role, [hub_id, upload, script_name, added, *with_chats],
                           view + [chooser, picker, added, add_status, tabs, role_status, upload],
                           api_name="add_character", **stops),
-            import_btn.upload(import_chat_file, [import_btn, added, conv, chats],
+            import_btn.upload(import_chat_file, [import_btn, added, conv, chats, gate],
                               view + [chooser, picker, added, feedback_note], api_name="import_chat", **stops),
-            clear_btn.click(clear_chat, [conv, visitor], cleared, **stops),
-            chat.clear(clear_chat, [conv, visitor], cleared, api_name=False, **stops),
+            clear_btn.click(clear_chat, [conv, visitor, gate], cleared, **stops),
+            chat.clear(clear_chat, [conv, visitor, gate], cleared, api_name=False, **stops),
         ]
         for ev in switched:
             ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)

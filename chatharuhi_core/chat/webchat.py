@@ -164,6 +164,29 @@ class Conversation:
         return meta
 
 
+@dataclass
+class TurnGate:
+    """Which reply of a visit may still draw in the chat (one per visitor, in the page's state).
+
+    A switch of character or a cleared chat closes the gate on the reply streaming, on the server and at
+    once. The page also cancels the reply, but on a busy machine its cancel can reach the server after the
+    switch is done, and a frame sent in between would put the old character's chat back on screen.
+    """
+
+    ticket: int = 0
+
+    def open(self) -> int:
+        """A new reply starts: the one before it, if still streaming, may not draw any more."""
+        self.ticket += 1
+        return self.ticket
+
+    def close(self) -> None:
+        self.ticket += 1
+
+    def is_open(self, ticket: int) -> bool:
+        return ticket == self.ticket
+
+
 @dataclass(frozen=True)
 class Engine:
     """The visitor's settings panel, as sent with each event."""
