@@ -13,40 +13,38 @@ import gradio as gr  # noqa: E402
 
 from chatharuhi_core.chat.backends import backend_info, backend_names, default_budgets  # noqa: E402
 from chatharuhi_core.chat.voice import speak  # noqa: E402
-from chatharuhi_core.chat.webchat import (  # noqa: E402
-    PICKER_JS,
-    WARNING_MARK,
-    Conversation,
-    Engine,
-    TurnGate,
-    add_character,
-    answers_again,
-    chat_messages,
-    describe_role,
-    edit_message,
-    engine_note,
-    export_chat,
-    feedback_values,
-    greeting_messages,
-    import_chat,
-    message_text,
-    picker_choices,
-    picker_entries,
-    portrait_html,
-    portrait_of,
-    rate_reply,
-    scene_image_for,
-    scene_picture_html,
-    scenes_markdown,
-    stream_turn,
-    tiles_html,
-)
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
 from chatharuhi_core.roles.hub import hub_roles  # noqa: E402
 from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
+from chatharuhi_core.web.chat import (
+    Conversation,
+    TurnGate,
+    answers_again,
+    chat_messages,
+    describe_role,
+    edit_message,
+    export_chat,
+    feedback_values,
+    greeting_messages,
+    import_chat,
+    rate_reply,
+    scene_image_for,
+    scenes_markdown,
+    stream_turn,
+)
+from chatharuhi_core.web.common import (
+    WARNING_MARK,
+    Engine,
+    engine_note,
+    message_text,
+    portrait_html,
+    portrait_of,
+    scene_picture_html,
+)
+from chatharuhi_core.web.picker import PICKER_JS, add_character, picker_choices, picker_entries, tiles_html
 from scene_page import build_scene_tab, cast_choices  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"

@@ -9,14 +9,14 @@ from __future__ import annotations
 import gradio as gr
 
 from chatharuhi_core.chat.voice import speak
-from chatharuhi_core.chat.webchat import WARNING_MARK, Engine, picker_choices, picker_entries
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import open_role
-from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS
+from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
-from chatharuhi_core.scene.scene import SceneState
-from chatharuhi_core.scene.webscene import (
+from chatharuhi_core.web.common import WARNING_MARK, Engine
+from chatharuhi_core.web.picker import picker_choices, picker_entries
+from chatharuhi_core.web.scene import (
     PLACEHOLDER,
     edit_line,
     export_scene,

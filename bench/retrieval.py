@@ -43,10 +43,10 @@ def synthetic_role(n: int, embedder):
 
 def measure(sizes: list[int], cache: Path, turns: int = 200) -> list[dict]:
     from chatharuhi_core import ChatHaruhi
-    from chatharuhi_core.chat.embedding import get_embedder
     from chatharuhi_core.chat.prompt import Exchange
-    from chatharuhi_core.chat.store import open_store
     from chatharuhi_core.config import Settings
+    from chatharuhi_core.embedding import get_embedder
+    from chatharuhi_core.roles.store import open_store
 
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(cache)})
     embedder = get_embedder(settings.embedder)

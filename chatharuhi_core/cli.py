@@ -60,7 +60,7 @@ class _Session:
         import uuid
 
         from .chat.transcript import ReplyMeta, Transcript, dump_chat
-        from .data.jsonl import replace_text
+        from .jsonl import replace_text
 
         if self.path is None:
             return

@@ -27,7 +27,7 @@ def settings(cache_dir):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from chatharuhi_core.chat.embedding import get_embedder
+    from chatharuhi_core.embedding import get_embedder
 
     return get_embedder()
 

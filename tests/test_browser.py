@@ -158,7 +158,7 @@ def test_upload_each_kind_and_chat_with_it(browser, app_server, tmp_path):
 
     from make_inputs import KEEPER_CARD, SCREENPLAY
 
-    from chatharuhi_core.chat.embedding import get_embedder
+    from chatharuhi_core.embedding import get_embedder
     from chatharuhi_core.roles.cards import write_card_png
     from chatharuhi_core.roles.chatharuhi_jsonl import write_chatharuhi_jsonl
     from chatharuhi_core.roles.export import export_role

@@ -10,14 +10,14 @@ import pytest
 
 from chatharuhi_core.chat.chatbot import ChatHaruhi
 from chatharuhi_core.chat.prompt import Exchange
-from chatharuhi_core.chat.tokens import count_tokens
-from chatharuhi_core.chat.webchat import Conversation, describe_role, greeting_messages, scenes_markdown
 from chatharuhi_core.errors import RoleFormatError
 from chatharuhi_core.roles.cards import role_to_card, write_card_json, write_card_png
 from chatharuhi_core.roles.lorebook import Lorebook, LoreEntry, activate, book_from_json
 from chatharuhi_core.roles.placeholders import hold_partial
 from chatharuhi_core.roles.role import FORMAT_VERSION, load_role_package, write_role_package
 from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.tokens import count_tokens
+from chatharuhi_core.web.chat import Conversation, describe_role, greeting_messages, scenes_markdown
 
 ASH_CARD = {
     "spec": "chara_card_v2",

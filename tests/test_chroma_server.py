@@ -9,9 +9,9 @@ import pytest
 from conftest import free_port, wait_http
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.store import open_remote
 from chatharuhi_core.config import Settings
 from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.roles.store import open_remote
 
 pytestmark = pytest.mark.server
 

@@ -12,7 +12,7 @@ from chatharuhi_core.errors import BackendError, InputError
 
 
 def lines_of(role_id):
-    from chatharuhi_core.chat.prompt import parse_scene_lines
+    from chatharuhi_core.roles.lines import parse_scene_lines
     from chatharuhi_core.roles.sources import load_role
 
     role = load_role(role_id)

@@ -12,9 +12,14 @@ import time
 import pytest
 
 from chatharuhi_core.chat.transcript import load_chat
-from chatharuhi_core.chat.webchat import (
+from chatharuhi_core.cli import main
+from chatharuhi_core.data.feedback import build_training_data, feedback_record
+from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
+from chatharuhi_core.errors import InputError
+from chatharuhi_core.jsonl import append_record, read_records
+from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.chat import (
     Conversation,
-    Engine,
     chat_messages,
     edit_message,
     export_chat,
@@ -22,12 +27,7 @@ from chatharuhi_core.chat.webchat import (
     rate_reply,
     stream_turn,
 )
-from chatharuhi_core.cli import main
-from chatharuhi_core.data.feedback import build_training_data, feedback_record, rating_of
-from chatharuhi_core.data.jsonl import append_record, read_records
-from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
-from chatharuhi_core.errors import InputError
-from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.common import Engine, rating_of
 
 # ------------------------------------------------------------ crash-safe JSON Lines
 
@@ -49,7 +49,7 @@ def test_killing_a_writer_mid_stream_loses_no_complete_record(tmp_path):
         import sys
         sys.path.insert(0, {str(os.getcwd())!r})
         from pathlib import Path
-        from chatharuhi_core.data.jsonl import append_record
+        from chatharuhi_core.jsonl import append_record
         n = 0
         while True:
             append_record(Path({str(path)!r}), {{"n": n, "pad": "x" * 200_000}}, sync=False)

@@ -8,7 +8,7 @@ import pytest
 from conftest import ARTIFACTS
 from test_browser import bot_texts, browser, open_page, say, wait_reply  # noqa: F401  (browser is a fixture)
 
-from chatharuhi_core.data.jsonl import read_records
+from chatharuhi_core.jsonl import read_records
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 

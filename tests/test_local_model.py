@@ -12,9 +12,9 @@ from make_inputs import TINY_LLAMA, tiny_llama_hub_cache
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.backends import local_model
 from chatharuhi_core.chat.backends.local_model import ModelSpec, resolve_model
-from chatharuhi_core.chat.tokens import count_tokens
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.errors import BackendError
+from chatharuhi_core.tokens import count_tokens
 
 
 @pytest.fixture(scope="module")

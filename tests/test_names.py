@@ -8,7 +8,7 @@ from chatharuhi_core.roles.names import derived_names, find_name
 from chatharuhi_core.roles.role import load_role_package
 from chatharuhi_core.roles.sources import ImportOptions, load_role
 from chatharuhi_core.scene import Scene
-from chatharuhi_core.scene.webscene import edit_line, feedback_values, line_at, scene_messages
+from chatharuhi_core.web.scene import edit_line, feedback_values, line_at, scene_messages
 
 
 @pytest.mark.parametrize("role_id, said", [

@@ -1,17 +1,9 @@
 """The paper's prompt layout and the edges of both token budgets."""
 
-from chatharuhi_core.chat.prompt import (
-    SCENES_HEADER,
-    Exchange,
-    build_messages,
-    clean_reply,
-    format_query,
-    pack_stories,
-    parse_scene_lines,
-    trim_history,
-)
-from chatharuhi_core.chat.tokens import count_tokens
+from chatharuhi_core.chat.prompt import SCENES_HEADER, Exchange, build_messages, clean_reply, pack_stories, trim_history
 from chatharuhi_core.config import Budgets
+from chatharuhi_core.roles.lines import format_query, parse_scene_lines
+from chatharuhi_core.tokens import count_tokens
 
 
 def chars(text: str) -> int:  # a predictable counter for edge tests: one token per character

@@ -6,11 +6,11 @@ import shutil
 import pytest
 from PIL import Image
 
-from chatharuhi_core.chat.prompt import parse_scene_lines
-from chatharuhi_core.chat.tokens import count_tokens
 from chatharuhi_core.errors import RoleFormatError
+from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.role import load_role_package, write_role_package
 from chatharuhi_core.roles.sources import BUNDLED_DIR, bundled_ids, load_role
+from chatharuhi_core.tokens import count_tokens
 
 
 def test_two_bundled_roles_one_chinese_one_english():

@@ -5,8 +5,8 @@ import random
 import pytest
 from fake_openai import GOOD_KEY
 
-from chatharuhi_core.chat.prompt import parse_scene_lines
 from chatharuhi_core.errors import BackendError, InputError
+from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.scene import Line, Scene
 from chatharuhi_core.scene.order import ORDERS, spoken_this_round
@@ -355,7 +355,7 @@ def test_page_feedback_is_recorded_for_the_character_who_spoke(settings, embedde
     import dataclasses
     import json
 
-    from chatharuhi_core.scene.webscene import edit_line, rate_line, speaker_header
+    from chatharuhi_core.web.scene import edit_line, rate_line, speaker_header
 
     fb = tmp_path / "feedback.jsonl"
     page_settings = dataclasses.replace(settings, feedback_file=fb)

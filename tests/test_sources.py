@@ -26,9 +26,8 @@ from make_inputs import (
 )
 
 from chatharuhi_core.chat.chatbot import ChatHaruhi
-from chatharuhi_core.chat.embedding import register_embedder
-from chatharuhi_core.chat.store import open_store
 from chatharuhi_core.config import Settings
+from chatharuhi_core.embedding import register_embedder
 from chatharuhi_core.errors import ChatHaruhiError, HubError, ImportProblem
 from chatharuhi_core.roles.cards import V3, read_card_bytes, role_to_card, write_card_png
 from chatharuhi_core.roles.chatharuhi_jsonl import write_chatharuhi_jsonl
@@ -36,6 +35,7 @@ from chatharuhi_core.roles.export import export_role
 from chatharuhi_core.roles.safety import Limits
 from chatharuhi_core.roles.script_scenes import cut_scenes, role_from_script
 from chatharuhi_core.roles.sources import ImportOptions, bundled_ids, import_file, load_role
+from chatharuhi_core.roles.store import open_store
 
 
 class ColumnEmbedder:
@@ -204,7 +204,7 @@ def test_chinese_script_and_length_limit():
                      for i in range(60))
     scenes = cut_scenes(long, ["B"], max_tokens=60)
     assert len(scenes) > 5
-    from chatharuhi_core.chat.tokens import count_tokens
+    from chatharuhi_core.tokens import count_tokens
 
     assert all(count_tokens(s) <= 60 for s in scenes)
     assert all(s.splitlines()[0].startswith("A:") for s in scenes)  # each starts on its cue
@@ -326,8 +326,8 @@ def test_a_dataset_that_is_neither_kind_says_so(env):
 
 
 def test_the_catalogue_lists_chatharuhis_142_roles_by_source():
-    from chatharuhi_core.chat.webchat import picker_entries
     from chatharuhi_core.roles.hub import hub_roles, parse_hub_id
+    from chatharuhi_core.web.picker import picker_entries
 
     roles = hub_roles()
     counts = {src: sum(r.source == src for r in roles) for src in ("ChatHaruhi-54K", "community", "RoleLLM")}

@@ -7,16 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
-from chatharuhi_core.chat.store import (
-    _persistent_dir,
-    manifest_for,
-    open_persistent,
-    open_store,
-    write_prebuilt,
-)
 from chatharuhi_core.config import Settings
 from chatharuhi_core.roles.role import Story, load_role_package, write_role_package
 from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.roles.store import _persistent_dir, manifest_for, open_persistent, open_store, write_prebuilt
 
 
 class OtherEmbedder:
@@ -111,7 +105,7 @@ def test_concurrent_queries_are_embedded_in_batches_with_the_same_vectors(embedd
 
     import numpy as np
 
-    from chatharuhi_core.chat.embedding import Batcher
+    from chatharuhi_core.embedding import Batcher
 
     calls = []
 

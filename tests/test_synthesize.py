@@ -5,11 +5,11 @@ import json
 import pytest
 
 from chatharuhi_core.cli import main
-from chatharuhi_core.data.jsonl import read_records
 from chatharuhi_core.data.scene_turns import scene_turns
 from chatharuhi_core.data.synthesize import parse_questions, synthesize
 from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
 from chatharuhi_core.errors import BackendError
+from chatharuhi_core.jsonl import read_records
 from chatharuhi_core.roles.role import Role, Story
 from chatharuhi_core.roles.sources import load_role
 

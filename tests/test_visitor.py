@@ -6,16 +6,10 @@ import time
 
 import pytest
 
-from chatharuhi_core.chat.webchat import (
-    Conversation,
-    Engine,
-    answers_again,
-    edit_message,
-    stream_turn,
-    while_running,
-)
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.chat import Conversation, answers_again, edit_message, stream_turn
+from chatharuhi_core.web.common import Engine, while_running
 
 
 def _last(conv, text, settings, regenerate=False):

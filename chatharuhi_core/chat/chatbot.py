@@ -15,24 +15,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Budgets, Settings
+from ..embedding import Embedder, get_embedder
 from ..errors import BackendError, InputError, RoleFormatError
+from ..roles.lines import main_speaker
 from ..roles.lorebook import Fired, activate, lore_block
 from ..roles.placeholders import fill, hold_partial
 from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
+from ..roles.store import Hit, open_store
+from ..tokens import count_tokens
 from .backends import Backend, ChatRequest, backend_info, create_backend, default_budgets, options_for
-from .embedding import Embedder, get_embedder
-from .prompt import (
-    Exchange,
-    assemble_messages,
-    clean_reply,
-    fold_messages,
-    main_speaker,
-    pack_stories,
-    pending_prefix,
-)
-from .store import Hit, open_store
-from .tokens import count_tokens
+from .prompt import Exchange, assemble_messages, clean_reply, fold_messages, pack_stories, pending_prefix
 
 MAX_INPUT_CHARS = 8000
 

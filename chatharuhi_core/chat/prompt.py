@@ -13,16 +13,15 @@ item that does not fit, and either may end up empty.
 from __future__ import annotations
 
 import re
-from collections import Counter as _Tally
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..config import Budgets
-from .tokens import count_tokens
+from ..roles.lines import format_query, format_reply
+from ..tokens import count_tokens
 
 SCENES_HEADER = "Classic scenes for the role are as follows:\n"
 SCENE_SEPARATOR = "\n###\n"
-NARRATOR_ROLES = frozenset({"旁白", "narrator", "scene", "场景", "narration"})
 
 Counter = Callable[[str], int]
 
@@ -34,19 +33,6 @@ class Exchange:
     user_role: str
     text: str
     reply: str
-
-
-def format_query(user_role: str, text: str) -> str:
-    """`Kyon:「text」`, or `narrator:text` for narration roles."""
-    user_role = (user_role or "").strip() or "User"
-    if user_role.lower() in NARRATOR_ROLES:
-        return f"{user_role}:{text}"
-    return f"{user_role}:「{text}」"
-
-
-def format_reply(character: str, reply: str) -> str:
-    """The character's line as it appears in the scenes, so history reads like a script."""
-    return f"{character}:「{reply}」"
 
 
 def pack_stories(stories: Sequence[str], budget: int, count: Counter = count_tokens) -> list[str]:
@@ -167,28 +153,3 @@ def pending_prefix(raw: str, character: str) -> bool:
     """True while a stream so far could still be the start of the `Name:「` wrapper."""
     s = raw.lstrip()
     return any(w.startswith(s) and len(s) < len(w) for w in (f"{character}:「", f"{character}：「"))
-
-
-_SCENE_LINE = re.compile(r"^\s*([^:：「」\n]{1,24}?)\s*[:：]\s*「(.*)」\s*$")
-
-
-def parse_scene_lines(scene: str) -> list[tuple[str | None, str]]:
-    """(speaker, line) for each `Name:「line」`; (None, text) for narration."""
-    out: list[tuple[str | None, str]] = []
-    for line in scene.splitlines():
-        if not line.strip():
-            continue
-        m = _SCENE_LINE.match(line)
-        if m:
-            out.append((m.group(1).strip(), m.group(2).strip()))
-        else:
-            out.append((None, line.strip()))
-    return out
-
-
-def main_speaker(scenes: Iterable[str], prompt: str = "") -> str | None:
-    """The character of a set of scenes: a speaker the system prompt names, else the most frequent."""
-    counts = _Tally(spk for text in scenes for spk, _ in parse_scene_lines(text) if spk)
-    named = _Tally({spk: n for spk, n in counts.items() if spk in prompt})
-    best = (named or counts).most_common(1)
-    return best[0][0] if best else None

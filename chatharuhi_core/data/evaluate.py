@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..chat.backends import Backend, backend_info, backend_names, create_backend, default_budgets, options_for
-from ..chat.embedding import Embedder, get_embedder
 from ..config import Budgets, Settings
+from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
 from .holdout import MIN_REPLY_TOKENS, Case, HoldOut

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..chat.prompt import format_reply
-from .jsonl import read_records, write_all
+from ..jsonl import read_records, write_all
+from ..roles.lines import format_reply
 from .training_data import (
     alternating,
     openai_problems,
@@ -25,15 +25,6 @@ from .training_data import (
     sharegpt_row,
     training_messages,
 )
-
-
-def rating_of(value: object) -> str | None:
-    """Gradio's LikeData.liked (True, False, "Like", "Dislike", None) as "like", "dislike" or None."""
-    if value is True or (isinstance(value, str) and value.lower() == "like"):
-        return "like"
-    if value is False or (isinstance(value, str) and value.lower() == "dislike"):
-        return "dislike"
-    return None
 
 
 def feedback_record(*, reply_id: str, role_id: str, role_name: str, user_role: str, text: str,

@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..chat.prompt import format_reply
 from ..config import Budgets, Settings
 from ..errors import InputError
+from ..roles.lines import format_reply
 from ..roles.role import Role
 from .holdout import Case, HoldOut, leaked_lines
 from .scene_turns import scene_turns

@@ -12,8 +12,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..chat.tokens import count_tokens
 from ..roles.role import Role
+from ..tokens import count_tokens
 from .scene_turns import Turn, scene_turns
 
 MIN_REPLY_TOKENS = 20  # "a long reply": shorter lines ("Yes.") say little about a character

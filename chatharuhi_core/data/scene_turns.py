@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..chat.prompt import Exchange, format_query, parse_scene_lines
+from ..chat.prompt import Exchange
+from ..roles.lines import format_query, parse_scene_lines
 from ..roles.placeholders import fill
 from ..roles.role import Role, Story
 

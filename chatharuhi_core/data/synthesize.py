@@ -27,13 +27,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
-from ..chat.embedding import Embedder
 from ..chat.prompt import Exchange
 from ..config import Settings
+from ..embedding import Embedder
 from ..errors import ChatHaruhiError, InputError
+from ..jsonl import append_record, read_records, replace_text, write_all
 from ..roles.role import Role
 from .holdout import HoldOut
-from .jsonl import append_record, read_records, replace_text, write_all
 from .scene_turns import scene_turns
 from .training_data import openai_problems, openai_row, sharegpt_problems, sharegpt_row, training_messages
 

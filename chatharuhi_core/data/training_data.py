@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..chat.prompt import fold_messages, format_reply
+from ..chat.prompt import fold_messages
+from ..roles.lines import format_reply
 
 SHAREGPT_FROM = {"user": "human", "assistant": "gpt"}
 

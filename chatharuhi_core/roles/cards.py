@@ -26,8 +26,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ..chat.prompt import parse_scene_lines
 from ..errors import ImportProblem
+from .lines import parse_scene_lines
 from .lorebook import Lorebook, book_from_json
 from .names import with_derived
 from .role import Role, Story, derive_role_id, fill_system_prompt, guess_language, parse_role_json, parse_stories

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chat.embedding import Embedder, embedding_column
-from ..chat.prompt import main_speaker
+from ..embedding import Embedder, embedding_column
 from ..errors import ImportProblem
+from .lines import main_speaker
 from .names import with_derived
 from .role import Role, Story, derive_role_id, guess_language, json_object_lines
 
@@ -123,7 +123,7 @@ def usual_partner(stories: list[Story], names: set[str]) -> str | None:
     """Who most often speaks right before the character: the default name for the visitor."""
     from collections import Counter
 
-    from ..chat.prompt import NARRATOR_ROLES, parse_scene_lines
+    from .lines import NARRATOR_ROLES, parse_scene_lines
 
     counts: Counter = Counter()
     for story in stories:
@@ -137,7 +137,7 @@ def write_chatharuhi_jsonl(role: Role, path: Path, embedder: Embedder | None = N
     columns: dict[str, np.ndarray] = {c: np.asarray(v) for c, v in role.embeddings.items()
                                       if len(v) == len(role.stories)}
     if embedder is not None:
-        from ..chat.store import embed_stories, stored_vectors
+        from .store import embed_stories, stored_vectors
 
         col = embedding_column(embedder)
         if col not in columns:

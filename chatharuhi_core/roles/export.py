@@ -10,11 +10,11 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..chat.embedding import get_embedder
-from ..chat.store import Progress, write_prebuilt
 from ..config import Settings
+from ..embedding import get_embedder
 from ..errors import ChatHaruhiError
 from .role import Role, write_role_package
+from .store import Progress, write_prebuilt
 
 Exporter = Callable[[Role, Path, Settings, "Progress | None"], Path]
 EXPORTERS: dict[str, Exporter] = {}

@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..chat.tokens import count_tokens
 from ..errors import ImportProblem
+from ..tokens import count_tokens
 from .names import with_derived
 from .role import HAN, Role, Story, derive_role_id, fill_system_prompt, guess_language
 

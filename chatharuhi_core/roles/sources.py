@@ -30,7 +30,7 @@ from .role import Role, derive_role_id, find_image, load_role_package, load_scen
 from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
 
 if TYPE_CHECKING:
-    from ..chat.store import Progress
+    from .store import Progress
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "characters"
 MAX_CACHED_ROLES = 256
@@ -226,7 +226,7 @@ def import_jsonl(path: Path, settings: Settings, options: ImportOptions) -> Role
 
 def _active_embedder(settings: Settings):
     """The deployment's embedder, to check stored vectors against its name and dimension."""
-    from ..chat.embedding import get_embedder
+    from ..embedding import get_embedder
 
     try:
         return get_embedder(settings.embedder)
@@ -351,7 +351,7 @@ def load_role(ref: str | Path, settings: Settings | None = None, options: Import
 def open_role(ref: str | Path, settings: Settings, progress: Progress | None = None,
               options: ImportOptions = ImportOptions()) -> Role:
     """Load any role and make sure its scenes are searchable (built once, with progress)."""
-    from ..chat.store import open_store
+    from .store import open_store
 
     role = load_role(ref, settings, options)
     open_store(role, _active_embedder(settings), settings, progress=progress)

@@ -8,19 +8,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .cast import Line, Member
-    from .scene import Scene, SceneState
+    from .cast import Line, Member, SceneState
+    from .scene import Scene
 
 __all__ = ["Line", "Member", "Scene", "SceneState"]
 
 
 def __getattr__(name: str):
     """Imported on first use: the command line reads the order names without loading the chat path."""
-    if name in ("Line", "Member"):
+    if name in ("Line", "Member", "SceneState"):
         from . import cast
 
         return getattr(cast, name)
-    if name in ("Scene", "SceneState"):
+    if name == "Scene":
         from . import scene
 
         return getattr(scene, name)

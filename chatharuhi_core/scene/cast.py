@@ -7,6 +7,7 @@ leaves closes it; coming back opens a new one.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from dataclasses import dataclass, field
 
@@ -94,3 +95,18 @@ def happenings(members: list[Member]) -> list[tuple[int, str]]:
 def mention_at(text: str, member: Member) -> int | None:
     """Where the member is first named in `text` (by name or alias), or None: see roles.names.find_name."""
     return find_name(text, member.names())
+
+
+@dataclass
+class SceneState:
+    """A scene as a plain value (members and lines), for the page's per-visitor state and for files."""
+
+    members: list[Member] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    user_role: str = "You"
+    order: str = "natural"
+    allow_self: bool = False
+
+    def copy(self) -> SceneState:
+        return SceneState(copy.deepcopy(self.members), [copy.copy(ln) for ln in self.lines], self.user_role,
+                          self.order, self.allow_self)

@@ -49,7 +49,7 @@ def _who(scene: Scene) -> str:
 
 def _save(scene: Scene, path: Path | None) -> None:
     if path is not None:
-        from ..data.jsonl import replace_text
+        from ..jsonl import replace_text
 
         replace_text(path, scene.dump())
 

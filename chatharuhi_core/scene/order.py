@@ -12,21 +12,37 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from .cast import Member, mention_at
-
-if TYPE_CHECKING:
-    from .scene import Scene
+from .cast import Line, Member, mention_at
 
 
-def candidates(scene: Scene) -> list[Member]:
+class Stage(Protocol):
+    """What an order reads of a scene: who is in it, what was said, its rule on self-replies, and for the
+    director, whether its engine writes and a way to ask it."""
+
+    @property
+    def members(self) -> list[Member]: ...
+
+    @property
+    def lines(self) -> list[Line]: ...
+
+    @property
+    def allow_self(self) -> bool: ...
+
+    @property
+    def engine_writes(self) -> bool: ...
+
+    def ask_director(self) -> Member | object | None: ...
+
+
+def candidates(scene: Stage) -> list[Member]:
     """Present, unmuted members in list order, minus the last speaker unless self-replies are allowed."""
     last = scene.lines[-1].role_id if scene.lines else None
     return [m for m in scene.members if m.present and not m.muted and (scene.allow_self or m.role_id != last)]
 
 
-def mentioned(scene: Scene, pool: list[Member]) -> list[Member]:
+def mentioned(scene: Stage, pool: list[Member]) -> list[Member]:
     """Members of `pool` named in the last line, in the order the line names them."""
     if not scene.lines:
         return []
@@ -35,7 +51,7 @@ def mentioned(scene: Scene, pool: list[Member]) -> list[Member]:
     return [m for _, _, m in sorted(found, key=lambda t: (t[0], t[1]))]
 
 
-def _natural(scene: Scene, rng: random.Random) -> list[Member]:
+def _natural(scene: Stage, rng: random.Random) -> list[Member]:
     """Named ones first; then each other member who rolls under its talkativeness; else one at random."""
     pool = candidates(scene)
     if not pool:
@@ -47,16 +63,16 @@ def _natural(scene: Scene, rng: random.Random) -> list[Member]:
     return chosen or [rng.choice(pool)]
 
 
-def _natural_next(scene: Scene, rng: random.Random) -> Member | None:
+def _natural_next(scene: Stage, rng: random.Random) -> Member | None:
     picked = _natural(scene, rng)
     return picked[0] if picked else None
 
 
-def _list(scene: Scene, rng: random.Random) -> list[Member]:
+def _list(scene: Stage, rng: random.Random) -> list[Member]:
     return candidates(scene)
 
 
-def _list_next(scene: Scene, rng: random.Random) -> Member | None:
+def _list_next(scene: Stage, rng: random.Random) -> Member | None:
     """The member after the last character who spoke, going round the list."""
     pool = candidates(scene)
     if not pool:
@@ -72,7 +88,7 @@ def _list_next(scene: Scene, rng: random.Random) -> Member | None:
     return pool[0]
 
 
-def spoken_this_round(scene: Scene) -> set[str]:
+def spoken_this_round(scene: Stage) -> set[str]:
     """Who has spoken since everyone present last had a turn (a round resets once all have)."""
     current: set[str] = set()
     for line in scene.lines:
@@ -87,7 +103,7 @@ def spoken_this_round(scene: Scene) -> set[str]:
     return current
 
 
-def _pooled_next(scene: Scene, rng: random.Random) -> Member | None:
+def _pooled_next(scene: Stage, rng: random.Random) -> Member | None:
     """One of those who have not spoken this round; a new round when all have."""
     pool = candidates(scene)
     if not pool:
@@ -97,21 +113,21 @@ def _pooled_next(scene: Scene, rng: random.Random) -> Member | None:
     return rng.choice(fresh or pool)
 
 
-def _pooled(scene: Scene, rng: random.Random) -> list[Member]:
+def _pooled(scene: Stage, rng: random.Random) -> list[Member]:
     picked = _pooled_next(scene, rng)
     return [picked] if picked else []
 
 
-def _manual(scene: Scene, rng: random.Random) -> list[Member]:
+def _manual(scene: Stage, rng: random.Random) -> list[Member]:
     return []  # the visitor picks who answers
 
 
-def _director(scene: Scene, rng: random.Random) -> list[Member]:
+def _director(scene: Stage, rng: random.Random) -> list[Member]:
     picked = _director_next(scene, rng)
     return [picked] if picked else []
 
 
-def _director_next(scene: Scene, rng: random.Random) -> Member | None:
+def _director_next(scene: Stage, rng: random.Random) -> Member | None:
     """The engine picks from a short plain request; an engine that cannot write falls back to natural order."""
     if not scene.engine_writes:
         return _natural_next(scene, rng)
@@ -128,8 +144,8 @@ END = object()  # the director's answer when it ends the scene
 class Order:
     name: str
     label: str
-    responders: Callable[[Scene, random.Random], list[Member]]
-    next: Callable[[Scene, random.Random], Member | None]
+    responders: Callable[[Stage, random.Random], list[Member]]
+    next: Callable[[Stage, random.Random], Member | None]
 
 
 ORDERS: dict[str, Order] = {

@@ -14,7 +14,7 @@ import time
 from ..chat.transcript import FORMAT as CHAT_FORMAT
 from ..chat.transcript import prompt_field, rating_field, read_saved, text_field
 from ..errors import InputError
-from .cast import Line, Member
+from .cast import Line, Member, SceneState
 from .order import ORDERS
 
 FORMAT = "chatharuhi-scene"
@@ -59,8 +59,6 @@ def _mutes(value, where: str) -> list[list]:
 
 def load_scene(data: bytes | str):
     """Read a saved scene; any problem is one sentence naming the line."""
-    from .scene import SceneState
-
     rows = read_saved(data, "scene", FORMAT, VERSION,
                       hints={CHAT_FORMAT: " It is a one-to-one chat: import it in the Chat tab."})
     header = rows[0][1]

@@ -12,42 +12,26 @@ adds nothing: lines join the transcript only when complete.
 
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 
 from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
 from ..chat.chatbot import ChatHaruhi, check_input
-from ..chat.embedding import Embedder, get_embedder
-from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, format_query, pack_stories
+from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
+from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
+from ..roles.lines import format_query
 from ..roles.names import find_name
 from ..roles.role import Role
 from ..roles.sources import bundled_ids, load_role
-from .cast import MAX_MEMBERS, MIN_MEMBERS, Line, Member, mention_at
+from .cast import MAX_MEMBERS, MIN_MEMBERS, Line, Member, SceneState, mention_at
 from .order import END, candidates, get_order
 
 log = logging.getLogger(__name__)
 DIRECTOR_LINES = 12  # how much of the transcript the director reads
-
-
-@dataclass
-class SceneState:
-    """A scene as a plain value (members and lines), for the page's per-visitor state and for files."""
-
-    members: list[Member] = field(default_factory=list)
-    lines: list[Line] = field(default_factory=list)
-    user_role: str = "You"
-    order: str = "natural"
-    allow_self: bool = False
-
-    def copy(self) -> SceneState:
-        return SceneState(copy.deepcopy(self.members), [copy.copy(ln) for ln in self.lines], self.user_role,
-                          self.order, self.allow_self)
 
 
 class Scene:

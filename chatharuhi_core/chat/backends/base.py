@@ -10,9 +10,9 @@ from ..prompt import Exchange
 
 if TYPE_CHECKING:
     from ...config import Budgets, Settings
+    from ...embedding import Embedder
     from ...roles.role import Role
-    from ..embedding import Embedder
-    from ..store import Hit
+    from ...roles.store import Hit
 
 
 @dataclass

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ...config import Budgets
 from ...errors import BackendError
-from ..prompt import format_reply
+from ...roles.lines import format_reply
 from .base import BackendOptions, ChatRequest, register_backend
 
 log = logging.getLogger(__name__)

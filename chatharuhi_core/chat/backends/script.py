@@ -11,9 +11,9 @@ import re
 import time
 from collections.abc import Iterator
 
+from ...embedding import cosine
 from ...errors import BackendError
-from ..embedding import cosine
-from ..prompt import parse_scene_lines
+from ...roles.lines import parse_scene_lines
 from .base import BackendOptions, ChatRequest, register_backend
 
 CHUNK_CHARS = 3

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chat.backends import backend_info
-from ..chat.webchat import (
+from ..config import Budgets, Settings
+from ..errors import ChatHaruhiError, InputError
+from ..roles.sources import load_role
+from ..scene.cast import MAX_MEMBERS, SceneState, happenings
+from ..scene.scene import Scene
+from .common import (
     FRAME_INTERVAL_S,
     PLACEHOLDER_IMAGE,
     WARNING_MARK,
@@ -29,11 +34,6 @@ from ..chat.webchat import (
     save_feedback,
     while_running,
 )
-from ..config import Budgets, Settings
-from ..errors import ChatHaruhiError, InputError
-from ..roles.sources import load_role
-from .cast import MAX_MEMBERS, happenings
-from .scene import Scene, SceneState
 
 log = logging.getLogger(__name__)
 HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)
@@ -327,7 +327,7 @@ def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | 
 
 
 def rate_line(state: SceneState, index: object, liked: object, settings: Settings) -> tuple[SceneState, str]:
-    from ..data.feedback import rating_of
+    from .common import rating_of
 
     state = state.copy()
     k = line_at(state, index)
@@ -365,7 +365,7 @@ def edit_line(state: SceneState, index: object, new_text: object, settings: Sett
 
 
 def export_scene(state: SceneState, folder: Path | None = None) -> Path:
-    from .saved import dump_scene
+    from ..scene.saved import dump_scene
 
     folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-scene-"))
     ids = "-".join(m.role_id for m in state.members if m.present)[:60] or "scene"
@@ -376,7 +376,7 @@ def export_scene(state: SceneState, folder: Path | None = None) -> Path:
 
 def import_scene(path: str | Path) -> SceneState:
     """A scene file back as it was; InputError when a character in it is not available here."""
-    from .saved import load_scene
+    from ..scene.saved import load_scene
 
     state = load_scene(Path(path).read_bytes())
     for m in state.members:

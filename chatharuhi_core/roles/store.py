@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings
+from ..embedding import Embedder, embedding_column
 from ..errors import ChatHaruhiError
-from ..roles.role import Role
-from .embedding import Embedder, embedding_column
+from .role import Role
 
 log = logging.getLogger(__name__)
 

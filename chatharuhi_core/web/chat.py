@@ -9,136 +9,35 @@ from __future__ import annotations
 import html
 import logging
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..chat.backends import backend_info
+from ..chat.chatbot import ChatHaruhi, ReplyStats
+from ..chat.prompt import Exchange
+from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
 from ..roles.role import Role
-from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
-from .backends import backend_info
-from .chatbot import ChatHaruhi, ReplyStats
-from .prompt import Exchange
-from .store import Hit, Progress
-from .transcript import ReplyMeta, Transcript, dump_chat, load_chat
+from ..roles.sources import load_role
+from ..roles.store import Hit
+from .common import (
+    FRAME_INTERVAL_S,
+    WARNING_MARK,
+    Engine,
+    corrected_original,
+    lang_of,
+    message_text,
+    save_feedback,
+    while_running,
+)
 
 log = logging.getLogger(__name__)
-WARNING_MARK = "⚠️ "
-# At most ~25 page updates a second per reply: each one costs the server a diff and a message, and
-# with 32 visitors per-token frames made the app, not the model, the bottleneck. The first token and
-# any token after a pause go out at once.
-FRAME_INTERVAL_S = 0.04
-ONLINE_MARK = "☁"
-ONLINE_IMAGE = Path(__file__).resolve().parents[2] / "assets" / "online.png"
-PLACEHOLDER_IMAGE = ONLINE_IMAGE.with_name("placeholder.png")
-
-
-def portrait_of(role: Role) -> str:
-    """The role's portrait, or the neutral placeholder for roles that came without one."""
-    return str(role.image_path) if role.image_path else str(PLACEHOLDER_IMAGE)
-
-
-def file_url(path: str | Path) -> str:
-    """A file the server may send (bundled characters, imports, assets), as the page links it."""
-    return "/gradio_api/file=" + html.escape(str(path), quote=True)
-
-
-def lang_of(role: Role) -> str:
-    """The page's lang attribute for the role's own text (zh for Chinese roles)."""
-    return "zh" if (role.language or "").lower().startswith("zh") else "en"
-
-
-def portrait_html(role: Role) -> str:
-    """The portrait with alt text that says who is shown (Gradio's image viewer gives none)."""
-    alt = html.escape(f"Portrait of {role.name}" + (f", from {role.series}" if role.series else ""), quote=True)
-    return f'<img class="portrait" src="{file_url(portrait_of(role))}" alt="{alt}">'
-
-
-def scene_picture_html(path: str, caption: str) -> str:
-    """A scene picture with its caption as both alt text and a visible caption."""
-    text = html.escape(caption, quote=True)
-    return (f'<figure class="scene-figure"><img src="{file_url(path)}" alt="{text}">'
-            f"<figcaption>Scene · 场景: {text}</figcaption></figure>")
-
-
-@dataclass(frozen=True)
-class PickerEntry:
-    """One tile of the character picker and its line in the searchable list."""
-
-    ref: str  # a bundled or imported id, or a Hub id
-    caption: str  # under the portrait
-    label: str  # in the searchable list
-    image: str | None
-    online: bool = False
-    group: str = "Bundled · 内置"
-
-
-def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
-    """Bundled roles first, then the ones this visitor added, then ChatHaruhi's catalogue on the Hub
-    (online), grouped by source. A list label holds both names and the work, so a search finds a role
-    by any of them."""
-    from ..roles.hub import hub_roles
-
-    entries = []
-    bundled = bundled_ids()
-    for rid in [*bundled, *(added or [])]:
-        try:
-            role = load_role(rid)
-        except ChatHaruhiError:
-            continue  # an added role whose files were cleaned away
-        label = f"{role.name} · {role.series}" if role.series else role.name
-        group = "Bundled · 内置" if rid in bundled else "Yours · 你添加的"
-        entries.append(PickerEntry(rid, role.name, label, portrait_of(role), group=group))
-    for hub_role in hub_roles():
-        caption = f"{hub_role.label} {ONLINE_MARK}"
-        label = f"{caption} · {hub_role.series} · Hub: {hub_role.source}"
-        entries.append(PickerEntry(hub_role.ref, caption, label, str(ONLINE_IMAGE), online=True,
-                                   group=f"Hub · {hub_role.group}"))
-    return entries
-
-
-PICKER_JS = ("element.addEventListener('click', (e) => { const b = e.target.closest('button[data-ref]');"
-             " if (b) trigger('click', {ref: b.dataset.ref}); });")
-
-
-def tiles_html(entries: list[PickerEntry]) -> str:
-    """The picker's tiles as plain buttons (portrait and name): lighter on the page's first paint than a
-    gallery widget. A click sends the tile's ref (PICKER_JS)."""
-    tiles = []
-    for e in entries:
-        ref, name = html.escape(e.ref, quote=True), html.escape(e.caption, quote=True)
-        image = f'<img src="{file_url(e.image)}" alt="" loading="lazy">' if e.image else ""
-        tiles.append(f'<button type="button" class="thumbnail-item" data-ref="{ref}" aria-label="{name}" '
-                     f'title="{html.escape(e.label, quote=True)}">{image}<span class="caption-label">{name}</span></button>')
-    return '<div class="tiles-label">Characters · 角色</div><div class="tiles">' + "".join(tiles) + "</div>"
-
-
-def picker_choices(entries: list[PickerEntry]) -> list[tuple[str, str]]:
-    """(label, ref) pairs for the searchable list."""
-    return [(e.label, e.ref) for e in entries]
-
-
-def add_character(hub_id: str, upload: str | None, name: str, settings: Settings,
-                  progress: Progress | None = None) -> Role:
-    """The 'add a character' tab: a Hub id or an uploaded file becomes a role for this visitor."""
-    hub_id = (hub_id or "").strip()
-    if upload:
-        path = Path(upload)
-        return open_role(str(path), settings, progress,
-                         ImportOptions(name=(name or "").strip() or None, display_name=path.name))
-    if hub_id:
-        from ..roles.hub import parse_hub_id
-
-        if parse_hub_id(hub_id) is None:
-            raise InputError(f"'{hub_id}' is not a Hub id. Use owner/name, or owner/name/role for a ChatHaruhi dataset.")
-        return open_role(hub_id, settings, progress, ImportOptions(name=(name or "").strip() or None))
-    raise InputError("Give a Hub id or choose a file to upload first.")
 
 
 @dataclass
@@ -187,19 +86,6 @@ class TurnGate:
         return ticket == self.ticket
 
 
-@dataclass(frozen=True)
-class Engine:
-    """The visitor's settings panel, as sent with each event."""
-
-    backend: str = "script"
-    model: str = ""
-    base_url: str = ""
-    api_key: str = field(default="", repr=False)
-    story_tokens: int = Budgets().story_tokens
-    history_tokens: int = Budgets().history_tokens
-    fold_prompt: bool = False
-
-
 def as_shown(role: Role, text: str, user: str | None = None) -> str:
     """A role's text as the page shows it: `{{user}}` as the visitor's name in the story (the role's
     default name until one is typed)."""
@@ -226,14 +112,6 @@ def describe_role(role: Role, user: str | None = None) -> str:
     series = f" · <em>{html.escape(role.series)}</em>" if role.series else ""
     about = as_shown(role, role.description, user)
     return f'<div lang="{lang_of(role)}">\n\n## {html.escape(role.name)}{series}\n{html.escape(about)}\n\n</div>'
-
-
-def engine_note(backend: str) -> str:
-    try:
-        info = backend_info(backend)
-    except KeyError as exc:
-        return WARNING_MARK + str(exc.args[0])
-    return f"**{info.label}.** {info.description}"
 
 
 def stats_line(stats: ReplyStats | None) -> str:
@@ -267,29 +145,6 @@ def scenes_markdown(conv: Conversation) -> str:
         body = "\n>\n".join("> " + html.escape(line) for line in hit.text.splitlines() if line.strip())
         parts.append(f"**{i + 1}. {html.escape(hit.id)}** · similarity {hit.similarity:.2f} · {used}\n\n{body}")
     return "\n\n".join(parts)
-
-
-def while_running(work: Callable[[], object], every_s: float = 1.0) -> Iterator[int]:
-    """Run `work` in a thread, yielding the whole seconds waited every `every_s` until it is done, so a
-    page can show that a long load is alive; its exception, if any, is raised here."""
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    start = time.monotonic()
-    thread.start()
-    while True:
-        thread.join(every_s)
-        if not thread.is_alive():
-            break
-        yield int(time.monotonic() - start)
-    if failed:
-        raise failed[0]
 
 
 def make_bot(conv: Conversation, engine: Engine, user_role: str, settings: Settings) -> ChatHaruhi:
@@ -381,7 +236,7 @@ def scene_image_for(role: Role, reply: str, settings: Settings) -> tuple[str, st
     if not (reply or "").strip():
         first = role.scene_images[0]
         return str(first.path), first.caption
-    from .embedding import cosine, get_embedder
+    from ..embedding import cosine, get_embedder
 
     embedder = get_embedder(settings.embedder)
     key = (role.id, tuple(i.caption for i in role.scene_images), embedder.name)
@@ -432,28 +287,9 @@ def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settin
     return save_feedback(path, rec)
 
 
-def save_feedback(path: Path, rec: dict) -> str | None:
-    """Append one feedback record (a chat's reply or a scene's line); a sentence if the disk refused it."""
-    from ..data.jsonl import append_record
-
-    try:
-        append_record(path, rec)
-    except OSError as exc:
-        log.error("feedback not saved: %s", exc)
-        return "Your feedback could not be saved on the server (its disk refused the write)."
-    return None
-
-
-def corrected_original(original: str | None, current: str, new: str) -> str | None:
-    """The engine's own words to keep after an edit: kept from the first edit, dropped when edited back."""
-    if original is None:
-        return current
-    return None if new == original else original
-
-
 def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:
     """A thumb on a reply: remember it and append it to the feedback file."""
-    from ..data.feedback import rating_of
+    from .common import rating_of
 
     role = load_role(conv.role_id)
     conv = conv.copy()
@@ -511,15 +347,6 @@ def _edit_question(conv: Conversation, k: int, text: str) -> tuple[Conversation,
 def answers_again(conv: Conversation, role: Role, index: object) -> bool:
     """Whether chat `index` shows the visitor's last message: edited, it deserves a new answer."""
     return question_at(conv, role, index) == len(conv.history) - 1 and bool(conv.history)
-
-
-def message_text(value: object) -> str:
-    """The text of a chat message as Gradio hands it back: a string, a dict or a list of parts."""
-    if isinstance(value, dict):
-        value = value.get("text") or value.get("content") or ""
-    if isinstance(value, list):
-        value = "".join(v.get("text", "") if isinstance(v, dict) else str(v) for v in value)
-    return str(value or "")
 
 
 def feedback_values(conv: Conversation, role: Role) -> list[str | None]:

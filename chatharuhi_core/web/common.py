@@ -1,0 +1,134 @@
+"""What the chat and group-scene pages share: the settings panel as sent, portraits and file links,
+the frame throttle, and saving a visitor's feedback. Plain Python: the Gradio layout is in app.py."""
+
+from __future__ import annotations
+
+import html
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..chat.backends import backend_info
+from ..config import Budgets
+from ..jsonl import append_record
+from ..roles.role import Role
+
+log = logging.getLogger(__name__)
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+WARNING_MARK = "⚠️ "
+# At most ~25 page updates a second per reply: each one costs the server a diff and a message, and
+# with 32 visitors per-token frames made the app, not the model, the bottleneck. The first token and
+# any token after a pause go out at once.
+FRAME_INTERVAL_S = 0.04
+PLACEHOLDER_IMAGE = ASSETS / "placeholder.png"
+
+
+def portrait_of(role: Role) -> str:
+    """The role's portrait, or the neutral placeholder for roles that came without one."""
+    return str(role.image_path) if role.image_path else str(PLACEHOLDER_IMAGE)
+
+
+def file_url(path: str | Path) -> str:
+    """A file the server may send (bundled characters, imports, assets), as the page links it."""
+    return "/gradio_api/file=" + html.escape(str(path), quote=True)
+
+
+def lang_of(role: Role) -> str:
+    """The page's lang attribute for the role's own text (zh for Chinese roles)."""
+    return "zh" if (role.language or "").lower().startswith("zh") else "en"
+
+
+def portrait_html(role: Role) -> str:
+    """The portrait with alt text that says who is shown (Gradio's image viewer gives none)."""
+    alt = html.escape(f"Portrait of {role.name}" + (f", from {role.series}" if role.series else ""), quote=True)
+    return f'<img class="portrait" src="{file_url(portrait_of(role))}" alt="{alt}">'
+
+
+def scene_picture_html(path: str, caption: str) -> str:
+    """A scene picture with its caption as both alt text and a visible caption."""
+    text = html.escape(caption, quote=True)
+    return (f'<figure class="scene-figure"><img src="{file_url(path)}" alt="{text}">'
+            f"<figcaption>Scene · 场景: {text}</figcaption></figure>")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The visitor's settings panel, as sent with each event."""
+
+    backend: str = "script"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+    story_tokens: int = Budgets().story_tokens
+    history_tokens: int = Budgets().history_tokens
+    fold_prompt: bool = False
+
+
+def engine_note(backend: str) -> str:
+    try:
+        info = backend_info(backend)
+    except KeyError as exc:
+        return WARNING_MARK + str(exc.args[0])
+    return f"**{info.label}.** {info.description}"
+
+
+def while_running(work: Callable[[], object], every_s: float = 1.0) -> Iterator[int]:
+    """Run `work` in a thread, yielding the whole seconds waited every `every_s` until it is done, so a
+    page can show that a long load is alive; its exception, if any, is raised here."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    start = time.monotonic()
+    thread.start()
+    while True:
+        thread.join(every_s)
+        if not thread.is_alive():
+            break
+        yield int(time.monotonic() - start)
+    if failed:
+        raise failed[0]
+
+
+def save_feedback(path: Path, rec: dict) -> str | None:
+    """Append one feedback record (a chat's reply or a scene's line); a sentence if the disk refused it."""
+
+    try:
+        append_record(path, rec)
+    except OSError as exc:
+        log.error("feedback not saved: %s", exc)
+        return "Your feedback could not be saved on the server (its disk refused the write)."
+    return None
+
+
+def corrected_original(original: str | None, current: str, new: str) -> str | None:
+    """The engine's own words to keep after an edit: kept from the first edit, dropped when edited back."""
+    if original is None:
+        return current
+    return None if new == original else original
+
+
+def message_text(value: object) -> str:
+    """The text of a chat message as Gradio hands it back: a string, a dict or a list of parts."""
+    if isinstance(value, dict):
+        value = value.get("text") or value.get("content") or ""
+    if isinstance(value, list):
+        value = "".join(v.get("text", "") if isinstance(v, dict) else str(v) for v in value)
+    return str(value or "")
+
+
+def rating_of(value: object) -> str | None:
+    """Gradio's LikeData.liked (True, False, "Like", "Dislike", None) as "like", "dislike" or None."""
+    if value is True or (isinstance(value, str) and value.lower() == "like"):
+        return "like"
+    if value is False or (isinstance(value, str) and value.lower() == "dislike"):
+        return "dislike"
+    return None
