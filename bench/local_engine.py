@@ -49,8 +49,8 @@ def library(settings, rounds: int) -> dict:
             for i in range(rounds + 1):
                 bot = ChatHaruhi(role_name=role_id, llm="local", settings=settings, budgets=budgets)
                 bot.chat(opening)
+                prompt = sum(bot.count_tokens(m["content"]) for m in bot.prepare(question).messages)
                 t = first_piece_s(bot.stream(question))
-                prompt = sum(bot.count_tokens(m["content"]) for m in bot.last_messages)
                 if i:  # the first round loads the model and fills the cache
                     times.append(t)
             out[(role_id, label)] = {"first_token_s": median(times), "prompt_tokens": prompt}

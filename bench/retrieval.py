@@ -63,10 +63,10 @@ def measure(sizes: list[int], cache: Path, turns: int = 200) -> list[dict]:
         times = []
         for i in range(turns):
             t = time.perf_counter()
-            bot.prepare(QUERIES[i % len(QUERIES)] + f" ({i})")
+            request = bot.prepare(QUERIES[i % len(QUERIES)] + f" ({i})")
             times.append((time.perf_counter() - t) * 1000)
         rows.append({"scenes": n, "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95),
-                     "store_s": build_s, "packed": bot.last_packed})
+                     "store_s": build_s, "packed": request.packed})
         print(f"  {n:>7,} scenes: p50 {rows[-1]['p50_ms']:.2f} ms, p95 {rows[-1]['p95_ms']:.2f} ms "
               f"(store opened/built in {build_s:.1f} s)", flush=True)
     return rows

@@ -27,8 +27,8 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="after each reply, print the engine, time to first token and speed to stderr")
 
 
-def _print_stats(bot, wanted: bool) -> None:
-    stats = bot.last_stats
+def _print_stats(reply, wanted: bool) -> None:
+    stats = reply.stats if reply else None
     if wanted and stats:
         model = f" ({stats.model})" if stats.model else ""
         print(f"[{stats.engine}{model}: first token {stats.first_token_s:.2f} s, "
@@ -56,7 +56,7 @@ class _Session:
         self.meta = t.meta
         return t.history, t.user_role or None
 
-    def save(self, bot) -> None:
+    def save(self, bot, reply) -> None:
         import uuid
 
         from .chat.transcript import ReplyMeta, Transcript, dump_chat
@@ -64,9 +64,7 @@ class _Session:
 
         if self.path is None:
             return
-        stats = bot.last_stats
-        self.meta.append(ReplyMeta(uuid.uuid4().hex, bot.last_messages, stats.engine if stats else "",
-                                   stats.model if stats else ""))
+        self.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
         t = Transcript(bot.role.id, bot.role.name, bot.user_role, bot.history, self.meta[-len(bot.history):])
         replace_text(self.path, dump_chat(t))
 
@@ -91,11 +89,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
         print(loading, file=sys.stderr, flush=True)
         bot.load()
     if args.text:
-        for delta in bot.stream(" ".join(args.text)):
+        streaming = bot.stream(" ".join(args.text))
+        for delta in streaming:
             print(delta, end="", flush=True)
         print()
-        _print_stats(bot, args.stats)
-        session.save(bot)
+        _print_stats(streaming.reply, args.stats)
+        session.save(bot, streaming.reply)
         return 0
     if bot.history:
         print(f"(going on from {len(bot.history)} saved exchanges in {session.path})")
@@ -116,11 +115,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
             continue
         try:
             print(f"{name}: ", end="", flush=True)
-            for delta in bot.stream(text):
+            streaming = bot.stream(text)
+            for delta in streaming:
                 print(delta, end="", flush=True)
             print()
-            _print_stats(bot, args.stats)
-            session.save(bot)
+            _print_stats(streaming.reply, args.stats)
+            session.save(bot, streaming.reply)
         except ChatHaruhiError as exc:
             print(f"\n[{exc}]")
 

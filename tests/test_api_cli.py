@@ -15,10 +15,10 @@ ROOT = BUNDLED_DIR.parent
 
 def test_role_name_form(settings):
     bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings)
-    reply = bot.chat(text="Can you introduce yourself?", role="Watson")
-    assert isinstance(reply, str) and reply
+    said = bot.answer(text="Can you introduce yourself?", role="Watson")
+    assert isinstance(said.text, str) and said.text
     assert bot.history[-1].user_role == "Watson"
-    assert bot.last_messages[-1]["content"] == "Watson:「Can you introduce yourself?」"
+    assert said.messages[-1]["content"] == "Watson:「Can you introduce yourself?」"
 
 
 def test_system_prompt_and_story_db_forms(settings, tmp_path):

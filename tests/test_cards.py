@@ -196,11 +196,12 @@ def test_the_chat_sends_fired_entries_and_the_panel_says_why(ash, settings, embe
     history = [Exchange("Sam", "Is the engine broken again?", "It coughs.")] + [
         Exchange("Sam", f"Small talk {i}.", "Aye.") for i in range(5)]
     bot = bot_for(ash, settings, embedder, history=history)
-    system = bot.prepare("Set course for Ashfall, and buy gold there.").messages[0]["content"]
+    said = bot.answer("Set course for Ashfall, and buy gold there.")
+    system = said.messages[0]["content"]
     assert "Ashfall is the smugglers' port" in system and "The crew never flies through storms." in system
     assert "rebuilt by Sam's father" not in system  # its keys were said 12 messages ago: beyond scan_depth 4
     assert "gold gold gold" not in system  # fired, but over the book's 60-token budget
-    panel = scenes_markdown(Conversation(ash.id, last_lore=bot.last_lore))
+    panel = scenes_markdown(Conversation(ash.id, last=said))
     assert "📖 **Ashfall** · key 'Ashfall' in the message being answered" in panel
     assert "📖 **1** ·" not in panel
     assert "✂️ **The long gold note** · key 'gold' in the message being answered, over the lore budget" in panel

@@ -44,12 +44,13 @@ def test_model_names_resolve(smollm2_gguf, tmp_path):
 
 def test_bundled_model_answers_in_english_and_streams(settings, smol):
     bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
-    pieces = list(bot.stream("Who are you?"))
+    streaming = bot.stream("Who are you?")
+    pieces = list(streaming)
     reply = bot.history[-1].reply
     assert len(pieces) > 3 and "".join(pieces) == reply  # it streamed, and what was shown was kept
     letters = [c for c in reply if c.isalpha()]
     assert len(letters) > 10 and sum(c.isascii() for c in letters) / len(letters) > 0.95  # English
-    stats = bot.last_stats
+    stats = streaming.reply.stats
     assert stats.engine == "Local model (transformers)" and stats.model == "SmolLM2-135M-Instruct (cpu)"
     assert 0 < stats.first_token_s <= stats.total_s and stats.tokens_per_s > 0
     assert stats.tokens == smol.count_tokens(reply)  # counted with the model's own tokenizer
@@ -62,7 +63,7 @@ def test_budgets_count_with_the_models_tokenizer(settings, smol):
     req = bot.prepare("你是谁？")
     scenes = req.messages[1]["content"]
     assert smol.count_tokens(scenes) <= bot.budgets.story_tokens + 50  # header and separators aside
-    assert bot.last_packed == scenes.count("\n###\n") + 1
+    assert req.packed == scenes.count("\n###\n") + 1
 
 
 def test_the_engine_brings_budgets_sized_to_a_small_model(settings, smol):
@@ -140,13 +141,15 @@ def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, mo
     folder, cache = tiny_hub_model
     budgets = settings.budgets.__class__(story_tokens=80, history_tokens=40)
     bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings, budgets=budgets)
-    assert bot.chat("Hi")  # random weights: any text, but it streams through the same path
-    assert bot.last_stats.model == f"{folder.name} (cpu)"
+    said = bot.answer("Hi")
+    assert said.text  # random weights: any text, but it streams through the same path
+    assert said.stats.model == f"{folder.name} (cpu)"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     hub_bot = ChatHaruhi(role_name="sherlock", llm="local", model=TINY_LLAMA, settings=settings,
                          budgets=budgets)
-    assert hub_bot.chat("Hi") and hub_bot.last_stats.model == "chatharuhi-llama (cpu)"
+    said = hub_bot.answer("Hi")
+    assert said.text and said.stats.model == "chatharuhi-llama (cpu)"
     missing = ChatHaruhi(role_name="sherlock", llm="local", model="test-org/not-cached", settings=settings)
     start = time.monotonic()
     with pytest.raises(BackendError, match="not in the local Hugging Face cache"):

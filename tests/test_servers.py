@@ -34,12 +34,14 @@ def hf_bot(settings, srv, model="echo", key=GOOD_KEY, timeout=None, **kw):
 
 def test_hf_streams_through_inference_client(settings, fake_openai):
     bot = hf_bot(settings, fake_openai)
-    pieces = list(bot.stream("Who are you?", role="Watson"))
+    streaming = bot.stream("Who are you?", role="Watson")
+    pieces = list(streaming)
     assert len(pieces) > 2 and "".join(pieces) == "Echo: Watson:「Who are you?」"
     req = fake_openai.requests[-1]
     assert req["path"] == "/v1/chat/completions" and req["body"]["stream"] is True
     assert req["body"]["model"] == "echo" and req["headers"]["authorization"] == f"Bearer {GOOD_KEY}"
-    assert bot.last_stats.engine == "Hugging Face Inference" and bot.last_stats.model == "echo"
+    stats = streaming.reply.stats
+    assert stats.engine == "Hugging Face Inference" and stats.model == "echo"
 
 
 @pytest.mark.parametrize(
@@ -135,11 +137,13 @@ def test_the_fold_option_comes_from_the_environment(cache_dir):
 def test_engines_stream_from_llama_cpp_server(settings, llama_server, llm):
     base = llama_server if llm == "openai" else _root(llama_server)
     bot = ChatHaruhi(role_name="sherlock", llm=llm, model="smollm2", base_url=base, settings=settings)
-    pieces = list(bot.stream("Who are you?"))
+    streaming = bot.stream("Who are you?")
+    pieces = list(streaming)
     assert len(pieces) > 3 and "".join(pieces) == bot.history[-1].reply
     letters = [c for c in bot.history[-1].reply if c.isalpha()]
     assert sum(c.isascii() for c in letters) / len(letters) > 0.95
-    assert bot.last_stats.tokens_per_s > 0 and bot.last_stats.model == "smollm2"
+    stats = streaming.reply.stats
+    assert stats.tokens_per_s > 0 and stats.model == "smollm2"
     bot.chat("And what is your method?")  # a second turn, with history
     assert len(bot.history) == 2
 
@@ -148,5 +152,6 @@ def test_engines_stream_from_llama_cpp_server(settings, llama_server, llm):
 def test_llama_cpp_server_wrong_model_and_folded_prompt(settings, llama_server):
     bot = ChatHaruhi(role_name="sherlock", llm="openai", model="smollm2", base_url=llama_server, settings=settings,
                      fold_prompt=True)
-    assert bot.chat("Who are you?")
-    assert [m["role"] for m in bot.last_messages] == ["user"]
+    said = bot.answer("Who are you?")
+    assert said.text
+    assert [m["role"] for m in said.messages] == ["user"]

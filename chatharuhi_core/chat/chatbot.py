@@ -10,7 +10,7 @@ shared read-only caches, so creating many objects is cheap.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -92,6 +92,42 @@ class ReplyStats:
         return (self.tokens - 1) / span if self.tokens > 1 and span > 0 else 0.0
 
 
+@dataclass(frozen=True)
+class Reply:
+    """One answer and how it came about, in one record: the page shows its scenes, lore and speed, the
+    chat file keeps its prompt, evaluation reads what the engine said before clean-up."""
+
+    text: str  # the line as shown: `Name:「…」` wrapper removed, names filled in
+    raw: str  # what the engine said before clean-up (eval looks there for out-of-character lines)
+    messages: list[dict]  # the prompt as sent
+    scenes: list[Hit]  # the retrieved classic scenes, most similar first
+    packed: int  # how many of `scenes` fitted the scene budget and were sent
+    lore: list[Fired]  # the lorebook entries sent, and why they fired
+    stats: ReplyStats
+
+
+class Streaming(Iterator[str]):
+    """A reply as it streams: iterate for its text as it arrives; `reply` is the whole record once done
+    (`yield from` one returns it too). `close()` stops the engine, as a visitor leaving does."""
+
+    def __init__(self, steps: Generator[str, None, Reply]):
+        self._steps = steps
+        self.reply: Reply | None = None
+
+    def __iter__(self) -> Streaming:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._steps)
+        except StopIteration as done:
+            self.reply = done.value
+            raise
+
+    def close(self) -> None:
+        self._steps.close()
+
+
 class ChatHaruhi:
     """A conversation: role + backend + history. Not shared between visitors."""
 
@@ -136,12 +172,6 @@ class ChatHaruhi:
         self.history: list[Exchange] = list(history or [])
         # scenes never to retrieve: evaluation holds the scene it asks about out of the store
         self.exclude_scenes = frozenset(exclude_scenes)
-        self.last_scenes: list[Hit] = []
-        self.last_lore: list[Fired] = []  # the lorebook entries of the last turn, and why they fired
-        self.last_messages: list[dict] = []
-        self.last_packed = 0  # how many of last_scenes fitted the scene budget
-        self.last_stats: ReplyStats | None = None
-        self.last_raw = ""
 
     # ------------------------------------------------------------ pieces of a turn
 
@@ -195,13 +225,14 @@ class ChatHaruhi:
         """The retrieved scenes with their placeholders filled, as they are sent and shown."""
         return [replace(h, text=self.fill(h.text, user_role)) for h in self.retrieve(query)]
 
-    def persona(self, user_role: str, conversation: Sequence[str]) -> tuple[str, str]:
-        """(system message, post-history text) for this turn: the system prompt with the lorebook
-        entries the conversation's last messages call up (kept in last_lore), names filled in."""
-        self.last_lore = activate(self.role.lorebook, conversation, self.count_tokens)
+    def persona(self, user_role: str, conversation: Sequence[str]) -> tuple[str, str, list[Fired]]:
+        """(system message, post-history text, lore) for this turn: the system prompt with the lorebook
+        entries the conversation's last messages call up, names filled in."""
+        lore = activate(self.role.lorebook, conversation, self.count_tokens)
         system = self.fill(self.role.system_prompt, user_role)
-        notes = lore_block(self.last_lore, lambda t: self.fill(t, user_role))
-        return (system + "\n\n" + notes if notes else system), self.fill(self.role.post_history_instructions, user_role)
+        notes = lore_block(lore, lambda t: self.fill(t, user_role))
+        after = self.fill(self.role.post_history_instructions, user_role)
+        return (system + "\n\n" + notes if notes else system), after, lore
 
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)
@@ -209,32 +240,36 @@ class ChatHaruhi:
         scenes = self.scenes_for(text, user_role)
         packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
         said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
-        system, after = self.persona(user_role, said)
+        system, after, lore = self.persona(user_role, said)
         messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
                                      self.budgets, self.count_tokens, after)
-        self.last_packed = len(packed)
         if self.fold_prompt:
             messages = fold_messages(messages)
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
                            scenes=scenes, history=list(self.history), embedder=self.embedder,
-                           avoid=tuple(avoid))
+                           avoid=tuple(avoid), packed=len(packed), lore=lore)
 
     # ------------------------------------------------------------ the API
 
-    def stream(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> Iterator[str]:
-        """Yield the reply as it arrives; the exchange joins the history only when complete.
+    def stream(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> Streaming:
+        """The reply as it arrives (iterate); the exchange joins the history only when complete, and the
+        stream's `reply` holds its record.
 
         Raises InputError for unusable input and BackendError when the model fails; in both
         cases the history is left as it was.
         """
+        return Streaming(self._turn(text, role, avoid))
+
+    def _turn(self, text: str, role: str | None, avoid: Sequence[str]) -> Generator[str, None, Reply]:
         self.load()  # a model loading on first use is not part of the reply's timing
         started = time.perf_counter()
         request = self.prepare(text, role, avoid)
-        final = yield from self.respond(request, started)
-        self.history.append(Exchange(request.user_role, request.text, final))
+        reply = yield from self.respond(request, started)
+        self.history.append(Exchange(request.user_role, request.text, reply.text))
+        return reply
 
-    def respond(self, request: ChatRequest, started: float | None = None) -> Iterator[str]:
-        """Stream the character's line for a prepared request and return it cleaned; no history change.
+    def respond(self, request: ChatRequest, started: float | None = None) -> Generator[str, None, Reply]:
+        """Stream the character's line for a prepared request and return its Reply; no history change.
 
         A scene with several characters prepares its own requests and calls this, so both paths
         share the clean-up of the `Name:「…」` wrapper and the timing.
@@ -242,8 +277,6 @@ class ChatHaruhi:
         self.load()
         started = started or time.perf_counter()
         first: float | None = None
-        self.last_scenes = request.scenes
-        self.last_messages = request.messages
         name = self.role.name
         raw, shown = "", ""
         for delta in self.backend.stream(request):
@@ -255,7 +288,6 @@ class ChatHaruhi:
                 first = first or time.perf_counter()
                 yield now[len(shown):]
                 shown = now
-        self.last_raw = raw  # what the engine said before clean-up (eval reads it for out-of-character lines)
         final = self.fill(clean_reply(raw, name), request.user_name)
         if not final:
             raise BackendError("The model returned an empty reply. Try again, or pick another model.")
@@ -263,32 +295,37 @@ class ChatHaruhi:
             first = first or time.perf_counter()
             yield final[len(shown):]
         end = time.perf_counter()
-        self.last_stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started,
-                                     end - started, self.count_tokens(final))
-        return final
+        stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started, end - started,
+                           self.count_tokens(final))
+        return Reply(final, raw, request.messages, request.scenes, request.packed, request.lore, stats)
+
+    def answer(self, text: str, role: str | None = None) -> Reply:
+        """Answer one message and return its whole record."""
+        streaming = self.stream(text, role)
+        for _ in streaming:
+            pass
+        assert streaming.reply is not None
+        return streaming.reply
 
     def chat(self, text: str, role: str | None = None) -> str:
-        """Answer one message and return the whole reply."""
-        for _ in self.stream(text, role):
-            pass
-        return self.history[-1].reply
+        """Answer one message and return the whole reply (the paper's API)."""
+        return self.answer(text, role).text
 
-    def regenerate(self) -> Iterator[str]:
+    def regenerate(self) -> Streaming:
         """Drop the last exchange and answer the same message again."""
         if not self.history:
             raise InputError("There is no reply to regenerate yet.")
-        last = self.history.pop()
+        return Streaming(self._again(self.history.pop()))
+
+    def _again(self, last: Exchange) -> Generator[str, None, Reply]:
         try:
-            yield from self.stream(last.text, last.user_role, avoid=[last.reply])
+            return (yield from self._turn(last.text, last.user_role, [last.reply]))
         except Exception:
             self.history.append(last)
             raise
 
     def reset(self) -> None:
         self.history.clear()
-        self.last_scenes = []
-        self.last_lore = []
-        self.last_messages = []
 
     def with_budgets(self, **changes) -> ChatHaruhi:
         self.budgets = replace(self.budgets, **changes)

@@ -369,9 +369,10 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
                              budgets=CONDITIONS[cond].budgets(budgets),
                              exclude_scenes=[case.turn.scene_id])
             try:
-                result.reply = bot.chat(case.turn.text, role=case.turn.user_role)
+                said = bot.answer(case.turn.text, role=case.turn.user_role)
+                result.reply = said.text
                 report.model = report.model or bot.model_label
-                result.ooc_reason = out_of_character(bot.last_raw, case.role.speaker_names)
+                result.ooc_reason = out_of_character(said.raw, case.role.speaker_names)
             except ChatHaruhiError as exc:
                 result.error = str(exc)
             report.results.append(result)

@@ -267,7 +267,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
                              history=list(task.context), user_role=task.user_role,
                              exclude_scenes=[*held[role.id], *([task.scene_id] if task.scene_id else ())])
             try:
-                reply = bot.chat(task.text, role=task.user_role)
+                said = bot.answer(task.text, role=task.user_role)
             except ChatHaruhiError as exc:
                 result.failed += 1
                 log.warning("%s: %s", task.role.id, exc)
@@ -276,9 +276,9 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
                 continue
             append_record(out / DIALOGUES, {
                 "id": task.id, "role": task.role.id, "name": task.role.name, "kind": task.kind,
-                "scene": task.scene_id, "user_role": task.user_role, "text": task.text, "reply": reply,
+                "scene": task.scene_id, "user_role": task.user_role, "text": task.text, "reply": said.text,
                 "engine": bot.engine_label, "model": bot.model_label,
-                "messages": training_messages(bot.last_messages, task.role.name, reply),
+                "messages": training_messages(said.messages, task.role.name, said.text),
             })
             result.answered += 1
             if progress:

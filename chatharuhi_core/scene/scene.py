@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
-from ..chat.chatbot import ChatHaruhi, check_input
+from ..chat.chatbot import ChatHaruhi, Reply, check_input
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
@@ -242,7 +242,7 @@ class Scene:
         others = [m.name for m in self.present if m.role_id != member.role_id]
         note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
                 "one line, and never write the others' lines.")
-        system, after = bot.persona(self.user_role, [ln.text for ln in seen])
+        system, after, lore = bot.persona(self.user_role, [ln.text for ln in seen])
         messages: list[dict] = [{"role": "system", "content": system + note}]
         if packed:
             messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
@@ -257,14 +257,13 @@ class Scene:
         messages.append({"role": "user", "content": last})
         if bot.fold_prompt:
             messages = fold_messages(messages)
-        bot.last_packed = len(packed)
         history = [Exchange(a.speaker, a.text, b.text) for a, b in zip(seen, seen[1:])
                    if b.role_id == member.role_id and a.role_id != member.role_id]
         return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else self.user_role,
                            text=query, scenes=scenes, history=history, embedder=bot.embedder, avoid=tuple(avoid),
-                           visitor=self.user_role)
+                           visitor=self.user_role, packed=len(packed), lore=lore)
 
-    def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Iterator[str]:
+    def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Generator[str, None, Reply]:
         """Stream one character's line (`who`, or the order's pick); it joins the transcript when complete.
 
         A muted member speaks when named here: that is how the visitor forces it.
@@ -277,14 +276,13 @@ class Scene:
             raise InputError(f"{member.name} has left the scene; add them again to let them speak.")
         bot = self.bot(member)
         request = self.prepare(member, avoid)
-        text = yield from bot.respond(request)
-        stats = bot.last_stats
-        used = bot.last_packed
+        reply = yield from bot.respond(request)
         self.lines.append(Line(
-            member.name, text, member.role_id, messages=request.messages, cue=request.text,
-            scenes=[{"id": h.id, "similarity": round(h.similarity, 4), "text": h.text, "used": i < used}
-                    for i, h in enumerate(request.scenes)],
-            engine=stats.engine if stats else "", model=stats.model if stats else ""))
+            member.name, reply.text, member.role_id, messages=reply.messages, cue=request.text,
+            scenes=[{"id": h.id, "similarity": round(h.similarity, 4), "text": h.text, "used": i < reply.packed}
+                    for i, h in enumerate(reply.scenes)],
+            engine=reply.stats.engine, model=reply.stats.model))
+        return reply
 
     def turn(self, who: Member | str | None = None) -> Line:
         for _ in self.stream_turn(who):
@@ -314,13 +312,13 @@ class Scene:
                 return
             yield self.turn(member)
 
-    def regenerate(self) -> Iterator[str]:
+    def regenerate(self) -> Generator[str, None, Reply]:
         """The last character line again, by the same character, avoiding the words it gave."""
         if not self.lines or not self.lines[-1].by_character:
             raise InputError("The last line is not a character's; there is nothing to regenerate.")
         old = self.lines.pop()
         try:
-            yield from self.stream_turn(self.member(old.role_id), avoid=[old.text])
+            return (yield from self.stream_turn(self.member(old.role_id), avoid=[old.text]))
         except BaseException:
             self.lines.append(old)
             raise

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..chat.backends import backend_info
-from ..chat.chatbot import ChatHaruhi, ReplyStats
+from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
 from ..chat.prompt import Exchange
 from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
 from ..config import Budgets, Settings
@@ -25,11 +25,10 @@ from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
 from ..roles.role import Role
 from ..roles.sources import load_role
-from ..roles.store import Hit
 from .common import (
-    FRAME_INTERVAL_S,
     WARNING_MARK,
     Engine,
+    Throttle,
     corrected_original,
     lang_of,
     message_text,
@@ -46,15 +45,13 @@ class Conversation:
 
     role_id: str
     history: list[Exchange] = field(default_factory=list)
-    last_scenes: list[Hit] = field(default_factory=list)
-    last_packed: int = 0
     meta: list[ReplyMeta] = field(default_factory=list)  # one per exchange: prompt, engine, rating, correction
-    last_lore: list[Fired] = field(default_factory=list)  # lorebook entries of the last reply
+    last: Reply | None = None  # the newest reply's record: the scenes and lore it drew on, its speed
     tried: list[str] = field(default_factory=list)  # every reply given to the last message, so Regenerate moves on
 
     def copy(self) -> Conversation:
-        return Conversation(self.role_id, list(self.history), list(self.last_scenes), self.last_packed,
-                            [replace(m) for m in self._full_meta()], list(self.last_lore), list(self.tried))
+        return Conversation(self.role_id, list(self.history), [replace(m) for m in self._full_meta()], self.last,
+                            list(self.tried))
 
     def _full_meta(self) -> list[ReplyMeta]:
         """Exchanges made without metadata (older states, the API) get an empty record."""
@@ -137,11 +134,12 @@ def lore_markdown(fired: list[Fired]) -> str:
 
 def scenes_markdown(conv: Conversation) -> str:
     """The lorebook entries and scenes retrieved for the last reply, marking those that fit the budgets."""
-    if not conv.last_scenes and not conv.last_lore:
+    last = conv.last
+    if last is None or not (last.scenes or last.lore):
         return "_Send a message to see which classic scenes the reply drew on._"
-    parts = [lore] if (lore := lore_markdown(conv.last_lore)) else []
-    for i, hit in enumerate(conv.last_scenes):
-        used = "in the prompt" if i < conv.last_packed else "over the budget, left out"
+    parts = [lore] if (lore := lore_markdown(last.lore)) else []
+    for i, hit in enumerate(last.scenes):
+        used = "in the prompt" if i < last.packed else "over the budget, left out"
         body = "\n>\n".join("> " + html.escape(line) for line in hit.text.splitlines() if line.strip())
         parts.append(f"**{i + 1}. {html.escape(hit.id)}** · similarity {hit.similarity:.2f} · {used}\n\n{body}")
     return "\n\n".join(parts)
@@ -196,12 +194,11 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
             for waited in while_running(bot.load):
                 note = f"{loading} {waited} s"
                 yield TurnUpdate(shown + [{"role": "assistant", "content": note}], base, status=note)
-        last_frame = 0.0
-        for delta in bot.stream(text, avoid=avoid):
+        throttle = Throttle()
+        streaming = bot.stream(text, avoid=avoid)
+        for delta in streaming:
             reply += delta
-            now = time.monotonic()
-            if now - last_frame >= FRAME_INTERVAL_S:  # fast streams are sent in batches, slow ones per token
-                last_frame = now
+            if throttle.due():
                 yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
     except InputError as exc:
         yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
@@ -216,14 +213,11 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
         sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
         yield TurnUpdate(shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
         return
-    stats = bot.last_stats
-    meta = ReplyMeta(uuid.uuid4().hex, bot.last_messages, stats.engine if stats else bot.engine_label,
-                     stats.model if stats else "")
-    reply = bot.history[-1].reply if bot.history else ""
-    tried = [reply] if reply in avoid else [*avoid, reply]  # all used up: a new round starts from this one
-    done = Conversation(conv.role_id, bot.history, bot.last_scenes, bot.last_packed, [*base.meta, meta],
-                        bot.last_lore, tried)
-    yield TurnUpdate(chat_messages(done, role, user_role), done, None, True, stats_line(bot.last_stats))
+    said = streaming.reply
+    meta = ReplyMeta(uuid.uuid4().hex, said.messages, said.stats.engine, said.stats.model)
+    tried = [said.text] if said.text in avoid else [*avoid, said.text]  # all used up: a new round starts here
+    done = Conversation(conv.role_id, bot.history, [*base.meta, meta], said, tried)
+    yield TurnUpdate(chat_messages(done, role, user_role), done, None, True, stats_line(said.stats))
 
 
 _CAPTIONS: dict[tuple, object] = {}
@@ -380,4 +374,4 @@ def import_chat(path: str | Path) -> tuple[Conversation, str]:
     except ChatHaruhiError:
         raise InputError(f"This chat is with '{t.role_name or t.role_id}', who is not available here. Add the "
                          "character in the 'Add a character' tab first, then import the chat again.") from None
-    return Conversation(t.role_id, t.history, [], 0, t.meta), t.user_role
+    return Conversation(t.role_id, t.history, t.meta), t.user_role

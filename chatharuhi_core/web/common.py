@@ -23,6 +23,24 @@ WARNING_MARK = "⚠️ "
 # with 32 visitors per-token frames made the app, not the model, the bottleneck. The first token and
 # any token after a pause go out at once.
 FRAME_INTERVAL_S = 0.04
+
+
+class Throttle:
+    """Whether a streaming reply's next frame may go to the page now: fast streams go in batches of
+    FRAME_INTERVAL_S, slow ones per token, and the first frame at once."""
+
+    def __init__(self, every_s: float = FRAME_INTERVAL_S):
+        self.every_s = every_s
+        self._last = 0.0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self._last < self.every_s:
+            return False
+        self._last = now
+        return True
+
+
 PLACEHOLDER_IMAGE = ASSETS / "placeholder.png"
 
 

@@ -17,16 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chat.backends import backend_info
+from ..chat.chatbot import Reply, Streaming
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
-from ..scene.cast import MAX_MEMBERS, SceneState, happenings
+from ..scene.cast import MAX_MEMBERS, Member, SceneState, happenings
 from ..scene.scene import Scene
 from .common import (
-    FRAME_INTERVAL_S,
     PLACEHOLDER_IMAGE,
     WARNING_MARK,
     Engine,
+    Throttle,
     corrected_original,
     file_url,
     message_text,
@@ -200,10 +201,62 @@ def _failed(done: SceneState, exc: Exception, spoke: int) -> SceneUpdate:
     return SceneUpdate(msgs, done, sentence, True, spoke=spoke)
 
 
+@dataclass
+class _Step:
+    """One character line to stream: who speaks, their words as they come, and the transcript above them."""
+
+    speaker: Member
+    words: Iterator[str]  # returns the line's Reply when done
+    before: SceneState
+
+
+def _plan(scene: Scene, text: str | None, who: str | None) -> tuple[list[Member], list[str]]:
+    """The visitor's line joins the transcript; (who answers it, or `who` alone; the names it called
+    that nobody will answer)."""
+    if text is None:
+        return ([scene.member(who)] if who else []), []
+    scene.say(text)
+    return ([scene.member(who)] if who else scene.responders()), scene.unheard(text)
+
+
+def _steps(scene: Scene, plan: list[Member], turns: int, regenerate: bool) -> Iterator[_Step]:
+    """The lines of one event, each decided when the one before it is complete."""
+    if regenerate:
+        if not scene.lines or not scene.lines[-1].by_character:
+            raise InputError("The last line is not a character's; there is nothing to regenerate.")
+        before = scene.state.copy()
+        before.lines.pop()
+        yield _Step(scene.member(scene.lines[-1].role_id), scene.regenerate(), before)
+        return
+    for member in plan:
+        yield _Step(member, scene.stream_turn(member), scene.state.copy())
+    for _ in range(turns):
+        member = scene.pick_next()
+        if member is None:
+            return
+        yield _Step(member, scene.stream_turn(member), scene.state.copy())
+
+
+def _closing_status(*, answered: bool, planned: bool, turns: int, spoke: int, regenerate: bool,
+                    last: Reply | None, unheard: list[str]) -> str:
+    """The line under the scene once an event is done: why it stopped, or who answered."""
+    status = ""
+    if answered and not planned:
+        status = "Manual order: pick who answers with the ▶ buttons. · 手动模式：点 ▶ 选择谁来回答。"
+    elif turns and spoke < turns and not regenerate:
+        status = "The scene has come to a close. · 这场戏告一段落。"
+    if last is not None and not status:
+        model = f" · `{html.escape(last.stats.model)}`" if last.stats.model else ""
+        status = f"Answered by **{html.escape(last.stats.engine)}**" + model
+    if unheard:
+        status = "  \n".join([*(html.escape(n) for n in unheard), status]).strip()
+    return status
+
+
 def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text: str | None = None,
                  who: str | None = None, turns: int = 0, regenerate: bool = False,
                  seed: int | None = None) -> Iterator[SceneUpdate]:
-    """One event of the scene tab, streamed.
+    """One event of the group-scene tab, streamed: planned, generated line by line, then presented.
 
     text: the visitor's line, answered by `who` or by the order's responders;
     who without text: that character speaks now (muted or not);
@@ -214,81 +267,39 @@ def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text:
     try:
         scene = make_scene(state, engine, settings, seed)
         scene.check_cast()
-        plan: list = []
-        unheard: list[str] = []
-        if regenerate:
-            pass
-        elif text is not None:
-            scene.say(text)
-            unheard = scene.unheard(text)
-            plan = [scene.member(who)] if who else scene.responders()
-        elif who:
-            plan = [scene.member(who)]
+        plan, unheard = ([], []) if regenerate else _plan(scene, text, who)
     except ChatHaruhiError as exc:
         yield SceneUpdate(scene_messages(state), state, str(exc), True)
         return
     done = scene.state.copy()
-    spoke, last_bot = 0, None
     yield SceneUpdate(scene_messages(done), done)
-    loading = scene.bot(scene.present[0]).loading_message()
+    bot = scene.bot(scene.present[0])
+    loading = bot.loading_message()
     if loading:
         yield SceneUpdate(scene_messages(done), done, status=loading)
         try:
-            for waited in while_running(scene.bot(scene.present[0]).load):
+            for waited in while_running(bot.load):
                 yield SceneUpdate(scene_messages(done), done, status=f"{loading} {waited} s")
         except Exception as exc:  # noqa: BLE001 - a model that cannot load is a sentence
             yield _failed(done, exc, 0)
             return
-
-    def steps() -> Iterator:
-        if regenerate:
-            yield "regenerate"
-            return
-        yield from plan
-        for _ in range(turns):
-            nxt = scene.pick_next()
-            if nxt is None:
-                return
-            yield nxt
-
+    spoke, last = 0, None
     try:
-        for member in steps():
-            if member == "regenerate":
-                if not scene.lines or not scene.lines[-1].by_character:
-                    raise InputError("The last line is not a character's; there is nothing to regenerate.")
-                speaker = scene.member(scene.lines[-1].role_id)
-                stream = scene.regenerate()
-                before = scene.state.copy()
-                before.lines.pop()
-            else:
-                speaker, stream, before = member, scene.stream_turn(member), scene.state.copy()
-            reply, last_frame = "", 0.0
-            head = speaker_header(speaker.role_id, speaker.name)
-            for delta in stream:
-                reply += delta
-                now = time.monotonic()
-                if now - last_frame >= FRAME_INTERVAL_S:
-                    last_frame = now
-                    msgs = scene_messages(before) + [{"role": "assistant", "content": head + reply}]
+        for step in _steps(scene, plan, turns, regenerate):
+            head, said, throttle = speaker_header(step.speaker.role_id, step.speaker.name), "", Throttle()
+            streaming = Streaming(step.words)
+            for delta in streaming:
+                said += delta
+                if throttle.due():
+                    msgs = scene_messages(step.before) + [{"role": "assistant", "content": head + said}]
                     yield SceneUpdate(msgs, done)
-            done = scene.state.copy()
-            spoke += 1
-            last_bot = scene.bot(speaker)
+            done, spoke, last = scene.state.copy(), spoke + 1, streaming.reply
             yield SceneUpdate(scene_messages(done), done, spoke=spoke)
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence, the completed lines stay
         yield _failed(done, exc, spoke)
         return
-    status = ""
-    if text is not None and not plan:
-        status = "Manual order: pick who answers with the ▶ buttons. · 手动模式：点 ▶ 选择谁来回答。"
-    elif turns and spoke < turns and not regenerate:
-        status = "The scene has come to a close. · 这场戏告一段落。"
-    stats = last_bot.last_stats if spoke else None
-    if stats and not status:
-        status = f"Answered by **{html.escape(stats.engine)}**" + (f" · `{html.escape(stats.model)}`"
-                                                                  if stats.model else "")
-    if unheard:
-        status = "  \n".join([*(html.escape(n) for n in unheard), status]).strip()
+    status = _closing_status(answered=text is not None, planned=bool(plan), turns=turns, spoke=spoke,
+                             regenerate=regenerate, last=last, unheard=unheard)
     yield SceneUpdate(scene_messages(done), done, None, True, status, spoke)
 
 

@@ -11,6 +11,7 @@ from ..prompt import Exchange
 if TYPE_CHECKING:
     from ...config import Budgets, Settings
     from ...embedding import Embedder
+    from ...roles.lorebook import Fired
     from ...roles.role import Role
     from ...roles.store import Hit
 
@@ -29,6 +30,8 @@ class ChatRequest:
     avoid: tuple[str, ...] = ()  # replies not to give again (the one being regenerated)
     plain: bool = False  # a writing task (e.g. new questions), not the character's next line
     visitor: str = ""  # the visitor's name in the story ({{user}}) when it is not user_role (a scene)
+    packed: int = 0  # how many of `scenes` (most similar first) fitted the scene budget and are in `messages`
+    lore: list[Fired] = field(default_factory=list)  # the lorebook entries in `messages`, and why they fired
 
     @property
     def user_name(self) -> str:
