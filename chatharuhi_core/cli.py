@@ -289,11 +289,8 @@ def cmd_engines(args: argparse.Namespace) -> int:
 
 def _engine(args: argparse.Namespace, settings: Settings) -> str:
     """--llm, else the deployment's default engine, checked before any work starts."""
-    name = args.llm or settings.default_backend
-    try:
-        return backend_info(name).name
-    except KeyError as exc:  # CHATHARUHI_BACKEND names an engine that does not exist
-        raise ChatHaruhiError(str(exc.args[0])) from None
+    # CHATHARUHI_BACKEND may name an engine that does not exist: UnknownNameError says which exist
+    return backend_info(args.llm or settings.default_backend).name
 
 
 def _roles(refs: Sequence[str] | None, settings: Settings):

@@ -11,6 +11,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .errors import UnknownNameError
+
 DEFAULT_EMBEDDER = "use-multilingual-v3"
 
 
@@ -53,8 +55,7 @@ def get_embedder(name: str | None = None) -> Embedder:
     with _LOCK:
         if name not in _INSTANCES:
             if name not in _FACTORIES:
-                known = ", ".join(available_embedders())
-                raise KeyError(f"Unknown embedder '{name}'. Known embedders: {known}.")
+                raise UnknownNameError("embedder", name, available_embedders())
             _INSTANCES[name] = _FACTORIES[name]()
         return _INSTANCES[name]
 

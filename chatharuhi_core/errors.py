@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class ChatHaruhiError(Exception):
     """Base class: str(error) is a complete, plain sentence for the UI or CLI."""
@@ -32,6 +34,15 @@ class InputError(ChatHaruhiError):
 
 class ImportProblem(ChatHaruhiError):
     """A file, zip, card or dataset brought from outside cannot be turned into a role."""
+
+
+class UnknownNameError(ChatHaruhiError):
+    """A registry (engines, embedders, group-scene orders) has nothing by that name; the sentence lists
+    what it has, so a typo in a flag or an environment variable is fixed at once."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]):
+        self.kind, self.name, self.known = kind, name, list(known)
+        super().__init__(f"Unknown {kind} '{name}'. Known {kind}s: {', '.join(self.known)}.")
 
 
 class HubError(ChatHaruhiError):

@@ -5,7 +5,7 @@ import random
 import pytest
 from fake_openai import GOOD_KEY
 
-from chatharuhi_core.errors import BackendError, InputError
+from chatharuhi_core.errors import BackendError, InputError, UnknownNameError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.scene import Line, Scene
@@ -301,7 +301,7 @@ def test_cast_limits_and_names(settings, embedder):
         scene.add("zhugeliang")
     with pytest.raises(InputError, match="not in this scene"):
         scene.mute("Moriarty")
-    with pytest.raises(KeyError, match="Known orders"):
+    with pytest.raises(UnknownNameError, match="Known orders"):
         Scene(["sherlock", "alice"], order="alphabetical", settings=settings, embedder=embedder)
 
 

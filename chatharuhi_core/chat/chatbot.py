@@ -24,7 +24,7 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .backends import Backend, ChatRequest, backend_info, create_backend, default_budgets, options_for
+from .backends import Backend, ChatRequest, default_budgets, open_backend, registered
 from .prompt import Exchange, assemble_messages, clean_reply, fold_messages, pack_stories, pending_prefix
 
 MAX_INPUT_CHARS = 8000
@@ -162,12 +162,9 @@ class ChatHaruhi:
         self.role = role
         self.user_role = user_role or role.user_name
         self.embedder = embedder or get_embedder(self.settings.embedder)
-        if isinstance(llm, str):
-            options = options_for(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
-            llm = create_backend(llm, options)
-        self.backend: Backend = llm
+        self.backend: Backend = open_backend(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
         # the engine's own budgets unless given: a small local model reads a short prompt far sooner
-        self.budgets = budgets or default_budgets(llm.name, self.settings)
+        self.budgets = budgets or default_budgets(self.backend.name, self.settings)
         self.fold_prompt = self.settings.fold_prompt if fold_prompt is None else fold_prompt
         self.history: list[Exchange] = list(history or [])
         # scenes never to retrieve: evaluation holds the scene it asks about out of the store
@@ -191,10 +188,8 @@ class ChatHaruhi:
 
     @property
     def engine_label(self) -> str:
-        try:
-            return backend_info(self.backend.name).label
-        except KeyError:  # a Backend object handed in, not registered
-            return self.backend.name
+        info = registered(self.backend)
+        return info.label if info else self.backend.name
 
     @property
     def model_label(self) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chat.backends import Backend, backend_info, backend_names, create_backend, default_budgets, options_for
+from ..chat.backends import Backend, backend_info, backend_names, default_budgets, open_backend
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
@@ -344,8 +344,7 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown or not conditions:
         raise InputError(f"Unknown condition(s) {', '.join(unknown) or '(none)'}; use {', '.join(CONDITIONS)}.")
-    backend = llm if not isinstance(llm, str) else create_backend(
-        llm, options_for(llm, settings, model=model, base_url=base_url, api_key=api_key))
+    backend = open_backend(llm, settings, model=model, base_url=base_url, api_key=api_key)
     holdout = HoldOut(per_role, min_tokens, seed)
     cases = [c for role in roles for c in holdout.cases(role)]
     if not cases:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
+from ..chat.backends import Backend, ChatRequest, open_backend, registered
 from ..chat.prompt import Exchange
 from ..config import Settings
 from ..embedding import Embedder
@@ -225,8 +225,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
     settings = settings or Settings.from_env()
     if not roles:
         raise InputError("No roles to synthesize dialogues for.")
-    backend = llm if not isinstance(llm, str) else create_backend(
-        llm, options_for(llm, settings, model=model, base_url=base_url, api_key=api_key))
+    backend = open_backend(llm, settings, model=model, base_url=base_url, api_key=api_key)
     writes = _writes(backend)
     out.mkdir(parents=True, exist_ok=True)
     result = SynthesisResult(out)
@@ -328,7 +327,5 @@ LLAMAFACTORY_INFO = {
 
 
 def _writes(backend: Backend) -> bool:
-    try:
-        return backend_info(backend.name).writes
-    except KeyError:  # a Backend object of the caller's own
-        return True
+    info = registered(backend)
+    return info.writes if info else True  # an engine object of the caller's own: assume it writes

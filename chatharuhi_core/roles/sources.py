@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Settings
-from ..errors import ChatHaruhiError, ImportProblem, RoleNotFoundError
+from ..errors import ImportProblem, RoleNotFoundError
 from .names import with_derived
 from .role import Role, derive_role_id, find_image, load_role_package, load_scene_images, write_role_package
 from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
@@ -228,10 +228,7 @@ def _active_embedder(settings: Settings):
     """The deployment's embedder, to check stored vectors against its name and dimension."""
     from ..embedding import get_embedder
 
-    try:
-        return get_embedder(settings.embedder)
-    except KeyError as exc:
-        raise ChatHaruhiError(str(exc.args[0])) from None
+    return get_embedder(settings.embedder)  # UnknownNameError: a sentence naming the known embedders
 
 
 @register_importer(".txt")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import UnknownNameError
 from .cast import Line, Member, mention_at
 
 
@@ -168,4 +169,4 @@ def get_order(name: str) -> Order:
     try:
         return ORDERS[name]
     except KeyError:
-        raise KeyError(f"Unknown order '{name}'. Known orders: {', '.join(ORDERS)}.") from None
+        raise UnknownNameError("order", name, ORDERS) from None

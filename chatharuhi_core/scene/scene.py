@@ -17,7 +17,7 @@ import random
 import re
 from collections.abc import Generator, Iterator, Sequence
 
-from ..chat.backends import Backend, ChatRequest, backend_info, create_backend, options_for
+from ..chat.backends import Backend, ChatRequest, open_backend, registered
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
@@ -57,10 +57,8 @@ class Scene:
     ):
         self.settings = settings or Settings.from_env()
         self.embedder = embedder or get_embedder(self.settings.embedder)
-        if isinstance(llm, str):
-            llm = create_backend(llm, options_for(llm, self.settings, model=model, base_url=base_url,
-                                                  api_key=api_key))
-        self.backend: Backend = llm  # one engine for the whole cast
+        # one engine for the whole cast
+        self.backend: Backend = open_backend(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
         self._budgets, self._fold = budgets, fold_prompt
         self.rng = random.Random(seed)
         state = state or SceneState(user_role=user_role, order=order, allow_self=allow_self)
@@ -175,10 +173,8 @@ class Scene:
 
     @property
     def engine_writes(self) -> bool:
-        try:
-            return backend_info(self.backend.name).writes
-        except KeyError:
-            return True
+        info = registered(self.backend)
+        return info.writes if info else True
 
     def responders(self) -> list[Member]:
         """Who answers the visitor's last line, in turn, by the scene's order (none in manual order)."""

@@ -15,11 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.backends import backend_info
 from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
 from ..chat.prompt import Exchange
 from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
-from ..config import Budgets, Settings
+from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
@@ -29,10 +28,11 @@ from .common import (
     WARNING_MARK,
     Engine,
     Throttle,
-    corrected_original,
+    correct,
     lang_of,
     message_text,
-    save_feedback,
+    rate,
+    record_feedback,
     while_running,
 )
 
@@ -147,14 +147,8 @@ def scenes_markdown(conv: Conversation) -> str:
 
 def make_bot(conv: Conversation, engine: Engine, user_role: str, settings: Settings) -> ChatHaruhi:
     """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
-    budgets = Budgets(story_tokens=int(engine.story_tokens), history_tokens=int(engine.history_tokens),
-                      top_k=settings.budgets.top_k)
-    return ChatHaruhi(
-        role=load_role(conv.role_id), llm=backend_info(engine.backend).name, user_role=user_role or None,
-        model=(engine.model or "").strip() or None, base_url=(engine.base_url or "").strip() or None,
-        api_key=(engine.api_key or "").strip() or None, budgets=budgets, settings=settings, history=conv.history,
-        fold_prompt=bool(engine.fold_prompt) or settings.fold_prompt,
-    )
+    return ChatHaruhi(role=load_role(conv.role_id), user_role=user_role or None, history=conv.history,
+                      **engine.kwargs(settings))
 
 
 @dataclass
@@ -267,30 +261,19 @@ def question_at(conv: Conversation, role: Role, index: object) -> int | None:
 
 
 def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
-    """Append the reply's current state to the feedback file; a sentence if that failed."""
-    from ..data.feedback import feedback_record
-
-    path = settings.feedback_path
-    if path is None:
-        return None
-    ex, meta = conv.history[k], conv.meta[k]
-    rec = feedback_record(reply_id=meta.id, role_id=conv.role_id, role_name=role.name, user_role=ex.user_role,
-                          text=ex.text, messages=meta.messages, original=meta.original or ex.reply,
-                          corrected=ex.reply if meta.original is not None else None, rating=meta.rating,
-                          engine=meta.engine, model=meta.model, event=event)
-    return save_feedback(path, rec)
+    ex = conv.history[k]
+    return record_feedback(settings, conv.meta[k], ex.reply, role_id=conv.role_id, role_name=role.name,
+                           user_role=ex.user_role, asked=ex.text, event=event)
 
 
 def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:
     """A thumb on a reply: remember it and append it to the feedback file."""
-    from .common import rating_of
-
     role = load_role(conv.role_id)
     conv = conv.copy()
     k = reply_at(conv, role, index)
     if k is None:
         return conv, "Only the character's replies can be rated."
-    conv.meta[k].rating = rating = rating_of(liked)
+    rating = rate(conv.meta[k], liked)
     failed = _record(conv, role, k, "rating", settings)
     note = {"like": "Thanks: noted that you liked this reply. · 已记录：喜欢。",
             "dislike": "Noted. Edit the reply (the pencil) to show how the character should have answered. "
@@ -318,7 +301,7 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
     ex, meta = conv.history[k], conv.meta[k]
     if text == ex.reply:
         return conv, ""
-    meta.original = corrected_original(meta.original, ex.reply, text)
+    correct(meta, ex.reply, text)
     conv.history[k] = Exchange(ex.user_role, ex.text, text)
     failed = _record(conv, role, k, "edit", settings)
     return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"

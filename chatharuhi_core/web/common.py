@@ -10,9 +10,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..chat.backends import backend_info
-from ..config import Budgets
+from ..config import Budgets, Settings
+from ..data.feedback import feedback_record
+from ..errors import UnknownNameError
 from ..jsonl import append_record
 from ..roles.role import Role
 
@@ -84,12 +87,29 @@ class Engine:
     history_tokens: int = Budgets().history_tokens
     fold_prompt: bool = False
 
+    def budgets(self, settings: Settings) -> Budgets:
+        """The panel's prompt budgets; how many scenes are retrieved stays the operator's choice."""
+        return Budgets(story_tokens=int(self.story_tokens), history_tokens=int(self.history_tokens),
+                       top_k=settings.budgets.top_k)
+
+    def options(self) -> dict[str, str | None]:
+        """Model, server and key as typed; a blank is None, for the operator's settings to fill."""
+        return {name: (getattr(self, name) or "").strip() or None for name in ("model", "base_url", "api_key")}
+
+    def folds(self, settings: Settings) -> bool:
+        return bool(self.fold_prompt) or settings.fold_prompt
+
+    def kwargs(self, settings: Settings) -> dict:
+        """What a ChatHaruhi or a Scene is opened with for this panel."""
+        return dict(llm=backend_info(self.backend).name, **self.options(), budgets=self.budgets(settings),
+                    settings=settings, fold_prompt=self.folds(settings))
+
 
 def engine_note(backend: str) -> str:
     try:
         info = backend_info(backend)
-    except KeyError as exc:
-        return WARNING_MARK + str(exc.args[0])
+    except UnknownNameError as exc:
+        return WARNING_MARK + str(exc)
     return f"**{info.label}.** {info.description}"
 
 
@@ -116,22 +136,49 @@ def while_running(work: Callable[[], object], every_s: float = 1.0) -> Iterator[
         raise failed[0]
 
 
-def save_feedback(path: Path, rec: dict) -> str | None:
-    """Append one feedback record (a chat's reply or a scene's line); a sentence if the disk refused it."""
+class Rated(Protocol):
+    """A chat's reply (ReplyMeta) or a character's line in a group scene (Line): what the visitor's thumb
+    and pencil change, and what the feedback file keeps of it."""
 
+    id: str
+    messages: list[dict]  # the prompt the engine received
+    engine: str
+    model: str
+    rating: str | None
+    original: str | None  # the engine's own words, kept once the visitor corrected them
+
+
+def rate(said: Rated, liked: object) -> str | None:
+    """A thumb: "like", "dislike" or None (taken back)."""
+    said.rating = rating_of(liked)
+    return said.rating
+
+
+def correct(said: Rated, current: str, new: str) -> None:
+    """The engine's own words to keep after an edit: kept from the first edit, dropped when edited back."""
+    if said.original is None:
+        said.original = current
+    elif new == said.original:
+        said.original = None
+
+
+def record_feedback(settings: Settings, said: Rated, text: str, *, role_id: str, role_name: str, user_role: str,
+                    asked: str, event: str) -> str | None:
+    """Append a reply's or line's current state (`text`, its rating, the correction) to the feedback file,
+    paired with what it answered; a sentence if the disk refused it."""
+    path = settings.feedback_path
+    if path is None:
+        return None
+    rec = feedback_record(reply_id=said.id, role_id=role_id, role_name=role_name, user_role=user_role, text=asked,
+                          messages=said.messages, original=said.original or text,
+                          corrected=text if said.original is not None else None, rating=said.rating,
+                          engine=said.engine, model=said.model, event=event)
     try:
         append_record(path, rec)
     except OSError as exc:
         log.error("feedback not saved: %s", exc)
         return "Your feedback could not be saved on the server (its disk refused the write)."
     return None
-
-
-def corrected_original(original: str | None, current: str, new: str) -> str | None:
-    """The engine's own words to keep after an edit: kept from the first edit, dropped when edited back."""
-    if original is None:
-        return current
-    return None if new == original else original
 
 
 def message_text(value: object) -> str:

@@ -16,9 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..chat.backends import backend_info
 from ..chat.chatbot import Reply, Streaming
-from ..config import Budgets, Settings
+from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
 from ..scene.cast import MAX_MEMBERS, Member, SceneState, happenings
@@ -28,11 +27,12 @@ from .common import (
     WARNING_MARK,
     Engine,
     Throttle,
-    corrected_original,
+    correct,
     file_url,
     message_text,
     portrait_of,
-    save_feedback,
+    rate,
+    record_feedback,
     while_running,
 )
 
@@ -44,12 +44,7 @@ PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let t
 
 def make_scene(state: SceneState, engine: Engine, settings: Settings, seed: int | None = None) -> Scene:
     """A Scene for one event, around a copy of the visitor's state."""
-    budgets = Budgets(story_tokens=int(engine.story_tokens), history_tokens=int(engine.history_tokens),
-                      top_k=settings.budgets.top_k)
-    return Scene(llm=backend_info(engine.backend).name, model=(engine.model or "").strip() or None,
-                 base_url=(engine.base_url or "").strip() or None, api_key=(engine.api_key or "").strip() or None,
-                 budgets=budgets, settings=settings, fold_prompt=bool(engine.fold_prompt) or settings.fold_prompt,
-                 seed=seed, state=state.copy())
+    return Scene(seed=seed, state=state.copy(), **engine.kwargs(settings))
 
 
 # ------------------------------------------------------------ how the scene looks
@@ -324,27 +319,18 @@ def line_at(state: SceneState, index: object) -> int | None:
 
 
 def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | None:
-    from ..data.feedback import feedback_record
-
-    if settings.feedback_path is None:
-        return None
     ln = state.lines[k]
     cue_speaker = next((p.speaker for p in reversed(state.lines[:k]) if p.text == ln.cue), state.user_role)
-    rec = feedback_record(reply_id=ln.id, role_id=ln.role_id or "", role_name=ln.speaker, user_role=cue_speaker,
-                          text=ln.cue, messages=ln.messages, original=ln.original or ln.text,
-                          corrected=ln.text if ln.original is not None else None, rating=ln.rating,
-                          engine=ln.engine, model=ln.model, event=event)
-    return save_feedback(settings.feedback_path, rec)
+    return record_feedback(settings, ln, ln.text, role_id=ln.role_id or "", role_name=ln.speaker,
+                           user_role=cue_speaker, asked=ln.cue, event=event)
 
 
 def rate_line(state: SceneState, index: object, liked: object, settings: Settings) -> tuple[SceneState, str]:
-    from .common import rating_of
-
     state = state.copy()
     k = line_at(state, index)
     if k is None:
         return state, "Only the characters' lines can be rated."
-    state.lines[k].rating = rating = rating_of(liked)
+    rating = rate(state.lines[k], liked)
     failed = _record(state, k, "rating", settings)
     name = state.lines[k].speaker
     note = {"like": f"Thanks: noted that you liked {name}'s line. · 已记录：喜欢。",
@@ -369,7 +355,7 @@ def edit_line(state: SceneState, index: object, new_text: object, settings: Sett
         later = any(p.by_character for p in state.lines[k + 1:])
         return state, ("Your line was changed; the lines after it stay as they were. · 已修改你的台词。" if later
                        else "Your line was changed. · 已修改你的台词。")
-    ln.original = corrected_original(ln.original, ln.text, text)
+    correct(ln, ln.text, text)
     ln.text = text
     failed = _record(state, k, "edit", settings)
     return state, failed or f"Saved your correction of {ln.speaker}'s line. · 已保存修改。"

@@ -16,8 +16,10 @@ from .base import (
     backend_names,
     create_backend,
     default_budgets,
+    open_backend,
     options_for,
     register_backend,
+    registered,
 )
 
 __all__ = [
@@ -29,6 +31,8 @@ __all__ = [
     "backend_names",
     "create_backend",
     "default_budgets",
+    "open_backend",
     "options_for",
     "register_backend",
+    "registered",
 ]

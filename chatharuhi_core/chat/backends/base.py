@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from ...errors import UnknownNameError
 from ..prompt import Exchange
 
 if TYPE_CHECKING:
@@ -108,11 +109,16 @@ def backend_names() -> list[str]:
 
 
 def backend_info(name: str) -> BackendInfo:
+    """The registered engine of that name; UnknownNameError (with the known names) otherwise."""
     try:
         return _REGISTRY[name]
     except KeyError:
-        known = ", ".join(_REGISTRY)
-        raise KeyError(f"Unknown engine '{name}'. Known engines: {known}.") from None
+        raise UnknownNameError("engine", name, _REGISTRY) from None
+
+
+def registered(backend: Backend) -> BackendInfo | None:
+    """The registry's entry for an engine object; None for an engine object of the caller's own."""
+    return _REGISTRY.get(backend.name)
 
 
 def default_budgets(name: str, settings: Settings) -> Budgets:
@@ -125,14 +131,20 @@ def default_budgets(name: str, settings: Settings) -> Budgets:
 
     if settings.budgets != Budgets():
         return settings.budgets
-    try:
-        return backend_info(name).budgets or settings.budgets
-    except KeyError:
-        return settings.budgets
+    info = _REGISTRY.get(name)
+    return (info.budgets if info else None) or settings.budgets
 
 
 def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
     return backend_info(name).factory(options or BackendOptions())
+
+
+def open_backend(engine: str | Backend, settings: Settings, **overrides: str | None) -> Backend:
+    """The engine a conversation answers with: a registered name built with what the visitor gave
+    (model, base_url, api_key; blanks filled from the operator's settings), or an engine object as it is."""
+    if not isinstance(engine, str):
+        return engine
+    return create_backend(engine, options_for(engine, settings, **overrides))
 
 
 def options_for(name: str, settings: Settings, **given) -> BackendOptions:
