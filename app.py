@@ -6,6 +6,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a Space or laptop
 
@@ -462,188 +463,250 @@ def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
     return _spoken(_current(conv), message_text(evt.value))
 
 
-def build_demo() -> gr.Blocks:
+def _settings_panel() -> SimpleNamespace:
+    """The engine and its settings, folded under the picker: a server's URL and key only for engines with one."""
+    budgets = Budgets()
+    engines = [(backend_info(n).label, n) for n in backend_names()]
+    with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
+        backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
+        model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
+                            filterable=True, elem_id="model")
+        with gr.Group(visible=False) as server_box:
+            base_url = gr.Textbox(label="Base URL", placeholder="https://api.openai.com/v1", elem_id="base-url")
+            api_key = gr.Textbox(label="API key (this session only, never stored)", type="password",
+                                 elem_id="api-key")
+            fold = gr.Checkbox(label="Fold the prompt: no system message, no two user messages in a "
+                               "row (for servers that reject them)", elem_id="fold")
+        story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=16, label="Scene budget (tokens)",
+                                 elem_id="story-tokens")
+        history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
+                                   label="History budget (tokens)", elem_id="history-tokens")
+    return SimpleNamespace(backend=backend, model=model, server_box=server_box, base_url=base_url, api_key=api_key,
+                           fold=fold, story_tokens=story_tokens, history_tokens=history_tokens)
+
+
+def _hub_panel() -> gr.Dataset:
+    """ChatHaruhi's own roles on the Hub, folded: fetched on first pick."""
+    listed = hub_roles()
+    with gr.Accordion(f"☁ ChatHaruhi on the Hub · {len(listed)} roles", open=False, elem_id="hub-panel"):
+        return gr.Dataset(
+            components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
+            headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
+            samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
+            elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
+
+
+def _chat_side(first, first_view) -> SimpleNamespace:
+    """The chat tab's left column: who to talk to, as whom, with which engine."""
     entries = picker_entries()
+    with gr.Column(scale=1, min_width=300, elem_id="chat-side"):
+        picker = gr.HTML(_tiles(entries), js_on_load=PICKER_JS, elem_id="picker")
+        chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
+                              filterable=True, elem_id="role-choice")
+        role_status = gr.Markdown(elem_id="role-status")
+        user_role = gr.Textbox(first.user_name, label="Your name in the story · 你在故事里的名字", elem_id="user-role")
+        settings = _settings_panel()
+        hub_list = _hub_panel()
+        portrait = gr.HTML(first_view[1], elem_id="portrait")
+    return SimpleNamespace(picker=picker, chooser=chooser, role_status=role_status, user_role=user_role,
+                           hub_list=hub_list, portrait=portrait, **vars(settings))
+
+
+def _chat_main(first, first_view) -> SimpleNamespace:
+    """The chat tab's main column: the chat, the message box, and what goes with a reply."""
+    with gr.Column(scale=2, elem_id="chat-main"):
+        about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
+        chat = gr.Chatbot(first_view[3], label="Chat", elem_id="chat", height=520, buttons=["copy"],
+                          editable="all", avatar_images=(None, portrait_of(first)),
+                          feedback_options=("Like", "Dislike"))
+        reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
+        with gr.Row(elem_id="message-row"):
+            text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…", scale=6, elem_id="message",
+                              max_lines=6)
+            send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
+        note = gr.Markdown(elem_id="engine-note")
+        feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
+                                    elem_id="feedback-note", elem_classes=["reply-stats"])
+        scene_picture = gr.HTML(visible=False, elem_id="scene-image")
+        examples = gr.Dataset(components=[text], samples=[[q] for q in first.examples], label="Try asking · 试着问",
+                              visible=bool(first.examples), elem_id="examples")
+        with gr.Row():
+            regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
+            clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
+            export_btn = gr.DownloadButton("Export chat · 导出", size="sm", elem_id="export-chat", interactive=False)
+            import_btn = gr.UploadButton("Import chat · 导入", size="sm", elem_id="import-chat", file_types=[".jsonl"],
+                                         type="filepath")
+        with gr.Row(equal_height=True):
+            speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
+            speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
+        voice_audio = gr.Audio(visible=False, label="Voice · 语音", type="filepath", autoplay=True,
+                               interactive=False, elem_id="voice-audio", buttons=["download"],
+                               waveform_options=gr.WaveformOptions(show_recording_waveform=False))
+        voice_note = gr.Markdown(elem_id="voice-note")
+        with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False, elem_id="scenes-panel"):
+            scenes = gr.Markdown(elem_id="scenes")
+    return SimpleNamespace(about=about, chat=chat, reply_stats=reply_stats, text=text, send_btn=send_btn, note=note,
+                           feedback_note=feedback_note, scene_picture=scene_picture, examples=examples,
+                           regen_btn=regen_btn, clear_btn=clear_btn, export_btn=export_btn, import_btn=import_btn,
+                           speak_on=speak_on, speak_btn=speak_btn, voice_audio=voice_audio, voice_note=voice_note,
+                           scenes=scenes)
+
+
+def _add_tab() -> SimpleNamespace:
+    """The 'Add a character' tab: a Hub id or a file."""
+    gr.Markdown(
+        "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"
+        "- **Hub id**: a dataset with a role package (`owner/name`), or a ChatHaruhi role "
+        "(`silk-road/ChatHaruhi-RolePlaying/haruhi`); add `@revision` to pin one.\n"
+        "- **File**: a character card (`.png` or `.json`, V1/V2/V3), a ChatHaruhi `.jsonl`, "
+        "a role package `.zip`, or a script `.txt` (`Name:「line」`, `NAME: line` or screenplay).\n\n"
+        f"Files up to {DEFAULT_LIMITS.max_file_bytes // (1024 * 1024)} MB. The character is added to "
+        "your picker only."
+    )
+    with gr.Row():
+        with gr.Column():
+            hub_id = gr.Textbox(label="Hub id", placeholder="silk-road/ChatHaruhi-RolePlaying/haruhi",
+                                elem_id="hub-id")
+            script_name = gr.Textbox(label="Character's name (scripts only; default: who speaks most)",
+                                     elem_id="script-name")
+        with gr.Column():
+            upload = gr.File(label="Upload a file · 上传文件", file_types=accepted_suffixes(), type="filepath",
+                             elem_id="upload")
+    add_btn = gr.Button("Add character · 添加", variant="primary", elem_id="add-role")
+    add_status = gr.Markdown(elem_id="add-status")
+    return SimpleNamespace(hub_id=hub_id, script_name=script_name, upload=upload, add_btn=add_btn,
+                           add_status=add_status)
+
+
+def _view(p: SimpleNamespace) -> list:
+    """The outputs of _role_view, in its order."""
+    return [p.conv, p.portrait, p.about, p.chat, p.examples, p.user_role, p.scenes, p.reply_stats, p.chats]
+
+
+def _settings_in(p: SimpleNamespace) -> list:
+    """The settings panel as the chat and group-scene events read it."""
+    return [p.backend, p.model, p.base_url, p.api_key, p.story_tokens, p.history_tokens, p.fold]
+
+
+def _wire_session(p: SimpleNamespace) -> None:
+    """A visit's start (this browser's last character and name), the engine panel, the avatar."""
+    view = _view(p)
+    engine_view = [p.note, p.model, p.server_box, p.api_key, p.story_tokens, p.history_tokens]
+    p.last_role = gr.BrowserState("", storage_key="chatharuhi-last-role")  # this browser's last pick
+    p.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name")  # the name they gave themselves
+    p.avatar = (set_avatar, p.conv, [p.chat, p.scene_picture])
+    p.demo.load(start_session, [p.last_role, p.saved_name],
+                view + [p.chooser, p.picker, p.added, p.backend, *engine_view, p.fold, p.scene_user]).then(
+        lambda name: (name or "").strip(), p.saved_name, p.visitor, api_name=False).then(*p.avatar, api_name=False)
+    p.conv.change(remember_role, p.conv, p.last_role, api_name=False, show_progress="hidden")
+    p.backend.change(change_engine, p.backend, engine_view)
+    p.scene_tab.select(cast_choices, [p.added, p.scene_cast], p.scene_cast, api_name=False, show_progress="hidden")
+    p.examples.click(lambda sample: sample[0], p.examples, p.text)
+
+
+def _wire_turns(p: SimpleNamespace) -> list:
+    """Send, Regenerate and an edited last message: each streams a turn into the chat (`pending` holds its
+    message until the reply is complete). Returns the turn events, for switches to cancel."""
+    turn_out = [p.chat, p.text, p.conv, p.reply_stats, p.pending]
+    turn_in = [p.gate, p.conv, p.text, p.user_role, *_settings_in(p)]
+    after = (after_turn, [p.conv, p.speak_on, p.handled],
+             [p.scenes, p.voice_audio, p.voice_note, p.scene_picture, p.handled])
+    focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
+    p.reveal = (reveal_player, p.voice_audio, p.voice_audio)
+    turns = []
+    for ev in (p.text.submit(send, turn_in, turn_out, api_name="submit"), p.send_btn.click(send, turn_in, turn_out)):
+        turns.append(ev)
+        ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
+            None, js=focus_box, api_name=False).then(*p.reveal, api_name=False, show_progress="hidden")
+    turns.append(p.regen_btn.click(regenerate, turn_in, turn_out))
+    turns[-1].then(*after, api_name=False).then(*p.reveal, api_name=False, show_progress="hidden")
+    again = gr.State(False)  # the visitor edited their last message: it is answered again
+    edited = p.chat.edit(edit, [p.conv, p.user_role], [p.conv, p.chat, p.feedback_note, again], api_name=False)
+    turns.append(edited.then(answer_again, [again, *turn_in], turn_out, api_name=False))
+    turns[-1].then(*after, api_name=False).then(*p.reveal, api_name=False, show_progress="hidden")
+    return turns
+
+
+def _wire_switches(p: SimpleNamespace, turns: list) -> None:
+    """Another character (a tile, the search list, the Hub list, an import) or a cleared chat: a reply
+    still streaming stops first, so it can neither finish in the new chat nor answer as the old
+    character; its message goes back into the box unless the visitor has typed something new."""
+    view = _view(p)
+    cleared = [p.conv, p.portrait, p.about, p.chat, p.scenes, p.reply_stats]
+    with_chats = [p.conv, p.chats, p.visitor, p.gate]
+    after_switch = (give_back, [p.pending, p.text, p.conv, p.user_role], [p.text, p.pending, p.chat])
+    stops = {"cancels": turns}
+    switched = [
+        p.hub_list.click(pick_hub_role, [p.hub_list, *with_chats], view + [p.chooser, p.role_status], api_name=False,
+                         **stops),
+        p.picker.click(pick_role, [p.added, *with_chats], view + [p.chooser, p.role_status], api_name=False,
+                       **stops),
+        p.chooser.input(switch_role, [p.chooser, *with_chats], view + [p.chooser, p.role_status],
+                        api_name="switch_role", **stops),
+        p.add_btn.click(add_role, [p.hub_id, p.upload, p.script_name, p.added, *with_chats],
+                        view + [p.chooser, p.picker, p.added, p.add_status, p.tabs, p.role_status, p.upload],
+                        api_name="add_character", **stops),
+        p.import_btn.upload(import_chat_file, [p.import_btn, p.added, p.conv, p.chats, p.gate],
+                            view + [p.chooser, p.picker, p.added, p.feedback_note], api_name="import_chat", **stops),
+        p.clear_btn.click(clear_chat, [p.conv, p.visitor, p.gate], cleared, **stops),
+        p.chat.clear(clear_chat, [p.conv, p.visitor, p.gate], cleared, api_name=False, **stops),
+    ]
+    for ev in switched:
+        ev.then(*after_switch, api_name=False, show_progress="hidden").then(*p.avatar, api_name=False)
+
+
+def _wire_voice_feedback_names(p: SimpleNamespace) -> None:
+    """Speaking a reply, the thumbs, the export, and the visitor's name in the story."""
+    p.speak_btn.click(speak_last, [p.conv, p.user_role], [p.voice_audio, p.voice_note], api_name="speak_last").then(
+        *p.reveal, api_name=False, show_progress="hidden")
+    p.chat.select(speak_clicked, p.conv, [p.voice_audio, p.voice_note], api_name=False).then(
+        *p.reveal, api_name=False, show_progress="hidden")
+    p.conv.change(refresh_export, [p.conv, p.user_role], p.export_btn, api_name=False)
+    p.chat.like(rate, p.conv, [p.conv, p.feedback_note], api_name=False)
+    # the name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
+    named = (rename_visitor, [p.conv, p.user_role], [p.about, p.chat])  # the greeting says the visitor's name again
+    p.user_role.change(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    # (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill)
+    keep = (lambda name: name, p.visitor, p.saved_name)
+    p.user_role.change(remember_name, [p.user_role, p.scene_user, p.conv], [p.visitor, p.scene_user],
+                       api_name=False, show_progress="hidden").then(*keep, api_name=False, show_progress="hidden")
+    p.scene_user.change(name_from_scene, [p.scene_user, p.user_role], [p.visitor, p.user_role], api_name=False,
+                        show_progress="hidden").then(*keep, api_name=False, show_progress="hidden")
+
+
+def build_demo() -> gr.Blocks:
+    """The page: layout by panel, then the events, wired in the order their API names depend on."""
     # the first character is drawn into the page itself, so its greeting is on screen before any
     # event has run; the load event then brings the engine and, for a returning browser, its last pick
     first = load_role(bundled_ids()[0])
     first_view = _role_view(Conversation(first.id))
-    engines = [(backend_info(n).label, n) for n in backend_names()]
-    budgets = Budgets()
     with gr.Blocks(title="ChatHaruhi · 凉宫春日") as demo:
-        conv = gr.State(None)
-        added = gr.State([])  # ids of the characters this visitor added
-        handled = gr.State(None)  # the last reply whose scenes, picture and voice were shown
-        chats = gr.State({})  # role id -> this visitor's earlier chat with that character, in this session
-        visitor = gr.State("")  # the name the visitor gave themselves in the story ("": none yet)
-        pending = gr.State("")  # the message whose reply is streaming
-        gate = gr.State(TurnGate())  # which reply may still draw in the chat
+        visit = SimpleNamespace(
+            conv=gr.State(None),
+            added=gr.State([]),  # ids of the characters this visitor added
+            handled=gr.State(None),  # the last reply whose scenes, picture and voice were shown
+            chats=gr.State({}),  # role id -> this visitor's earlier chat with that character, in this session
+            visitor=gr.State(""),  # the name the visitor gave themselves in the story ("": none yet)
+            pending=gr.State(""),  # the message whose reply is streaming
+            gate=gr.State(TurnGate()),  # which reply may still draw in the chat
+        )
         gr.Markdown(
             "# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
             "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。",
             elem_id="intro",
         )
         with gr.Tabs(elem_id="tabs") as tabs, gr.Tab("Chat · 聊天", id="chat-tab"), gr.Row(elem_id="chat-row"):
-            with gr.Column(scale=1, min_width=300, elem_id="chat-side"):
-                picker = gr.HTML(_tiles(entries), js_on_load=PICKER_JS, elem_id="picker")
-                chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
-                                      filterable=True, elem_id="role-choice")
-                role_status = gr.Markdown(elem_id="role-status")
-                user_role = gr.Textbox(first.user_name, label="Your name in the story · 你在故事里的名字",
-                                       elem_id="user-role")
-                with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
-                    backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
-                    model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
-                                        filterable=True, elem_id="model")
-                    with gr.Group(visible=False) as server_box:
-                        base_url = gr.Textbox(label="Base URL", placeholder="https://api.openai.com/v1",
-                                              elem_id="base-url")
-                        api_key = gr.Textbox(label="API key (this session only, never stored)",
-                                             type="password", elem_id="api-key")
-                        fold = gr.Checkbox(label="Fold the prompt: no system message, no two user messages in a "
-                                           "row (for servers that reject them)", elem_id="fold")
-                    story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=16,
-                                             label="Scene budget (tokens)", elem_id="story-tokens")
-                    history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
-                                               label="History budget (tokens)", elem_id="history-tokens")
-                listed = hub_roles()
-                with gr.Accordion(f"☁ ChatHaruhi on the Hub · {len(listed)} roles", open=False, elem_id="hub-panel"):
-                    hub_list = gr.Dataset(
-                        components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
-                        headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
-                        samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
-                        elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
-                portrait = gr.HTML(first_view[1], elem_id="portrait")
-            with gr.Column(scale=2, elem_id="chat-main"):
-                about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
-                chat = gr.Chatbot(first_view[3], label="Chat", elem_id="chat", height=520, buttons=["copy"],
-                                  editable="all", avatar_images=(None, portrait_of(first)),
-                                  feedback_options=("Like", "Dislike"))
-                reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
-                with gr.Row(elem_id="message-row"):
-                    text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…",
-                                      scale=6, elem_id="message", max_lines=6)
-                    send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
-                note = gr.Markdown(elem_id="engine-note")
-                feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
-                                            elem_id="feedback-note", elem_classes=["reply-stats"])
-                scene_picture = gr.HTML(visible=False, elem_id="scene-image")
-                examples = gr.Dataset(components=[text], samples=[[q] for q in first.examples], label="Try asking · 试着问",
-                                      visible=bool(first.examples),
-                                      elem_id="examples")
-                with gr.Row():
-                    regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
-                    clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
-                    export_btn = gr.DownloadButton("Export chat · 导出", size="sm", elem_id="export-chat",
-                                                   interactive=False)
-                    import_btn = gr.UploadButton("Import chat · 导入", size="sm", elem_id="import-chat",
-                                                 file_types=[".jsonl"], type="filepath")
-                with gr.Row(equal_height=True):
-                    speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
-                    speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
-                voice_audio = gr.Audio(visible=False, label="Voice · 语音", type="filepath", autoplay=True,
-                                       interactive=False, elem_id="voice-audio", buttons=["download"],
-                                       waveform_options=gr.WaveformOptions(show_recording_waveform=False))
-                voice_note = gr.Markdown(elem_id="voice-note")
-                with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
-                                  elem_id="scenes-panel"):
-                    scenes = gr.Markdown(elem_id="scenes")
+            side = _chat_side(first, first_view)
+            main = _chat_main(first, first_view)
         with tabs, gr.Tab("Scene · 群戏", id="scene-tab") as scene_tab:
-            scene_cast, scene_user = build_scene_tab(
-                [backend, model, base_url, api_key, story_tokens, history_tokens, fold], added, _export_dir)
+            scene_cast, scene_user = build_scene_tab(_settings_in(side), visit.added, _export_dir)
         with tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
-            gr.Markdown(
-                "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"
-                "- **Hub id**: a dataset with a role package (`owner/name`), or a ChatHaruhi role "
-                "(`silk-road/ChatHaruhi-RolePlaying/haruhi`); add `@revision` to pin one.\n"
-                "- **File**: a character card (`.png` or `.json`, V1/V2/V3), a ChatHaruhi `.jsonl`, "
-                "a role package `.zip`, or a script `.txt` (`Name:「line」`, `NAME: line` or screenplay).\n\n"
-                f"Files up to {DEFAULT_LIMITS.max_file_bytes // (1024 * 1024)} MB. The character is added to "
-                "your picker only."
-            )
-            with gr.Row():
-                with gr.Column():
-                    hub_id = gr.Textbox(label="Hub id", placeholder="silk-road/ChatHaruhi-RolePlaying/haruhi",
-                                        elem_id="hub-id")
-                    script_name = gr.Textbox(label="Character's name (scripts only; default: who speaks most)",
-                                             elem_id="script-name")
-                with gr.Column():
-                    upload = gr.File(label="Upload a file · 上传文件", file_types=accepted_suffixes(),
-                                     type="filepath", elem_id="upload")
-            add_btn = gr.Button("Add character · 添加", variant="primary", elem_id="add-role")
-            add_status = gr.Markdown(elem_id="add-status")
-
-        view = [conv, portrait, about, chat, examples, user_role, scenes, reply_stats, chats]
-        settings_in = [backend, model, base_url, api_key, story_tokens, history_tokens, fold]
-        engine_view = [note, model, server_box, api_key, story_tokens, history_tokens]
-        last_role = gr.BrowserState("", storage_key="chatharuhi-last-role")  # this browser's last pick
-        saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name")  # the name they gave themselves
-        avatar = (set_avatar, conv, [chat, scene_picture])
-        demo.load(start_session, [last_role, saved_name],
-                  view + [chooser, picker, added, backend, *engine_view, fold, scene_user]).then(
-            lambda name: (name or "").strip(), saved_name, visitor, api_name=False).then(*avatar, api_name=False)
-        conv.change(remember_role, conv, last_role, api_name=False, show_progress="hidden")
-        backend.change(change_engine, backend, engine_view)
-        scene_tab.select(cast_choices, [added, scene_cast], scene_cast, api_name=False, show_progress="hidden")
-        examples.click(lambda sample: sample[0], examples, text)
-
-        # a turn streams into the chat; `pending` holds its message until the reply is complete
-        turn_out = [chat, text, conv, reply_stats, pending]
-        turn_in = [gate, conv, text, user_role, *settings_in]
-        after = (after_turn, [conv, speak_on, handled], [scenes, voice_audio, voice_note, scene_picture, handled])
-        focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
-        reveal = (reveal_player, voice_audio, voice_audio)
-        turns = []
-        for ev in (text.submit(send, turn_in, turn_out, api_name="submit"), send_btn.click(send, turn_in, turn_out)):
-            turns.append(ev)
-            ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
-                None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-        turns.append(regen_btn.click(regenerate, turn_in, turn_out))
-        turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-        again = gr.State(False)  # the visitor edited their last message: it is answered again
-        edited = chat.edit(edit, [conv, user_role], [conv, chat, feedback_note, again], api_name=False)
-        turns.append(edited.then(answer_again, [again, *turn_in], turn_out, api_name=False))
-        turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-
-        # Another character (a tile, the search list, the Hub list, an import) or a cleared chat: a reply
-        # still streaming stops first, so it can neither finish in the new chat nor answer as the old
-        # character; its message goes back into the box unless the visitor has typed something new.
-        cleared = [conv, portrait, about, chat, scenes, reply_stats]
-        named = (rename_visitor, [conv, user_role], [about, chat])  # the greeting says the visitor's name again
-        with_chats = [conv, chats, visitor, gate]
-        after_switch = (give_back, [pending, text, conv, user_role], [text, pending, chat])
-        stops = {"cancels": turns}
-        switched = [
-            hub_list.click(pick_hub_role, [hub_list, *with_chats], view + [chooser, role_status], api_name=False,
-                           **stops),
-            picker.click(pick_role, [added, *with_chats], view + [chooser, role_status], api_name=False, **stops),
-            chooser.input(switch_role, [chooser, *with_chats], view + [chooser, role_status], api_name="switch_role",
-                          **stops),
-            add_btn.click(add_role, [hub_id, upload, script_name, added, *with_chats],
-                          view + [chooser, picker, added, add_status, tabs, role_status, upload],
-                          api_name="add_character", **stops),
-            import_btn.upload(import_chat_file, [import_btn, added, conv, chats, gate],
-                              view + [chooser, picker, added, feedback_note], api_name="import_chat", **stops),
-            clear_btn.click(clear_chat, [conv, visitor, gate], cleared, **stops),
-            chat.clear(clear_chat, [conv, visitor, gate], cleared, api_name=False, **stops),
-        ]
-        for ev in switched:
-            ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)
-
-        speak_btn.click(speak_last, [conv, user_role], [voice_audio, voice_note], api_name="speak_last").then(
-            *reveal, api_name=False, show_progress="hidden")
-        chat.select(speak_clicked, conv, [voice_audio, voice_note], api_name=False).then(
-            *reveal, api_name=False, show_progress="hidden")
-        conv.change(refresh_export, [conv, user_role], export_btn, api_name=False)
-        chat.like(rate, conv, [conv, feedback_note], api_name=False)
-        # the name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
-        user_role.change(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
-        # (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill)
-        keep = (lambda name: name, visitor, saved_name)
-        user_role.change(remember_name, [user_role, scene_user, conv], [visitor, scene_user], api_name=False,
-                         show_progress="hidden").then(*keep, api_name=False, show_progress="hidden")
-        scene_user.change(name_from_scene, [scene_user, user_role], [visitor, user_role], api_name=False,
-                          show_progress="hidden").then(*keep, api_name=False, show_progress="hidden")
+            add = _add_tab()
+        p = SimpleNamespace(demo=demo, tabs=tabs, scene_tab=scene_tab, scene_cast=scene_cast, scene_user=scene_user,
+                            **vars(visit), **vars(side), **vars(main), **vars(add))
+        _wire_session(p)
+        _wire_switches(p, _wire_turns(p))
+        _wire_voice_feedback_names(p)
     return demo
 
 
