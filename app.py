@@ -12,7 +12,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 
 import gradio as gr  # noqa: E402
 
-from chatharuhi_core.chat.backends import backend_info, backend_names, default_budgets  # noqa: E402
+from chatharuhi_core.chat.backends import default_budgets, engine_info, engine_names  # noqa: E402
 from chatharuhi_core.chat.voice import speak  # noqa: E402
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
@@ -38,7 +38,7 @@ from chatharuhi_core.web.chat import (
 )
 from chatharuhi_core.web.common import (
     WARNING_MARK,
-    Engine,
+    EnginePanel,
     engine_note,
     message_text,
     portrait_html,
@@ -117,8 +117,8 @@ def start_session(last_role: str | None = None, visitor: str | None = None):
     added = [conv.role_id] if conv.role_id not in bundled_ids() else []
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    return (*_role_view(conv, {}, visitor), chooser, _tiles(entries), added, settings.default_backend,
-            *change_engine(settings.default_backend), settings.fold_prompt, scene_name(visitor))
+    return (*_role_view(conv, {}, visitor), chooser, _tiles(entries), added, settings.default_engine,
+            *change_engine(settings.default_engine), settings.fold_prompt, scene_name(visitor))
 
 
 def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
@@ -270,17 +270,17 @@ def rename_visitor(conv: Conversation | None, user_name: str):
     return describe_role(role, user_name), chat
 
 
-def change_engine(backend: str):
+def change_engine(engine: str):
     """The settings an engine needs: a model field (its hint, and the models it suggests, such as the
     fine-tuned ones found on disk; free text still goes), a server's URL, key and fold, and the
     prompt budgets sized to the engine."""
-    info = backend_info(backend)
+    info = engine_info(engine)
     settings = Settings.from_env()
     choices = info.suggest_models(settings) if info.suggest_models else []
     model = gr.Dropdown(choices=choices, value="", visible=info.uses_model, info=info.model_hint)
     key = gr.Textbox(label=f"{info.key_label} (this session only, never stored)")
-    budgets = default_budgets(backend, settings)
-    return (engine_note(backend), model, gr.Group(visible=info.uses_server), key, budgets.story_tokens,
+    budgets = default_budgets(engine, settings)
+    return (engine_note(engine), model, gr.Group(visible=info.uses_server), key, budgets.story_tokens,
             budgets.history_tokens)
 
 
@@ -296,7 +296,7 @@ def reveal_player(audio: str | None):
     return gr.Audio(visible=True) if audio else gr.skip()
 
 
-def _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold,
+def _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens, fold,
           regenerate):
     """Stream one reply: the chat, the message box, the conversation and the stats line only.
 
@@ -305,11 +305,11 @@ def _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_
     CPU under load; the scenes, picture and voice come once, from `after_turn`.
     """
     conv = _current(conv)
-    engine = Engine(backend, model, base_url, api_key, story_tokens, history_tokens, bool(fold))
+    panel = EnginePanel(engine, model, base_url, api_key, story_tokens, history_tokens, bool(fold))
     gate = gate if gate is not None else TurnGate()
     ticket = gate.open()
     first = True
-    for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
+    for up in stream_turn(conv, text, user_role, panel, Settings.from_env(), regenerate=regenerate):
         if not gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
             return
         if up.error:
@@ -348,14 +348,14 @@ def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
     return scenes_markdown(conv), audio, voice_note, picture, key
 
 
-def send(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens, fold=False):
-    yield from _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+def send(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens, fold=False):
+    yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
                      fold, False)
 
 
-def regenerate(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+def regenerate(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
                fold=False):
-    yield from _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+    yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
                      fold, True)
 
 
@@ -436,13 +436,13 @@ def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
     return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked
 
 
-def answer_again(again: bool, gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+def answer_again(again: bool, gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
                  fold=False):
     """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
     if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
         yield (gr.skip(),) * 5
         return
-    yield from _turn(gate, conv, text, user_role, backend, model, base_url, api_key, story_tokens, history_tokens,
+    yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
                      fold, True)
 
 
@@ -466,9 +466,9 @@ def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
 def _settings_panel() -> SimpleNamespace:
     """The engine and its settings, folded under the picker: a server's URL and key only for engines with one."""
     budgets = Budgets()
-    engines = [(backend_info(n).label, n) for n in backend_names()]
+    engines = [(engine_info(n).label, n) for n in engine_names()]
     with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
-        backend = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
+        engine = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
         model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
                             filterable=True, elem_id="model")
         with gr.Group(visible=False) as server_box:
@@ -481,7 +481,7 @@ def _settings_panel() -> SimpleNamespace:
                                  elem_id="story-tokens")
         history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
                                    label="History budget (tokens)", elem_id="history-tokens")
-    return SimpleNamespace(backend=backend, model=model, server_box=server_box, base_url=base_url, api_key=api_key,
+    return SimpleNamespace(engine=engine, model=model, server_box=server_box, base_url=base_url, api_key=api_key,
                            fold=fold, story_tokens=story_tokens, history_tokens=history_tokens)
 
 
@@ -585,7 +585,7 @@ def _view(p: SimpleNamespace) -> list:
 
 def _settings_in(p: SimpleNamespace) -> list:
     """The settings panel as the chat and group-scene events read it."""
-    return [p.backend, p.model, p.base_url, p.api_key, p.story_tokens, p.history_tokens, p.fold]
+    return [p.engine, p.model, p.base_url, p.api_key, p.story_tokens, p.history_tokens, p.fold]
 
 
 def _wire_session(p: SimpleNamespace) -> None:
@@ -596,10 +596,10 @@ def _wire_session(p: SimpleNamespace) -> None:
     p.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name")  # the name they gave themselves
     p.avatar = (set_avatar, p.conv, [p.chat, p.scene_picture])
     p.demo.load(start_session, [p.last_role, p.saved_name],
-                view + [p.chooser, p.picker, p.added, p.backend, *engine_view, p.fold, p.scene_user]).then(
+                view + [p.chooser, p.picker, p.added, p.engine, *engine_view, p.fold, p.scene_user]).then(
         lambda name: (name or "").strip(), p.saved_name, p.visitor, api_name=False).then(*p.avatar, api_name=False)
     p.conv.change(remember_role, p.conv, p.last_role, api_name=False, show_progress="hidden")
-    p.backend.change(change_engine, p.backend, engine_view)
+    p.engine.change(change_engine, p.engine, engine_view)
     p.scene_tab.select(cast_choices, [p.added, p.scene_cast], p.scene_cast, api_name=False, show_progress="hidden")
     p.examples.click(lambda sample: sample[0], p.examples, p.text)
 

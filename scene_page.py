@@ -14,7 +14,7 @@ from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import open_role
 from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
-from chatharuhi_core.web.common import WARNING_MARK, Engine
+from chatharuhi_core.web.common import WARNING_MARK, EnginePanel
 from chatharuhi_core.web.picker import picker_choices, picker_entries
 from chatharuhi_core.web.scene import (
     PLACEHOLDER,
@@ -112,7 +112,7 @@ def set_options(user_role: str, order: str, allow_self: bool, state: SceneState 
 
 def _run(state, engine_args, **kw):
     """Stream a scene event: chat every frame; state, box and status when they change."""
-    engine = Engine(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False)
+    engine = EnginePanel(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False)
     state = _state(state)
     first, spoke = True, -1
     for up in stream_scene(state, engine, Settings.from_env(), **kw):

@@ -7,14 +7,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .chat.backends import backend_info, backend_names
+from .chat.backends import engine_info, engine_names
 from .config import Settings
 from .errors import ChatHaruhiError
 from .scene.order import order_names
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--llm", default=None, choices=backend_names(),
+    p.add_argument("--llm", default=None, choices=engine_names(),
                    help="reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script)")
     p.add_argument("--model", help="model for the engine: gpt-4o-mini (openai), a Hub id (hf), "
                                    "a folder, .gguf file or Hub id (local; blank = bundled SmolLM2)")
@@ -80,7 +80,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     session = _Session(args.session)
     history, saved_user = session.load(args.role)
-    bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_backend,
+    bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_engine,
                      user_role=args.user_role or saved_user, model=args.model, base_url=args.base_url,
                      api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history)
     name = bot.role.name
@@ -281,8 +281,8 @@ def cmd_engines(args: argparse.Namespace) -> int:
         spec = bundled_spec()
         print(Path(spec.source) / spec.gguf_file)
         return 0
-    for name in backend_names():
-        info = backend_info(name)
+    for name in engine_names():
+        info = engine_info(name)
         print(f"{name:8} {info.label}: {info.description}")
     return 0
 
@@ -290,7 +290,7 @@ def cmd_engines(args: argparse.Namespace) -> int:
 def _engine(args: argparse.Namespace, settings: Settings) -> str:
     """--llm, else the deployment's default engine, checked before any work starts."""
     # CHATHARUHI_BACKEND may name an engine that does not exist: UnknownNameError says which exist
-    return backend_info(args.llm or settings.default_backend).name
+    return engine_info(args.llm or settings.default_engine).name
 
 
 def _roles(refs: Sequence[str] | None, settings: Settings):
@@ -347,11 +347,11 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from .data.synthesize import synthesize
 
     settings = Settings.from_env()
-    llm = _engine(args, settings)
+    engine = _engine(args, settings)
     roles = _roles(args.roles, settings)
     out = Path(args.out)
     try:
-        result = synthesize(roles, out, llm, settings=settings, model=args.model, base_url=args.base_url,
+        result = synthesize(roles, out, engine, settings=settings, model=args.model, base_url=args.base_url,
                             api_key=args.api_key, scenes=args.scenes, questions=args.questions, seed=args.seed,
                             progress=progress_bar("answering", "dialogue"))
     except KeyboardInterrupt:

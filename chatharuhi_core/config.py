@@ -60,7 +60,7 @@ class Settings:
     hf_endpoint: str | None = None  # HF_ENDPOINT, e.g. a mirror
     hub_cache: Path | None = None  # HF_HUB_CACHE; None leaves huggingface_hub's default
     hub_offline: bool = False  # HF_HUB_OFFLINE: serve only what is cached
-    default_backend: str = "script"
+    default_engine: str = "script"
     embedder: str = "use-multilingual-v3"
     timeout_s: float = DEFAULT_TIMEOUT_S
     fold_prompt: bool = False  # CHATHARUHI_FOLD_PROMPT: no system message, no two user messages in a row
@@ -73,7 +73,7 @@ class Settings:
         env = os.environ if env is None else env
         key = env.get("OPENAI_API_KEY") or None
         base_url = env.get("OPENAI_BASE_URL") or None
-        backend = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "script")
+        engine = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "script")
         host = env.get("CHROMA_HOST") or None
         port = int(env.get("CHROMA_PORT") or 8000)
         feedback_file, feedback_off = _feedback_setting(env.get("CHATHARUHI_FEEDBACK"))
@@ -88,7 +88,7 @@ class Settings:
             hf_endpoint=env.get("HF_ENDPOINT") or None,
             hub_cache=Path(env["HF_HUB_CACHE"]).expanduser() if env.get("HF_HUB_CACHE") else None,
             hub_offline=_flag(env.get("HF_HUB_OFFLINE")),
-            default_backend=backend,
+            default_engine=engine,
             embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),

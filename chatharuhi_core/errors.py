@@ -24,8 +24,11 @@ class RoleNotFoundError(ChatHaruhiError):
     """No role answers to the given id or path."""
 
 
-class BackendError(ChatHaruhiError):
+class EngineError(ChatHaruhiError):
     """The language model failed; the message says what to do about it."""
+
+
+BackendError = EngineError  # its name before "engine" became the one word for what answers (0.1 API)
 
 
 class InputError(ChatHaruhiError):

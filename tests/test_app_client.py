@@ -17,8 +17,8 @@ def text_of(message) -> str:
     return content
 
 
-def send(client, text, user_role="", backend="script", model="", base_url="", key=""):
-    job = client.submit(text, user_role, backend, model, base_url, key, 1500, 1200, api_name="/send")
+def send(client, text, user_role="", engine="script", model="", base_url="", key=""):
+    job = client.submit(text, user_role, engine, model, base_url, key, 1500, 1200, api_name="/send")
     frames = list(job)
     chat, box, _stats = job.result()
     scenes = client.predict(False, api_name="/after_turn")[0]  # what the page runs once the reply is done
@@ -44,7 +44,7 @@ def test_a_streamed_reply_in_character(app_server, role_id, text):
     assert "similarity" in scenes and frames[0][1] == "" and box != text
 
 
-def test_openai_backend_faults_then_recovery(app_server, fake_openai):
+def test_openai_engine_faults_then_recovery(app_server, fake_openai):
     client = Client(app_server, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
     _, (chat, box, _) = send(client, "Who are you?", "Watson", "openai", "echo", fake_openai.base_url, "sk-wrong")

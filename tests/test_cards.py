@@ -117,7 +117,7 @@ def test_user_placeholder_is_the_visitors_name_everywhere_and_goes_back_on_expor
 
 
 class Chunks:
-    """A backend that streams fixed chunks, to split a placeholder across two of them."""
+    """An engine that streams fixed chunks, to split a placeholder across two of them."""
 
     name = "chunks"
 

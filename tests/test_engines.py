@@ -6,9 +6,9 @@ import pytest
 from fake_openai import GOOD_KEY
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.backends import backend_names
+from chatharuhi_core.chat.backends import engine_names
 from chatharuhi_core.config import Settings
-from chatharuhi_core.errors import BackendError, InputError
+from chatharuhi_core.errors import EngineError, InputError
 
 
 def lines_of(role_id):
@@ -20,7 +20,7 @@ def lines_of(role_id):
 
 
 def test_registry_has_the_core_engines():
-    assert {"script", "openai"} <= set(backend_names())
+    assert {"script", "openai"} <= set(engine_names())
 
 
 @pytest.mark.parametrize(
@@ -82,11 +82,11 @@ def test_faults_are_sentences_and_history_survives(settings, fake_openai, model,
     bot.chat("First message")
     before = list(bot.history)
     broken = openai_bot(settings, fake_openai, model=model, key=key, history=before)
-    with pytest.raises(BackendError, match=words) as err:
+    with pytest.raises(EngineError, match=words) as err:
         broken.chat("Second message")
     assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
     assert broken.history == before
-    broken.backend = bot.backend  # fix the setting; the next message works
+    broken.engine = bot.engine  # fix the setting; the next message works
     assert broken.chat("Third message").startswith("Echo:")
     assert len(broken.history) == 2
 
@@ -97,7 +97,7 @@ def test_timeout_is_cut_and_told(settings):
     with FakeOpenAI(slow_s=5) as srv:
         bot = openai_bot(settings, srv, model="slow", timeout=1.0)
         start = time.monotonic()
-        with pytest.raises(BackendError, match="did not answer within 1 seconds"):
+        with pytest.raises(EngineError, match="did not answer within 1 seconds"):
             bot.chat("hello")
         assert time.monotonic() - start < 4
         assert bot.history == []
@@ -109,14 +109,14 @@ def test_server_down_is_told_quickly(settings):
     bot = ChatHaruhi(role_name="sherlock", llm="openai", model="echo", api_key=GOOD_KEY,
                      base_url=f"http://127.0.0.1:{free_port()}/v1", settings=settings)
     start = time.monotonic()
-    with pytest.raises(BackendError, match="Could not reach the model server"):
+    with pytest.raises(EngineError, match="Could not reach the model server"):
         bot.chat("hello")
     assert time.monotonic() - start < 5
 
 
 def test_no_key_and_no_url_says_what_to_do(settings):
     bot = ChatHaruhi(role_name="sherlock", llm="openai", settings=settings.with_(openai_api_key=None))
-    with pytest.raises(BackendError, match="No API key"):
+    with pytest.raises(EngineError, match="No API key"):
         bot.chat("hello")
 
 
@@ -124,10 +124,10 @@ def test_operator_key_and_url_come_from_the_environment(cache_dir, fake_openai):
     env = {"CHATHARUHI_CACHE": str(cache_dir), "OPENAI_API_KEY": GOOD_KEY, "OPENAI_BASE_URL": fake_openai.base_url,
            "OPENAI_MODEL": "echo"}
     s = Settings.from_env(env)
-    assert s.default_backend == "openai"
+    assert s.default_engine == "openai"
     assert GOOD_KEY not in repr(s)  # secrets stay out of logs
-    assert ChatHaruhi(role_name="sherlock", llm=s.default_backend, settings=s).chat("hi") == "Echo: Watson:「hi」"
-    assert Settings.from_env({"CHATHARUHI_CACHE": str(cache_dir)}).default_backend == "script"
+    assert ChatHaruhi(role_name="sherlock", llm=s.default_engine, settings=s).chat("hi") == "Echo: Watson:「hi」"
+    assert Settings.from_env({"CHATHARUHI_CACHE": str(cache_dir)}).default_engine == "script"
 
 
 def test_input_limits(settings):

@@ -26,7 +26,7 @@ class TableEmbedder:
         return np.array([self.TABLE.get(t, [0.0, 0.0]) for t in texts], dtype=np.float32)
 
 
-class FixedBackend:
+class FixedEngine:
     """Always says the same thing; records what it was shown."""
 
     name = "fixed"
@@ -95,7 +95,7 @@ def test_distinct_2_is_low_for_a_reply_that_loops():
 def test_a_run_with_a_known_answer(settings):
     """Replies "east" against references east, north, north-east: 1, 0 and 1/sqrt(2) under both prompts."""
     role = tiny_role(["east", "north", "north-east"])
-    report = run_eval([role], FixedBackend("east"), settings=settings, per_role=10, min_tokens=1,
+    report = run_eval([role], FixedEngine("east"), settings=settings, per_role=10, min_tokens=1,
                       scorer=TableEmbedder())
     rows = {r["role"]: r for r in report.rows()}
     expected = (1 + 0 + 1 / math.sqrt(2)) / 3
@@ -110,7 +110,7 @@ def test_a_run_with_a_known_answer(settings):
 
 def test_the_held_out_scene_never_reaches_the_model(settings):
     role = load_role("sherlock")
-    spy = FixedBackend("I observe.")
+    spy = FixedEngine("I observe.")
     report = run_eval([role], spy, settings=settings, per_role=4)
     cases = held_out_cases(role, 4)
     assert len(report.results) == 8 and len(spy.requests) == 8
@@ -167,9 +167,9 @@ def test_an_engine_that_is_down_stops_with_a_sentence(settings):
         name = "down"
 
         def stream(self, request):
-            from chatharuhi_core.errors import BackendError
+            from chatharuhi_core.errors import EngineError
 
-            raise BackendError("Cannot reach the model server.")
+            raise EngineError("Cannot reach the model server.")
             yield
 
     with pytest.raises(ChatHaruhiError, match="Every reply failed.*Cannot reach"):

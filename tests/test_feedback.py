@@ -27,7 +27,7 @@ from chatharuhi_core.web.chat import (
     rate_reply,
     stream_turn,
 )
-from chatharuhi_core.web.common import Engine, rating_of
+from chatharuhi_core.web.common import EnginePanel, rating_of
 
 # ------------------------------------------------------------ crash-safe JSON Lines
 
@@ -72,7 +72,7 @@ def test_killing_a_writer_mid_stream_loses_no_complete_record(tmp_path):
 
 
 def _turn(settings, conv, text, user_role=""):
-    *_, last = stream_turn(conv, text, user_role, Engine(), settings)
+    *_, last = stream_turn(conv, text, user_role, EnginePanel(), settings)
     assert last.error is None
     return last.conversation
 

@@ -13,7 +13,7 @@ from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.backends import local_model
 from chatharuhi_core.chat.backends.local_model import ModelSpec, resolve_model
 from chatharuhi_core.config import Budgets
-from chatharuhi_core.errors import BackendError
+from chatharuhi_core.errors import EngineError
 from chatharuhi_core.tokens import count_tokens
 
 
@@ -25,7 +25,7 @@ def smol(settings):
     assert loading is None or loading.startswith("Loading the local model SmolLM2-135M-Instruct")
     bot.load()
     assert bot.loading_message() is None
-    return local_model.load_model(bot.backend.spec)
+    return local_model.load_model(bot.engine.spec)
 
 
 def test_model_names_resolve(smollm2_gguf, tmp_path):
@@ -37,7 +37,7 @@ def test_model_names_resolve(smollm2_gguf, tmp_path):
     gguf = resolve_model("bartowski/SmolLM2-1.7B-Instruct-GGUF/SmolLM2-1.7B-Instruct-Q4_K_M.gguf")
     assert gguf.on_hub and gguf.source == "bartowski/SmolLM2-1.7B-Instruct-GGUF" and gguf.gguf_file.endswith(".gguf")
     for bad in ("not a model", "./missing/folder/x", str(tmp_path)):
-        with pytest.raises(BackendError) as err:
+        with pytest.raises(EngineError) as err:
             resolve_model(bad)
         assert "\n" not in str(err.value)
 
@@ -81,8 +81,8 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol):
 
     bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=settings)
     messages = bot.prepare("你的金箍棒有多重？").messages
-    bot.backend._inputs(smol, messages, "孙悟空")  # the first turn with this role fills the cache
-    enc, cache = bot.backend._inputs(smol, messages, "孙悟空")
+    bot.engine._inputs(smol, messages, "孙悟空")  # the first turn with this role fills the cache
+    enc, cache = bot.engine._inputs(smol, messages, "孙悟空")
     assert cache is not None
     cached = cache.get_seq_length()
     assert 0 < cached < enc["input_ids"].shape[1]
@@ -94,14 +94,14 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol):
                           past_key_values=cache).logits[0, -1]
     assert torch.allclose(whole, rest, atol=1e-3)
     assert int(whole.argmax()) == int(rest.argmax())
-    _, again = bot.backend._inputs(smol, messages, "孙悟空")
+    _, again = bot.engine._inputs(smol, messages, "孙悟空")
     assert again.get_seq_length() == cached  # every reply gets a fresh copy; the shared one is untouched
 
 
 def test_one_model_shared_by_every_conversation(settings, smol):
     a = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
     b = ChatHaruhi(role_name="alice", llm="local", settings=settings)
-    assert a.backend.load() is b.backend.load() is smol
+    assert a.engine.load() is b.engine.load() is smol
 
 
 def _generating() -> int:
@@ -123,7 +123,7 @@ def test_a_reader_who_leaves_stops_the_generation(settings, smol):
 
 def test_a_model_that_hangs_is_cut_by_the_timeout(settings, smol):
     bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings.with_(timeout_s=0.05))
-    with pytest.raises(BackendError, match="produced nothing for 0.05 seconds"):
+    with pytest.raises(EngineError, match="produced nothing for 0.05 seconds"):
         bot.chat("Who are you?")
     assert bot.history == []
     assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings).chat("Hello!")  # next one works
@@ -152,7 +152,7 @@ def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, mo
     assert said.text and said.stats.model == "chatharuhi-llama (cpu)"
     missing = ChatHaruhi(role_name="sherlock", llm="local", model="test-org/not-cached", settings=settings)
     start = time.monotonic()
-    with pytest.raises(BackendError, match="not in the local Hugging Face cache"):
+    with pytest.raises(EngineError, match="not in the local Hugging Face cache"):
         missing.chat("Hi")
     assert time.monotonic() - start < 10
 
@@ -160,6 +160,6 @@ def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, mo
 def test_a_prompt_longer_than_the_model_reads_is_told(settings, tiny_hub_model):
     folder, _ = tiny_hub_model  # this model reads 1,024 tokens; the paper's budgets give far more
     bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings, budgets=Budgets())
-    with pytest.raises(BackendError, match="more than .* can read .*Lower the scene or history budget"):
+    with pytest.raises(EngineError, match="more than .* can read .*Lower the scene or history budget"):
         bot.chat("Who are you?")
     assert bot.history == []

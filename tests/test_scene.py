@@ -5,7 +5,7 @@ import random
 import pytest
 from fake_openai import GOOD_KEY
 
-from chatharuhi_core.errors import BackendError, InputError, UnknownNameError
+from chatharuhi_core.errors import EngineError, InputError, UnknownNameError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.scene import Line, Scene
@@ -208,7 +208,7 @@ def test_a_stopped_or_failed_turn_leaves_the_transcript_whole(fake_openai, setti
                   user_role="Watson", settings=settings, embedder=embedder, seed=4)
     said(scene, None, "Holmes, a word?")
     before = [(ln.speaker, ln.text) for ln in scene.lines]
-    with pytest.raises(BackendError):
+    with pytest.raises(EngineError):
         for _ in scene.stream_turn("sherlock"):
             pass
     assert [(ln.speaker, ln.text) for ln in scene.lines] == before
@@ -230,7 +230,7 @@ def test_a_server_that_dies_mid_scene_gets_a_sentence(settings, embedder):
                       settings=settings, embedder=embedder, seed=5)
         scene.chat("Holmes?")
         kept = len(scene.lines)
-    with pytest.raises(BackendError) as err:
+    with pytest.raises(EngineError) as err:
         scene.turn("elizabeth")
     assert str(err.value).startswith("Could not reach the model server") and "Traceback" not in str(err.value)
     assert len(scene.lines) == kept

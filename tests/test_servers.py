@@ -10,7 +10,7 @@ from fake_openai import GOOD_KEY, FakeOpenAI
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.prompt import fold_messages
-from chatharuhi_core.errors import BackendError
+from chatharuhi_core.errors import EngineError
 
 
 @pytest.fixture(autouse=True)
@@ -58,11 +58,11 @@ def test_hf_faults_are_the_same_sentences(settings, fake_openai, model, key, wor
     good = hf_bot(settings, fake_openai)
     good.chat("First message")
     broken = hf_bot(settings, fake_openai, model=model, key=key, history=list(good.history))
-    with pytest.raises(BackendError, match=words) as err:
+    with pytest.raises(EngineError, match=words) as err:
         broken.chat("Second message")
     assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
     assert len(broken.history) == 1
-    broken.backend = good.backend
+    broken.engine = good.engine
     assert broken.chat("Third").startswith("Echo:") and len(broken.history) == 2
 
 
@@ -71,14 +71,14 @@ def test_hf_timeout_down_and_no_token(settings):
 
     with FakeOpenAI(slow_s=5) as srv:
         start = time.monotonic()
-        with pytest.raises(BackendError, match="did not answer within 1 seconds"):
+        with pytest.raises(EngineError, match="did not answer within 1 seconds"):
             hf_bot(settings, srv, model="slow", timeout=1.0).chat("hello")
         assert time.monotonic() - start < 4
     down = ChatHaruhi(role_name="sherlock", llm="hf", model="echo", api_key=GOOD_KEY, settings=settings,
                       base_url=f"http://127.0.0.1:{free_port()}")
-    with pytest.raises(BackendError, match="Could not reach"):
+    with pytest.raises(EngineError, match="Could not reach"):
         down.chat("hello")
-    with pytest.raises(BackendError, match="No HF token"):
+    with pytest.raises(EngineError, match="No HF token"):
         ChatHaruhi(role_name="sherlock", llm="hf", settings=settings.with_(hf_token=None)).chat("hello")
 
 
@@ -86,7 +86,7 @@ def test_hf_under_hub_offline_mode_says_what_to_use(settings, fake_openai, monke
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    with pytest.raises(BackendError, match="HF_HUB_OFFLINE is set.*choose the OpenAI-compatible engine"):
+    with pytest.raises(EngineError, match="HF_HUB_OFFLINE is set.*choose the OpenAI-compatible engine"):
         hf_bot(settings, fake_openai).chat("hello")
 
 
@@ -109,7 +109,7 @@ def test_a_strict_server_needs_the_fold_and_says_so(settings, fake_openai, llm):
     base = fake_openai.base_url if llm == "openai" else _root(fake_openai.base_url)
     strict = ChatHaruhi(role_name="sherlock", llm=llm, model="strict", base_url=base, api_key=GOOD_KEY,
                         settings=settings)
-    with pytest.raises(BackendError, match=r"rejected the prompt's layout \(400\).*System role not supported.*"
+    with pytest.raises(EngineError, match=r"rejected the prompt's layout \(400\).*System role not supported.*"
                                            r"Fold the prompt"):
         strict.chat("Who are you?")
     folded = ChatHaruhi(role_name="sherlock", llm=llm, model="strict", base_url=base, api_key=GOOD_KEY,

@@ -8,7 +8,7 @@ from chatharuhi_core.cli import main
 from chatharuhi_core.data.scene_turns import scene_turns
 from chatharuhi_core.data.synthesize import parse_questions, synthesize
 from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
-from chatharuhi_core.errors import BackendError
+from chatharuhi_core.errors import EngineError
 from chatharuhi_core.jsonl import read_records
 from chatharuhi_core.roles.role import Role, Story
 from chatharuhi_core.roles.sources import load_role
@@ -69,9 +69,9 @@ def test_rerunning_skips_what_is_done_and_an_interrupted_run_goes_on(settings, t
         name = "script"
 
         def __init__(self):
-            from chatharuhi_core.chat.backends import create_backend
+            from chatharuhi_core.chat.backends import create_engine
 
-            self.inner, self.calls = create_backend("script"), 0
+            self.inner, self.calls = create_engine("script"), 0
 
         def stream(self, request):
             self.calls += 1
@@ -154,12 +154,12 @@ def test_local_model_writes_questions_and_answers_them(settings, tmp_path):
 
 
 def test_script_engine_refuses_a_writing_task():
-    from chatharuhi_core.chat.backends import ChatRequest, create_backend
+    from chatharuhi_core.chat.backends import ChatRequest, create_engine
 
     request = ChatRequest(messages=[{"role": "user", "content": "Write questions."}], role=load_role("alice"),
                           user_role="", text="", plain=True)
-    with pytest.raises(BackendError, match="cannot write"):
-        list(create_backend("script").stream(request))
+    with pytest.raises(EngineError, match="cannot write"):
+        list(create_engine("script").stream(request))
 
 
 def test_synthesis_through_an_openai_compatible_server(settings, tmp_path, fake_openai):

@@ -9,11 +9,11 @@ import pytest
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import Conversation, answers_again, edit_message, stream_turn
-from chatharuhi_core.web.common import Engine, while_running
+from chatharuhi_core.web.common import EnginePanel, while_running
 
 
 def _last(conv, text, settings, regenerate=False):
-    *_, last = stream_turn(conv, text, "", Engine(), settings, regenerate=regenerate)
+    *_, last = stream_turn(conv, text, "", EnginePanel(), settings, regenerate=regenerate)
     assert last.error is None
     return last.conversation
 

@@ -1,2 +1,3 @@
-"""The chat path: one turn from the visitor's message to the character's streamed reply (embedding,
-story store, prompt, reply engines), plus the page's per-visitor chat state, transcripts and voice."""
+"""One character answering: the prompt (persona, retrieved scenes, history, query), ChatHaruhi, which
+returns one Reply record per turn, the engines that write the reply (backends/, a registry), saved chats
+and the voice. Imports roles/ and the ground floor, never the page."""

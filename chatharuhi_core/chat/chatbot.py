@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
-from ..errors import BackendError, InputError, RoleFormatError
+from ..errors import EngineError, InputError, RoleFormatError
 from ..roles.lines import main_speaker
 from ..roles.lorebook import Fired, activate, lore_block
 from ..roles.placeholders import fill, hold_partial
@@ -24,7 +24,7 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .backends import Backend, ChatRequest, default_budgets, open_backend, registered
+from .backends import ChatRequest, Engine, default_budgets, open_engine, registered
 from .prompt import Exchange, assemble_messages, clean_reply, fold_messages, pack_stories, pending_prefix
 
 MAX_INPUT_CHARS = 8000
@@ -129,13 +129,17 @@ class Streaming(Iterator[str]):
 
 
 class ChatHaruhi:
-    """A conversation: role + backend + history. Not shared between visitors."""
+    """A conversation: role + engine + history. Not shared between visitors.
+
+    `llm` is the engine that answers: a registered name (`engines` on the command line lists them) or an
+    Engine object; the argument keeps the name the paper's API gave it.
+    """
 
     def __init__(
         self,
         system_prompt: str | Path | None = None,
         story_db: str | Path | None = None,
-        llm: str | Backend = "script",
+        llm: str | Engine = "script",
         *,
         role_name: str | None = None,
         role: Role | None = None,
@@ -162,9 +166,9 @@ class ChatHaruhi:
         self.role = role
         self.user_role = user_role or role.user_name
         self.embedder = embedder or get_embedder(self.settings.embedder)
-        self.backend: Backend = open_backend(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
+        self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
         # the engine's own budgets unless given: a small local model reads a short prompt far sooner
-        self.budgets = budgets or default_budgets(self.backend.name, self.settings)
+        self.budgets = budgets or default_budgets(self.engine.name, self.settings)
         self.fold_prompt = self.settings.fold_prompt if fold_prompt is None else fold_prompt
         self.history: list[Exchange] = list(history or [])
         # scenes never to retrieve: evaluation holds the scene it asks about out of the store
@@ -188,28 +192,28 @@ class ChatHaruhi:
 
     @property
     def engine_label(self) -> str:
-        info = registered(self.backend)
-        return info.label if info else self.backend.name
+        info = registered(self.engine)
+        return info.label if info else self.engine.name
 
     @property
     def model_label(self) -> str:
-        label = getattr(self.backend, "model_label", None)
+        label = getattr(self.engine, "model_label", None)
         return label() if label else ""
 
     def loading_message(self) -> str | None:
         """A sentence to show while the engine loads something heavy on first use, else None."""
-        probe = getattr(self.backend, "loading_message", None)
+        probe = getattr(self.engine, "loading_message", None)
         return probe() if probe else None
 
     def load(self) -> None:
         """Load what the engine needs (a local model) now; instant once it is loaded."""
-        loader = getattr(self.backend, "load", None)
+        loader = getattr(self.engine, "load", None)
         if loader:
             loader()
 
     def count_tokens(self, text: str) -> int:
         """The engine's own tokenizer when it has one (a local model), else cl100k_base."""
-        counter = getattr(self.backend, "count_tokens", None)
+        counter = getattr(self.engine, "count_tokens", None)
         return counter(text) if counter else count_tokens(text)
 
     def fill(self, text: str, user_role: str | None = None) -> str:
@@ -250,7 +254,7 @@ class ChatHaruhi:
         """The reply as it arrives (iterate); the exchange joins the history only when complete, and the
         stream's `reply` holds its record.
 
-        Raises InputError for unusable input and BackendError when the model fails; in both
+        Raises InputError for unusable input and EngineError when the model fails; in both
         cases the history is left as it was.
         """
         return Streaming(self._turn(text, role, avoid))
@@ -274,7 +278,7 @@ class ChatHaruhi:
         first: float | None = None
         name = self.role.name
         raw, shown = "", ""
-        for delta in self.backend.stream(request):
+        for delta in self.engine.stream(request):
             raw += delta
             if pending_prefix(raw, name):
                 continue
@@ -285,7 +289,7 @@ class ChatHaruhi:
                 shown = now
         final = self.fill(clean_reply(raw, name), request.user_name)
         if not final:
-            raise BackendError("The model returned an empty reply. Try again, or pick another model.")
+            raise EngineError("The model returned an empty reply. Try again, or pick another model.")
         if final.startswith(shown) and len(final) > len(shown):
             first = first or time.perf_counter()
             yield final[len(shown):]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chat.backends import Backend, backend_info, backend_names, default_budgets, open_backend
+from ..chat.backends import Engine, default_budgets, engine_info, engine_names, open_engine
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
@@ -116,8 +116,8 @@ class SystemSpec:
 def parse_system(text: str) -> SystemSpec:
     """`engine` or `engine:model`; the engine must be a registered one."""
     engine, _, model = text.strip().partition(":")
-    if engine not in backend_names():
-        raise InputError(f"'{text}' does not start with an engine name; use one of {', '.join(backend_names())}, "
+    if engine not in engine_names():
+        raise InputError(f"'{text}' does not start with an engine name; use one of {', '.join(engine_names())}, "
                          "optionally followed by :model (e.g. local:runs/all-lora).")
     return SystemSpec(engine, model.strip())
 
@@ -332,7 +332,7 @@ def plot(comparison: Comparison, path: Path) -> Path | None:
 Progress = Callable[[int, int], None]
 
 
-def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: Settings | None = None,
+def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: Settings | None = None,
              model: str | None = None, base_url: str | None = None, api_key: str | None = None,
              conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
              min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, scorer: Embedder | None = None,
@@ -344,17 +344,17 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown or not conditions:
         raise InputError(f"Unknown condition(s) {', '.join(unknown) or '(none)'}; use {', '.join(CONDITIONS)}.")
-    backend = open_backend(llm, settings, model=model, base_url=base_url, api_key=api_key)
+    engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
     holdout = HoldOut(per_role, min_tokens, seed)
     cases = [c for role in roles for c in holdout.cases(role)]
     if not cases:
         raise InputError(f"No scene ends in a reply of {min_tokens}+ tokens by these roles; lower --min-tokens.")
     embedder = get_embedder(settings.embedder)
     scorer = scorer or embedder
-    probe = ChatHaruhi(role=roles[0], llm=backend, settings=settings, embedder=embedder)
+    probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings, embedder=embedder)
     probe.load()
-    budgets = default_budgets(backend.name, settings)
-    system = backend.name + (f":{model}" if model else "")
+    budgets = default_budgets(engine.name, settings)
+    system = engine.name + (f":{model}" if model else "")
     report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system)
     total, done = len(cases) * len(conditions), 0
     if progress:
@@ -363,7 +363,7 @@ def run_eval(roles: Sequence[Role], llm: str | Backend = "script", *, settings: 
         for cond in conditions:
             result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
                                 case.reference)
-            bot = ChatHaruhi(role=case.role, llm=backend, settings=settings, embedder=embedder,
+            bot = ChatHaruhi(role=case.role, llm=engine, settings=settings, embedder=embedder,
                              history=list(case.turn.context), user_role=case.turn.user_role,
                              budgets=CONDITIONS[cond].budgets(budgets),
                              exclude_scenes=[case.turn.scene_id])
@@ -399,7 +399,7 @@ def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, setti
     settings = settings or Settings.from_env()
     specs = [s if isinstance(s, SystemSpec) else parse_system(s) for s in systems]
     for spec in specs:
-        backend_info(spec.engine)
+        engine_info(spec.engine)
     reports = []
     for spec in specs:
         progress = progress_for(spec.text) if progress_for else None

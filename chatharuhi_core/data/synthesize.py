@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.backends import Backend, ChatRequest, open_backend, registered
+from ..chat.backends import ChatRequest, Engine, open_engine, registered
 from ..chat.prompt import Exchange
 from ..config import Settings
 from ..embedding import Embedder
@@ -138,7 +138,7 @@ def _addressed(line: str) -> bool:
     return line.rstrip().endswith(("?", "？")) or bool(_SECOND_PERSON.search(line))
 
 
-def generate_questions(role: Role, backend: Backend, wanted: int, seen: set[str], seed: int,
+def generate_questions(role: Role, engine: Engine, wanted: int, seen: set[str], seed: int,
                        embedder: Embedder | None = None) -> list[str]:
     """Ask the engine for new questions until `wanted` new ones (not in `seen`) are found."""
     pairs = seed_pairs(role)
@@ -152,7 +152,7 @@ def generate_questions(role: Role, backend: Backend, wanted: int, seen: set[str]
         examples = rng.sample(pairs, min(SEED_EXAMPLES, len(pairs)))
         request = ChatRequest(messages=question_prompt(role, examples, ASK_PER_ROUND), role=role,
                               user_role=role.user_name, text="", embedder=embedder, plain=True)
-        reply = "".join(backend.stream(request))
+        reply = "".join(engine.stream(request))
         for q in parse_questions(reply, role):
             key = normalize(q)
             if key and key not in seen:
@@ -190,7 +190,7 @@ class SynthesisResult:
 Progress = Callable[[int, int], None]
 
 
-def _questions_for(role: Role, backend: Backend, writes: bool, wanted: int, out: Path, seed: int,
+def _questions_for(role: Role, engine: Engine, writes: bool, wanted: int, out: Path, seed: int,
                    seen: set[str], result: SynthesisResult, embedder: Embedder) -> list[str]:
     """This role's questions: those kept by an earlier run, topped up to `wanted`."""
     kept = [r["question"] for r in read_records(out / QUESTIONS).records if r.get("role") == role.id]
@@ -198,7 +198,7 @@ def _questions_for(role: Role, backend: Backend, writes: bool, wanted: int, out:
     if missing > 0:
         seen |= {normalize(q) for q in kept}
         if writes:
-            new = generate_questions(role, backend, missing, seen, seed, embedder)
+            new = generate_questions(role, engine, missing, seen, seed, embedder)
             origin = "generated"
         else:
             new = corpus_questions(role, missing, seen, seed)
@@ -211,7 +211,7 @@ def _questions_for(role: Role, backend: Backend, writes: bool, wanted: int, out:
     return kept[:wanted]
 
 
-def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", *,
+def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *,
                settings: Settings | None = None, model: str | None = None, base_url: str | None = None,
                api_key: str | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
                progress: Progress | None = None, holdout: HoldOut | None = HoldOut()) -> SynthesisResult:
@@ -225,8 +225,8 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
     settings = settings or Settings.from_env()
     if not roles:
         raise InputError("No roles to synthesize dialogues for.")
-    backend = open_backend(llm, settings, model=model, base_url=base_url, api_key=api_key)
-    writes = _writes(backend)
+    engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
+    writes = _writes(engine)
     out.mkdir(parents=True, exist_ok=True)
     result = SynthesisResult(out)
     if not writes and questions:
@@ -236,7 +236,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
     result.done_before = len(done)
     tasks: list[Task] = []
     seen_tasks: set[tuple[str, str]] = set()
-    probe = ChatHaruhi(role=roles[0], llm=backend, settings=settings)
+    probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings)
     probe.load()
     held: dict[str, set[str]] = {r.id: holdout.scene_ids(r) if holdout else set() for r in roles}
     full = {r.id: r for r in roles}
@@ -246,7 +246,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
         seen = {normalize(t.text) for t in openings}
         role_tasks = openings[:scenes] if scenes is not None else openings
         if questions:
-            qs = _questions_for(role, backend, writes, questions, out, seed, seen, result, probe.embedder)
+            qs = _questions_for(role, engine, writes, questions, out, seed, seen, result, probe.embedder)
             role_tasks += [Task(role, "question", role.user_name, q) for q in qs]
         for t in role_tasks:
             key = (role.id, normalize(t.text))
@@ -262,7 +262,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Backend = "script", 
     try:
         for i, task in enumerate(todo):
             role = full[task.role.id]
-            bot = ChatHaruhi(role=role, llm=backend, settings=settings, embedder=probe.embedder,
+            bot = ChatHaruhi(role=role, llm=engine, settings=settings, embedder=probe.embedder,
                              history=list(task.context), user_role=task.user_role,
                              exclude_scenes=[*held[role.id], *([task.scene_id] if task.scene_id else ())])
             try:
@@ -326,6 +326,6 @@ LLAMAFACTORY_INFO = {
 }
 
 
-def _writes(backend: Backend) -> bool:
-    info = registered(backend)
+def _writes(engine: Engine) -> bool:
+    info = registered(engine)
     return info.writes if info else True  # an engine object of the caller's own: assume it writes

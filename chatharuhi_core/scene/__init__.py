@@ -1,4 +1,5 @@
-"""Scenes with several characters: one shared transcript, each character's own prompt, scenes and view.
+"""Group scenes, several characters and the visitor in one chat: one shared transcript, each character's
+own prompt, retrieved classic scenes and view (cast, order, scene, saved, cli).
 
     from chatharuhi_core.scene import Scene
 """

@@ -59,15 +59,15 @@ def run_scene(args: argparse.Namespace) -> int:
     path = Path(args.session) if args.session else None
     common = dict(model=args.model, base_url=args.base_url, api_key=args.api_key, settings=settings,
                   fold_prompt=args.fold_prompt, seed=args.seed)
-    llm = args.llm or settings.default_backend
+    engine = args.llm or settings.default_engine
     if path is not None and path.exists():
-        scene = Scene.load(path.read_bytes(), llm=llm, **common)
+        scene = Scene.load(path.read_bytes(), llm=engine, **common)
         if args.order:
             scene.state.order = args.order
     else:
         roles = [load_role(r) for r in args.role]
         user = args.user_role or roles[0].user_name
-        scene = Scene(roles, llm=llm, user_role=user, order=args.order or "natural",
+        scene = Scene(roles, llm=engine, user_role=user, order=args.order or "natural",
                       allow_self=args.allow_self, **common)
     scene.check_cast()
     loading = scene.bot(scene.present[0]).loading_message()

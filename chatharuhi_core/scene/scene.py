@@ -17,7 +17,7 @@ import random
 import re
 from collections.abc import Generator, Iterator, Sequence
 
-from ..chat.backends import Backend, ChatRequest, open_backend, registered
+from ..chat.backends import ChatRequest, Engine, open_engine, registered
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
@@ -40,7 +40,7 @@ class Scene:
     def __init__(
         self,
         roles: Sequence[str | Role | ChatHaruhi] = (),
-        llm: str | Backend = "script",
+        llm: str | Engine = "script",
         *,
         user_role: str = "You",
         order: str = "natural",
@@ -58,7 +58,7 @@ class Scene:
         self.settings = settings or Settings.from_env()
         self.embedder = embedder or get_embedder(self.settings.embedder)
         # one engine for the whole cast
-        self.backend: Backend = open_backend(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
+        self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
         self._budgets, self._fold = budgets, fold_prompt
         self.rng = random.Random(seed)
         state = state or SceneState(user_role=user_role, order=order, allow_self=allow_self)
@@ -97,7 +97,7 @@ class Scene:
     def _bot(self, role: Role | ChatHaruhi) -> ChatHaruhi:
         if isinstance(role, ChatHaruhi):
             return role
-        return ChatHaruhi(role=role, llm=self.backend, settings=self.settings, embedder=self.embedder,
+        return ChatHaruhi(role=role, llm=self.engine, settings=self.settings, embedder=self.embedder,
                           budgets=self._budgets, fold_prompt=self._fold)
 
     def add(self, role: str | Role | ChatHaruhi) -> Member:
@@ -173,7 +173,7 @@ class Scene:
 
     @property
     def engine_writes(self) -> bool:
-        info = registered(self.backend)
+        info = registered(self.engine)
         return info.writes if info else True
 
     def responders(self) -> list[Member]:
@@ -205,7 +205,7 @@ class Scene:
         request = ChatRequest(messages=messages, role=self.bot(pool[0]).role, user_role=self.user_role, text="",
                               plain=True)
         try:
-            answer = "".join(self.backend.stream(request)).strip()
+            answer = "".join(self.engine.stream(request)).strip()
         except ChatHaruhiError as exc:
             log.info("director failed, natural order instead: %s", exc)
             return None
@@ -325,7 +325,7 @@ class Scene:
         return dump_scene(self.state)
 
     @classmethod
-    def load(cls, data: bytes | str, llm: str | Backend = "script", **kwargs) -> Scene:
+    def load(cls, data: bytes | str, llm: str | Engine = "script", **kwargs) -> Scene:
         """A saved scene, with the same cast, presence, order and transcript."""
         from .saved import load_scene
 

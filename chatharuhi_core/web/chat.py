@@ -26,7 +26,7 @@ from ..roles.role import Role
 from ..roles.sources import load_role
 from .common import (
     WARNING_MARK,
-    Engine,
+    EnginePanel,
     Throttle,
     correct,
     lang_of,
@@ -145,7 +145,7 @@ def scenes_markdown(conv: Conversation) -> str:
     return "\n\n".join(parts)
 
 
-def make_bot(conv: Conversation, engine: Engine, user_role: str, settings: Settings) -> ChatHaruhi:
+def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: Settings) -> ChatHaruhi:
     """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
     return ChatHaruhi(role=load_role(conv.role_id), user_role=user_role or None, history=conv.history,
                       **engine.kwargs(settings))
@@ -162,7 +162,7 @@ class TurnUpdate:
     status: str = ""  # a line under the chat: loading, or how the reply went
 
 
-def stream_turn(conv: Conversation, text: str, user_role: str, engine: Engine,
+def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePanel,
                 settings: Settings, *, regenerate: bool = False) -> Iterator[TurnUpdate]:
     """Stream one reply. On failure the history stays as it was and the error is one sentence."""
     role = load_role(conv.role_id)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..chat.backends import backend_info
+from ..chat.backends import engine_info
 from ..config import Budgets, Settings
 from ..data.feedback import feedback_record
 from ..errors import UnknownNameError
@@ -76,10 +76,10 @@ def scene_picture_html(path: str, caption: str) -> str:
 
 
 @dataclass(frozen=True)
-class Engine:
+class EnginePanel:
     """The visitor's settings panel, as sent with each event."""
 
-    backend: str = "script"
+    engine: str = "script"
     model: str = ""
     base_url: str = ""
     api_key: str = field(default="", repr=False)
@@ -101,13 +101,13 @@ class Engine:
 
     def kwargs(self, settings: Settings) -> dict:
         """What a ChatHaruhi or a Scene is opened with for this panel."""
-        return dict(llm=backend_info(self.backend).name, **self.options(), budgets=self.budgets(settings),
+        return dict(llm=engine_info(self.engine).name, **self.options(), budgets=self.budgets(settings),
                     settings=settings, fold_prompt=self.folds(settings))
 
 
-def engine_note(backend: str) -> str:
+def engine_note(engine: str) -> str:
     try:
-        info = backend_info(backend)
+        info = engine_info(engine)
     except UnknownNameError as exc:
         return WARNING_MARK + str(exc)
     return f"**{info.label}.** {info.description}"

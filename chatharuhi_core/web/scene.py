@@ -25,7 +25,7 @@ from ..scene.scene import Scene
 from .common import (
     PLACEHOLDER_IMAGE,
     WARNING_MARK,
-    Engine,
+    EnginePanel,
     Throttle,
     correct,
     file_url,
@@ -42,7 +42,7 @@ PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let t
                "· 选两到六个角色，然后说句话，或点「让他们聊」。")
 
 
-def make_scene(state: SceneState, engine: Engine, settings: Settings, seed: int | None = None) -> Scene:
+def make_scene(state: SceneState, engine: EnginePanel, settings: Settings, seed: int | None = None) -> Scene:
     """A Scene for one event, around a copy of the visitor's state."""
     return Scene(seed=seed, state=state.copy(), **engine.kwargs(settings))
 
@@ -248,7 +248,7 @@ def _closing_status(*, answered: bool, planned: bool, turns: int, spoke: int, re
     return status
 
 
-def stream_scene(state: SceneState, engine: Engine, settings: Settings, *, text: str | None = None,
+def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, text: str | None = None,
                  who: str | None = None, turns: int = 0, regenerate: bool = False,
                  seed: int | None = None) -> Iterator[SceneUpdate]:
     """One event of the group-scene tab, streamed: planned, generated line by line, then presented.

@@ -40,7 +40,7 @@ class ChatRequest:
 
 
 @dataclass(frozen=True)
-class BackendOptions:
+class EngineOptions:
     """Per-conversation options; api_key is never logged (repr hides it)."""
 
     model: str | None = None
@@ -50,7 +50,7 @@ class BackendOptions:
     max_tokens: int = 300  # the longest reply asked of a model
 
 
-class Backend(Protocol):
+class Engine(Protocol):
     """Streams the text of a reply, delta by delta. Raises BackendError with a plain sentence.
 
     A backend may also offer (all optional, looked up with getattr):
@@ -69,13 +69,13 @@ Defaults = Callable[["Settings"], dict]
 
 
 @dataclass(frozen=True)
-class BackendInfo:
+class EngineInfo:
     """A registered engine and what its settings panel needs."""
 
     name: str
     label: str
     description: str
-    factory: Callable[[BackendOptions], Backend]
+    factory: Callable[[EngineOptions], Engine]
     uses_model: bool = True  # shows the model field
     uses_server: bool = False  # shows base URL and key
     model_hint: str = ""  # placeholder of the model field
@@ -86,17 +86,17 @@ class BackendInfo:
     suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None  # (label, value) for the model field
 
 
-_REGISTRY: dict[str, BackendInfo] = {}
+_REGISTRY: dict[str, EngineInfo] = {}
 
 
-def register_backend(name: str, label: str, description: str, *, uses_model: bool = True,
+def register_engine(name: str, label: str, description: str, *, uses_model: bool = True,
                      uses_server: bool = False, model_hint: str = "", key_label: str = "API key",
                      defaults: Defaults | None = None, writes: bool = True, budgets: Budgets | None = None,
                      suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None):
     """Class decorator: the class is built with a BackendOptions."""
 
     def wrap(cls):
-        _REGISTRY[name] = BackendInfo(name, label, description, cls, uses_model, uses_server, model_hint,
+        _REGISTRY[name] = EngineInfo(name, label, description, cls, uses_model, uses_server, model_hint,
                                       key_label, defaults, writes, budgets, suggest_models)
         cls.name = name
         return cls
@@ -104,11 +104,11 @@ def register_backend(name: str, label: str, description: str, *, uses_model: boo
     return wrap
 
 
-def backend_names() -> list[str]:
+def engine_names() -> list[str]:
     return list(_REGISTRY)
 
 
-def backend_info(name: str) -> BackendInfo:
+def engine_info(name: str) -> EngineInfo:
     """The registered engine of that name; UnknownNameError (with the known names) otherwise."""
     try:
         return _REGISTRY[name]
@@ -116,9 +116,9 @@ def backend_info(name: str) -> BackendInfo:
         raise UnknownNameError("engine", name, _REGISTRY) from None
 
 
-def registered(backend: Backend) -> BackendInfo | None:
+def registered(engine: Engine) -> EngineInfo | None:
     """The registry's entry for an engine object; None for an engine object of the caller's own."""
-    return _REGISTRY.get(backend.name)
+    return _REGISTRY.get(engine.name)
 
 
 def default_budgets(name: str, settings: Settings) -> Budgets:
@@ -135,22 +135,22 @@ def default_budgets(name: str, settings: Settings) -> Budgets:
     return (info.budgets if info else None) or settings.budgets
 
 
-def create_backend(name: str, options: BackendOptions | None = None) -> Backend:
-    return backend_info(name).factory(options or BackendOptions())
+def create_engine(name: str, options: EngineOptions | None = None) -> Engine:
+    return engine_info(name).factory(options or EngineOptions())
 
 
-def open_backend(engine: str | Backend, settings: Settings, **overrides: str | None) -> Backend:
+def open_engine(engine: str | Engine, settings: Settings, **overrides: str | None) -> Engine:
     """The engine a conversation answers with: a registered name built with what the visitor gave
     (model, base_url, api_key; blanks filled from the operator's settings), or an engine object as it is."""
     if not isinstance(engine, str):
         return engine
-    return create_backend(engine, options_for(engine, settings, **overrides))
+    return create_engine(engine, options_for(engine, settings, **overrides))
 
 
-def options_for(name: str, settings: Settings, **given) -> BackendOptions:
+def options_for(name: str, settings: Settings, **given) -> EngineOptions:
     """What the visitor gave, with blanks filled from the operator's settings for that engine."""
-    info = backend_info(name)
+    info = engine_info(name)
     filled = dict(info.defaults(settings)) if info.defaults else {}
     filled.update({k: v for k, v in given.items() if v not in (None, "")})
     filled.setdefault("timeout_s", settings.timeout_s)
-    return BackendOptions(**filled)
+    return EngineOptions(**filled)

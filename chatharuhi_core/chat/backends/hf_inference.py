@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from ...errors import BackendError
-from .base import BackendOptions, ChatRequest, register_backend
+from ...errors import EngineError
+from .base import ChatRequest, EngineOptions, register_engine
 from .openai_compat import CUT_MESSAGE, ChunkReader, bad_request
 
 log = logging.getLogger(__name__)
@@ -31,41 +31,41 @@ def _http_errors(kind: str) -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-def translate_error(exc: BaseException, options: BackendOptions) -> BackendError:
+def translate_error(exc: BaseException, options: EngineOptions) -> EngineError:
     """Map huggingface_hub and transport errors to a sentence a visitor understands."""
     from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, OfflineModeIsEnabled
 
     where = options.base_url or "Hugging Face Inference"
     model = options.model or DEFAULT_MODEL
     if isinstance(exc, OfflineModeIsEnabled):  # huggingface_hub then refuses every URL, loopback too
-        return BackendError("Hugging Face Inference is switched off here (HF_HUB_OFFLINE is set). For a TGI or "
+        return EngineError("Hugging Face Inference is switched off here (HF_HUB_OFFLINE is set). For a TGI or "
                             "llama.cpp server at a URL, choose the OpenAI-compatible engine: they speak its API.")
     if isinstance(exc, (InferenceTimeoutError, *_http_errors("TimeoutException"))):
-        return BackendError(f"{where} did not answer within {options.timeout_s:g} seconds.")
+        return EngineError(f"{where} did not answer within {options.timeout_s:g} seconds.")
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
         code = exc.response.status_code
         if code == 401:
-            return BackendError("Hugging Face refused the token (401). Check the HF token in Settings.")
+            return EngineError("Hugging Face refused the token (401). Check the HF token in Settings.")
         if code == 403:
-            return BackendError(f"This token may not use {model} (403).")
+            return EngineError(f"This token may not use {model} (403).")
         if code == 404:
-            return BackendError(f"{where} has no model named '{model}' (404). Check the model id.")
+            return EngineError(f"{where} has no model named '{model}' (404). Check the model id.")
         if code == 429:
-            return BackendError("Hugging Face Inference is busy or the quota is used up (429). "
+            return EngineError("Hugging Face Inference is busy or the quota is used up (429). "
                                 "Wait a moment and try again.")
         if code == 400:
             return bad_request(_hf_message(exc))
         if code in (413, 422):
-            return BackendError(f"{where} rejected the request ({code}): the conversation may be too long "
+            return EngineError(f"{where} rejected the request ({code}): the conversation may be too long "
                                 "for the model, or the model may not chat.")
         if code >= 500:
-            return BackendError(f"{where} failed ({code}). The model may be loading; try again in a moment.")
-        return BackendError(f"{where} answered with an error ({code}).")
+            return EngineError(f"{where} failed ({code}). The model may be loading; try again in a moment.")
+        return EngineError(f"{where} answered with an error ({code}).")
     if isinstance(exc, _http_errors("ConnectError")):
-        return BackendError(f"Could not reach {where}. Is it running, and is the URL right?")
+        return EngineError(f"Could not reach {where}. Is it running, and is the URL right?")
     if isinstance(exc, _http_errors("HTTPError")):
-        return BackendError(CUT_MESSAGE)
-    return BackendError(f"{where} gave an unexpected answer ({type(exc).__name__}).")
+        return EngineError(CUT_MESSAGE)
+    return EngineError(f"{where} gave an unexpected answer ({type(exc).__name__}).")
 
 
 def _hf_message(exc) -> str:
@@ -82,18 +82,18 @@ def _defaults(settings) -> dict:
     return {"api_key": settings.hf_token}
 
 
-@register_backend(
+@register_engine(
     "hf",
     "Hugging Face Inference",
     "A chat model on the Hugging Face Hub through Inference Providers (needs an HF token), or the URL of an "
     "Inference Endpoint or a TGI server.",
     uses_server=True, model_hint=DEFAULT_MODEL, key_label="HF token", defaults=_defaults,
 )
-class HFInferenceBackend:
+class HFInferenceEngine:
     name = "hf"
 
-    def __init__(self, options: BackendOptions | None = None):
-        self.options = options or BackendOptions()
+    def __init__(self, options: EngineOptions | None = None):
+        self.options = options or EngineOptions()
 
     def model_label(self) -> str:
         return self.options.model or DEFAULT_MODEL
@@ -103,7 +103,7 @@ class HFInferenceBackend:
 
         o = self.options
         if not o.base_url and not o.api_key:
-            raise BackendError("No HF token: enter one in Settings (or set HF_TOKEN), or choose the offline engine.")
+            raise EngineError("No HF token: enter one in Settings (or set HF_TOKEN), or choose the offline engine.")
         return InferenceClient(base_url=o.base_url or None, token=o.api_key or None, timeout=o.timeout_s)
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
@@ -114,12 +114,12 @@ class HFInferenceBackend:
             with client:
                 yield from reader.deltas(client.chat_completion(request.messages, model=model, stream=True,
                                                                 max_tokens=self.options.max_tokens))
-        except BackendError:
+        except EngineError:
             raise
         except Exception as exc:
             log.info("hf backend failed: %s", type(exc).__name__)
             if reader.started and isinstance(exc, _http_errors("TransportError")):
-                raise BackendError(CUT_MESSAGE) from None
+                raise EngineError(CUT_MESSAGE) from None
             raise translate_error(exc, self.options) from None
         if not reader.finished:
-            raise BackendError(CUT_MESSAGE)
+            raise EngineError(CUT_MESSAGE)

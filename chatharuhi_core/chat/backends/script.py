@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterator
 
 from ...embedding import cosine
-from ...errors import BackendError
+from ...errors import EngineError
 from ...roles.lines import parse_scene_lines
-from .base import BackendOptions, ChatRequest, register_backend
+from .base import ChatRequest, EngineOptions, register_engine
 
 CHUNK_CHARS = 3
 CHUNK_DELAY_S = 0.012
@@ -74,7 +74,7 @@ def choose_line(request: ChatRequest) -> str:
     return request.role.greeting or "……"
 
 
-@register_backend(
+@register_engine(
     "script",
     "Offline: quote the script",
     "No language model. The character answers with its own line from the original scenes that "
@@ -82,15 +82,15 @@ def choose_line(request: ChatRequest) -> str:
     uses_model=False,
     writes=False,
 )
-class ScriptBackend:
+class ScriptEngine:
     name = "script"
 
-    def __init__(self, options: BackendOptions | None = None):
-        self.options = options or BackendOptions()
+    def __init__(self, options: EngineOptions | None = None):
+        self.options = options or EngineOptions()
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
         if request.plain:
-            raise BackendError("The offline script engine only quotes the character's lines; "
+            raise EngineError("The offline script engine only quotes the character's lines; "
                                "it cannot write new text. Pick a model engine for this.")
         line = choose_line(request)
         for i in range(0, len(line), CHUNK_CHARS):
