@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import UnknownNameError
+from .errors import look_up
 
 DEFAULT_EMBEDDER = "use-multilingual-v3"
 
@@ -54,9 +54,7 @@ def get_embedder(name: str | None = None) -> Embedder:
     name = name or DEFAULT_EMBEDDER
     with _LOCK:
         if name not in _INSTANCES:
-            if name not in _FACTORIES:
-                raise UnknownNameError("embedder", name, available_embedders())
-            _INSTANCES[name] = _FACTORIES[name]()
+            _INSTANCES[name] = look_up(_FACTORIES, "embedder", name)()
         return _INSTANCES[name]
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class ChatHaruhiError(Exception):
@@ -46,6 +49,14 @@ class UnknownNameError(ChatHaruhiError):
     def __init__(self, kind: str, name: str, known: Iterable[str]):
         self.kind, self.name, self.known = kind, name, list(known)
         super().__init__(f"Unknown {kind} '{name}'. Known {kind}s: {', '.join(self.known)}.")
+
+
+def look_up(registry: Mapping[str, T], kind: str, name: str) -> T:
+    """`registry[name]`, or UnknownNameError naming the `kind` and what the registry holds."""
+    try:
+        return registry[name]
+    except KeyError:
+        raise UnknownNameError(kind, name, registry) from None
 
 
 class HubError(ChatHaruhiError):

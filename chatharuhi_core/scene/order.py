@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..errors import UnknownNameError
+from ..errors import look_up
 from .cast import Line, Member, mention_at
 
 
@@ -166,7 +166,4 @@ def order_names() -> list[str]:
 
 
 def get_order(name: str) -> Order:
-    try:
-        return ORDERS[name]
-    except KeyError:
-        raise UnknownNameError("order", name, ORDERS) from None
+    return look_up(ORDERS, "order", name)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ...errors import UnknownNameError
+from ...errors import look_up
 from ..prompt import Exchange
 
 if TYPE_CHECKING:
@@ -110,10 +110,7 @@ def engine_names() -> list[str]:
 
 def engine_info(name: str) -> EngineInfo:
     """The registered engine of that name; UnknownNameError (with the known names) otherwise."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownNameError("engine", name, _REGISTRY) from None
+    return look_up(_REGISTRY, "engine", name)
 
 
 def registered(engine: Engine) -> EngineInfo | None:
