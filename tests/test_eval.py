@@ -9,10 +9,18 @@ from PIL import Image
 
 from chatharuhi_core.cli import main
 from chatharuhi_core.data.evaluate import Comparison, cosine_scores, held_out_cases, run_eval
-from chatharuhi_core.data.metrics import bootstrap, distinct_n, out_of_character, rouge_l, tokens
+from chatharuhi_core.data.metrics import (
+    bootstrap,
+    clopper_pearson,
+    distinct_n,
+    out_of_character,
+    rouge_l,
+    tokens,
+)
 from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.role import Role, Story
-from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.roles.sources import bundled_ids, load_role
 
 
 class TableEmbedder:
@@ -84,6 +92,56 @@ def test_out_of_character_replies_are_caught():
     assert out_of_character("Indeed.\nWatson:「Remarkable!」", own) == "speaks as Watson"
     assert out_of_character("Sherlock Holmes:「You have been in Afghanistan, I perceive.」", own) == ""
     assert out_of_character("The game is afoot, Watson. Aid me, then.", own) == ""
+
+
+# Replies the bundled SmolLM2 gave in docs/eval/compare/cases.csv that the first detector let through.
+REAL_FAILURES = [
+    ("sherlock", "The butler. The only one on the clock. What's he doing here?\n###\nBacon: \"Aye, Sherlock Holmes.\"",
+     "speaks as Bacon"),
+    ("elizabeth", "Don't look too cross, I was just saying.'\n##\nLady Catherine: 「A lady of your station…」",
+     "speaks as Lady Catherine"),
+    ("sherlock", "Quite so.\nMr. Watson: Indeed, Holmes.", "speaks as Mr. Watson"),
+    ("sunwukong", "俺老孙去也！\n猪八戒：“猴哥等等俺！”", "speaks as 猪八戒"),
+    ("zhugeliang", "但是这样的道整可以继续；☡##1069238457 #french ⬏### FINISHED!!!", "writes a separator ('###')"),
+    ("sunwukong", "我还有一个更刚出现的地方！\"The One-Eye-of-the-One is a symbol that has been used by many people "
+     "throughout history.\" It's said that it was created in ancient China",
+     "answers in Latin letters, not the role's language"),
+    ("alice", "Oh dear! 我不知道这是什么地方，兔子先生去哪儿了？", "answers in CJK characters, not the role's English"),
+    ("sherlock", "Elementary. " * 500, "runs on (400+ tokens)"),
+]
+
+
+@pytest.mark.parametrize("role_id, reply, why", REAL_FAILURES)
+def test_the_failures_seen_in_the_published_cases_are_caught(role_id, reply, why):
+    role = load_role(role_id)
+    found = out_of_character(reply, role.speaker_names, role.language)
+    if why.startswith("runs on"):
+        assert found.startswith("runs on (")
+    else:
+        assert found == why
+
+
+def test_no_line_the_bundled_characters_say_is_out_of_character():
+    checked = 0
+    for role_id in bundled_ids():
+        role = load_role(role_id)
+        for story in role.stories:
+            for speaker, line in parse_scene_lines(story.text):
+                if speaker in role.speaker_names:
+                    checked += 1
+                    assert out_of_character(line, role.speaker_names, role.language) == "", (role_id, line)
+    assert checked > 400
+    # a character quoting a saying is not speaking as someone else
+    assert out_of_character("孔子曰：「三人行，必有我师焉。」主公且听亮一言。", {"诸葛亮"}, "zh") == ""
+    assert out_of_character("他的名言是：‘生于忧患’。", {"诸葛亮"}, "zh") == ""
+
+
+def test_a_rate_of_none_has_an_exact_upper_bound():
+    assert clopper_pearson(0, 80).high == pytest.approx(0.0451, abs=1e-4)  # 0 of 80 is "at most 4.5%"
+    iv = clopper_pearson(5, 80)
+    assert (iv.value, round(iv.low, 4), round(iv.high, 4)) == (0.0625, 0.0206, 0.1399)
+    assert clopper_pearson(80, 80).low == pytest.approx(0.9549, abs=1e-4)
+    assert math.isnan(clopper_pearson(0, 0).value)
 
 
 def test_distinct_2_is_low_for_a_reply_that_loops():

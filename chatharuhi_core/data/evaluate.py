@@ -30,7 +30,7 @@ from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
 from .holdout import MIN_REPLY_TOKENS, Case, HoldOut
-from .metrics import Interval, bootstrap, distinct_n, out_of_character, rouge_l
+from .metrics import Interval, bootstrap, clopper_pearson, distinct_n, out_of_character, rouge_l
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +148,13 @@ class Report:
                 and not r.error]
 
     def interval(self, metric: str, condition: str, role_id: str | None = None) -> Interval:
-        """Mean of a per-case metric with its 95% bootstrap interval."""
-        return bootstrap([getattr(r, metric) for r in self._pick(condition, role_id)])
+        """Mean of a per-case metric with its 95% bootstrap interval; the out-of-character rate with its
+        exact binomial interval (a bootstrap of 0 of 80 would say [0%, 0%])."""
+        values = [getattr(r, metric) for r in self._pick(condition, role_id)]
+        if metric == "ooc":
+            scored = [v for v in values if not math.isnan(v)]
+            return clopper_pearson(int(sum(scored)), len(scored))
+        return bootstrap(values)
 
     def wins(self, role_id: str | None = None) -> tuple[int, int]:
         """(cases where the last condition beat the first on cosine, cases scored under both)."""
@@ -205,9 +210,10 @@ class Comparison:
                  f"Held-out scenes (removed from retrieval): the reply is compared with the character's original "
                  f"line. cosine: sentence-embedding similarity ({scorer}), the paper's metric; ROUGE-L: F1 of the "
                  "longest common subsequence (Chinese by character, other text by word), RoleBench's; out of "
-                 "character: replies that speak as an AI or model or run into another speaker's line (lower is "
-                 "better); distinct-2: unique word pairs over all word pairs of a reply (low: the reply loops). "
-                 "Each figure is a mean with its 95% bootstrap interval.", "",
+                 "character: replies that speak as an AI or model, run into another speaker's line, write a "
+                 "separator, answer in the wrong language or run on (lower is better; exact Clopper-Pearson "
+                 "interval); distinct-2: unique word pairs over all word pairs of a reply (low: the reply loops). "
+                 "Each other figure is a mean with its 95% bootstrap interval.", "",
                  "## Overall", "",
                  "| system | prompt | cases | cosine | ROUGE-L | out of character | distinct-2 |",
                  "|---|---|---:|---:|---:|---:|---:|"]
@@ -215,7 +221,7 @@ class Comparison:
             for c in rep.conditions:
                 n = len(rep._pick(c, None))
                 cells = [rep.label, CONDITIONS[c].label, str(n), rep.interval("cosine", c).text(),
-                         rep.interval("rouge_l", c).text(), rep.interval("ooc", c).text("{:.0%}"),
+                         rep.interval("rouge_l", c).text(), rep.interval("ooc", c).text("{:.1%}"),
                          rep.interval("distinct_2", c).text()]
                 lines.append("| " + " | ".join(cells) + " |")
         for metric in ("cosine", "rouge_l"):
@@ -371,7 +377,7 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
                 said = bot.answer(case.turn.text, role=case.turn.user_role)
                 result.reply = said.text
                 report.model = report.model or bot.model_label
-                result.ooc_reason = out_of_character(said.raw, case.role.speaker_names)
+                result.ooc_reason = out_of_character(said.raw, case.role.speaker_names, case.role.language)
             except ChatHaruhiError as exc:
                 result.error = str(exc)
             report.results.append(result)

@@ -3,8 +3,10 @@
 - ROUGE-L F1 against the original line (RoleBench/RoleLLM's metric): the longest common
   subsequence of tokens, where Chinese, Japanese and Korean text counts character by character and
   other text word by word, so a Chinese reply is not one giant "word".
-- Out of character: the reply speaks as an AI, assistant or language model, or runs on into
-  another speaker's line (the model writing the visitor's part, or a third person's).
+- Out of character: the reply speaks as an AI, assistant or language model, runs on into another
+  speaker's line (the model writing the visitor's part, or a third person's), writes a markdown or scene
+  separator, answers in the wrong language for the role, or runs on far past a line's length. A rate of
+  such replies carries an exact (Clopper-Pearson) interval, so that 0 of 80 reads "at most 4.5%".
 - distinct-2: unique bigrams over all bigrams of a set of replies; low means the model repeats itself.
 - A 95% bootstrap interval for any of them, so that a difference can be told from noise.
 """
@@ -61,18 +63,73 @@ _AS_A_MODEL = re.compile(
     r"|我(只)?是(一个|一名)?(人工智能|AI|ai|语言模型|(AI|智能)?助手|聊天机器人)",
     re.IGNORECASE,
 )
-_SPEAKER_START = re.compile(r"(?:^|\n)\s*([^\s:：「」\n]{1,24})\s*[:：]\s*「")
+_QUOTE_OPEN = "「『“\"'‘"
+_LATIN_NAME = r"[A-Z][\w.'’-]*(?:[ \t]+[A-Z][\w.'’-]*){0,3}"
+_CJK_NAME = rf"[{_CJK}·]{{1,8}}"
+# a speaker tag at a line's start: a Latin or CJK name, an ASCII or full-width colon, then an opening quote
+_TAG_QUOTED = re.compile(rf"^[ \t]*(?:\*\*)?({_LATIN_NAME}|{_CJK_NAME})(?:\*\*)?[ \t]*[:：][ \t]*[{_QUOTE_OPEN}]", re.M)
+# ...or a capitalised Latin name and a colon with no quote, on any line but the first (the line itself may be
+# the character's "Elementary: …"; a later one is a script the model is writing on)
+_TAG_BARE = re.compile(rf"\n[ \t]*(?:\*\*)?({_LATIN_NAME})(?:\*\*)?[ \t]*[:：][ \t]*\S")
+# a line that is only a markdown rule or heading marks, or the scene separator of the prompt (###)
+_SEPARATOR = re.compile(r"^\s*(?:#{2,}|-{3,}|\*{3,}|_{3,}|={3,})\s*$|#{3,}", re.M)
+_LATIN_LETTER = re.compile(r"[A-Za-z]")
+_CJK_LETTER = re.compile(rf"[{_CJK}]")
+RUNAWAY_TOKENS = 400  # a character's line, not a chapter: more tokens than this is a model running on
 
 
-def out_of_character(raw: str, speakers: Iterable[str]) -> str:
-    """Why a reply breaks character ("" when it does not); `raw` is the model's text before clean-up."""
-    m = _AS_A_MODEL.search(raw or "")
+def _quoting(name: str, quote: str) -> bool:
+    """A character quoting a saying in its own line, not a tag: `孔子曰：「…」`, `他的名言是：‘…’`."""
+    return bool(_CJK_LETTER.match(name)) and (quote in "‘'" or name[-1] in "曰说道云是讲问答")
+
+
+def language_share(text: str) -> float:
+    """The share of CJK characters among CJK characters and Latin letters (NaN when there are neither)."""
+    cjk, latin = len(_CJK_LETTER.findall(text or "")), len(_LATIN_LETTER.findall(text or ""))
+    return cjk / (cjk + latin) if cjk + latin else math.nan
+
+
+def wrong_language(text: str, language: str) -> str:
+    """Why a reply is not in the role's language ("" when it is): a Chinese role answering mostly in Latin
+    letters, or an English one with a fifth or more CJK characters."""
+    share = language_share(text)
+    if math.isnan(share) or not language:
+        return ""
+    if language.lower().startswith(("zh", "ja", "ko")) and share < 0.5:
+        return "answers in Latin letters, not the role's language"
+    if language.lower().startswith("en") and share >= 0.2:
+        return "answers in CJK characters, not the role's English"
+    return ""
+
+
+def out_of_character(raw: str, speakers: Iterable[str], language: str = "") -> str:
+    """Why a reply breaks character ("" when it does not); `raw` is the model's text before clean-up.
+
+    Checked in turn: speaking as an AI or assistant (English and Chinese); a line that opens with another
+    speaker's tag (Latin names of up to four words and CJK names; 「」, “”, "" or none; ASCII or full-width
+    colon); a markdown rule or the prompt's scene separator; a reply in the wrong language for the role
+    (`language`, e.g. "zh" or "en"; skipped when empty); a runaway length.
+    """
+    text = raw or ""
+    m = _AS_A_MODEL.search(text)
     if m:
         return f"speaks as a model ({m.group(0)!r})"
-    own = set(speakers)
-    for m in _SPEAKER_START.finditer(raw or ""):
-        if m.group(1) not in own:
-            return f"speaks as {m.group(1)}"
+    own = {name.casefold() for name in speakers}
+    for pattern in (_TAG_QUOTED, _TAG_BARE):
+        for m in pattern.finditer(text):
+            name = m.group(1).strip()
+            if name.casefold() in own or _quoting(name, m.group(0)[-1]):
+                continue
+            return f"speaks as {name}"
+    m = _SEPARATOR.search(text)
+    if m:
+        return f"writes a separator ({m.group(0).strip()!r})"
+    reason = wrong_language(text, language)
+    if reason:
+        return reason
+    count = len(tokens(text))
+    if count > RUNAWAY_TOKENS:
+        return f"runs on ({count} tokens)"
     return ""
 
 
@@ -104,6 +161,37 @@ class Interval:
 
 
 NAN_INTERVAL = Interval(0, math.nan, math.nan, math.nan)
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p), summed in logs so that n in the thousands stays exact enough."""
+    if p <= 0:
+        return 1.0
+    if p >= 1:
+        return 1.0 if k >= n else 0.0
+    lp, lq = math.log(p), math.log1p(-p)
+    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
+            for i in range(k + 1)]
+    top = max(logs)
+    return min(1.0, math.exp(top) * sum(math.exp(x - top) for x in logs))
+
+
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> Interval:
+    """The exact binomial interval of a rate of k in n: never [0, 0] for 0 of n (0 of 80: at most 4.5%)."""
+    if n <= 0:
+        return NAN_INTERVAL
+    tail = (1 - confidence) / 2
+
+    def solve(f: Callable[[float], float]) -> float:  # f rises from below 0 to above 0 on [0, 1]
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+        return (lo + hi) / 2
+
+    low = 0.0 if k == 0 else solve(lambda p: (1 - tail) - _binomial_cdf(k - 1, n, p))
+    high = 1.0 if k == n else solve(lambda p: tail - _binomial_cdf(k, n, p))
+    return Interval(n, k / n, low, high)
 BOOTSTRAP_SAMPLES = 1000
 
 
