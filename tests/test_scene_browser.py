@@ -4,6 +4,7 @@ import time
 
 import pytest
 from conftest import ARTIFACTS
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import browser  # noqa: F401  (the module's browser fixture)
 from test_engines import lines_of
 
@@ -14,11 +15,20 @@ def cast_scene(page, names):
     """Add characters to the scene by typing their names in the cast picker (the Scene tab is open)."""
     box = page.locator("#scene-cast input")
     for name in names:
-        box.click()
-        box.fill(name)
-        time.sleep(0.3)
-        page.keyboard.press("Enter")  # the first match: the bundled role
-        page.wait_for_selector(f"#scene-present li:has-text('{name}')", timeout=30_000)
+        present = page.locator(f"#scene-present li:has-text('{name}')").first
+        for _ in range(3):  # on a busy machine the list's choices may still be arriving when Enter is pressed
+            box.click()
+            box.fill(name)
+            time.sleep(0.3)
+            page.keyboard.press("Enter")  # the first match: the bundled role
+            try:
+                present.wait_for(timeout=10_000)
+                break
+            except PlaywrightTimeout:
+                if page.locator(f"#scene-cast .token:has-text('{name}')").count():
+                    break  # picked, the cast line is slow: pressing Enter again would take it out
+                page.keyboard.press("Escape")
+        present.wait_for(timeout=30_000)
     page.keyboard.press("Escape")
 
 
@@ -27,6 +37,7 @@ def open_scene(context, url, names, user_role=None):
     page.set_viewport_size({"width": 1366, "height": 900})
     page.goto(url)
     page.wait_for_selector("#chat .message", timeout=60_000)
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
     page.get_by_role("tab", name="Scene · 群戏").click()
     cast_scene(page, names)
     if user_role:
