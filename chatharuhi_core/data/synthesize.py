@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.backends import ChatRequest, Engine, open_engine, registered
+from ..chat.backends import ChatRequest, Engine, open_engine, writes
 from ..chat.prompt import Exchange
 from ..config import Settings
 from ..embedding import Embedder
@@ -190,14 +190,14 @@ class SynthesisResult:
 Progress = Callable[[int, int], None]
 
 
-def _questions_for(role: Role, engine: Engine, writes: bool, wanted: int, out: Path, seed: int,
+def _questions_for(role: Role, engine: Engine, can_write: bool, wanted: int, out: Path, seed: int,
                    seen: set[str], result: SynthesisResult, embedder: Embedder) -> list[str]:
     """This role's questions: those kept by an earlier run, topped up to `wanted`."""
     kept = [r["question"] for r in read_records(out / QUESTIONS).records if r.get("role") == role.id]
     missing = wanted - len(kept)
     if missing > 0:
         seen |= {normalize(q) for q in kept}
-        if writes:
+        if can_write:
             new = generate_questions(role, engine, missing, seen, seed, embedder)
             origin = "generated"
         else:
@@ -226,10 +226,10 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
     if not roles:
         raise InputError("No roles to synthesize dialogues for.")
     engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
-    writes = _writes(engine)
+    can_write = writes(engine)
     out.mkdir(parents=True, exist_ok=True)
     result = SynthesisResult(out)
-    if not writes and questions:
+    if not can_write and questions:
         result.notes.append("The script engine cannot write new questions; the questions come "
                             "from the scenes' later cues and the roles' example questions.")
     done = {r["id"] for r in read_records(out / DIALOGUES).records if "id" in r}
@@ -246,7 +246,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
         seen = {normalize(t.text) for t in openings}
         role_tasks = openings[:scenes] if scenes is not None else openings
         if questions:
-            qs = _questions_for(role, engine, writes, questions, out, seed, seen, result, probe.embedder)
+            qs = _questions_for(role, engine, can_write, questions, out, seed, seen, result, probe.embedder)
             role_tasks += [Task(role, "question", role.user_name, q) for q in qs]
         for t in role_tasks:
             key = (role.id, normalize(t.text))
@@ -324,8 +324,3 @@ LLAMAFACTORY_INFO = {
                  "system_tag": "system"},
     },
 }
-
-
-def _writes(engine: Engine) -> bool:
-    info = registered(engine)
-    return info.writes if info else True  # an engine object of the caller's own: assume it writes

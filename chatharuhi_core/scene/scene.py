@@ -17,7 +17,7 @@ import random
 import re
 from collections.abc import Generator, Iterator, Sequence
 
-from ..chat.backends import ChatRequest, Engine, open_engine, registered
+from ..chat.backends import ChatRequest, Engine, open_engine, writes
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
@@ -173,8 +173,7 @@ class Scene:
 
     @property
     def engine_writes(self) -> bool:
-        info = registered(self.engine)
-        return info.writes if info else True
+        return writes(self.engine)
 
     def responders(self) -> list[Member]:
         """Who answers the visitor's last line, in turn, by the scene's order (none in manual order)."""

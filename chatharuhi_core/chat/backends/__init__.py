@@ -20,6 +20,7 @@ from .base import (
     options_for,
     register_engine,
     registered,
+    writes,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "options_for",
     "register_engine",
     "registered",
+    "writes",
 ]

@@ -118,6 +118,13 @@ def registered(engine: Engine) -> EngineInfo | None:
     return _REGISTRY.get(engine.name)
 
 
+def writes(engine: Engine) -> bool:
+    """Whether the engine can write new text (the script engine only quotes); an engine object of the
+    caller's own is assumed to write."""
+    info = registered(engine)
+    return info.writes if info else True
+
+
 def default_budgets(name: str, settings: Settings) -> Budgets:
     """The budgets a conversation with this engine starts from.
 
