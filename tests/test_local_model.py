@@ -1,5 +1,6 @@
-"""The local transformers engine: the bundled SmolLM2 GGUF, a model folder, a Hub id read from a
-Hugging Face cache laid out here, streaming, stopping, timeouts and plain-sentence failures."""
+"""The local engine: the bundled SmolLM2 GGUF (run by llama.cpp), the same file and a model folder or a
+Hub id read from a Hugging Face cache laid out here (run by transformers), streaming, stopping, timeouts
+and plain-sentence failures. tests/test_local_llamacpp.py has what is particular to llama.cpp."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def smol(settings):
     return local_model.load_model(bot.engine.spec)
 
 
+@pytest.fixture(scope="module")
+def smol_hf(settings):
+    """The same file run by transformers (the runtime finetune trains and a GPU uses)."""
+    return local_model.load_model(local_model.bundled_spec(), "cpu", "transformers")
+
+
 def test_model_names_resolve(smollm2_gguf, tmp_path):
     assert resolve_model("") == ModelSpec(str(smollm2_gguf.parent), smollm2_gguf.name,
                                           label="SmolLM2-135M-Instruct")
@@ -51,7 +58,7 @@ def test_bundled_model_answers_in_english_and_streams(settings, smol):
     letters = [c for c in reply if c.isalpha()]
     assert len(letters) > 10 and sum(c.isascii() for c in letters) / len(letters) > 0.95  # English
     stats = streaming.reply.stats
-    assert stats.engine == "Local model (transformers)" and stats.model == "SmolLM2-135M-Instruct (cpu)"
+    assert stats.engine == "Local model" and stats.model == "SmolLM2-135M-Instruct (llama.cpp, cpu)"
     assert 0 < stats.first_token_s <= stats.total_s and stats.tokens_per_s > 0
     assert stats.tokens == smol.count_tokens(reply)  # counted with the model's own tokenizer
 
@@ -75,14 +82,28 @@ def test_the_engine_brings_budgets_sized_to_a_small_model(settings, smol):
     assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings.with_(budgets=mine)).budgets == mine
 
 
-def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol):
-    """The cached keys and values of the system prompt, then the rest: the same logits as the whole prompt."""
+def test_transformers_runs_the_same_file_when_asked(settings, smol_hf, monkeypatch):
+    monkeypatch.setenv("CHATHARUHI_LOCAL_RUNTIME", "transformers")
+    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    assert bot.engine.load() is smol_hf and smol_hf.runtime == "transformers"
+    said = bot.answer("Who are you?")
+    letters = [c for c in said.text if c.isalpha()]
+    assert len(letters) > 10 and sum(c.isascii() for c in letters) / len(letters) > 0.95  # English
+    assert said.stats.model == "SmolLM2-135M-Instruct (transformers, cpu)"
+
+
+def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol_hf):
+    """transformers: the cached keys and values of the system prompt, then the rest, give the same logits as
+    the whole prompt. (llama.cpp reuses the longest cached prefix itself: tests/test_local_llamacpp.py.)"""
     import torch
 
+    from chatharuhi_core.chat.backends.local_transformers import TRANSFORMERS
+
+    smol = smol_hf
     bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=settings)
     messages = bot.prepare("你的金箍棒有多重？").messages
-    bot.engine._inputs(smol, messages, "孙悟空")  # the first turn with this role fills the cache
-    enc, cache = bot.engine._inputs(smol, messages, "孙悟空")
+    TRANSFORMERS.inputs(smol, messages, "孙悟空:「")  # the first turn with this role fills the cache
+    enc, cache = TRANSFORMERS.inputs(smol, messages, "孙悟空:「")
     assert cache is not None
     cached = cache.get_seq_length()
     assert 0 < cached < enc["input_ids"].shape[1]
@@ -94,7 +115,7 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol):
                           past_key_values=cache).logits[0, -1]
     assert torch.allclose(whole, rest, atol=1e-3)
     assert int(whole.argmax()) == int(rest.argmax())
-    _, again = bot.engine._inputs(smol, messages, "孙悟空")
+    _, again = TRANSFORMERS.inputs(smol, messages, "孙悟空:「")
     assert again.get_seq_length() == cached  # every reply gets a fresh copy; the shared one is untouched
 
 
@@ -143,13 +164,13 @@ def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, mo
     bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings, budgets=budgets)
     said = bot.answer("Hi")
     assert said.text  # random weights: any text, but it streams through the same path
-    assert said.stats.model == f"{folder.name} (cpu)"
+    assert said.stats.model == f"{folder.name} (transformers, cpu)"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     hub_bot = ChatHaruhi(role_name="sherlock", llm="local", model=TINY_LLAMA, settings=settings,
                          budgets=budgets)
     said = hub_bot.answer("Hi")
-    assert said.text and said.stats.model == "chatharuhi-llama (cpu)"
+    assert said.text and said.stats.model == "chatharuhi-llama (transformers, cpu)"
     missing = ChatHaruhi(role_name="sherlock", llm="local", model="test-org/not-cached", settings=settings)
     start = time.monotonic()
     with pytest.raises(EngineError, match="not in the local Hugging Face cache"):

