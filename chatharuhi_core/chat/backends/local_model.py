@@ -25,8 +25,6 @@ from pathlib import Path
 from ...config import Budgets
 from ...errors import EngineError
 from ...roles.lines import format_reply
-from . import local_llamacpp as _llamacpp  # noqa: F401  (registers "llama.cpp" first: preferred for GGUF)
-from . import local_transformers as _transformers  # noqa: F401  (registers "transformers")
 from .base import ChatRequest, EngineOptions, register_engine
 from .local_runtime import (
     BUNDLED_LABEL,
@@ -38,7 +36,11 @@ from .local_runtime import (
     choose_runtime,
     runtime_named,
 )
-from .local_transformers import read_model  # noqa: F401  (finetune's reader, re-exported)
+
+# isort: off
+from .local_llamacpp import LLAMA_CPP  # noqa: F401  (registers "llama.cpp" first: preferred for GGUF files)
+from .local_transformers import TRANSFORMERS, read_model  # noqa: F401  (registers "transformers"; finetune's reader)
+# isort: on
 
 log = logging.getLogger(__name__)
 
