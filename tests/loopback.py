@@ -90,15 +90,18 @@ def gradio_app(cache: Path | None, script: str = "app.py", log: Path | None = No
 
 
 @contextmanager
-def llama_server(gguf: Path, log: Path | None = None, threads: int | None = None) -> Iterator[str]:
-    """llama-cpp-python's server (built by scripts/setup-llama-server.sh) serving gguf as "smollm2";
-    yields its base URL, ending in /v1."""
+def llama_server(gguf: Path, log: Path | None = None, threads: int | None = None,
+                 lora: Path | None = None) -> Iterator[str]:
+    """llama-cpp-python's server (built by scripts/setup-llama-server.sh) serving gguf as "smollm2", with a
+    llama.cpp LoRA file on top when given; yields its base URL, ending in /v1."""
     if not LLAMA_PYTHON.exists():
         raise RuntimeError("No .venv-llama: run `bash scripts/setup-llama-server.sh` (scripts/test.sh does).")
     port = free_port()
     cmd = [str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2",
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
     if threads:
-        cmd += ["--n_threads", str(threads)]
+        cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
+    if lora:
+        cmd += ["--lora_path", str(lora)]
     with running(cmd, f"http://127.0.0.1:{port}/v1/models", log=log):
         yield f"http://127.0.0.1:{port}/v1"

@@ -5,6 +5,7 @@ the model the way the adapter moves transformers' copy, and bad files get a sent
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -12,12 +13,13 @@ import pytest
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.backends import local_model
-from chatharuhi_core.chat.backends.gguf_lora import lora_for
-from chatharuhi_core.chat.backends.local_llamacpp import LLAMA_CPP
+from chatharuhi_core.chat.backends.gguf_lora import lora_for, merged_for
+from chatharuhi_core.chat.backends.local_llamacpp import LLAMA_CPP, LlamaHandle, prefill_copy, read_prompt
 from chatharuhi_core.chat.backends.local_runtime import Sampling, bundled_spec
 from chatharuhi_core.errors import EngineError, UnknownNameError
 
-GREEDY = Sampling(max_tokens=40, temperature=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0)
+# seeded: the prompt is read afresh by the model itself (no 16-bit copy, no reused prefix), as the server reads it
+GREEDY = Sampling(max_tokens=40, temperature=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0, seed=0)
 MESSAGES = [{"role": "system", "content": "You are Sherlock Holmes, the detective of Baker Street."},
             {"role": "user", "content": "What do you make of the mud on my boots?"}]
 
@@ -66,6 +68,47 @@ def test_the_same_prompt_gives_the_same_first_token_with_and_without_the_cached_
     first = _generate(lm, GREEDY)
     _generate(lm, GREEDY, [{"role": "system", "content": "你是孙悟空。"}, {"role": "user", "content": "你是谁？"}])
     assert _generate(lm, GREEDY) == first
+
+
+def test_the_16_bit_copy_reads_the_prompt_and_the_4_bit_model_goes_on_as_if_it_had(lm, smollm2_gguf, tmp_path):
+    """Q4_1 reads prompts at half the speed of F16 here: the bundled model gets a 16-bit copy of the same
+    weights for prompts; after the hand-over the 4-bit model sees the next token as it would alone (up to
+    rounding: measured correlation 0.9997, mean difference 0.06, as between the two copies read alone)."""
+    import threading
+
+    from llama_cpp import Llama
+
+    assert lm.handle.prefill is not None  # the bundled Q4_1 file
+    copy = prefill_copy(smollm2_gguf, tmp_path)
+    assert copy and prefill_copy(smollm2_gguf, tmp_path) == copy  # made once
+    assert copy.stat().st_size > 2.5 * smollm2_gguf.stat().st_size  # 16 bits a weight, not 5
+    prompt = lm.template([{"role": "system", "content": "You are Sherlock Holmes of Baker Street. " * 12},
+                          {"role": "user", "content": "What do you make of the mud on my boots?"}]) + "Sherlock:「"
+
+    def opened(path, logits: bool) -> Llama:
+        return Llama(model_path=str(path), n_ctx=1024, n_threads=2, logits_all=logits, verbose=False)
+
+    alone, handed = opened(smollm2_gguf, True), opened(smollm2_gguf, True)
+    tokens = alone.tokenize(prompt.encode(), add_bos=False, special=True)
+    alone.eval(tokens)
+    read_prompt(LlamaHandle(handed, threading.Lock(), opened(copy, False)), tokens)
+    assert handed.n_tokens == len(tokens) - 1
+    handed.eval(tokens[-1:])
+    mine, ref = np.array(handed.scores[len(tokens) - 1]), np.array(alone.scores[len(tokens) - 1])
+    assert np.corrcoef(mine, ref)[0, 1] > 0.999 and np.abs(mine - ref).mean() < 0.2
+    assert len(set(np.argsort(-mine)[:5]) & set(np.argsort(-ref)[:5])) >= 4
+
+
+def test_a_model_in_a_fast_format_gets_no_copy(smollm2_gguf, tmp_path):
+    import ctypes
+
+    import llama_cpp
+
+    q8 = tmp_path / "smol-q8_0.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.allow_requantize = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, True
+    assert llama_cpp.llama_model_quantize(str(smollm2_gguf).encode(), str(q8).encode(), ctypes.byref(params)) == 0
+    assert prefill_copy(q8, tmp_path / "copies") is None
 
 
 def test_no_four_tokens_are_repeated_as_transformers_no_repeat_ngram_does(lm):
@@ -144,25 +187,39 @@ def _logits(llm, prompt: str) -> np.ndarray:
 
 
 def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, adapter, tmp_path, smollm2_gguf):
+    """Both ways llama.cpp gets an adapter: merged into the weights (small models: no slower than the base)
+    and as an adapter file applied at run time."""
     from llama_cpp import Llama
 
     folder, hf_plain, hf_tuned = adapter
+    moved_hf = hf_tuned - hf_plain
+    assert np.abs(moved_hf).mean() > 0.2  # the adapter changes the model
+    prompt = local_model.load_model(bundled_spec(), "cpu").template(MESSAGES)
+
+    def opened(path: Path, lora: Path | None = None) -> Llama:
+        return Llama(model_path=str(path), n_ctx=512, n_threads=2, logits_all=True, verbose=False,
+                     lora_path=str(lora) if lora else None)
+
+    def agreement(tuned: Llama) -> float:
+        moved = _logits(tuned, prompt) - _logits(plain, prompt)
+        assert moved.shape == moved_hf.shape
+        return float(np.mean([np.corrcoef(c, h)[0, 1] for c, h in zip(moved, moved_hf)]))
+
+    plain = opened(smollm2_gguf)
     converted = lora_for(folder, smollm2_gguf, tmp_path / "lora")
     assert lora_for(folder, smollm2_gguf, tmp_path / "lora") == converted  # made once, then reused
-    prompt = local_model.load_model(bundled_spec(), "cpu").template(MESSAGES)
-    plain = Llama(model_path=str(smollm2_gguf), n_ctx=512, n_threads=2, logits_all=True, verbose=False)
-    tuned = Llama(model_path=str(smollm2_gguf), n_ctx=512, n_threads=2, logits_all=True, lora_path=str(converted),
-                  verbose=False)
-    moved_cpp = _logits(tuned, prompt) - _logits(plain, prompt)
-    moved_hf = hf_tuned - hf_plain
-    assert moved_cpp.shape == moved_hf.shape and np.abs(moved_hf).mean() > 0.2  # the adapter changes the model
     # measured: 0.96 converted as here; 0.87 with the query/key rows left in transformers' order
-    agreement = np.mean([np.corrcoef(c, h)[0, 1] for c, h in zip(moved_cpp, moved_hf)])
-    assert agreement > 0.94
+    assert agreement(opened(smollm2_gguf, converted)) > 0.94
+    wide, narrow = merged_for(folder, smollm2_gguf, prefill_copy(smollm2_gguf, tmp_path / "f16"), tmp_path / "lora")
+    assert merged_for(folder, smollm2_gguf, prefill_copy(smollm2_gguf, tmp_path / "f16"), tmp_path / "lora") \
+        == (wide, narrow)
+    # measured: 0.98 in 16 bits (8 bits passes the same bar); 0.44 when re-quantised to the base's Q4_1
+    assert agreement(opened(wide)) > 0.94 and agreement(opened(narrow)) > 0.94
     # through the engine: the fine-tuned folder answers on llama.cpp, under its own name
     bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings)
     said = bot.answer("Who are you?")
     assert said.stats.model == "sherlock-random-lora (llama.cpp, cpu)"
+    assert bot.engine.load().handle.prefill is not None  # merged: read by its 16-bit copy, as the base
 
 
 def test_an_adapter_for_another_base_is_named(adapter, tmp_path, smollm2_gguf):

@@ -2,10 +2,16 @@
 
 It reads the quantised weights as they are (the bundled SmolLM2 is 4-bit), so on a CPU a token costs
 a quarter of the bytes transformers reads after dequantising: about five times the decode speed
-(bench/RESULTS.md). A fine-tuned LoRA adapter from `finetune` is converted once to llama.cpp's
-adapter format (gguf_lora.py) and applied on top. One model serves every visitor, one reply at a
-time (a llama.cpp context is not shared between threads); each reply reuses the longest cached
-prefix of its prompt (the role's system prompt, usually), kept in memory per model.
+(bench/RESULTS.md). Reading a prompt is another matter: llama.cpp multiplies a batch of tokens by
+4-bit Q4_1 weights at about 200 tokens/s here, and by 16-bit ones at about 430. So for a small model
+in such a format the runtime keeps a 16-bit copy of the same weights (written once into the cache)
+to read prompts with, and hands the prompt's keys and values to the 4-bit model to write the reply.
+
+A fine-tuned LoRA adapter from `finetune` is merged once into both copies of the weights (for a
+small model; gguf_lora.py), so it runs as fast as the base, or else converted to llama.cpp's adapter
+format and applied on top. One model serves every visitor, one reply at a time (a llama.cpp
+context is not shared between threads); each reply reuses the longest prefix of its prompt read
+before (the role's system prompt, usually), from states kept in memory per model.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from .local_runtime import (
     Sampling,
     check_length,
     plain_prompt,
+    quiet_native,
     register_runtime,
 )
 
@@ -36,12 +43,19 @@ log = logging.getLogger(__name__)
 MAX_CONTEXT = 4096  # tokens of context allocated (the prompt budgets use far fewer; 8k would double the memory)
 STATE_CACHE_BYTES = 256 << 20  # saved prompt states per model (about 10 MB for a 450-token prompt of SmolLM2)
 GGUF_MAGIC = b"GGUF"
+# Weight formats llama.cpp multiplies batches of tokens by quickly on a CPU (its tiled matrix kernels);
+# for the others a 16-bit copy reads the prompt (measured on SmolLM2-135M, 2 cores: Q4_1 about 200
+# prompt tokens/s, F16 about 430, the reply's tokens/s the other way round).
+FAST_PREFILL = {0, 1, 2, 7, 32}  # general.file_type: F32, F16, Q4_0, Q8_0, BF16
+PREFILL_COPY_MAX_BYTES = 1 << 30  # a 16-bit copy only for small models (1 GB: about 500M parameters)
+PREFILL_MIN_TOKENS = 32  # fewer new prompt tokens than this: not worth handing the state over
 
 
 @dataclass
 class LlamaHandle:
-    llm: object  # llama_cpp.Llama
-    lock: threading.Lock  # one reply at a time on this context
+    llm: object  # llama_cpp.Llama: writes the reply
+    lock: threading.Lock  # one reply at a time on these contexts
+    prefill: object | None = None  # a 16-bit copy of the same weights that reads prompts (see above)
 
 
 def gguf_path(spec: ModelSpec) -> Path:
@@ -86,6 +100,89 @@ def _trained_context(path: Path) -> int:
     return int(length.contents()) if length else MAX_CONTEXT
 
 
+def _header(path: Path) -> dict:
+    from gguf import GGUFReader
+
+    fields = GGUFReader(str(path)).fields
+    return {k: fields[k].contents() for k in ("general.file_type", "general.architecture") if k in fields}
+
+
+def prefill_copy(path: Path, cache: Path | None = None) -> Path | None:
+    """The 16-bit copy of a small model whose format reads prompts slowly (made once, kept in the cache);
+    None when the model's own format is fast enough, the model is too big to copy, or the copy fails."""
+    file_type = _header(path).get("general.file_type")
+    if file_type is None or int(file_type) in FAST_PREFILL:
+        return None
+    size = path.stat().st_size
+    if size * 16 / 5 > PREFILL_COPY_MAX_BYTES:  # 4-5 bits a weight now; 16 in the copy
+        return None
+    if cache is None:
+        from ...config import Settings
+
+        cache = Settings.from_env().cache_dir / "gguf-f16"
+    import hashlib
+
+    stamp = hashlib.sha256(f"{path.resolve()}|{size}|{path.stat().st_mtime_ns}".encode()).hexdigest()[:16]
+    out = cache / f"{path.stem}-f16-{stamp}.gguf"
+    if out.is_file():
+        return out
+    import ctypes
+
+    import llama_cpp
+
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(f".{os.getpid()}.partial")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_F16
+    params.allow_requantize = True
+    params.nthread = max(1, os.cpu_count() or 1)
+    try:
+        with quiet_native():
+            failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
+        if failed:
+            log.warning("no 16-bit copy of %s for reading prompts (llama.cpp said %s)", path, failed)
+            return None
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
+    log.info("wrote a 16-bit copy of %s for reading prompts: %s", path.name, out)
+    return out
+
+
+def _shared_prefix(a, b) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def read_prompt(handle: LlamaHandle, tokens: list[int]) -> None:
+    """Read all but the prompt's last token with the 16-bit copy and hand its state to the reply's model,
+    which then reads the last token itself and writes on. The copy reuses the longest prefix it has read
+    before (its last prompt, or a saved state: usually the role's system prompt)."""
+    llm, fast = handle.llm, handle.prefill
+    head = tokens[:-1]
+    if len(head) - _shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), head) < PREFILL_MIN_TOKENS:
+        return  # the reply's model has (nearly) all of it already
+    keep = _shared_prefix(fast.input_ids[:fast.n_tokens].tolist(), head)
+    if fast.cache is not None:
+        try:
+            saved = fast.cache[head]
+            if _shared_prefix(saved.input_ids.tolist(), head) > keep:
+                fast.load_state(saved)
+                keep = _shared_prefix(saved.input_ids.tolist(), head)
+        except KeyError:
+            pass
+    fast.n_tokens = keep  # eval drops the keys and values past this point
+    fast.eval(head[keep:])
+    state = fast.save_state()
+    if fast.cache is not None:
+        fast.cache[head] = state
+    llm.load_state(state)
+
+
 def ngram_ban(size: int):
     """A logits processor that forbids repeating any `size`-gram already in the text (as transformers'
     no_repeat_ngram_size does): a small model otherwise loops on a phrase."""
@@ -127,22 +224,39 @@ class LlamaCppRuntime:
         started = time.perf_counter()
         path = gguf_path(spec)
         check_gguf(path)
-        lora = None
+        copy = prefill_copy(path) if device == "cpu" else None  # 16 bits, to read prompts
+        weights, lora = path, None
         if spec.adapter:
-            from .gguf_lora import lora_for
+            from .gguf_lora import lora_for, merged_for
 
-            lora = lora_for(Path(spec.adapter), path)
+            if copy is not None:  # small: merged into the weights, as fast as the base
+                copy, weights = merged_for(Path(spec.adapter), path, copy)
+            else:
+                lora = lora_for(Path(spec.adapter), path)
         threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        n_ctx = min(MAX_CONTEXT, _trained_context(path))
+
+        def open_model(file: Path):
+            return Llama(model_path=str(file), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                         n_gpu_layers=-1 if device != "cpu" else 0, lora_path=str(lora) if lora else None,
+                         verbose=False)
+
         try:
-            llm = Llama(model_path=str(path), n_ctx=min(MAX_CONTEXT, _trained_context(path)), n_threads=threads,
-                        n_threads_batch=threads, n_gpu_layers=-1 if device != "cpu" else 0,
-                        lora_path=str(lora) if lora else None, verbose=False)
+            llm = open_model(weights)
         except (ValueError, RuntimeError) as exc:
             log.info("llama.cpp load failed: %r", exc)
-            what = f"the adapter {spec.adapter} on {path}" if lora else str(path)
+            what = f"the adapter {spec.adapter} on {path}" if spec.adapter else str(path)
             raise EngineError(f"llama.cpp could not load {what} ({exc}).") from None
         context = int(llm.n_ctx())  # MAX_CONTEXT, or less when the model was trained on less
-        llm.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
+        prefill = None
+        if copy is not None:
+            try:
+                prefill = open_model(copy)
+                prefill.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
+            except (ValueError, RuntimeError) as exc:  # the reply's model reads the prompt itself
+                log.warning("the 16-bit copy %s did not load (%r)", copy, exc)
+        if prefill is None:
+            llm.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
 
         def token_text(token: int) -> str:
             return llm.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
@@ -158,7 +272,7 @@ class LlamaCppRuntime:
             return formatter(messages=messages).prompt if formatter else plain_prompt(messages)
 
         return LoadedModel(spec, self.name, device, context, time.perf_counter() - started,
-                           LlamaHandle(llm, threading.Lock()), count, template)
+                           LlamaHandle(llm, threading.Lock(), prefill), count, template)
 
     def generate(self, lm: LoadedModel, messages: list[dict], opening: str, sampling: Sampling,
                  emit: Emit, should_stop: Callable[[], bool]) -> None:
@@ -178,6 +292,8 @@ class LlamaCppRuntime:
                 # batched, and so the last digits of the logits, and a sampled reply drifts from there
                 llm.set_cache(None)
                 llm.reset()
+            elif handle.prefill is not None:
+                read_prompt(handle, tokens)
             pieces = llm.create_completion(
                 tokens, max_tokens=sampling.max_tokens, temperature=sampling.temperature, top_p=sampling.top_p,
                 top_k=50, min_p=0.0, repeat_penalty=sampling.repetition_penalty, stop=list(sampling.stop),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -138,6 +139,28 @@ def plain_prompt(messages: list[dict]) -> str:
     """For models without a chat template: a transcript that ends where the reply begins."""
     lines = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
     return "\n\n".join(lines) + "\n\nAssistant:"
+
+
+@contextmanager
+def quiet_native():
+    """Silence what native code (llama.cpp's quantiser) prints straight to the process's stdout and stderr:
+    hundreds of lines per file in the app's log otherwise."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
 
 
 def check_length(n_tokens: int, lm: LoadedModel) -> None:
