@@ -81,12 +81,11 @@ class InProcess:
     def forget(self) -> None:
         handle = self.lm.handle
         if self.lm.runtime == "llama.cpp":
-            from llama_cpp import LlamaRAMCache
+            from chatharuhi_core.chat.backends.local_llamacpp import PromptStates
 
+            handle.states = PromptStates()
             for llm in (handle.llm, handle.prefill):
                 if llm is not None:
-                    if llm.cache is not None:
-                        llm.set_cache(LlamaRAMCache(capacity_bytes=llm.cache.capacity_bytes))
                     llm.reset()
         else:
             self.runtime.prefixes = type(self.runtime.prefixes)()

@@ -63,11 +63,21 @@ def test_a_fixed_seed_gives_the_same_reply(settings):
     assert len({bot(None).chat("你是谁？") for _ in range(3)}) > 1  # unseeded replies still vary
 
 
-def test_the_same_prompt_gives_the_same_first_token_with_and_without_the_cached_prefix(lm):
-    """A reply that reuses a cached prompt state (another role answered in between) starts as a fresh one."""
-    first = _generate(lm, GREEDY)
-    _generate(lm, GREEDY, [{"role": "system", "content": "你是孙悟空。"}, {"role": "user", "content": "你是谁？"}])
-    assert _generate(lm, GREEDY) == first
+def test_a_prompt_read_before_is_taken_from_the_saved_states(lm):
+    """Another role answered in between: the prompt's state comes back from the saved ones, unread, and the
+    reply is the one given the first time."""
+    greedy = Sampling(max_tokens=40, temperature=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0)
+    first = _generate(lm, greedy)
+    _generate(lm, greedy, [{"role": "system", "content": "你是孙悟空。" * 20}, {"role": "user", "content": "你是谁？"}])
+    reader = lm.handle.prefill or lm.handle.llm
+    evals = []
+    original = reader.eval
+    reader.eval = lambda tokens: (evals.append(len(tokens)), original(tokens))
+    try:
+        assert _generate(lm, greedy) == first
+    finally:
+        del reader.eval
+    assert evals == []  # nothing of the prompt read again
 
 
 def test_the_16_bit_copy_reads_the_prompt_and_the_4_bit_model_goes_on_as_if_it_had(lm, smollm2_gguf, tmp_path):

@@ -22,8 +22,9 @@ import os
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import EngineError
@@ -51,11 +52,39 @@ PREFILL_COPY_MAX_BYTES = 1 << 30  # a 16-bit copy only for small models (1 GB: a
 PREFILL_MIN_TOKENS = 32  # fewer new prompt tokens than this: not worth handing the state over
 
 
+class PromptStates:
+    """llama.cpp context states (keys and values, about 10 MB for 450 tokens of SmolLM2) of prompts read
+    before, keyed by their tokens, least recently used dropped first. A new prompt starts from the one
+    sharing the longest prefix with it: usually the same role's system prompt, even after other roles."""
+
+    def __init__(self, capacity_bytes: int = STATE_CACHE_BYTES):
+        self.capacity = capacity_bytes
+        self._states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+
+    def longest(self, tokens: list[int]) -> tuple[int, tuple[int, ...], bytes | None]:
+        """(shared length, the saved tokens, their state) of the saved prompt sharing most with `tokens`."""
+        best: tuple[int, tuple[int, ...], bytes | None] = (0, (), None)
+        for key, state in self._states.items():
+            shared = _shared_prefix(key, tokens)
+            if shared > best[0]:
+                best = (shared, key, state)
+        if best[2] is not None:
+            self._states.move_to_end(best[1])
+        return best
+
+    def put(self, tokens: list[int], state: bytes) -> None:
+        self._states[tuple(tokens)] = state
+        self._states.move_to_end(tuple(tokens))
+        while sum(len(v) for v in self._states.values()) > self.capacity and len(self._states) > 1:
+            self._states.popitem(last=False)
+
+
 @dataclass
 class LlamaHandle:
     llm: object  # llama_cpp.Llama: writes the reply
     lock: threading.Lock  # one reply at a time on these contexts
     prefill: object | None = None  # a 16-bit copy of the same weights that reads prompts (see above)
+    states: PromptStates = field(default_factory=PromptStates)
 
 
 def gguf_path(spec: ModelSpec) -> Path:
@@ -158,29 +187,54 @@ def _shared_prefix(a, b) -> int:
     return n
 
 
+def _get_state(llm) -> bytes:
+    """The context's keys and values as llama.cpp saves them (not llama-cpp-python's save_state, which also
+    copies a float per vocabulary entry per token: 85 MB for a 450-token prompt of SmolLM2)."""
+    import ctypes
+
+    import llama_cpp
+
+    size = llama_cpp.llama_state_get_size(llm._ctx.ctx)
+    buffer = (ctypes.c_uint8 * int(size))()
+    written = llama_cpp.llama_state_get_data(llm._ctx.ctx, buffer, size)
+    return ctypes.string_at(buffer, int(written))
+
+
+def _set_state(llm, state: bytes, tokens) -> None:
+    """Load a state saved after reading `tokens`; the context then stands right after them."""
+    import ctypes
+
+    import llama_cpp
+
+    buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+    if llama_cpp.llama_state_set_data(llm._ctx.ctx, buffer, len(state)) != len(state):
+        raise EngineError("llama.cpp could not restore a saved prompt state.")
+    llm.input_ids[:len(tokens)] = tokens
+    llm.n_tokens = len(tokens)
+
+
 def read_prompt(handle: LlamaHandle, tokens: list[int]) -> None:
-    """Read all but the prompt's last token with the 16-bit copy and hand its state to the reply's model,
-    which then reads the last token itself and writes on. The copy reuses the longest prefix it has read
-    before (its last prompt, or a saved state: usually the role's system prompt)."""
-    llm, fast = handle.llm, handle.prefill
+    """Read all but the prompt's last token, starting from the longest prefix read before (the reader's
+    own last prompt, or a saved state), and save the result; with a 16-bit copy, the copy reads and its
+    state is handed to the reply's model. The reply's model then reads the last token and writes on."""
+    llm = handle.llm
+    reader = handle.prefill or llm
     head = tokens[:-1]
-    if len(head) - _shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), head) < PREFILL_MIN_TOKENS:
-        return  # the reply's model has (nearly) all of it already
-    keep = _shared_prefix(fast.input_ids[:fast.n_tokens].tolist(), head)
-    if fast.cache is not None:
-        try:
-            saved = fast.cache[head]
-            if _shared_prefix(saved.input_ids.tolist(), head) > keep:
-                fast.load_state(saved)
-                keep = _shared_prefix(saved.input_ids.tolist(), head)
-        except KeyError:
-            pass
-    fast.n_tokens = keep  # eval drops the keys and values past this point
-    fast.eval(head[keep:])
-    state = fast.save_state()
-    if fast.cache is not None:
-        fast.cache[head] = state
-    llm.load_state(state)
+    if reader is not llm and len(head) - _shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), head) \
+            < PREFILL_MIN_TOKENS:
+        return  # the reply's model has (nearly) all of it already and reads the rest itself
+    keep = _shared_prefix(reader.input_ids[:reader.n_tokens].tolist(), head)
+    shared, saved_tokens, saved = handle.states.longest(head)
+    if saved is not None and shared > keep:
+        _set_state(reader, saved, list(saved_tokens))
+        keep = shared
+    reader.n_tokens = keep  # eval drops the keys and values past this point
+    if keep < len(head):
+        reader.eval(head[keep:])
+    state = _get_state(reader)
+    handle.states.put(head, state)
+    if reader is not llm:
+        _set_state(llm, state, head)
 
 
 def ngram_ban(size: int):
@@ -217,7 +271,7 @@ class LlamaCppRuntime:
 
     def load(self, spec: ModelSpec, device: str) -> LoadedModel:
         try:
-            from llama_cpp import Llama, LlamaRAMCache
+            from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError:
             raise EngineError(NEEDS_EXTRA) from None
@@ -252,11 +306,8 @@ class LlamaCppRuntime:
         if copy is not None:
             try:
                 prefill = open_model(copy)
-                prefill.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
             except (ValueError, RuntimeError) as exc:  # the reply's model reads the prompt itself
                 log.warning("the 16-bit copy %s did not load (%r)", copy, exc)
-        if prefill is None:
-            llm.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
 
         def token_text(token: int) -> str:
             return llm.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
@@ -286,13 +337,11 @@ class LlamaCppRuntime:
         with handle.lock:
             if should_stop():  # the visitor left while another reply held the model
                 return
-            states = llm.cache
             if sampling.seed is not None:
                 # a reproducible reply reads its whole prompt afresh: a reused prefix changes how the rest is
                 # batched, and so the last digits of the logits, and a sampled reply drifts from there
-                llm.set_cache(None)
                 llm.reset()
-            elif handle.prefill is not None:
+            else:
                 read_prompt(handle, tokens)
             pieces = llm.create_completion(
                 tokens, max_tokens=sampling.max_tokens, temperature=sampling.temperature, top_p=sampling.top_p,
@@ -307,7 +356,6 @@ class LlamaCppRuntime:
                         break
             finally:
                 pieces.close()
-                llm.set_cache(states)
 
 
 LLAMA_CPP = register_runtime(LlamaCppRuntime())
