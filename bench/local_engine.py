@@ -12,7 +12,7 @@ prompt, its chat template and the opened script line) go to each system in one r
   - decode: tokens/s after the first token, on a 128-token continuation with no stop strings.
 Systems: the engine's llama.cpp runtime in this process, llama.cpp's server (.venv-llama) from the same
 GGUF file, and the transformers runtime (one round: it is the slow path); then the same with a LoRA
-adapter (converted for llama.cpp, `--lora_path` for the server, merged for transformers). Sampling is
+adapter (merged into the engine's copies, `--lora_path` for the server, merged for transformers). Sampling is
 the engine's (temperature 0.3, top-p 0.9, top-k 50, repetition penalty 1.15); the server is not given
 the engine's ban on repeated 4-grams. Median of the rounds; figures and ratios into bench/RESULTS.md.
 """
@@ -308,8 +308,9 @@ def main() -> int:
     which = f"`{args.adapter}`" if args.adapter else ("a random adapter of finetune's shape (LoRA r=16 on every "
                                                        "linear layer; speed does not depend on the weights)")
     lines += ["", f"Fine-tuned: {which}, "
-              "converted once for llama.cpp (`chatharuhi_core/chat/backends/gguf_lora.py`) and given to the "
-              "server as `--lora_path`; transformers merges it into its copy.", ""]
+              "merged by the engine into 16- and 8-bit copies of the base (`chatharuhi_core/chat/backends/"
+              "gguf_lora.py`), converted to llama.cpp's adapter format for the server (`--lora_path`); "
+              "transformers merges it into its copy.", ""]
     if pg or short or full:
         lines += ["| figure | measured | baseline (same run) | goal | |", "|---|---|---|---|---|"]
     for role_id, t in pg.items():
