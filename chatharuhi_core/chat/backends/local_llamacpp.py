@@ -16,6 +16,7 @@ before (the role's system prompt, usually), from states kept in memory per model
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import logging
 import os
@@ -119,28 +120,31 @@ def check_gguf(path: Path) -> None:
         raise EngineError(f"{path} is not a GGUF model file (it does not start with the GGUF header).")
 
 
-def _trained_context(path: Path) -> int:
-    """The context length the model was trained on, from the file's header (MAX_CONTEXT when it says none)."""
-    from gguf import GGUFReader
+def file_type(path: Path) -> int | None:
+    """The GGUF's general.file_type, read by llama.cpp from the header (gguf-py's reader parses the whole
+    vocabulary in Python: 7 s for SmolLM2's)."""
+    import llama_cpp
 
-    fields = GGUFReader(str(path)).fields
-    arch = fields.get("general.architecture")
-    length = fields.get(f"{arch.contents()}.context_length") if arch else None
-    return int(length.contents()) if length else MAX_CONTEXT
-
-
-def _header(path: Path) -> dict:
-    from gguf import GGUFReader
-
-    fields = GGUFReader(str(path)).fields
-    return {k: fields[k].contents() for k in ("general.file_type", "general.architecture") if k in fields}
+    with quiet_native():
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+    if not model:
+        return None
+    try:
+        value = ctypes.create_string_buffer(64)
+        if llama_cpp.llama_model_meta_val_str(model, b"general.file_type", value, 64) < 0:
+            return None
+        return int(value.value.decode())
+    finally:
+        llama_cpp.llama_model_free(model)
 
 
 def prefill_copy(path: Path, cache: Path | None = None) -> Path | None:
     """The 16-bit copy of a small model whose format reads prompts slowly (made once, kept in the cache);
     None when the model's own format is fast enough, the model is too big to copy, or the copy fails."""
-    file_type = _header(path).get("general.file_type")
-    if file_type is None or int(file_type) in FAST_PREFILL:
+    kind = file_type(path)
+    if kind is None or kind in FAST_PREFILL:
         return None
     size = path.stat().st_size
     if size * 16 / 5 > PREFILL_COPY_MAX_BYTES:  # 4-5 bits a weight now; 16 in the copy
@@ -155,8 +159,6 @@ def prefill_copy(path: Path, cache: Path | None = None) -> Path | None:
     out = cache / f"{path.stem}-f16-{stamp}.gguf"
     if out.is_file():
         return out
-    import ctypes
-
     import llama_cpp
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -288,10 +290,9 @@ class LlamaCppRuntime:
             else:
                 lora = lora_for(Path(spec.adapter), path)
         threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-        n_ctx = min(MAX_CONTEXT, _trained_context(path))
 
         def open_model(file: Path):
-            return Llama(model_path=str(file), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+            return Llama(model_path=str(file), n_ctx=MAX_CONTEXT, n_threads=threads, n_threads_batch=threads,
                          n_gpu_layers=-1 if device != "cpu" else 0, lora_path=str(lora) if lora else None,
                          verbose=False)
 
@@ -301,7 +302,7 @@ class LlamaCppRuntime:
             log.info("llama.cpp load failed: %r", exc)
             what = f"the adapter {spec.adapter} on {path}" if spec.adapter else str(path)
             raise EngineError(f"llama.cpp could not load {what} ({exc}).") from None
-        context = int(llm.n_ctx())  # MAX_CONTEXT, or less when the model was trained on less
+        context = min(int(llm.n_ctx()), int(llm._model.n_ctx_train()) or MAX_CONTEXT)  # less if trained on less
         prefill = None
         if copy is not None:
             try:

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -126,6 +127,8 @@ def pick_device(wanted: str | None = None) -> str:
     """CPU unless a GPU is present (or CHATHARUHI_DEVICE says otherwise)."""
     if wanted and wanted != "auto":
         return wanted
+    if not Path("/proc/driver/nvidia").exists() and shutil.which("nvidia-smi") is None:
+        return "cpu"  # no NVIDIA driver: not worth importing torch to ask (seconds on a small CPU)
     try:
         import torch
     except ImportError:  # llama.cpp alone: the CPU
