@@ -22,13 +22,12 @@ import hashlib
 import json
 import logging
 import math
-import os
 from pathlib import Path
 
 from ...errors import EngineError
+from .local_runtime import file_stamp, made_once, quantize
 
 log = logging.getLogger(__name__)
-Q8_0 = 7  # llama.cpp's file type for 8-bit weights
 FORMAT = 1  # bump when the written file changes, so old conversions are not reused
 PROJECTIONS = {  # transformers' module name -> llama.cpp's tensor name
     "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -44,13 +43,13 @@ def _permute_rows(b, heads: int):
 
 
 def _key(adapter: Path, base: Path) -> str:
-    h = hashlib.sha256(f"{FORMAT}|{base.resolve()}|{base.stat().st_size}|{base.stat().st_mtime_ns}".encode())
+    h = hashlib.sha256(f"{FORMAT}|{file_stamp(base)}".encode())
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         h.update((adapter / name).read_bytes())
     return h.hexdigest()[:20]
 
 
-def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, suffix: str, make) -> Path:
+def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, make) -> Path:
     """`make(path)` once into the cache, named by the adapter's and the base's identity; a half-written file
     never stays behind."""
     if cache is None:
@@ -60,24 +59,17 @@ def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, suffix: st
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         if not (adapter / name).is_file():
             raise EngineError(f"The adapter in {adapter} has no {name} (only safetensors adapters from peft are read).")
-    out = cache / f"{adapter.name}-{kind}-{_key(adapter, base)}{suffix}"
-    if out.is_file():
-        return out
-    cache.mkdir(parents=True, exist_ok=True)
-    partial = out.with_suffix(f".{os.getpid()}.partial")
-    try:
-        make(partial)
-        partial.replace(out)
-    finally:
-        partial.unlink(missing_ok=True)
-    log.info("converted the adapter %s for llama.cpp: %s", adapter, out)
+    out = cache / f"{adapter.name}-{kind}-{_key(adapter, base)}.gguf"
+    if not out.is_file():
+        made_once(out, make)
+        log.info("converted the adapter %s for llama.cpp: %s", adapter, out)
     return out
 
 
 def lora_for(adapter: Path, base: Path, cache: Path | None = None) -> Path:
     """The adapter converted for llama.cpp (made once, then read from the cache); a sentence naming the
     adapter when it is damaged or was trained for another base model."""
-    return _cached("lora", adapter, base, cache, ".gguf", lambda path: convert(adapter, base, path))
+    return _cached("lora", adapter, base, cache, lambda path: convert(adapter, base, path))
 
 
 def merged_for(adapter: Path, base: Path, f16: Path, cache: Path | None = None) -> tuple[Path, Path]:
@@ -87,24 +79,12 @@ def merged_for(adapter: Path, base: Path, f16: Path, cache: Path | None = None) 
     model then moves with the adapter at correlation 0.44, against 0.98 in 16 bits, and 8 bits keeps it
     (tests/test_local_llamacpp.py)), and Q8_0
     writes replies as fast as Q4_1 on a CPU (bench/RESULTS.md)."""
-    wide = _cached("merged-f16", adapter, base, cache, ".gguf", lambda path: merge(adapter, f16, path))
-    narrow = _cached("merged-q8_0", adapter, base, cache, ".gguf", lambda path: _quantize(wide, path, Q8_0))
-    return wide, narrow
-
-
-def _quantize(source: Path, out: Path, file_type: int) -> None:
-    import ctypes
-
     import llama_cpp
 
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype, params.allow_requantize, params.nthread = file_type, True, max(1, os.cpu_count() or 1)
-    from .local_runtime import quiet_native
-
-    with quiet_native():
-        failed = llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params))
-    if failed:
-        raise EngineError(f"llama.cpp could not quantise the merged model {source.name}.")
+    wide = _cached("merged-f16", adapter, base, cache, lambda path: merge(adapter, f16, path))
+    narrow = _cached("merged-q8_0", adapter, base, cache,
+                     lambda path: quantize(wide, path, llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0))
+    return wide, narrow
 
 
 def _read_adapter(adapter: Path):

@@ -36,7 +36,10 @@ from .local_runtime import (
     ModelSpec,
     Sampling,
     check_length,
+    file_stamp,
+    made_once,
     plain_prompt,
+    quantize,
     quiet_native,
     register_runtime,
 )
@@ -155,27 +158,17 @@ def prefill_copy(path: Path, cache: Path | None = None) -> Path | None:
         cache = Settings.from_env().cache_dir / "gguf-f16"
     import hashlib
 
-    stamp = hashlib.sha256(f"{path.resolve()}|{size}|{path.stat().st_mtime_ns}".encode()).hexdigest()[:16]
+    import llama_cpp
+
+    stamp = hashlib.sha256(file_stamp(path).encode()).hexdigest()[:16]
     out = cache / f"{path.stem}-f16-{stamp}.gguf"
     if out.is_file():
         return out
-    import llama_cpp
-
-    cache.mkdir(parents=True, exist_ok=True)
-    partial = out.with_suffix(f".{os.getpid()}.partial")
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_F16
-    params.allow_requantize = True
-    params.nthread = max(1, os.cpu_count() or 1)
     try:
-        with quiet_native():
-            failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
-        if failed:
-            log.warning("no 16-bit copy of %s for reading prompts (llama.cpp said %s)", path, failed)
-            return None
-        partial.replace(out)
-    finally:
-        partial.unlink(missing_ok=True)
+        made_once(out, lambda partial: quantize(path, partial, llama_cpp.LLAMA_FTYPE_MOSTLY_F16))
+    except EngineError as exc:
+        log.warning("no 16-bit copy of %s for reading prompts (%s)", path, exc)
+        return None
     log.info("wrote a 16-bit copy of %s for reading prompts: %s", path.name, out)
     return out
 
@@ -192,8 +185,6 @@ def _shared_prefix(a, b) -> int:
 def _get_state(llm) -> bytes:
     """The context's keys and values as llama.cpp saves them (not llama-cpp-python's save_state, which also
     copies a float per vocabulary entry per token: 85 MB for a 450-token prompt of SmolLM2)."""
-    import ctypes
-
     import llama_cpp
 
     size = llama_cpp.llama_state_get_size(llm._ctx.ctx)
@@ -204,8 +195,6 @@ def _get_state(llm) -> bytes:
 
 def _set_state(llm, state: bytes, tokens) -> None:
     """Load a state saved after reading `tokens`; the context then stands right after them."""
-    import ctypes
-
     import llama_cpp
 
     buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)

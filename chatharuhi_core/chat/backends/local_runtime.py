@@ -163,6 +163,45 @@ def quiet_native():
             os.close(fd)
 
 
+def file_stamp(path: Path) -> str:
+    """Which file this is and which version of it, for naming what is derived from it in the cache."""
+    stat = path.stat()
+    return f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+
+
+def made_once(out: Path, make: Callable[[Path], None]) -> Path:
+    """`out`, made by `make(partial)` the first time and then renamed into place: a crash or a failure never
+    leaves a half-written file under the final name, and later calls reuse it."""
+    if out.is_file():
+        return out
+    import os
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(f".{os.getpid()}.partial")
+    try:
+        make(partial)
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
+    return out
+
+
+def quantize(source: Path, out: Path, file_type: int) -> None:
+    """llama.cpp's quantiser: `source` (a GGUF model) rewritten in another weight format (a LLAMA_FTYPE_*),
+    its hundreds of lines of output kept out of the app's log."""
+    import ctypes
+    import os
+
+    import llama_cpp
+
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.allow_requantize, params.nthread = file_type, True, max(1, os.cpu_count() or 1)
+    with quiet_native():
+        failed = llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params))
+    if failed:
+        raise EngineError(f"llama.cpp could not rewrite {source.name} in another weight format (code {failed}).")
+
+
 def check_length(n_tokens: int, lm: LoadedModel) -> None:
     """A prompt the model cannot read is a sentence, before any work."""
     if n_tokens + 16 > lm.context:
