@@ -247,3 +247,14 @@ def test_an_adapter_for_another_base_is_named(adapter, tmp_path, smollm2_gguf):
     with pytest.raises(EngineError, match="other-lora cannot be read"):
         lora_for(other, smollm2_gguf, tmp_path / "lora")
     assert not list((tmp_path / "lora").glob("*.gguf"))  # nothing half-written left behind
+
+
+def test_a_hub_model_not_cached_with_the_hub_unreachable_is_a_sentence(tmp_path, monkeypatch):
+    """Not the offline setting: the Hub probed and found unreachable (a closed port), for both runtimes."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for model in ("test-org/not-cached/model.gguf", "test-org/not-cached"):
+        engine = local_model.LocalModelEngine(local_model.EngineOptions(model=model))
+        with pytest.raises(EngineError, match="not in the local Hugging Face cache"):
+            engine.load()

@@ -160,12 +160,18 @@ def _explain(exc: Exception, ref: HubRef, offline: bool) -> HubError:
     return HubError(f"Could not fetch '{name}' from the Hub ({type(exc).__name__}).")
 
 
+def cache_only(settings: Settings) -> bool:
+    """Whether Hub files must come from the local cache alone: the operator said so (HF_HUB_OFFLINE), or
+    the Hub's endpoint does not answer."""
+    return settings.hub_offline or not hub_reachable(_endpoint(settings))
+
+
 def fetch(ref: HubRef, settings: Settings) -> Path:
     """The local path of a Hub role: a dataset's folder, or one jsonl file. Cached copies work offline."""
     from huggingface_hub import hf_hub_download, snapshot_download
 
     endpoint = _endpoint(settings)
-    offline = settings.hub_offline or not hub_reachable(endpoint)
+    offline = cache_only(settings)
     common = dict(repo_type="dataset", revision=ref.revision, cache_dir=settings.hub_cache, etag_timeout=5,
                   token=settings.hf_token or False, local_files_only=offline, endpoint=endpoint)
     try:

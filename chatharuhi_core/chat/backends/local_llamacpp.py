@@ -98,10 +98,10 @@ def gguf_path(spec: ModelSpec) -> Path:
     from huggingface_hub import hf_hub_download
 
     from ...config import Settings
-    from ...roles.hub import hub_reachable
+    from ...roles.hub import cache_only
 
     settings = Settings.from_env()
-    offline = settings.hub_offline or not hub_reachable(settings)
+    offline = cache_only(settings)
     try:
         return Path(hf_hub_download(spec.source, str(spec.gguf_file), revision=spec.revision, token=settings.hf_token,
                                     local_files_only=offline,

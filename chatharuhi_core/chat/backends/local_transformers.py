@@ -44,10 +44,10 @@ def _hub_kwargs(spec: ModelSpec) -> dict:
     if not spec.on_hub:
         return {}
     from ...config import Settings
-    from ...roles.hub import hub_reachable
+    from ...roles.hub import cache_only
 
     settings = Settings.from_env()
-    offline = settings.hub_offline or not hub_reachable(settings)
+    offline = cache_only(settings)
     kwargs = {"revision": spec.revision, "token": settings.hf_token, "local_files_only": offline}
     if settings.hub_cache:
         kwargs["cache_dir"] = str(settings.hub_cache)
