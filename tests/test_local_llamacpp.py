@@ -109,6 +109,16 @@ def test_the_16_bit_copy_reads_the_prompt_and_the_4_bit_model_goes_on_as_if_it_h
     assert len(set(np.argsort(-mine)[:5]) & set(np.argsort(-ref)[:5])) >= 4
 
 
+def test_a_cache_that_cannot_be_written_leaves_the_model_without_copy_and_the_adapter_named(
+        smollm2_gguf, adapter, tmp_path):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be")
+    assert prefill_copy(smollm2_gguf, blocked / "f16") is None  # the model reads its prompts itself
+    folder, _, _ = adapter
+    with pytest.raises(EngineError, match="Could not write the adapter in .*sherlock-random-lora converted"):
+        lora_for(folder, smollm2_gguf, blocked / "lora")
+
+
 def test_a_model_in_a_fast_format_gets_no_copy(smollm2_gguf, tmp_path):
     import ctypes
 

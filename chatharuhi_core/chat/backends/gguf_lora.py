@@ -61,7 +61,11 @@ def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, make) -> P
             raise EngineError(f"The adapter in {adapter} has no {name} (only safetensors adapters from peft are read).")
     out = cache / f"{adapter.name}-{kind}-{_key(adapter, base)}.gguf"
     if not out.is_file():
-        made_once(out, make)
+        try:
+            made_once(out, make)
+        except OSError as exc:
+            raise EngineError(f"Could not write the adapter in {adapter} converted for llama.cpp into {cache} "
+                              f"({type(exc).__name__}: {exc.strerror or exc}).") from None
         log.info("converted the adapter %s for llama.cpp: %s", adapter, out)
     return out
 

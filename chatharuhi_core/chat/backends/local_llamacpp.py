@@ -166,7 +166,7 @@ def prefill_copy(path: Path, cache: Path | None = None) -> Path | None:
         return out
     try:
         made_once(out, lambda partial: quantize(path, partial, llama_cpp.LLAMA_FTYPE_MOSTLY_F16))
-    except EngineError as exc:
+    except (EngineError, OSError) as exc:  # e.g. a read-only or full cache: the model reads its prompts itself
         log.warning("no 16-bit copy of %s for reading prompts (%s)", path, exc)
         return None
     log.info("wrote a 16-bit copy of %s for reading prompts: %s", path.name, out)

@@ -62,7 +62,8 @@ class Sampling:
 
 @dataclass
 class LoadedModel:
-    """A model loaded by one runtime on one device; never changed after loading, shared by every visitor."""
+    """A model loaded by one runtime on one device, shared by every visitor; what changes as it answers (a
+    llama.cpp context, saved prompt states) is the runtime's, under the runtime's own lock."""
 
     spec: ModelSpec
     runtime: str
