@@ -5,6 +5,7 @@ the model the way the adapter moves transformers' copy, and bad files get a sent
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import httpx
@@ -240,6 +241,22 @@ def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, 
     said = bot.answer("Who are you?")
     assert said.stats.model == "sherlock-random-lora (llama.cpp, cpu)"
     assert bot.engine.load().handle.prefill is not None  # merged: read by its 16-bit copy, as the base
+    # the merge went into the conversation's cache (CHATHARUHI_CACHE), not the user's home
+    assert {p.name.split("-merged-")[1][:4] for p in (settings.cache_dir / "lora-gguf").glob("*merged*")} \
+        == {"f16-", "q8_0"}
+
+
+def test_the_adapter_cache_keeps_the_most_recently_used_within_its_size(tmp_path):
+    """Every finetune run is a new adapter and each merge of the bundled model is 400 MB: old ones go."""
+    from chatharuhi_core.chat.backends.gguf_lora import prune
+
+    for age, name in enumerate(["newest", "second", "third", "oldest"]):
+        (tmp_path / f"{name}.gguf").write_bytes(b"x" * 100)
+        os.utime(tmp_path / f"{name}.gguf", (1_000_000 - age, 1_000_000 - age))
+    (tmp_path / "notes.txt").write_text("not ours")
+    assert [p.stem for p in prune(tmp_path, capacity=250)] == ["oldest", "third"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["newest.gguf", "notes.txt", "second.gguf"]
+    assert prune(tmp_path, capacity=0) == []  # the two newest (a merge in use is two files) always stay
 
 
 def test_an_adapter_for_another_base_is_named(adapter, tmp_path, smollm2_gguf):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ...errors import look_up
@@ -49,6 +50,7 @@ class EngineOptions:
     timeout_s: float = 60.0
     max_tokens: int = 300  # the longest reply asked of a model
     seed: int | None = None  # a fixed draw for engines that sample locally (reproducible eval); None: fresh each time
+    cache_dir: Path | None = None  # where an engine keeps files it makes (the local model's copies); None: the default
 
 
 class Engine(Protocol):
@@ -158,4 +160,5 @@ def options_for(name: str, settings: Settings, **given) -> EngineOptions:
     filled = dict(info.defaults(settings)) if info.defaults else {}
     filled.update({k: v for k, v in given.items() if v not in (None, "")})
     filled.setdefault("timeout_s", settings.timeout_s)
+    filled.setdefault("cache_dir", settings.cache_dir)
     return EngineOptions(**filled)

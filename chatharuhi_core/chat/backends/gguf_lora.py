@@ -13,7 +13,8 @@ interleaved for its rotary embedding, so B's rows for those two are permuted the
 undoes that permutation when it reads a GGUF, which is the order the adapter was trained in).
 
 The converted file is written once into the cache, named by a hash of the adapter's files and the base
-file, and reused while neither changes.
+file, and reused while neither changes. Every `finetune` run makes a new adapter, and a merge of the
+bundled model is 400 MB, so the folder keeps the most recently used files within CACHE_BYTES.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .local_runtime import file_stamp, made_once, quantize
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the written file changes, so old conversions are not reused
+CACHE_BYTES = 3 << 30  # converted and merged adapters kept (least recently used out): three merges of a 500M model
 PROJECTIONS = {  # transformers' module name -> llama.cpp's tensor name
     "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
     "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
@@ -60,14 +62,37 @@ def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, make) -> P
         if not (adapter / name).is_file():
             raise EngineError(f"The adapter in {adapter} has no {name} (only safetensors adapters from peft are read).")
     out = cache / f"{adapter.name}-{kind}-{_key(adapter, base)}.gguf"
-    if not out.is_file():
-        try:
-            made_once(out, make)
-        except OSError as exc:
-            raise EngineError(f"Could not write the adapter in {adapter} converted for llama.cpp into {cache} "
-                              f"({type(exc).__name__}: {exc.strerror or exc}).") from None
-        log.info("converted the adapter %s for llama.cpp: %s", adapter, out)
+    if out.is_file():
+        out.touch()  # used now: the last to go when the folder is pruned
+        return out
+    try:
+        made_once(out, make)
+    except OSError as exc:
+        raise EngineError(f"Could not write the adapter in {adapter} converted for llama.cpp into {cache} "
+                          f"({type(exc).__name__}: {exc.strerror or exc}).") from None
+    log.info("converted the adapter %s for llama.cpp: %s", adapter, out)
+    prune(cache, CACHE_BYTES)
     return out
+
+
+def prune(folder: Path, capacity: int, keep_newest: int = 2) -> list[Path]:
+    """Delete the least recently used .gguf files in `folder` until the rest fit in `capacity` bytes; the
+    `keep_newest` most recent always stay (the model being loaded: a merge is two files). Returns what went."""
+    files = sorted(folder.glob("*.gguf"), key=lambda p: p.stat().st_mtime, reverse=True)
+    total, gone = sum(p.stat().st_size for p in files), []
+    for old in files[keep_newest:][::-1]:
+        if total <= capacity:
+            break
+        try:
+            size = old.stat().st_size
+            old.unlink()
+        except OSError as exc:  # in use elsewhere, or read-only: kept
+            log.info("could not prune %s (%r)", old, exc)
+            continue
+        total -= size
+        gone.append(old)
+        log.info("pruned %s from the adapter cache", old.name)
+    return gone
 
 
 def lora_for(adapter: Path, base: Path, cache: Path | None = None) -> Path:

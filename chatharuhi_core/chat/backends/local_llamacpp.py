@@ -269,15 +269,15 @@ class LlamaCppRuntime:
         started = time.perf_counter()
         path = gguf_path(spec)
         check_gguf(path)
-        copy = prefill_copy(path) if device == "cpu" else None  # 16 bits, to read prompts
+        copy = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
         weights, lora = path, None
         if spec.adapter:
             from .gguf_lora import lora_for, merged_for
 
             if copy is not None:  # small: merged into the weights, as fast as the base
-                copy, weights = merged_for(Path(spec.adapter), path, copy)
+                copy, weights = merged_for(Path(spec.adapter), path, copy, spec.cache_folder("lora-gguf"))
             else:
-                lora = lora_for(Path(spec.adapter), path)
+                lora = lora_for(Path(spec.adapter), path, spec.cache_folder("lora-gguf"))
         threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
         def open_model(file: Path):

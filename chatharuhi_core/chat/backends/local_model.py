@@ -120,6 +120,12 @@ def suggested_models(settings) -> list[tuple[str, str]]:
 
 
 _LOADED: dict[tuple[ModelSpec, str], LoadedModel] = {}  # shared read-only work: per model and runtime asked for
+
+
+def _loaded_key(spec: ModelSpec, runtime: str | None) -> tuple[ModelSpec, str]:
+    """One load per model and runtime in a process, whichever cache its first caller named."""
+    return replace(spec, cache=None), runtime or "auto"
+
 _LOAD_LOCK = threading.Lock()
 
 
@@ -139,7 +145,7 @@ def pick_device(wanted: str | None = None) -> str:
 def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None = None) -> LoadedModel:
     """Load once per process; later calls (from any visitor) get the same objects. `runtime` names one
     (CHATHARUHI_LOCAL_RUNTIME); blank or "auto" takes the first that can run the model."""
-    key = (spec, runtime or "auto")
+    key = _loaded_key(spec, runtime)
     if key in _LOADED:
         return _LOADED[key]
     with _LOAD_LOCK:
@@ -174,11 +180,12 @@ class LocalModelEngine:
     @property
     def spec(self) -> ModelSpec:
         if self._spec is None:
-            self._spec = resolve_model(self.options.model)
+            cache = str(self.options.cache_dir) if self.options.cache_dir else None
+            self._spec = replace(resolve_model(self.options.model), cache=cache)
         return self._spec
 
     def _key(self) -> tuple[ModelSpec, str]:
-        return self.spec, os.environ.get("CHATHARUHI_LOCAL_RUNTIME") or "auto"
+        return _loaded_key(self.spec, os.environ.get("CHATHARUHI_LOCAL_RUNTIME"))
 
     def loading_message(self) -> str | None:
         """A sentence for the page while the model loads on first use; None once it is loaded."""

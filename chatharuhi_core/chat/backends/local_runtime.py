@@ -34,6 +34,11 @@ class ModelSpec:
     label: str = ""
     on_hub: bool = False
     adapter: str | None = None  # a LoRA adapter folder applied on top (from `finetune`)
+    cache: str | None = None  # where files made from it go (a 16-bit copy, a merged adapter); None: the default cache
+
+    def cache_folder(self, name: str) -> Path | None:
+        """A folder of the model's cache for one kind of file; None: the runtime asks the settings."""
+        return Path(self.cache) / name if self.cache else None
 
 
 def bundled_spec() -> ModelSpec:
