@@ -49,6 +49,17 @@ def test_reused_then_rebuilt_when_stale(tmp_path, embedder):
     assert rebuilt and "Hello." in store.search("hello holmes", 1)[0].text
 
 
+def test_an_edited_role_and_its_earlier_version_both_keep_searching(tmp_path, embedder):
+    """Two versions of one role (edited, re-imported) share the store's name: opening one rebuilds it, so
+    the other's open store must not be handed out again pointing at a deleted collection."""
+    settings = Settings.from_env({"CHATHARUHI_CACHE": str(tmp_path)})
+    role = load_role("sherlock")
+    new = Story("new", "Watson:「Hi」\nSherlock Holmes:「Hello.」")
+    edited = dataclasses.replace(role, stories=role.stories[:-1] + [new])
+    for version in (role, edited, role, edited):
+        assert open_store(version, embedder, settings).search("violin", 1)
+
+
 def test_other_embedder_never_reuses(tmp_path, embedder):
     role = load_role("sherlock")
     path = tmp_path / "store"

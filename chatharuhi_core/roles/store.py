@@ -305,6 +305,10 @@ def open_store(role: Role, embedder: Embedder, settings: Settings,
             _copy_prebuilt(role, embedder, path)
             store, _ = open_persistent(path, role, embedder, vectors, progress)
         with _CACHE_LOCK:
+            # another version of the same role (edited, re-imported) shares the collection's name, so this
+            # open replaced it: that version's cached store points at a deleted collection and must reopen
+            for other in [k for k in _CACHE if (k[0], k[2], k[3]) == (key[0], key[2], key[3]) and k != key]:
+                del _CACHE[other]
             _CACHE[key] = store
         return store
 
