@@ -304,6 +304,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .data.evaluate import SystemSpec, compare, parse_system
 
     settings = Settings.from_env()
+    if args.rescore:
+        return _rescore(args, settings)
     if args.compare:
         if args.llm or args.model:
             raise ChatHaruhiError("Give either --compare SYSTEM... or --llm/--model, not both.")
@@ -313,7 +315,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     roles = _roles(args.roles, settings)
     comparison = compare(roles, systems, settings=settings, base_url=args.base_url, api_key=args.api_key,
                          conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
-                         seed=args.seed, progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
+                         seed=args.seed, baselines=not args.no_baselines,
+                         next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
+                         progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
     files = comparison.write(Path(args.out))
     print(comparison.markdown())
     _record_in_model_cards(comparison, Path(args.out))
@@ -321,6 +325,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"{kind:9} {path}")
     if "plot" not in files:
         print("(no plot: matplotlib is not installed; `bash scripts/setup.sh local` installs it)", file=sys.stderr)
+    return 0
+
+
+def _rescore(args: argparse.Namespace, settings: Settings) -> int:
+    from .data.evaluate import rescore
+
+    labels = {}
+    for given in args.label or []:
+        system, sep, label = given.partition("=")
+        if not sep or not system or not label:
+            raise ChatHaruhiError(f"--label takes SYSTEM=LABEL (e.g. local:runs/all-lora=all-lora), not '{given}'.")
+        labels[system] = label
+    comparison = rescore(Path(args.rescore), _roles(args.roles, settings), settings=settings, per_role=args.cases,
+                         min_tokens=args.min_tokens, seed=args.seed, baselines=not args.no_baselines, labels=labels)
+    files = comparison.write(Path(args.out))
+    print(comparison.markdown())
+    for kind, path in files.items():
+        print(f"{kind:9} {path}")
     return 0
 
 
@@ -336,8 +358,9 @@ def _record_in_model_cards(comparison, out: Path) -> None:
                  "mean [95% interval] on eval's held-out scenes:", "",
                  "| system | prompt | cosine | ROUGE-L | out of character |", "|---|---|---:|---:|---:|"]
         for other in comparison.reports:
-            for c in other.conditions:
-                lines.append(f"| {other.label} | {c} | {other.interval('cosine', c).text()} | "
+            for c in other.conditions[-1:] if other.is_baseline else other.conditions:
+                prompt = "none" if other.is_baseline else c
+                lines.append(f"| {other.label} | {prompt} | {other.interval('cosine', c).text()} | "
                              f"{other.interval('rouge_l', c).text()} | {other.interval('ooc', c).text('{:.0%}')} |")
         if record_eval(Path(model), "\n".join(lines)):
             print(f"(figures recorded in {Path(model) / 'README.md'})")
@@ -483,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_args(p)
     p.add_argument("--compare", nargs="+", metavar="SYSTEM",
                    help="several systems on the same cases, each as ENGINE or ENGINE:MODEL, e.g. "
-                        "script local local:runs/all-lora openai:gpt-4o-mini (instead of --llm/--model)")
+                        "script local local:runs/all-lora openai:gpt-4o-mini (instead of --llm/--model); the "
+                        "baselines greeting and random-line are added unless --no-baselines")
     p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to test (default: every bundled role)")
     p.add_argument("--cases", type=int, default=10,
                    help="held-out scenes per role (default 10; finetune holds out the same ones)")
@@ -491,6 +515,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conditions", nargs="+", default=["system", "full"], choices=["system", "full"],
                    help="prompts to compare (default: system full)")
     p.add_argument("--seed", type=int, default=0, help="which scenes are sampled (default 0)")
+    p.add_argument("--no-baselines", action="store_true",
+                   help="leave out the baselines that read nothing of the conversation (the role's greeting, a "
+                        "random line of the character), scored beside every system by default")
+    p.add_argument("--distractors", type=int, default=4,
+                   help="next-line choice: other lines the original is ranked among (default 4; chance 1/(K+1))")
+    p.add_argument("--no-next-line", action="store_true",
+                   help="skip next-line choice (the original line ranked among other characters' lines, and among "
+                        "the same character's lines from other scenes)")
+    p.add_argument("--rescore", metavar="CASES_CSV",
+                   help="score a past run's replies (its cases.csv) again with today's metrics and baselines, "
+                        "without running any model; give the run's --cases, --min-tokens, --seed and --roles")
+    p.add_argument("--label", nargs="+", metavar="SYSTEM=LABEL", help="with --rescore: names for the tables")
     p.add_argument("--out", default="eval-results", help="output folder (default ./eval-results)")
     p.set_defaults(func=cmd_eval)
 

@@ -8,12 +8,15 @@ import pytest
 from PIL import Image
 
 from chatharuhi_core.cli import main
-from chatharuhi_core.data.evaluate import Comparison, cosine_scores, held_out_cases, run_eval
+from chatharuhi_core.data.baselines import BASELINES, role_lines
+from chatharuhi_core.data.evaluate import Comparison, compare, cosine_scores, held_out_cases, run_eval
+from chatharuhi_core.data.holdout import HoldOut
 from chatharuhi_core.data.metrics import (
     bootstrap,
     clopper_pearson,
     distinct_n,
     out_of_character,
+    paired_bootstrap,
     rouge_l,
     tokens,
 )
@@ -185,8 +188,10 @@ def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys
     code = main(["eval", "--llm", "script", "--roles", "sunwukong", "sherlock", "--cases", "3", "--out", str(tmp_path)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "| system | prompt | cases | cosine | ROUGE-L | out of character | distinct-2 |" in printed
-    rows = list(csv.DictReader((tmp_path / "results.csv").open(encoding="utf-8")))
+    assert ("| system | prompt | cases | cosine | ROUGE-L | out of character | in the role's language | "
+            "distinct-2 |") in printed
+    assert "| greeting (baseline) | none (baseline) | 6 |" in printed and "random line (baseline)" in printed
+    rows = [r for r in csv.DictReader((tmp_path / "results.csv").open(encoding="utf-8")) if "baseline" not in r["system"]]
     assert [r["role"] for r in rows] == ["sunwukong", "sherlock", "ALL"]
     overall = rows[-1]
     assert int(overall["cases"]) == 6
@@ -194,7 +199,8 @@ def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys
     assert float(overall["full_cosine"]) > float(overall["system_cosine"])
     assert float(overall["full_cosine_low"]) <= float(overall["full_cosine"]) <= float(overall["full_cosine_high"])
     cases = list(csv.DictReader((tmp_path / "cases.csv").open(encoding="utf-8")))
-    assert len(cases) == 12 and all(c["reply"] and -1 <= float(c["cosine"]) <= 1 for c in cases)
+    assert len(cases) == 12 * 3  # the script engine, then the greeting and a random line on the same cases
+    assert all(c["reply"] and -1 <= float(c["cosine"]) <= 1 for c in cases)
     assert all(0 <= float(c["rouge_l"]) <= 1 and c["ooc"] in {"0.0", "1.0"} for c in cases)
     with Image.open(tmp_path / "results.png") as img:
         assert img.format == "PNG" and img.width >= 600 and img.height >= 300
@@ -209,13 +215,15 @@ def test_eval_compares_several_systems_on_the_same_cases(settings, tmp_path, cap
                  GOOD_KEY, "--roles", "elizabeth", "--cases", "2", "--out", str(tmp_path)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "## Head to head, full prompt" in printed and "Offline: quote the script" in printed and "echo" in printed
+    assert "## Head to head, full ChatHaruhi" in printed and "Offline: quote the script" in printed and "echo" in printed
+    assert "echo | cannot rank given lines | cannot rank given lines |" in printed  # no logprobs asked of it
     cases = list(csv.DictReader((tmp_path / "cases.csv").open(encoding="utf-8")))
-    assert {c["system"] for c in cases} == {"script", "openai:echo"} and len(cases) == 8
+    assert {c["system"] for c in cases} == {"script", "openai:echo", "greeting", "random-line"} and len(cases) == 16
     by_system = {}
     for c in cases:
         by_system.setdefault(c["system"], set()).add((c["scene_id"], c["condition"]))
-    assert by_system["script"] == by_system["openai:echo"]  # the same held-out cases for both
+    assert by_system["script"] == by_system["openai:echo"] == by_system["random-line"]  # the same held-out cases
+    assert "| Offline: quote the script | random line (baseline) | cosine |" in printed
     assert main(["eval", "--compare", "nonsense", "--out", str(tmp_path)]) == 1
     assert "does not start with an engine name" in capsys.readouterr().err
 
@@ -252,3 +260,195 @@ def test_eval_through_an_openai_compatible_server(settings, fake_openai):
     assert not report.failures and report.model == "echo"
     full = [r for r in report.results if r.condition == "full"]
     assert all(r.reply.startswith("Echo: ") and r.query in r.reply for r in full)
+
+
+def test_paired_bootstrap_resamples_within_each_role():
+    """Two roles whose per-case differences are constant within the role: every resample that keeps each
+    role's count has the same mean, so the interval is that one number; an unstratified bootstrap would not."""
+    iv = paired_bootstrap({"a": [0.3] * 4, "b": [-0.1] * 6})
+    assert (iv.n, iv.value) == (10, pytest.approx(0.06))
+    assert iv.low == pytest.approx(0.06) and iv.high == pytest.approx(0.06)
+    loose = bootstrap([0.3] * 4 + [-0.1] * 6)
+    assert loose.low < 0.06 - 0.05 and loose.high > 0.06 + 0.05
+    mixed = paired_bootstrap({"a": [0.1, 0.2, 0.3, math.nan], "b": [0.0, 0.1]})
+    assert mixed.n == 5 and mixed.value == pytest.approx(0.14) and mixed.low < 0.14 < mixed.high
+    assert paired_bootstrap({"a": [1.0, 2.0, 3.0]}) == paired_bootstrap({"a": [1.0, 2.0, 3.0]})  # seeded
+    assert math.isnan(paired_bootstrap({}).value)
+
+
+def four_scene_role():
+    role = tiny_role(["east", "north", "north-east", "west"])
+    role.greeting = "north"
+    return role
+
+
+def test_the_baselines_read_nothing_and_draw_only_from_scenes_not_held_out(settings):
+    role = four_scene_role()
+    holdout = HoldOut(per_role=2, min_tokens=1, seed=0)
+    held = holdout.scene_ids(role)
+    free = {line for line in role_lines(role, held)}
+    assert len(held) == 2 and len(free) == 2
+    for case in holdout.cases(role):
+        assert BASELINES["greeting"].answer(case, holdout, 0) == "north"
+        drawn = BASELINES["random-line"].answer(case, holdout, 0)
+        assert drawn in free and drawn == BASELINES["random-line"].answer(case, holdout, 0)  # seeded per case
+    role.greeting = ""
+    assert BASELINES["greeting"].answer(holdout.cases(role)[0], holdout, 0) == "east"  # else the first line
+    report = run_eval([role], "greeting", settings=settings, per_role=2, min_tokens=1, scorer=TableEmbedder())
+    assert report.is_baseline and report.label == "greeting (baseline)"
+    assert {r.reply for r in report.results} == {"east"} and len(report.results) == 4  # both prompts, same line
+
+
+def test_head_to_head_is_a_paired_difference_against_each_baseline(settings):
+    """A system that always says "north-east" against the greeting ("north") on references east, north,
+    north-east, west: per-case cosine differences known in advance."""
+    role = four_scene_role()
+    kwargs = dict(settings=settings, per_role=4, min_tokens=1, scorer=TableEmbedder())
+    reports = [run_eval([role], "greeting", **kwargs), run_eval([role], "random-line", **kwargs),
+               run_eval([role], FixedEngine("north-east"), **kwargs)]
+    comparison = Comparison(reports)
+    pairs = {(a.label, b.label, m): iv for a, b, m, iv in comparison.head_to_head()}
+    assert set(pairs) == {("fixed", base, m) for base in ("greeting (baseline)", "random line (baseline)")
+                          for m in ("cosine", "rouge_l")}
+    r = 1 / math.sqrt(2)
+    diffs = [r - 0, r - 1, 1 - r, -r - 0]  # against east, north, north-east, west
+    iv = pairs[("fixed", "greeting (baseline)", "cosine")]
+    assert iv.n == 4 and iv.value == pytest.approx(sum(diffs) / 4)
+    assert min(diffs) <= iv.low <= iv.value <= iv.high <= max(diffs)
+    table = comparison.markdown()
+    assert "| fixed | greeting (baseline) | cosine | " in table and "no difference shown" in table
+    assert "| greeting (baseline) | none (baseline) | 4 |" in table
+
+
+def test_distinct_2_counts_a_repeated_greeting_once_and_language_is_a_rate(settings):
+    role = tiny_role(["Well then, my friend.", "Quite so, my friend.", "Indeed it is.", "我们走吧。"])
+    role.greeting = "Good morning to you, my friend."
+    kwargs = dict(settings=settings, per_role=4, min_tokens=1, scorer=TableEmbedder())
+    greeting = run_eval([role], "greeting", **kwargs)
+    assert greeting.interval("distinct_2", "full").value == pytest.approx(5 / 20)  # 5 pairs, said 4 times
+    assert distinct_n(["Good morning to you, my friend."]) == 1.0  # as one reply it looked perfectly varied
+    role.language = "zh"
+    chinese = run_eval([role], FixedEngine("我们走吧，朋友。"), **kwargs)
+    role.language = "en"
+    english = run_eval([role], FixedEngine("我们走吧，朋友。"), **kwargs)
+    assert chinese.interval("in_language", "full").value == 1.0
+    iv = english.interval("in_language", "full")
+    assert (iv.value, iv.n) == (0.0, 4) and iv.high == pytest.approx(clopper_pearson(0, 4).high)
+
+
+def test_compare_adds_the_baselines_unless_asked_not_to(settings):
+    role = four_scene_role()
+    kwargs = dict(settings=settings, per_role=2, min_tokens=1, scorer=TableEmbedder())
+    with_them = compare([role], ["script"], **kwargs)
+    assert [r.system for r in with_them.reports] == ["greeting", "random-line", "script"]
+    assert [r.system for r in compare([role], ["script"], baselines=False, **kwargs).reports] == ["script"]
+    assert [r.system for r in compare([role], ["random-line", "script"], **kwargs).reports] == \
+        ["greeting", "random-line", "script"]
+
+
+class ByMarker(FixedEngine):
+    """Ranks lines by whether they carry a marker word: the "who says it" test in miniature."""
+
+    def __init__(self, marker):
+        super().__init__("east")
+        self.marker, self.shown = marker, []
+
+    def score(self, request, lines):
+        self.shown.append((request, list(lines)))
+        return [1.0 if self.marker in line else 0.0 for line in lines]
+
+
+def marked_roles():
+    def role(rid, name, mark, n):
+        stories = [Story(f"{rid}{i}", f"Kyon:「Question {i}?」\n{name}:「{mark} line number {i} of {name}.」")
+                   for i in range(n)]
+        return Role(id=rid, name=name, system_prompt=f"You are {name}.", stories=stories, language="en")
+
+    return role("a", "Haruhi", "SOS", 8), role("b", "Mikuru", "Ah", 8)
+
+
+def test_next_line_distractors_come_from_the_right_pool_and_are_seeded():
+    from chatharuhi_core.data.next_line import choice_for, credit, distractors
+
+    haruhi, mikuru = marked_roles()
+    holdout = HoldOut(per_role=3, min_tokens=1, seed=0)
+    held = holdout.scene_ids(haruhi)
+    for case in holdout.cases(haruhi):
+        same = distractors(case, "next", [haruhi, mikuru], holdout, k=4)
+        assert len(same) == 4 and all("SOS" in line and line != case.reference for line in same)
+        own_held = {c.reference for c in holdout.cases(haruhi)}
+        assert not own_held & set(same)  # never a held-out line
+        other = distractors(case, "who", [haruhi, mikuru], holdout, k=4)
+        assert all("Mikuru" in line for line in other)
+        assert not {c.reference for c in holdout.cases(mikuru)} & set(other)
+        c = choice_for(case, "who", [haruhi, mikuru], holdout, "x", k=4)
+        assert c.lines[c.answer] == case.reference and len(c.lines) == 5
+        assert c.lines == choice_for(case, "who", [haruhi, mikuru], holdout, "x", k=4).lines  # seeded
+    assert len(held) == 3
+    assert credit([0.1, 0.5, 0.2], 1) == 1.0 and credit([0.5, 0.5, 0.2], 1) == 0.5 and credit([0.9, 0.5], 1) == 0
+
+
+def test_next_line_choice_in_a_run_with_a_known_answer(settings, tmp_path):
+    """The marker engine always finds Haruhi's line among Mikuru's (who says it: 100%) and cannot tell
+    Haruhi's lines apart (what comes next: every line ties, 1/5 each, which is chance)."""
+    haruhi, mikuru = marked_roles()
+    engine = ByMarker("SOS")
+    report = run_eval([haruhi], engine, settings=settings, per_role=3, min_tokens=1, scorer=TableEmbedder(),
+                      others=[mikuru])
+    assert len(report.choices) == 6 and not any(c.error for c in report.choices)
+    assert report.choice_accuracy("who").value == 1.0
+    assert report.choice_accuracy("next").value == pytest.approx(0.2)
+    request, shown = engine.shown[0]
+    assert request.text.startswith("Question") and request.scenes  # the case's cue, with the full prompt's scenes
+    for (req, shown_lines), choice in zip(engine.shown, report.choices):  # the full prompt, its own scene out
+        assert choice.scene_id not in {h.id for h in req.scenes} and shown_lines == choice.lines
+    comparison = Comparison([run_eval([haruhi], "greeting", settings=settings, per_role=3, min_tokens=1,
+                                      scorer=TableEmbedder()), report])
+    table = comparison.markdown()
+    assert "## Next-line choice" in table and "| chance | 20.0% | 20.0% |" in table
+    assert "fixed, who says it: 100.0%" in table and "above chance" in table
+    files = comparison.write(tmp_path)
+    rows = list(csv.DictReader(files["choices"].open(encoding="utf-8")))
+    assert len(rows) == 6 and {r["variant"] for r in rows} == {"who", "next"}
+
+
+def test_an_engine_that_cannot_rank_lines_is_said_so(settings):
+    report = run_eval([four_scene_role()], FixedEngine("east"), settings=settings, per_role=2, min_tokens=1,
+                      scorer=TableEmbedder())
+    assert not report.choices and report.choice_note == "cannot rank given lines"
+
+
+def test_the_script_engine_ranks_a_line_by_its_own_measure(settings, embedder):
+    """Its own line whose cue matches the question ranks above an unrelated line of another character."""
+    from chatharuhi_core import ChatHaruhi
+
+    bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings, embedder=embedder)
+    request = bot.prepare("Who is the most dangerous man in London?")
+    own = bot.engine.stream(request)
+    line = "".join(own)
+    other = "大圣来也！吃俺老孙一棒！"
+    scores = bot.engine.score(request, [other, line])
+    assert scores[1] > scores[0]
+
+
+def test_a_past_run_is_rescored_with_baselines_on_the_same_cases(settings, tmp_path):
+    from chatharuhi_core.data.evaluate import rescore
+    from chatharuhi_core.errors import InputError
+
+    role = four_scene_role()
+    kwargs = dict(settings=settings, per_role=3, min_tokens=1, scorer=TableEmbedder())
+    first = Comparison([run_eval([role], FixedEngine("north-east"), **kwargs)])
+    first.write(tmp_path / "run")
+    again = rescore(tmp_path / "run" / "cases.csv", [role], baselines=True, labels={"fixed": "the fixed engine"},
+                    **kwargs)
+    assert [r.label for r in again.reports] == ["greeting (baseline)", "random line (baseline)", "the fixed engine"]
+    old, new = first.reports[0], again.reports[-1]
+    assert new.interval("cosine", "full").value == pytest.approx(old.interval("cosine", "full").value)
+    assert {(r.scene_id, r.condition) for r in new.results} == {(r.scene_id, r.condition) for r in old.results}
+    assert "## Next-line choice" not in again.markdown()  # it needs the models
+    with pytest.raises(InputError, match="hold-out settings do not select"):
+        rescore(tmp_path / "run" / "cases.csv", [role], settings=settings, per_role=1, min_tokens=1,
+                scorer=TableEmbedder())
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="is not an eval cases.csv"):
+        rescore(tmp_path / "other.csv", [role], **kwargs)

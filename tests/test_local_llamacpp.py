@@ -55,6 +55,23 @@ def test_greedy_text_matches_llama_cpp_server_on_the_same_file(lm, llama_server)
     assert mine and mine == reply["choices"][0]["text"]
 
 
+def test_lines_are_scored_as_transformers_scores_them(lm):
+    """Next-line choice ranks lines by their mean log-probability: llama.cpp's (the prompt read once, every
+    line's logits in one batch) agrees with transformers' on the same weights, and the line the model writes
+    itself ranks first."""
+    from chatharuhi_core.chat.backends.local_runtime import runtime_named
+
+    mine = _generate(lm, GREEDY, opening="Sherlock Holmes:「")
+    lines = [mine, "俺老孙来也！妖怪，吃俺老孙一棒！", "I have never been to London and I do not care for puzzles."]
+    ours = LLAMA_CPP.score(lm, MESSAGES, "Sherlock Holmes:「", lines)
+    again = LLAMA_CPP.score(lm, MESSAGES, "Sherlock Holmes:「", lines)  # from the saved prompt state
+    theirs = runtime_named("transformers").score(local_model.load_model(bundled_spec(), "cpu", "transformers"),
+                                                 MESSAGES, "Sherlock Holmes:「", lines)
+    assert ours == pytest.approx(again, abs=1e-3)
+    assert ours == pytest.approx(theirs, abs=0.05)  # measured: 0.002-0.011 nats per token apart
+    assert ours[0] == max(ours)
+
+
 def test_a_fixed_seed_gives_the_same_reply(settings):
     def bot(seed: int | None) -> ChatHaruhi:
         engine = local_model.LocalModelEngine(local_model.EngineOptions(seed=seed))

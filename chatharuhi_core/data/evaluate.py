@@ -10,7 +10,11 @@ model) answers under two prompts:
             answer cannot simply be copied from the store.
 
 Scores: cosine similarity of sentence embeddings (the paper's), ROUGE-L F1 (RoleBench's), an
-out-of-character rate and distinct-2 (data/metrics.py), each with a 95% bootstrap interval.
+out-of-character rate, the share of replies in the role's language and distinct-2 over the whole set
+of replies (data/metrics.py), each with a 95% interval. Beside the systems, baselines that read
+nothing of the conversation (data/baselines.py: the greeting, a random line of the character) are
+scored on the same cases, and every head-to-head is a paired bootstrap of per-case differences,
+stratified by role.
 """
 
 from __future__ import annotations
@@ -29,8 +33,19 @@ from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
+from .baselines import BASELINES
 from .holdout import MIN_REPLY_TOKENS, Case, HoldOut
-from .metrics import Interval, bootstrap, clopper_pearson, distinct_n, out_of_character, rouge_l
+from .metrics import (
+    Interval,
+    bootstrap,
+    clopper_pearson,
+    distinct_n,
+    out_of_character,
+    paired_bootstrap,
+    rouge_l,
+    wrong_language,
+)
+from .next_line import DISTRACTORS, VARIANTS, ChoiceResult, choice_for, credit
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +72,9 @@ CONDITIONS: dict[str, Condition] = {
 
 # per-case metrics: name -> (column label, higher is better)
 METRICS = {"cosine": ("cosine", True), "rouge_l": ("ROUGE-L", True), "ooc": ("out of character", False),
-           "distinct_2": ("distinct-2", True)}
+           "in_language": ("in the role's language", True), "distinct_2": ("distinct-2", True)}
+RATES = {"ooc", "in_language"}  # 0/1 per case: an exact binomial interval
+BASELINE_ORDER = ("greeting", "random-line")  # scored beside every comparison unless asked not to
 
 
 def held_out_cases(role: Role, per_role: int, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0) -> list[Case]:
@@ -93,6 +110,7 @@ class CaseResult:
     rouge_l: float = math.nan
     ooc: float = math.nan  # 1.0 when out of character
     ooc_reason: str = ""
+    in_language: float = math.nan  # 1.0 when the reply is in the role's language
     distinct_2: float = math.nan  # unique word pairs over all pairs in the reply (loops score low)
     error: str = ""
 
@@ -114,11 +132,14 @@ class SystemSpec:
 
 
 def parse_system(text: str) -> SystemSpec:
-    """`engine` or `engine:model`; the engine must be a registered one."""
+    """`engine` or `engine:model` (the engine a registered one), or a baseline's name (`greeting`, `random-line`)."""
     engine, _, model = text.strip().partition(":")
+    if engine in BASELINES and not model:
+        return SystemSpec(engine)
     if engine not in engine_names():
         raise InputError(f"'{text}' does not start with an engine name; use one of {', '.join(engine_names())}, "
-                         "optionally followed by :model (e.g. local:runs/all-lora).")
+                         "optionally followed by :model (e.g. local:runs/all-lora), or a baseline: "
+                         f"{', '.join(BASELINES)}.")
     return SystemSpec(engine, model.strip())
 
 
@@ -132,6 +153,9 @@ class Report:
     conditions: list[str]
     results: list[CaseResult] = field(default_factory=list)
     system: str = ""  # the spec it was asked as
+    choices: list[ChoiceResult] = field(default_factory=list)  # next-line choice (data/next_line.py)
+    choice_note: str = ""  # why there are none, when the system cannot rank lines
+    distractors: int = DISTRACTORS
 
     @property
     def label(self) -> str:
@@ -147,14 +171,62 @@ class Report:
         return [r for r in self.results if r.condition == condition and (role_id is None or r.role_id == role_id)
                 and not r.error]
 
+    @property
+    def is_baseline(self) -> bool:
+        return self.system in BASELINES
+
     def interval(self, metric: str, condition: str, role_id: str | None = None) -> Interval:
-        """Mean of a per-case metric with its 95% bootstrap interval; the out-of-character rate with its
-        exact binomial interval (a bootstrap of 0 of 80 would say [0%, 0%])."""
-        values = [getattr(r, metric) for r in self._pick(condition, role_id)]
-        if metric == "ooc":
+        """Mean of a per-case metric with its 95% bootstrap interval; a rate (out of character, in the
+        role's language) with its exact binomial interval (a bootstrap of 0 of 80 would say [0%, 0%]);
+        distinct-2 over the whole set of replies, bootstrapped over replies (a greeting said 80 times is
+        one reply's worth of word pairs, not 80 varied ones)."""
+        picked = self._pick(condition, role_id)
+        if metric == "distinct_2":
+            return bootstrap([r.reply for r in picked], distinct_n)
+        values = [getattr(r, metric) for r in picked]
+        if metric in RATES:
             scored = [v for v in values if not math.isnan(v)]
             return clopper_pearson(int(sum(scored)), len(scored))
         return bootstrap(values)
+
+    def choice_accuracy(self, variant: str, role_id: str | None = None) -> Interval:
+        """The share of cases where the original line ranked first, with its exact binomial interval (a tie
+        for first counts 1/n, rounded into the count)."""
+        credits = [c.correct for c in self.choices if c.variant == variant and not c.error
+                   and (role_id is None or c.role_id == role_id)]
+        if not credits:
+            return Interval(0, math.nan, math.nan, math.nan)
+        iv = clopper_pearson(round(sum(credits)), len(credits))
+        return Interval(iv.n, sum(credits) / len(credits), iv.low, iv.high)
+
+    def choice_against(self, other: Report, variant: str) -> Interval:
+        """Next-line credit, this report minus `other`, per case, with a paired bootstrap within each role."""
+        def by_case(rep: Report) -> dict[tuple[str, str], float]:
+            return {(c.role_id, c.scene_id): c.correct for c in rep.choices if c.variant == variant and not c.error}
+
+        mine, theirs = by_case(self), by_case(other)
+        by_role: dict[str, list[float]] = {}
+        for key in sorted(mine.keys() & theirs.keys()):
+            by_role.setdefault(key[0], []).append(mine[key] - theirs[key])
+        return paired_bootstrap(by_role)
+
+    def per_case(self, metric: str, condition: str) -> dict[tuple[str, str], float]:
+        """{(role id, scene id): the metric} of every answered case (the mean where a case has several replies)."""
+        found: dict[tuple[str, str], list[float]] = {}
+        for r in self._pick(condition, None):
+            value = getattr(r, metric)
+            if not math.isnan(value):
+                found.setdefault((r.role_id, r.scene_id), []).append(value)
+        return {k: float(np.mean(v)) for k, v in found.items()}
+
+    def against(self, other: Report, metric: str, condition: str) -> Interval:
+        """This report minus `other` on the cases both answered: the mean per-case difference with a paired
+        bootstrap interval, resampled within each role."""
+        mine, theirs = self.per_case(metric, condition), other.per_case(metric, condition)
+        by_role: dict[str, list[float]] = {}
+        for key in sorted(mine.keys() & theirs.keys()):
+            by_role.setdefault(key[0], []).append(mine[key] - theirs[key])
+        return paired_bootstrap(by_role)
 
     def wins(self, role_id: str | None = None) -> tuple[int, int]:
         """(cases where the last condition beat the first on cosine, cases scored under both)."""
@@ -211,18 +283,23 @@ class Comparison:
                  f"line. cosine: sentence-embedding similarity ({scorer}), the paper's metric; ROUGE-L: F1 of the "
                  "longest common subsequence (Chinese by character, other text by word), RoleBench's; out of "
                  "character: replies that speak as an AI or model, run into another speaker's line, write a "
-                 "separator, answer in the wrong language or run on (lower is better; exact Clopper-Pearson "
-                 "interval); distinct-2: unique word pairs over all word pairs of a reply (low: the reply loops). "
-                 "Each other figure is a mean with its 95% bootstrap interval.", "",
+                 "separator, answer in the wrong language or run on (lower is better); in the role's language: "
+                 "the share of replies written in it (both rates with an exact Clopper-Pearson interval); "
+                 "distinct-2: unique word pairs over all word pairs of the system's replies together (low: "
+                 "the replies repeat each other or loop). Each other figure is a mean with its 95% bootstrap "
+                 "interval. Baselines read nothing of the conversation: "
+                 + "; ".join(f"{BASELINES[r.system].label}: {BASELINES[r.system].description}"
+                             for r in self.reports if r.is_baseline) + ".", "",
                  "## Overall", "",
-                 "| system | prompt | cases | cosine | ROUGE-L | out of character | distinct-2 |",
-                 "|---|---|---:|---:|---:|---:|---:|"]
+                 "| system | prompt | cases | cosine | ROUGE-L | out of character | in the role's language | "
+                 "distinct-2 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
         for rep in self.reports:
-            for c in rep.conditions:
+            for c in rep.conditions[-1:] if rep.is_baseline else rep.conditions:
                 n = len(rep._pick(c, None))
-                cells = [rep.label, CONDITIONS[c].label, str(n), rep.interval("cosine", c).text(),
+                prompt = "none (baseline)" if rep.is_baseline else CONDITIONS[c].label
+                cells = [rep.label, prompt, str(n), rep.interval("cosine", c).text(),
                          rep.interval("rouge_l", c).text(), rep.interval("ooc", c).text("{:.1%}"),
-                         rep.interval("distinct_2", c).text()]
+                         rep.interval("in_language", c).text("{:.1%}"), rep.interval("distinct_2", c).text()]
                 lines.append("| " + " | ".join(cells) + " |")
         for metric in ("cosine", "rouge_l"):
             for c in reversed(self.conditions):
@@ -236,23 +313,78 @@ class Comparison:
                     best = max((iv.value for iv in ivs if not math.isnan(iv.value)), default=math.nan)
                     cells = [(f"**{iv.text()}**" if iv.value == best and len(ivs) > 1 else iv.text()) for iv in ivs]
                     lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        if len(self.reports) > 1:
-            lines += ["", "## Head to head, full prompt", ""]
-            last = self.conditions[-1]
-            pairs = [(a, b) for i, a in enumerate(self.reports) for b in self.reports[:i]]
-            for rep, base in pairs:
-                for metric in ("cosine", "rouge_l"):
-                    won = sum(rep.interval(metric, last, rid).value > base.interval(metric, last, rid).value
-                              for rid, _ in self.roles())
-                    a, b = rep.interval(metric, last), base.interval(metric, last)
-                    verdict = "intervals overlap" if a.overlaps(b) else "intervals do not overlap"
-                    lines.append(f"- {rep.label} vs {base.label}, {METRICS[metric][0]}: higher on {won} of "
-                                 f"{len(self.roles())} roles; overall {a.value:.3f} vs {b.value:.3f} ({verdict}).")
+        lines += self._head_to_head()
+        lines += self._next_line()
         for rep in self.reports:
             if rep.failures:
                 lines += ["", f"{rep.label}: {len(rep.failures)} replies failed and are left out; the first: "
                               f"{rep.failures[0].error}"]
         return "\n".join(lines) + "\n"
+
+    def head_to_head(self) -> list[tuple[Report, Report, str, Interval]]:
+        """(system, other, metric, its per-case difference) for each system against each baseline and each
+        system before it, full prompt; the interval is a paired bootstrap stratified by role."""
+        last = self.conditions[-1]
+        systems = [r for r in self.reports if not r.is_baseline]
+        out = []
+        for i, rep in enumerate(systems):
+            others = [r for r in self.reports if r.is_baseline] + systems[:i]
+            for other in others:
+                for metric in ("cosine", "rouge_l"):
+                    out.append((rep, other, metric, rep.against(other, metric, last)))
+        return out
+
+    def _head_to_head(self) -> list[str]:
+        pairs = self.head_to_head()
+        if not pairs:
+            return []
+        lines = ["", f"## Head to head, {CONDITIONS[self.conditions[-1]].label}", "",
+                 "Per-case difference (the first system minus the second) on the cases both answered, with a "
+                 "paired 95% bootstrap interval resampled within each role. \"higher\" or \"lower\" only where "
+                 "the interval excludes 0.", "",
+                 "| system | against | metric | difference | verdict |", "|---|---|---|---:|---|"]
+        for rep, other, metric, iv in pairs:
+            verdict = ("higher" if iv.low > 0 else "lower" if iv.high < 0 else "no difference shown") \
+                if not math.isnan(iv.value) else "no shared cases"
+            lines.append(f"| {rep.label} | {other.label} | {METRICS[metric][0]} | {iv.text('{:+.3f}')} | {verdict} |")
+        return lines
+
+    def _next_line(self) -> list[str]:
+        ranked = [r for r in self.reports if r.choices]
+        variants = [v for v in VARIANTS if any(c.variant == v for r in ranked for c in r.choices)]
+        if not variants:
+            return []
+        k = ranked[0].distractors
+        lines = ["", "## Next-line choice", "",
+                 f"The original line among {k} others, ranked by the system from the same full prompt: who says it "
+                 "(the others are lines of other characters in the same language) and what comes next (lines of "
+                 "the same character from other scenes). A model ranks by the mean log-probability per token of "
+                 "each line as its reply, the script engine by its own line ranking. Accuracy with its exact 95% "
+                 f"interval; chance is 1/{k + 1} = {1 / (k + 1):.0%}.", "",
+                 "| system | " + " | ".join(VARIANTS[v] for v in variants) + " |", "|---|" + "---:|" * len(variants),
+                 "| chance | " + " | ".join(f"{1 / (k + 1):.1%}" for _ in variants) + " |"]
+        for rep in ranked:
+            lines.append(f"| {rep.label} | " + " | ".join(rep.choice_accuracy(v).text("{:.1%}") for v in variants)
+                         + " |")
+        for rep in self.reports:
+            if rep.choice_note:
+                lines.append(f"| {rep.label} | " + " | ".join(rep.choice_note for _ in variants) + " |")
+        lines += ["", "Against chance (exact interval) and head to head (per-case difference in credit, paired "
+                      "bootstrap within each role):", ""]
+        for rep in ranked:
+            for v in variants:
+                iv = rep.choice_accuracy(v)
+                verdict = "above chance" if iv.low > 1 / (k + 1) else "below chance" if iv.high < 1 / (k + 1) \
+                    else "not distinguishable from chance"
+                lines.append(f"- {rep.label}, {VARIANTS[v]}: {iv.text('{:.1%}')}, {verdict}.")
+        for i, rep in enumerate(ranked):
+            for other in ranked[:i]:
+                for v in variants:
+                    iv = rep.choice_against(other, v)
+                    verdict = "higher" if iv.low > 0 else "lower" if iv.high < 0 else "no difference shown"
+                    lines.append(f"- {rep.label} against {other.label}, {VARIANTS[v]}: {iv.text('{:+.1%}')}, "
+                                 f"{verdict}.")
+        return lines
 
     def write(self, out: Path) -> dict[str, Path]:
         """results.md, results.csv (per system, role and prompt), cases.csv (every reply), results.png."""
@@ -271,6 +403,15 @@ class Comparison:
             for rep in self.reports:
                 for r in rep.results:
                     w.writerow({k: (_round(v) if isinstance(v, float) else v) for k, v in r.__dict__.items()})
+        choices = [c for rep in self.reports for c in rep.choices]
+        if choices:
+            paths["choices"] = out / "choices.csv"
+            with paths["choices"].open("w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow(["system", "role_id", "scene_id", "variant", "correct", "answer", "lines", "scores", "error"])
+                for c in choices:
+                    w.writerow([c.system, c.role_id, c.scene_id, c.variant, _round(c.correct), c.answer,
+                                " ||| ".join(c.lines), " ".join(f"{x:.4f}" for x in c.scores), c.error])
         png = plot(self, out / "results.png")
         if png:
             paths["plot"] = png
@@ -342,29 +483,49 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
              model: str | None = None, base_url: str | None = None, api_key: str | None = None,
              conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
              min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, scorer: Embedder | None = None,
-             progress: Progress | None = None) -> Report:
-    """Answer every held-out case under every condition with one engine, and score the replies."""
+             progress: Progress | None = None, next_line: Sequence[str] = tuple(VARIANTS),
+             distractors: int = DISTRACTORS, others: Sequence[Role] = ()) -> Report:
+    """Answer every held-out case under every condition with one engine (or a baseline), and score the replies;
+    then, for each next-line variant, let the engine rank the original line among `distractors` others
+    (`others`: roles whose lines may serve as another character's, besides `roles`)."""
     from ..chat.chatbot import ChatHaruhi
 
     settings = settings or Settings.from_env()
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown or not conditions:
         raise InputError(f"Unknown condition(s) {', '.join(unknown) or '(none)'}; use {', '.join(CONDITIONS)}.")
-    engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
     holdout = HoldOut(per_role, min_tokens, seed)
     cases = [c for role in roles for c in holdout.cases(role)]
     if not cases:
         raise InputError(f"No scene ends in a reply of {min_tokens}+ tokens by these roles; lower --min-tokens.")
     embedder = get_embedder(settings.embedder)
     scorer = scorer or embedder
+    if isinstance(llm, str) and llm in BASELINES:
+        baseline = BASELINES[llm]
+        report = Report(baseline.label, "", scorer.name, list(conditions), system=llm)
+        for case in cases:
+            reply = baseline.answer(case, holdout, seed)  # reads no prompt: the same under every condition
+            for cond in conditions:
+                report.results.append(CaseResult(llm, case.role.id, case.role.name, case.turn.scene_id, cond,
+                                                 case.turn.query, case.reference, reply=reply))
+        if progress:
+            progress(len(report.results), len(report.results))
+        return _scored(report, cases, scorer)
+    engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
     probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings, embedder=embedder)
     probe.load()
     budgets = default_budgets(engine.name, settings)
     system = engine.name + (f":{model}" if model else "")
-    report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system)
-    total, done = len(cases) * len(conditions), 0
+    report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system, distractors=distractors)
+    ranks = getattr(engine, "score", None)
+    if next_line and ranks is None:
+        report.choice_note = "cannot rank given lines"
+    variants = list(next_line) if ranks is not None else []
+    pool = list(roles) + [r for r in others if r.id not in {x.id for x in roles}]
+    total, done = len(cases) * (len(conditions) + len(variants)), 0
     if progress:
         progress(0, total)
+    raw: dict[int, str] = {}
     for case in cases:
         for cond in conditions:
             result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
@@ -376,8 +537,8 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
             try:
                 said = bot.answer(case.turn.text, role=case.turn.user_role)
                 result.reply = said.text
+                raw[id(result)] = said.raw
                 report.model = report.model or bot.model_label
-                result.ooc_reason = out_of_character(said.raw, case.role.speaker_names, case.role.language)
             except ChatHaruhiError as exc:
                 result.error = str(exc)
             report.results.append(result)
@@ -386,31 +547,108 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
                 progress(done, total)
         if len(report.failures) == len(report.results):  # the engine is down or misconfigured: stop now
             raise _failed(report.failures[0].error)
-    answered = [r for r in report.results if not r.error]
-    if not answered:
+        for variant in variants:
+            choice = choice_for(case, variant, pool, holdout, system, distractors, seed)
+            bot = ChatHaruhi(role=case.role, llm=engine, settings=settings, embedder=embedder,
+                             history=list(case.turn.context), user_role=case.turn.user_role,
+                             budgets=CONDITIONS[conditions[-1]].budgets(budgets), exclude_scenes=[case.turn.scene_id])
+            try:
+                choice.scores = list(ranks(bot.prepare(case.turn.text, role=case.turn.user_role), choice.lines))
+                choice.correct = credit(choice.scores, choice.answer)
+            except ChatHaruhiError as exc:
+                choice.error = str(exc)
+            report.choices.append(choice)
+            done += 1
+            if progress:
+                progress(done, total)
+    if not any(not r.error for r in report.results):
         raise _failed(report.failures[0].error)
+    return _scored(report, cases, scorer, raw)
+
+
+def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[int, str] | None = None) -> Report:
+    """Every answered reply scored against its reference; `raw` (by result id): the model's text before
+    clean-up, which the out-of-character check reads (a baseline's line is its own raw text)."""
+    roles = {c.role.id: c.role for c in cases}
+    answered = [r for r in report.results if not r.error]
     scores = cosine_scores([r.reply for r in answered], [r.reference for r in answered], scorer)
     for r, s in zip(answered, scores):
+        role = roles[r.role_id]
+        text = (raw or {}).get(id(r), r.reply)
         r.cosine = float(s)
         r.rouge_l = rouge_l(r.reply, r.reference)
+        r.ooc_reason = out_of_character(text, role.speaker_names, role.language)
         r.ooc = 1.0 if r.ooc_reason else 0.0
+        r.in_language = 0.0 if wrong_language(r.reply, role.language) else 1.0
         r.distinct_2 = distinct_n([r.reply])
     return report
 
 
 def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, settings: Settings | None = None,
             base_url: str | None = None, api_key: str | None = None, progress_for: Callable[[str], Progress] | None
-            = None, **kwargs) -> Comparison:
-    """The same held-out cases answered by several systems, each under every condition."""
+            = None, baselines: bool = True, **kwargs) -> Comparison:
+    """The same held-out cases answered by several systems, each under every condition; the baselines
+    (greeting, random line) beside them unless `baselines` is False or they were named."""
     settings = settings or Settings.from_env()
     specs = [s if isinstance(s, SystemSpec) else parse_system(s) for s in systems]
+    if baselines:
+        specs = [SystemSpec(b) for b in BASELINE_ORDER if SystemSpec(b) not in specs] + specs
     for spec in specs:
-        engine_info(spec.engine)
+        if spec.engine not in BASELINES:
+            engine_info(spec.engine)
+    if "others" not in kwargs:  # another character's lines for next-line choice: every bundled role too
+        from ..roles.sources import bundled_roles
+
+        kwargs["others"] = bundled_roles()
     reports = []
     for spec in specs:
-        progress = progress_for(spec.text) if progress_for else None
+        progress = progress_for(spec.text) if progress_for and spec.engine not in BASELINES else None
         reports.append(run_eval(roles, spec.engine, settings=settings, model=spec.model or None, base_url=base_url,
                                 api_key=api_key, progress=progress, **kwargs))
+    return Comparison(reports)
+
+
+CASE_COLUMNS = ("system", "role_id", "scene_id", "condition", "reply")
+
+
+def rescore(cases_csv: Path, roles: Sequence[Role], *, settings: Settings | None = None,
+            per_role: int = HoldOut.per_role, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0,
+            scorer: Embedder | None = None, baselines: bool = True, labels: dict[str, str] | None = None) -> Comparison:
+    """A past run's replies (its cases.csv) scored again with today's metrics, with the baselines answered on
+    the same held-out cases: no model runs again. The hold-out settings must be the run's (the cases are
+    matched by scene id); next-line choice needs the models and is not part of a rescore. `labels` names
+    systems for the tables (by their spec in the file)."""
+    settings = settings or Settings.from_env()
+    try:
+        with cases_csv.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"Could not read {cases_csv} ({exc}).") from None
+    if not rows or not set(CASE_COLUMNS) <= set(rows[0]):
+        raise InputError(f"{cases_csv} is not an eval cases.csv (it needs the columns {', '.join(CASE_COLUMNS)}).")
+    holdout = HoldOut(per_role, min_tokens, seed)
+    by_role = {r.id: r for r in roles}
+    cases = {(c.role.id, c.turn.scene_id): c for role in roles for c in holdout.cases(role)}
+    rows = [r for r in rows if r["system"] not in BASELINES and r["role_id"] in by_role]
+    missing = sorted({f"{r['role_id']}/{r['scene_id']}" for r in rows} - {f"{k[0]}/{k[1]}" for k in cases})
+    if missing or not rows:
+        raise InputError(f"{cases_csv} holds cases these hold-out settings do not select ({', '.join(missing[:3]) or 'none'}"
+                         f"…): give the run's --cases, --min-tokens and --seed, and its roles.")
+    scorer = scorer or get_embedder(settings.embedder)
+    conditions = list(dict.fromkeys(r["condition"] for r in rows))
+    reports = []
+    if baselines:
+        run_roles = [r for r in roles if any(k[0] == r.id for k in cases)]
+        reports += [run_eval(run_roles, b, settings=settings, conditions=conditions, per_role=per_role,
+                             min_tokens=min_tokens, seed=seed, scorer=scorer) for b in BASELINE_ORDER]
+    for system in dict.fromkeys(r["system"] for r in rows):
+        report = Report((labels or {}).get(system, system), "", scorer.name, conditions, system=system,
+                        choice_note="not rescored (needs the model)")
+        for r in (r for r in rows if r["system"] == system):
+            case = cases[(r["role_id"], r["scene_id"])]
+            report.results.append(CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, r["condition"],
+                                             case.turn.query, case.reference, reply=r["reply"], error=r.get("error", "")))
+        reports.append(_scored(report, list(cases.values()), scorer))
     return Comparison(reports)
 
 

@@ -61,6 +61,8 @@ class Engine(Protocol):
       load() -> None                    do that loading now
       count_tokens(text) -> int         its own tokenizer, for the prompt budgets
       model_label() -> str              which model answered, for the page
+      score(request, lines) -> [float]  how strongly it would give each line as the reply (eval's next-line
+                                        choice: a model's mean log-probability, the script engine's ranking)
     """
 
     name: str

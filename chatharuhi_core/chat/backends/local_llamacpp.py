@@ -36,8 +36,10 @@ from .local_runtime import (
     ModelSpec,
     Sampling,
     check_length,
+    continuation_tokens,
     file_stamp,
     made_once,
+    mean_logprob,
     plain_prompt,
     quantize,
     quiet_native,
@@ -228,6 +230,26 @@ def read_prompt(handle: LlamaHandle, tokens: list[int]) -> None:
         _set_state(llm, state, head)
 
 
+def _all_logits(llm, tokens: list[int]):
+    """Read `tokens` after the context's current end and return the logits at every one of them
+    (llama-cpp-python's own eval keeps only the last row unless the whole context was opened for all)."""
+    import numpy as np
+
+    rows = []
+    for i in range(0, len(tokens), llm.n_batch):
+        batch = tokens[i:i + llm.n_batch]
+        n_past = llm.n_tokens
+        llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        vocab = llm.n_vocab()
+        rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch) * vocab,))
+                    .reshape(len(batch), vocab).copy())
+        llm.input_ids[n_past:n_past + len(batch)] = batch
+        llm.n_tokens = n_past + len(batch)
+    return np.concatenate(rows) if rows else np.zeros((0, llm.n_vocab()))
+
+
 def ngram_ban(size: int):
     """A logits processor that forbids repeating any `size`-gram already in the text (as transformers'
     no_repeat_ngram_size does): a small model otherwise loops on a phrase."""
@@ -346,6 +368,25 @@ class LlamaCppRuntime:
                         break
             finally:
                 pieces.close()
+
+
+    def score(self, lm: LoadedModel, messages: list[dict], opening: str, continuations: list[str]) -> list[float]:
+        handle: LlamaHandle = lm.handle  # type: ignore[assignment]
+        llm = handle.llm
+        text = lm.template(messages) + opening
+        prompt = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        fulls = [llm.tokenize((text + c).encode("utf-8"), add_bos=False, special=True) for c in continuations]
+        check_length(max(len(f) for f in fulls) if fulls else len(prompt), lm)
+        out = []
+        with handle.lock:
+            read_prompt(handle, prompt)  # the prompt's head, read once (and its state kept) for every candidate
+            for full in fulls:
+                start = continuation_tokens(full, prompt)
+                keep = min(start - 1, _shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), full))
+                llm.n_tokens = keep
+                logits = _all_logits(llm, full[keep:])  # row j predicts full[keep + j + 1]
+                out.append(mean_logprob(logits[start - 1 - keep:-1], full[start:]))
+        return out
 
 
 LLAMA_CPP = register_runtime(LlamaCppRuntime())

@@ -213,6 +213,14 @@ class LocalModelEngine:
         return replace(self.sampling, max_tokens=min(self.options.max_tokens, self.sampling.max_tokens),
                        stop=stop, seed=self.options.seed)
 
+    def score(self, request: ChatRequest, lines: list[str]) -> list[float]:
+        """How likely the model finds each line as the character's next one after this prompt: the mean
+        log-probability per token of the line, opened and closed as a script line (eval's next-line choice)."""
+        lm = self.load()
+        runtime = runtime_named(lm.runtime)
+        opening = format_reply(request.role.name, "").removesuffix(LINE_END)
+        return runtime.score(lm, request.messages, opening, [line + LINE_END for line in lines])
+
     def stream(self, request: ChatRequest) -> Iterator[str]:
         """The reply, piece by piece, from a worker thread; opened as a script line (`Name:「`) as in the
         scenes, which keeps a small model speaking as the character (measured on SmolLM2-135M)."""

@@ -108,6 +108,33 @@ class Runtime(Protocol):
     def generate(self, lm: LoadedModel, messages: list[dict], opening: str, sampling: Sampling,
                  emit: Emit, should_stop: Callable[[], bool]) -> None: ...
 
+    def score(self, lm: LoadedModel, messages: list[dict], opening: str, continuations: list[str]) -> list[float]:
+        """Each continuation's mean log-probability per token after the prompt (eval's next-line choice)."""
+        ...
+
+
+def continuation_tokens(full: list[int], prompt: list[int]) -> int:
+    """Where a continuation's own tokens start in `full` (the prompt's text and the continuation tokenised
+    together): at the prompt's end, or earlier where the continuation's first characters merged into the
+    prompt's last token."""
+    shared = 0
+    for a, b in zip(full, prompt):
+        if a != b:
+            break
+        shared += 1
+    return max(1, shared)
+
+
+def mean_logprob(logits, targets) -> float:
+    """The mean log-probability of `targets`, row i of `logits` predicting targets[i]."""
+    import numpy as np
+
+    rows = np.asarray(logits, dtype=np.float64)
+    top = rows.max(axis=1, keepdims=True)
+    log_z = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
+    picked = rows[np.arange(len(targets)), np.asarray(targets)]
+    return float((picked - log_z).mean()) if len(targets) else float("-inf")
+
 
 _RUNTIMES: dict[str, Runtime] = {}
 

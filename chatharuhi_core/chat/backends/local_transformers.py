@@ -25,6 +25,8 @@ from .local_runtime import (
     ModelSpec,
     Sampling,
     check_length,
+    continuation_tokens,
+    mean_logprob,
     plain_prompt,
     register_runtime,
 )
@@ -223,6 +225,23 @@ class TransformersRuntime:
             set_seed(sampling.seed)
         with torch.inference_mode():
             lm.model.generate(**generation)
+
+
+    def score(self, lm: LoadedModel, messages: list[dict], opening: str, continuations: list[str]) -> list[float]:
+        import torch
+
+        tok = lm.tokenizer
+        text = lm.template(messages) + opening
+        prompt = tok.encode(text, add_special_tokens=False)
+        out = []
+        for c in continuations:
+            full = tok.encode(text + c, add_special_tokens=False)
+            check_length(len(full), lm)
+            start = continuation_tokens(full, prompt)
+            with torch.inference_mode():
+                logits = lm.model(input_ids=torch.tensor([full], device=lm.device)).logits[0]
+            out.append(mean_logprob(logits[start - 1:-1].float().cpu().numpy(), full[start:]))
+        return out
 
 
 TRANSFORMERS = register_runtime(TransformersRuntime())

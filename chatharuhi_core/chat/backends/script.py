@@ -43,27 +43,33 @@ def _candidates(request: ChatRequest) -> list[tuple[str, str, float]]:
     return out
 
 
-def choose_line(request: ChatRequest) -> str:
-    """The role's line that best answers the query, avoiding the last few answers given.
+def _rank(request: ChatRequest, pairs: list[tuple[str, str, float]]) -> list[float]:
+    """Each (cue, answer, scene similarity)'s score as an answer to the query; an empty cue (a line the
+    retrieved scenes do not hold) scores on the answer's likeness alone.
 
     A cue like the query means the answer fits the turn; an answer like the query means it is
     on the topic (the cue "Who is your enemy?" is answered with "Moriarty...").
     """
+    pieces = [_pieces(c[0]) if c[0] else [] for c in pairs]
+    flat = [p for ps in pieces for p in ps]
+    vecs = request.embedder.embed([request.text] + flat + [c[1] for c in pairs])
+    sims = cosine(vecs[:1], vecs[1:])[0]
+    cue_sims, answer_sims = sims[: len(flat)], sims[len(flat):]
+    scores, at = [], 0
+    for i, ps in enumerate(pieces):
+        cue = float(cue_sims[at : at + len(ps)].max()) if ps else 0.0
+        at += len(ps)
+        scores.append(CUE_WEIGHT * cue + (1 - CUE_WEIGHT) * float(answer_sims[i]) + SCENE_WEIGHT * pairs[i][2])
+    return scores
+
+
+def choose_line(request: ChatRequest) -> str:
+    """The role's line that best answers the query, avoiding the last few answers given."""
     cands = _candidates(request)
     recent = {ex.reply for ex in request.history[-4:]} | set(request.avoid)
     fresh = [c for c in cands if c[1] not in recent] or cands
     if fresh and request.embedder is not None:
-        pieces = [_pieces(c[0]) for c in fresh]
-        flat = [p for ps in pieces for p in ps]
-        vecs = request.embedder.embed([request.text] + flat + [c[1] for c in fresh])
-        sims = cosine(vecs[:1], vecs[1:])[0]
-        cue_sims, answer_sims = sims[: len(flat)], sims[len(flat):]
-        scores, at = [], 0
-        for i, ps in enumerate(pieces):
-            cue = float(cue_sims[at : at + len(ps)].max())
-            at += len(ps)
-            scores.append(CUE_WEIGHT * cue + (1 - CUE_WEIGHT) * float(answer_sims[i])
-                          + SCENE_WEIGHT * fresh[i][2])
+        scores = _rank(request, fresh)
         return fresh[max(range(len(fresh)), key=scores.__getitem__)][1]
     if fresh:
         return fresh[0][1]
@@ -72,6 +78,22 @@ def choose_line(request: ChatRequest) -> str:
             if spk in request.role.speaker_names and text and text not in recent:
                 return text
     return request.role.greeting or "……"
+
+
+def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
+    """The engine's own ranking of given lines as the answer (eval's next-line choice): a line found in the
+    retrieved scenes scores as choose_line would score it there; any other on its likeness to the query."""
+    if request.embedder is None:
+        raise EngineError("The script engine needs the role's embedder to rank lines.")
+    found: dict[str, list[tuple[str, str, float]]] = {}
+    for cand in _candidates(request):
+        found.setdefault(cand[1], []).append(cand)
+    pairs = [p for line in lines for p in found.get(line, [("", line, 0.0)])]
+    scores = _rank(request, pairs)
+    best: dict[str, float] = {}
+    for (_, line, _), score in zip(pairs, scores):
+        best[line] = max(best.get(line, float("-inf")), score)
+    return [best[line] for line in lines]
 
 
 @register_engine(
@@ -97,3 +119,6 @@ class ScriptEngine:
             if i:
                 time.sleep(CHUNK_DELAY_S)  # paced like typing, so the page shows it arrive
             yield line[i : i + CHUNK_CHARS]
+
+    def score(self, request: ChatRequest, lines: list[str]) -> list[float]:
+        return score_lines(request, lines)
