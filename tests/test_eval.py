@@ -326,6 +326,7 @@ def test_distinct_2_counts_a_repeated_greeting_once_and_language_is_a_rate(setti
     kwargs = dict(settings=settings, per_role=4, min_tokens=1, scorer=TableEmbedder())
     greeting = run_eval([role], "greeting", **kwargs)
     assert greeting.interval("distinct_2", "full").value == pytest.approx(5 / 20)  # 5 pairs, said 4 times
+    assert greeting.interval("distinct_2", "full").text() == "0.250"  # one figure for the set, no interval
     assert distinct_n(["Good morning to you, my friend."]) == 1.0  # as one reply it looked perfectly varied
     role.language = "zh"
     chinese = run_eval([role], FixedEngine("我们走吧，朋友。"), **kwargs)

@@ -178,11 +178,11 @@ class Report:
     def interval(self, metric: str, condition: str, role_id: str | None = None) -> Interval:
         """Mean of a per-case metric with its 95% bootstrap interval; a rate (out of character, in the
         role's language) with its exact binomial interval (a bootstrap of 0 of 80 would say [0%, 0%]);
-        distinct-2 over the whole set of replies, bootstrapped over replies (a greeting said 80 times is
-        one reply's worth of word pairs, not 80 varied ones)."""
+        distinct-2 over the whole set of replies (a greeting said 80 times is one reply's worth of word pairs,
+        not 80 varied ones), with no interval: resampling replies repeats some, which lowers it by itself."""
         picked = self._pick(condition, role_id)
         if metric == "distinct_2":
-            return bootstrap([r.reply for r in picked], distinct_n)
+            return Interval(len(picked), distinct_n([r.reply for r in picked]), math.nan, math.nan)
         values = [getattr(r, metric) for r in picked]
         if metric in RATES:
             scored = [v for v in values if not math.isnan(v)]
@@ -286,8 +286,8 @@ class Comparison:
                  "separator, answer in the wrong language or run on (lower is better); in the role's language: "
                  "the share of replies written in it (both rates with an exact Clopper-Pearson interval); "
                  "distinct-2: unique word pairs over all word pairs of the system's replies together (low: "
-                 "the replies repeat each other or loop). Each other figure is a mean with its 95% bootstrap "
-                 "interval. Baselines read nothing of the conversation: "
+                 "the replies repeat each other or loop; one figure for the set, no interval). Each other figure "
+                 "is a mean with its 95% bootstrap interval. Baselines read nothing of the conversation: "
                  + "; ".join(f"{BASELINES[r.system].label}: {BASELINES[r.system].description}"
                              for r in self.reports if r.is_baseline) + ".", "",
                  "## Overall", "",
@@ -440,8 +440,10 @@ def plot(comparison: Comparison, path: Path) -> Path | None:
         labels, means, lows, highs, cols = [], [], [], [], []
         for i, rep in enumerate(reps):
             for j, c in enumerate(conds):
+                if rep.is_baseline and j < len(conds) - 1:
+                    continue  # a baseline reads no prompt: one bar
                 iv = rep.interval(metric, c)
-                labels.append(f"{rep.label}\n{CONDITIONS[c].label}")
+                labels.append(rep.label if rep.is_baseline else f"{rep.label}\n{CONDITIONS[c].label}")
                 means.append(iv.value)
                 lows.append(0 if math.isnan(iv.low) else iv.value - iv.low)
                 highs.append(0 if math.isnan(iv.high) else iv.high - iv.value)
@@ -450,7 +452,11 @@ def plot(comparison: Comparison, path: Path) -> Path | None:
         bars = ax.bar(x, means, yerr=[lows, highs], capsize=3, color=cols)
         ax.bar_label(bars, labels=[("" if math.isnan(m) else f"{m:.2f}") for m in means], fontsize=7, padding=2)
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-        ax.set_title(f"{METRICS[metric][0]}, all roles (95% interval)", fontsize=9)
+        for i, rep in enumerate(reps):  # what every bar has to beat, drawn across the panel
+            if rep.is_baseline:
+                ax.axhline(rep.interval(metric, conds[-1]).value, color=colours[i % len(colours)], lw=1, ls="--",
+                           zorder=0)
+        ax.set_title(f"{METRICS[metric][0]}, all roles (95% interval; dashed: baselines)", fontsize=9)
         ax.set_ylim(0, max([m for m in means if not math.isnan(m)] + [0.1]) * 1.35)
         ax.spines[["top", "right"]].set_visible(False)
     ax = axes[2]

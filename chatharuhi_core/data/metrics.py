@@ -157,6 +157,8 @@ class Interval:
     def text(self, fmt: str = "{:.3f}") -> str:
         if math.isnan(self.value):
             return "–"
+        if math.isnan(self.low) or math.isnan(self.high):  # a figure of the whole set, with no interval
+            return fmt.format(self.value)
         return f"{fmt.format(self.value)} [{fmt.format(self.low)}, {fmt.format(self.high)}]"
 
 
