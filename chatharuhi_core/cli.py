@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -317,6 +318,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                          conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
                          seed=args.seed, baselines=not args.no_baselines,
                          next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
+                         allow_trained=args.allow_trained, samples=args.samples, budgets=_eval_budgets(args),
                          progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
     files = comparison.write(Path(args.out))
     print(comparison.markdown())
@@ -326,6 +328,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if "plot" not in files:
         print("(no plot: matplotlib is not installed; `bash scripts/setup.sh local` installs it)", file=sys.stderr)
     return 0
+
+
+def _eval_budgets(args: argparse.Namespace):
+    """The budgets every compared system is packed with: given, or None for the smallest of the systems' own."""
+    if args.story_tokens is None and args.history_tokens is None:
+        return None
+    from .config import Budgets
+
+    base = Budgets()
+    return Budgets(story_tokens=args.story_tokens if args.story_tokens is not None else base.story_tokens,
+                   history_tokens=args.history_tokens if args.history_tokens is not None else base.history_tokens)
 
 
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
@@ -373,10 +386,13 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     engine = _engine(args, settings)
     roles = _roles(args.roles, settings)
     out = Path(args.out)
+    from .data.holdout import HoldOut
+
     try:
         result = synthesize(roles, out, engine, settings=settings, model=args.model, base_url=args.base_url,
                             api_key=args.api_key, scenes=args.scenes, questions=args.questions, seed=args.seed,
-                            progress=progress_bar("answering", "dialogue"))
+                            progress=progress_bar("answering", "dialogue"),
+                            holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed))
     except KeyboardInterrupt:
         print(f"\nStopped. What was answered is kept in {out}; run the same command again to go on.",
               file=sys.stderr)
@@ -384,7 +400,8 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"{result.answered} new dialogues ({result.done_before} from earlier runs, {result.failed} failed, "
-          f"{result.duplicates} duplicates dropped). {result.rows} rows in:")
+          f"{result.duplicates} duplicates dropped, {result.leaked} left out for copying a held-out line). "
+          f"{result.rows} rows in:")
     for kind, path in result.files.items():
         print(f"  {kind:9} {path}")
     if result.failed:
@@ -401,12 +418,14 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/{'-'.join(r.id for r in roles) if len(roles) < 4 else 'all'}-lora")
     train = TrainSettings(epochs=args.epochs, learning_rate=args.lr, lora_r=args.lora_r,
                           lora_alpha=2 * args.lora_r, max_length=args.max_length, max_steps=args.max_steps,
-                          save_steps=args.save_steps, seed=args.seed)
+                          save_steps=args.save_steps, seed=args.seed, batch_size=args.batch_size,
+                          grad_accum=args.grad_accum, precision=args.precision)
+    command = " ".join(["python -m chatharuhi_core", *(shlex.quote(a) for a in args.argv)])
     try:
         result = finetune(roles, out, base=args.base or "", data_files=[Path(p) for p in args.data or []],
                           dpo_file=Path(args.dpo) if args.dpo else None, merge=args.merge,
-                          holdout=HoldOut(args.holdout_cases, args.min_tokens, args.seed), train=train,
-                          settings=settings, say=lambda s: print(s, file=sys.stderr, flush=True))
+                          holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed), train=train,
+                          settings=settings, say=lambda s: print(s, file=sys.stderr, flush=True), command=command)
     except Interrupted as exc:
         print(f"\n{exc}", file=sys.stderr)
         return 130
@@ -520,6 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "random line of the character), scored beside every system by default")
     p.add_argument("--distractors", type=int, default=4,
                    help="next-line choice: other lines the original is ranked among (default 4; chance 1/(K+1))")
+    p.add_argument("--samples", type=int, default=3,
+                   help="replies per case from an engine that samples, each with its own recorded seed (default 3)")
+    p.add_argument("--story-tokens", type=int, help="scene budget for every system, in cl100k tokens (default: the "
+                                                     "smallest of the compared systems' own)")
+    p.add_argument("--history-tokens", type=int, help="history budget for every system, likewise")
+    p.add_argument("--allow-trained", action="store_true",
+                   help="score a fine-tuned model on cases whose scenes it trained on (refused otherwise), marked so")
     p.add_argument("--no-next-line", action="store_true",
                    help="skip next-line choice (the original line ranked among other characters' lines, and among "
                         "the same character's lines from other scenes)")
@@ -539,6 +565,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenes", type=int, default=None, help="scene openings per role (default: all)")
     p.add_argument("--questions", type=int, default=10, help="new questions per role (default 10)")
     p.add_argument("--seed", type=int, default=0, help="which examples are shown when asking (default 0)")
+    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
+    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
+    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out (as eval --seed)")
     p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
     p.set_defaults(func=cmd_synthesize)
 
@@ -565,7 +594,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-steps", type=int, default=10, help="checkpoint every N steps (default 10)")
     p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
     p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
-    p.add_argument("--seed", type=int, default=0, help="as eval --seed; also the training seed")
+    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out for eval (as eval --seed)")
+    p.add_argument("--seed", type=int, default=0, help="the training's seed (row order, LoRA's first weights)")
+    p.add_argument("--batch-size", type=int, default=1, help="rows per step on the device (default 1: fastest on a CPU)")
+    p.add_argument("--grad-accum", type=int, default=8, help="steps whose gradients add up to one update (default 8)")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                   help="weights and training in fp32 or bf16 (default auto: bf16 on a GPU, fp32 on a CPU)")
     p.set_defaults(func=cmd_finetune)
 
     fb = sub.add_parser("feedback", help="turn the page's ratings and corrections into fine-tuning data",
@@ -647,6 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed, for what records its own making
     try:
         return args.func(args)
     except ChatHaruhiError as exc:

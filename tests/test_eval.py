@@ -218,7 +218,8 @@ def test_eval_compares_several_systems_on_the_same_cases(settings, tmp_path, cap
     assert "## Head to head, full ChatHaruhi" in printed and "Offline: quote the script" in printed and "echo" in printed
     assert "echo | cannot rank given lines | cannot rank given lines |" in printed  # no logprobs asked of it
     cases = list(csv.DictReader((tmp_path / "cases.csv").open(encoding="utf-8")))
-    assert {c["system"] for c in cases} == {"script", "openai:echo", "greeting", "random-line"} and len(cases) == 16
+    assert {c["system"] for c in cases} == {"script", "openai:echo", "greeting", "random-line"}
+    assert len(cases) == 4 * 3 + 4 * 3  # 2 cases x 2 prompts: 3 samples from the model, 1 from the others
     by_system = {}
     for c in cases:
         by_system.setdefault(c["system"], set()).add((c["scene_id"], c["condition"]))
@@ -256,8 +257,11 @@ def test_eval_through_an_openai_compatible_server(settings, fake_openai):
     from fake_openai import GOOD_KEY
 
     report = run_eval([load_role("elizabeth")], "openai", settings=settings, model="echo",
-                      base_url=fake_openai.base_url, api_key=GOOD_KEY, per_role=2)
+                      base_url=fake_openai.base_url, api_key=GOOD_KEY, per_role=2, samples=2)
     assert not report.failures and report.model == "echo"
+    # an engine that writes answers each case twice, each draw with its own recorded seed; figures per case
+    assert len(report.results) == 2 * 2 * 2 and {r.seed for r in report.results} == {0, 1}
+    assert report.rows()[-1]["cases"] == 2 and report.interval("cosine", "full").n == 2
     full = [r for r in report.results if r.condition == "full"]
     assert all(r.reply.startswith("Echo: ") and r.query in r.reply for r in full)
 
@@ -453,3 +457,30 @@ def test_a_past_run_is_rescored_with_baselines_on_the_same_cases(settings, tmp_p
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(InputError, match="is not an eval cases.csv"):
         rescore(tmp_path / "other.csv", [role], **kwargs)
+
+
+def test_compared_systems_read_the_same_packed_prompt(settings, embedder):
+    """Equal footing: one set of budgets (the smallest of the systems' own) counted with one ruler, and the
+    script engine quotes only from the scenes that fitted, as a model reads only those."""
+    from chatharuhi_core import ChatHaruhi
+    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.chat.backends.script import choose_line
+    from chatharuhi_core.config import Budgets
+    from chatharuhi_core.data.evaluate import SystemSpec, shared_budgets
+    from chatharuhi_core.tokens import count_tokens
+
+    shared = shared_budgets([SystemSpec("script"), SystemSpec("local"), SystemSpec("greeting")], settings)
+    assert (shared.story_tokens, shared.history_tokens) == (LOCAL_BUDGETS.story_tokens, LOCAL_BUDGETS.history_tokens)
+    assert shared_budgets([SystemSpec("script")], settings) == settings.budgets
+    bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings, embedder=embedder, ruler=count_tokens)
+    first = bot.prepare("Who is the most dangerous man in London?").scenes[0]
+    bot.budgets = Budgets(story_tokens=count_tokens(first.text), history_tokens=100)
+    request = bot.prepare("Who is the most dangerous man in London?")
+    assert request.packed == 1 and len(request.scenes) > 1
+    assert choose_line(request) in request.scenes[0].text  # nothing from a scene the prompt did not carry
+    report = run_eval([load_role("sherlock")], "script", settings=settings, per_role=2, budgets=shared)
+    full = [r for r in report.results if r.condition == "full"]
+    assert max(r.scenes for r in full) >= 1 and all(0 < r.prompt_tokens for r in full)
+    table = Comparison([report]).markdown()
+    budgets = f"| {LOCAL_BUDGETS.story_tokens} | {LOCAL_BUDGETS.history_tokens} |"
+    assert "## What each system saw" in table and budgets in table

@@ -103,7 +103,7 @@ def test_the_loss_is_on_the_character_line_only(tiny, settings, tmp_path):
 def test_finetune_then_chat_with_the_adapter_in_the_cli(env, tmp_path):
     out = tmp_path / "runs" / "sherlock-lora"
     code = main(["finetune", "--roles", "sherlock", "--base", TINY_LLAMA, "--max-steps", "3", "--save-steps", "2",
-                 "--out", str(out)])
+                 "--seed", "5", "--batch-size", "2", "--grad-accum", "2", "--precision", "fp32", "--out", str(out)])
     assert code == 0
     assert {"adapter_config.json", "adapter_model.safetensors", FINETUNE_MANIFEST, "README.md", "train.jsonl"} <= {
         p.name for p in out.iterdir()}
@@ -113,17 +113,35 @@ def test_finetune_then_chat_with_the_adapter_in_the_cli(env, tmp_path):
     assert manifest["hold_out"]["scenes"] == {"sherlock": held}
     assert manifest["base_model"] == TINY_LLAMA and manifest["training"]["steps"] == 3
     assert manifest["data"]["rows"] > 40 and manifest["data"]["tokens"] > 10_000
-    assert manifest["hyperparameters"]["lora_r"] == 16
+    hp = manifest["hyperparameters"]
+    assert (hp["lora_r"], hp["seed"], hp["batch_size"], hp["grad_accum"], hp["precision"]) == (16, 5, 2, 2, "fp32")
+    assert manifest["hold_out"]["seed"] == 0  # the training seed is not the hold-out's (--holdout-seed)
+    assert manifest["command"].startswith("python -m chatharuhi_core finetune --roles sherlock") \
+        and "--batch-size 2" in manifest["command"]  # what re-creates it
     trained_on = [json.loads(line) for line in (out / "train.jsonl").read_text(encoding="utf-8").splitlines()]
     assert not any(r["source"].split(":")[2] in held for r in trained_on)
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert TINY_LLAMA in card and held[0] in card and "LoRA r=16" in card
+    assert TINY_LLAMA in card and held[0] in card and "LoRA r=16" in card and "--grad-accum 2" in card
+    # eval refuses to score it on scenes it trained on: another hold-out seed picks such scenes
+    err = _refused_eval(["eval", "--llm", "local", "--model", str(out), "--roles", "sherlock", "--seed", "1",
+                         "--cases", "3", "--out", str(tmp_path / "ev")])
+    assert f"The model {out} trained on the scenes of" in err and "--allow-trained" in err
     assert find_finetuned([out.parent]) == [out]
     # the local engine loads it by path, in another process, offline
     chat = run_cli("chat", "--role", "sherlock", "--llm", "local", "--model", str(out), "--stats", "Hello?",
                    cache=Path(env["CHATHARUHI_CACHE"]), env_extra=env)
     assert chat.returncode == 0, chat.stderr
     assert chat.stdout.strip() and "sherlock-lora" in chat.stderr and "Traceback" not in chat.stderr
+
+
+def _refused_eval(argv) -> str:
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(argv) == 1
+    return err.getvalue()
 
 
 def test_ctrl_c_keeps_the_checkpoint_and_the_same_command_resumes(env, settings, tmp_path):
@@ -206,6 +224,11 @@ def test_each_bad_input_gets_a_sentence_and_nothing_is_written(env, settings, tm
         {"role": "assistant", "content": f"Sherlock Holmes:「{case.reference}」"}]}) + "\n", encoding="utf-8")
     err = _refused(capsys, *base, "--base", TINY_LLAMA, "--data", str(leak))
     assert f"synth.jsonl:1 contains the held-out scene sherlock/{case.turn.scene_id}" in err and "leak" in err
+    words = case.reference.split()  # a near copy: other punctuation and case, one word changed
+    near = " ".join(words[:-1] + ["indeed"]).upper().replace(",", ";")
+    leak.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "Watson:「Well?」"}, {"role": "assistant", "content": near}]}) + "\n", encoding="utf-8")
+    assert "contains the held-out scene" in _refused(capsys, *base, "--base", TINY_LLAMA, "--data", str(leak))
 
     Usage = type("Usage", (), {"free": 5_000_000})
     monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage)

@@ -181,3 +181,26 @@ def test_an_output_folder_that_cannot_be_made_is_a_sentence(settings, capsys):
     assert main(["synthesize", "--roles", "alice", "--scenes", "1", "--questions", "0", "--out", "/proc/nope"]) == 1
     err = capsys.readouterr().err
     assert "could not read or write a file (/proc/nope)" in err and "Traceback" not in err
+
+
+def test_an_answer_that_copies_a_held_out_line_is_left_out(settings, tmp_path):
+    """Synthesis never answers a held-out scene, but a model could still write a held-out line nearly word for
+    word: such answers are dropped (eval would score what the model was taught), and the CLI counts them."""
+    from chatharuhi_core.data.holdout import HoldOut, leaked_lines
+
+    role = load_role("sherlock")
+    case = HoldOut(10, 20, 0).cases(role)[0]
+
+    class Copier:
+        name = "copier"
+
+        def stream(self, request):
+            yield case.reference.upper().replace(",", ";")  # punctuation and case aside, the same line
+
+    result = synthesize([role], tmp_path, Copier(), settings=settings, scenes=3, questions=0)
+    assert result.answered == 0 and result.leaked == 3 and not rows(tmp_path / "openai.jsonl")
+    assert leaked_lines([case], "我们 " + case.reference.replace(".", "!") + " 走吧")
+    assert not leaked_lines([case], "An unrelated line about the weather in Baker Street this morning.")
+    zh = HoldOut(10, 20, 0).cases(load_role("sunwukong"))[0]
+    reworded = zh.reference[:-3] + "罢了。"  # the last characters changed
+    assert leaked_lines([zh], f"孙悟空:「{reworded}」")

@@ -10,7 +10,7 @@ shared read-only caches, so creating many objects is cheap.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -154,6 +154,7 @@ class ChatHaruhi:
         history: list[Exchange] | None = None,
         fold_prompt: bool | None = None,
         exclude_scenes: Sequence[str] = (),
+        ruler: Callable[[str], int] | None = None,
     ):
         self.settings = settings or Settings.from_env()
         if role is None:
@@ -173,6 +174,9 @@ class ChatHaruhi:
         self.history: list[Exchange] = list(history or [])
         # scenes never to retrieve: evaluation holds the scene it asks about out of the store
         self.exclude_scenes = frozenset(exclude_scenes)
+        # budgets counted with this instead of the engine's tokenizer: evaluation gives every system one ruler,
+        # so each packs the same scenes and history
+        self.ruler = ruler
 
     # ------------------------------------------------------------ pieces of a turn
 
@@ -212,7 +216,9 @@ class ChatHaruhi:
             loader()
 
     def count_tokens(self, text: str) -> int:
-        """The engine's own tokenizer when it has one (a local model), else cl100k_base."""
+        """The ruler given, else the engine's own tokenizer when it has one (a local model), else cl100k_base."""
+        if self.ruler is not None:
+            return self.ruler(text)
         counter = getattr(self.engine, "count_tokens", None)
         return counter(text) if counter else count_tokens(text)
 

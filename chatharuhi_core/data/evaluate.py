@@ -28,13 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chat.backends import Engine, default_budgets, engine_info, engine_names, open_engine
+from ..chat.backends import Engine, default_budgets, engine_info, engine_names, open_engine, writes
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
+from ..tokens import count_tokens
 from .baselines import BASELINES
-from .holdout import MIN_REPLY_TOKENS, Case, HoldOut
+from .holdout import MIN_REPLY_TOKENS, Case, HoldOut, trained_on
 from .metrics import (
     Interval,
     bootstrap,
@@ -113,6 +114,10 @@ class CaseResult:
     in_language: float = math.nan  # 1.0 when the reply is in the role's language
     distinct_2: float = math.nan  # unique word pairs over all pairs in the reply (loops score low)
     error: str = ""
+    sample: int = 0  # which of the case's samples (engines that sample answer each case several times)
+    seed: int | None = None  # the engine's draw for this sample (None: it does not sample, or drew freely)
+    scenes: int = 0  # classic scenes in the prompt
+    prompt_tokens: int = 0  # the prompt's length, in the eval's ruler (cl100k_base) or the engine's tokens
 
     @property
     def score(self) -> float:  # the paper's metric, by its old name
@@ -154,12 +159,16 @@ class Report:
     results: list[CaseResult] = field(default_factory=list)
     system: str = ""  # the spec it was asked as
     choices: list[ChoiceResult] = field(default_factory=list)  # next-line choice (data/next_line.py)
+    trained_cases: int = 0  # cases whose scene the model trained on (shown only when asked: --allow-trained)
+    samples: int = 1  # replies per case and prompt
+    budgets: Budgets | None = None  # the prompt budgets every case was packed with
     choice_note: str = ""  # why there are none, when the system cannot rank lines
     distractors: int = DISTRACTORS
 
     @property
     def label(self) -> str:
-        return f"{self.engine} · {self.model}" if self.model else self.engine
+        name = f"{self.engine} · {self.model}" if self.model else self.engine
+        return f"{name} (trained on {self.trained_cases} of these cases)" if self.trained_cases else name
 
     def roles(self) -> list[tuple[str, str]]:
         seen: dict[str, str] = {}
@@ -184,10 +193,10 @@ class Report:
         if metric == "distinct_2":
             return Interval(len(picked), distinct_n([r.reply for r in picked]), math.nan, math.nan)
         values = [getattr(r, metric) for r in picked]
-        if metric in RATES:
+        if metric in RATES:  # every reply a trial
             scored = [v for v in values if not math.isnan(v)]
             return clopper_pearson(int(sum(scored)), len(scored))
-        return bootstrap(values)
+        return bootstrap(list(self.per_case(metric, condition, role_id).values()))  # a case's samples averaged
 
     def choice_accuracy(self, variant: str, role_id: str | None = None) -> Interval:
         """The share of cases where the original line ranked first, with its exact binomial interval (a tie
@@ -210,10 +219,10 @@ class Report:
             by_role.setdefault(key[0], []).append(mine[key] - theirs[key])
         return paired_bootstrap(by_role)
 
-    def per_case(self, metric: str, condition: str) -> dict[tuple[str, str], float]:
+    def per_case(self, metric: str, condition: str, role_id: str | None = None) -> dict[tuple[str, str], float]:
         """{(role id, scene id): the metric} of every answered case (the mean where a case has several replies)."""
         found: dict[tuple[str, str], list[float]] = {}
-        for r in self._pick(condition, None):
+        for r in self._pick(condition, role_id):
             value = getattr(r, metric)
             if not math.isnan(value):
                 found.setdefault((r.role_id, r.scene_id), []).append(value)
@@ -248,7 +257,8 @@ class Report:
         for role_id, name in [*self.roles(), ("ALL", "all roles")]:
             rid = None if role_id == "ALL" else role_id
             row: dict = {"system": self.label, "role": role_id, "name": name}
-            row["cases"] = max((len(self._pick(c, rid)) for c in self.conditions), default=0)
+            row["cases"] = max((len({(r.role_id, r.scene_id) for r in self._pick(c, rid)}) for c in self.conditions),
+                               default=0)
             for c in self.conditions:
                 for metric in METRICS:
                     iv = self.interval(metric, c, rid)
@@ -295,12 +305,14 @@ class Comparison:
                  "distinct-2 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
         for rep in self.reports:
             for c in rep.conditions[-1:] if rep.is_baseline else rep.conditions:
-                n = len(rep._pick(c, None))
+                n = len(rep.per_case("cosine", c))
                 prompt = "none (baseline)" if rep.is_baseline else CONDITIONS[c].label
-                cells = [rep.label, prompt, str(n), rep.interval("cosine", c).text(),
+                cells = [rep.label, prompt, f"{n} × {rep.samples}" if rep.samples > 1 else str(n),
+                         rep.interval("cosine", c).text(),
                          rep.interval("rouge_l", c).text(), rep.interval("ooc", c).text("{:.1%}"),
                          rep.interval("in_language", c).text("{:.1%}"), rep.interval("distinct_2", c).text()]
                 lines.append("| " + " | ".join(cells) + " |")
+        lines += self._what_each_saw()
         for metric in ("cosine", "rouge_l"):
             for c in reversed(self.conditions):
                 lines += ["", f"## {METRICS[metric][0]} per role, {CONDITIONS[c].label}", "",
@@ -320,6 +332,29 @@ class Comparison:
                 lines += ["", f"{rep.label}: {len(rep.failures)} replies failed and are left out; the first: "
                               f"{rep.failures[0].error}"]
         return "\n".join(lines) + "\n"
+
+    def _what_each_saw(self) -> list[str]:
+        """The prompt each system answered from, so a reader can check the footing was equal."""
+        systems = [r for r in self.reports if not r.is_baseline and r.results]
+        if not systems:
+            return []
+        lines = ["", "## What each system saw", "",
+                 "Scenes and prompt length are means over the answered cases (prompt tokens counted with the "
+                 "budgets' ruler: cl100k_base when systems are compared, else the engine's own tokenizer).", "",
+                 "| system | prompt | scene budget | history budget | scenes | prompt tokens | replies per case | seeds |",
+                 "|---|---|---:|---:|---:|---:|---:|---|"]
+        for rep in systems:
+            for c in rep.conditions:
+                picked = rep._pick(c, None)
+                if not picked:
+                    continue
+                b = CONDITIONS[c].budgets(rep.budgets) if rep.budgets else None
+                seeds = sorted({r.seed for r in picked if r.seed is not None})
+                lines.append(f"| {rep.label} | {CONDITIONS[c].label} | {b.story_tokens if b else '–'} | "
+                             f"{b.history_tokens if b else '–'} | {np.mean([r.scenes for r in picked]):.1f} | "
+                             f"{np.mean([r.prompt_tokens for r in picked]):.0f} | {rep.samples} | "
+                             f"{', '.join(map(str, seeds)) or '–'} |")
+        return lines
 
     def head_to_head(self) -> list[tuple[Report, Report, str, Interval]]:
         """(system, other, metric, its per-case difference) for each system against each baseline and each
@@ -490,10 +525,13 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
              conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
              min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, scorer: Embedder | None = None,
              progress: Progress | None = None, next_line: Sequence[str] = tuple(VARIANTS),
-             distractors: int = DISTRACTORS, others: Sequence[Role] = ()) -> Report:
+             distractors: int = DISTRACTORS, others: Sequence[Role] = (), allow_trained: bool = False,
+             samples: int = 1, budgets: Budgets | None = None) -> Report:
     """Answer every held-out case under every condition with one engine (or a baseline), and score the replies;
     then, for each next-line variant, let the engine rank the original line among `distractors` others
-    (`others`: roles whose lines may serve as another character's, besides `roles`)."""
+    (`others`: roles whose lines may serve as another character's, besides `roles`). An engine that samples
+    answers each case `samples` times, each with its own seed; `budgets`, when given, are counted for every
+    system with one ruler (cl100k_base), so that systems compared see the same scenes and history."""
     from ..chat.chatbot import ChatHaruhi
 
     settings = settings or Settings.from_env()
@@ -517,47 +555,65 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
         if progress:
             progress(len(report.results), len(report.results))
         return _scored(report, cases, scorer)
+    trained = trained_on(model, cases) if model and getattr(llm, "name", llm) == "local" else []
+    if trained and not allow_trained:
+        roles_hit = sorted({c.role.id for c in trained})
+        raise InputError(f"The model {model} trained on the scenes of {len(trained)} of these {len(cases)} cases "
+                         f"({', '.join(roles_hit)}): its score would be on lines it has learned. Evaluate with the "
+                         "hold-out it was trained with (its chatharuhi-finetune.json: --cases, --min-tokens, --seed), "
+                         "or add --allow-trained to show that score, marked.")
     engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
     probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings, embedder=embedder)
     probe.load()
-    budgets = default_budgets(engine.name, settings)
+    ruler = count_tokens if budgets is not None else None
+    budgets = budgets or default_budgets(engine.name, settings)
     system = engine.name + (f":{model}" if model else "")
-    report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system, distractors=distractors)
+    draws = [None]  # one reply per case from an engine that does not sample (or an engine object given as is)
+    if samples > 1 and isinstance(llm, str) and writes(engine):
+        draws = [sample_seed(seed, i) for i in range(samples)]
+    engines = {d: (engine if d is None else open_engine(llm, settings, model=model, base_url=base_url,
+                                                         api_key=api_key, seed=d)) for d in draws}
+    report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system, distractors=distractors,
+                    trained_cases=len(trained), samples=len(draws), budgets=budgets)
     ranks = getattr(engine, "score", None)
     if next_line and ranks is None:
         report.choice_note = "cannot rank given lines"
     variants = list(next_line) if ranks is not None else []
     pool = list(roles) + [r for r in others if r.id not in {x.id for x in roles}]
-    total, done = len(cases) * (len(conditions) + len(variants)), 0
+    total, done = len(cases) * (len(conditions) * len(draws) + len(variants)), 0
     if progress:
         progress(0, total)
     raw: dict[int, str] = {}
     for case in cases:
         for cond in conditions:
-            result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
-                                case.reference)
-            bot = ChatHaruhi(role=case.role, llm=engine, settings=settings, embedder=embedder,
-                             history=list(case.turn.context), user_role=case.turn.user_role,
-                             budgets=CONDITIONS[cond].budgets(budgets),
-                             exclude_scenes=[case.turn.scene_id])
-            try:
-                said = bot.answer(case.turn.text, role=case.turn.user_role)
-                result.reply = said.text
-                raw[id(result)] = said.raw
-                report.model = report.model or bot.model_label
-            except ChatHaruhiError as exc:
-                result.error = str(exc)
-            report.results.append(result)
-            done += 1
-            if progress:
-                progress(done, total)
+            for i, draw in enumerate(draws):
+                result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
+                                    case.reference, sample=i, seed=draw)
+                bot = ChatHaruhi(role=case.role, llm=engines[draw], settings=settings, embedder=embedder,
+                                 history=list(case.turn.context), user_role=case.turn.user_role,
+                                 budgets=CONDITIONS[cond].budgets(budgets),
+                                 exclude_scenes=[case.turn.scene_id], ruler=ruler)
+                try:
+                    said = bot.answer(case.turn.text, role=case.turn.user_role)
+                    result.reply = said.text
+                    result.scenes = said.packed
+                    result.prompt_tokens = bot.count_tokens("\n".join(m["content"] for m in said.messages))
+                    raw[id(result)] = said.raw
+                    report.model = report.model or bot.model_label
+                except ChatHaruhiError as exc:
+                    result.error = str(exc)
+                report.results.append(result)
+                done += 1
+                if progress:
+                    progress(done, total)
         if len(report.failures) == len(report.results):  # the engine is down or misconfigured: stop now
             raise _failed(report.failures[0].error)
         for variant in variants:
             choice = choice_for(case, variant, pool, holdout, system, distractors, seed)
             bot = ChatHaruhi(role=case.role, llm=engine, settings=settings, embedder=embedder,
                              history=list(case.turn.context), user_role=case.turn.user_role,
-                             budgets=CONDITIONS[conditions[-1]].budgets(budgets), exclude_scenes=[case.turn.scene_id])
+                             budgets=CONDITIONS[conditions[-1]].budgets(budgets), exclude_scenes=[case.turn.scene_id],
+                             ruler=ruler)
             try:
                 choice.scores = list(ranks(bot.prepare(case.turn.text, role=case.turn.user_role), choice.lines))
                 choice.correct = credit(choice.scores, choice.answer)
@@ -570,6 +626,19 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
     if not any(not r.error for r in report.results):
         raise _failed(report.failures[0].error)
     return _scored(report, cases, scorer, raw)
+
+
+def sample_seed(seed: int, sample: int) -> int:
+    """The engine's seed for one sample of an eval run: fixed by the run's seed, different per sample."""
+    return 1000 * seed + sample
+
+
+def shared_budgets(systems: Sequence[SystemSpec], settings: Settings) -> Budgets:
+    """One set of budgets every compared system can read: the smallest of their own (a small local model's,
+    when one is compared), so each is shown the same scenes and history."""
+    own = [default_budgets(s.engine, settings) for s in systems if s.engine not in BASELINES] or [settings.budgets]
+    return Budgets(story_tokens=min(b.story_tokens for b in own), history_tokens=min(b.history_tokens for b in own),
+                   top_k=min(b.top_k for b in own))
 
 
 def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[int, str] | None = None) -> Report:
@@ -602,6 +671,8 @@ def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, setti
     for spec in specs:
         if spec.engine not in BASELINES:
             engine_info(spec.engine)
+    if kwargs.get("budgets") is None and sum(s.engine not in BASELINES for s in specs) > 1:
+        kwargs["budgets"] = shared_budgets(specs, settings)  # equal footing: the same packed prompt for each system
     if "others" not in kwargs:  # another character's lines for next-line choice: every bundled role too
         from ..roles.sources import bundled_roles
 

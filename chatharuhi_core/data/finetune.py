@@ -51,7 +51,8 @@ class TrainSettings:
     max_length: int = 1024  # rows longer than this (in the base model's tokens) are left out
     max_steps: int = -1  # stop after this many optimizer steps (-1: the epochs decide)
     save_steps: int = 10
-    seed: int = 0
+    seed: int = 0  # the training's own draws (order of rows, LoRA's initial weights); the hold-out has its own
+    precision: str = "auto"  # "fp32", "bf16", or auto: bf16 on a GPU, fp32 on a CPU
     dpo_beta: float = 0.1
     dpo_epochs: float = 1.0
 
@@ -72,13 +73,23 @@ def work_dir(out: Path) -> Path:
     return out.parent / f".{out.name}.partial"
 
 
-def _device() -> tuple[str, object | None]:
-    """The GPU in bf16 when there is one, else the CPU in float32."""
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def _device(precision: str = "auto") -> tuple[str, object | None]:
+    """(device, weight dtype): the GPU when there is one, in bf16 unless fp32 is asked for; the CPU in float32
+    unless bf16 is asked for (slow on most CPUs, but the way to re-create a GPU run's numbers elsewhere)."""
     import torch
 
-    if torch.cuda.is_available():
-        return "cuda", torch.bfloat16
-    return "cpu", None
+    if precision not in PRECISIONS:
+        raise InputError(f"Unknown precision '{precision}'; use one of {', '.join(PRECISIONS)}.")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    bf16 = precision == "bf16" or (precision == "auto" and device == "cuda")
+    return device, (torch.bfloat16 if bf16 else None)
+
+
+def _bf16(train: TrainSettings, device: str) -> bool:
+    return train.precision == "bf16" or (train.precision == "auto" and device == "cuda")
 
 
 def _write_json(path: Path, obj) -> None:
@@ -229,7 +240,7 @@ def sft_trainer(model, tokenizer, dataset: Dataset, folder: Path, train: TrainSe
         per_device_train_batch_size=train.batch_size, gradient_accumulation_steps=train.grad_accum,
         learning_rate=train.learning_rate, lr_scheduler_type="cosine", warmup_steps=0.05, logging_steps=1,
         save_strategy="steps", save_steps=train.save_steps, save_total_limit=2, seed=train.seed,
-        data_seed=train.seed, bf16=device == "cuda", use_cpu=device == "cpu", report_to="none",
+        data_seed=train.seed, bf16=_bf16(train, device), use_cpu=device == "cpu", report_to="none",
         max_length=train.max_length, completion_only_loss=True, disable_tqdm=True, dataloader_pin_memory=False,
         gradient_checkpointing=False,  # TRL turns it on to save memory; a 135M model does not need it, and it costs a third
     )
@@ -285,7 +296,7 @@ def _dpo(model, tokenizer, dataset: Dataset, work: Path, train: TrainSettings, d
         output_dir=str(folder), num_train_epochs=train.dpo_epochs, per_device_train_batch_size=1,
         gradient_accumulation_steps=1, learning_rate=train.learning_rate / 10, beta=train.dpo_beta,
         logging_steps=1, save_strategy="steps", save_steps=train.save_steps, save_total_limit=2, seed=train.seed,
-        bf16=device == "cuda", use_cpu=device == "cpu", report_to="none", max_length=train.max_length,
+        bf16=_bf16(train, device), use_cpu=device == "cpu", report_to="none", max_length=train.max_length,
         disable_tqdm=True, dataloader_pin_memory=False, gradient_checkpointing=False,
     )
     pairs = HFDataset.from_list([p.record() for p in dataset.pairs])
@@ -309,7 +320,7 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
              dpo_file: Path | None = None, merge: bool = False, holdout: HoldOut = HoldOut(),
              train: TrainSettings = TrainSettings(), budgets: Budgets = LOCAL_BUDGETS,
              settings: Settings | None = None, progress: bool = True, callbacks: Sequence = (),
-             say: Callable[[str], None] = lambda s: None) -> FinetuneResult:
+             say: Callable[[str], None] = lambda s: None, command: str = "") -> FinetuneResult:
     """Train an adapter for these roles on their lines (eval's scenes held out) and write it to `out`."""
     settings = settings or Settings.from_env()
     out = Path(out).expanduser()
@@ -322,7 +333,7 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
         raise InputError(f"Fine-tuning needs the local extra ({', '.join(missing)} missing): run "
                          "`bash scripts/setup.sh local`.")
     spec: ModelSpec = resolve_model(base)  # an unknown base model is a sentence before anything is loaded
-    device, dtype = _device()
+    device, dtype = _device(train.precision)
     work = work_dir(out)
     say(f"Loading the base model {spec.label}…")
     tokenizer, model = read_model(spec, dtype)
@@ -364,6 +375,7 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
         manifest = {
             "format": MANIFEST_FORMAT, "kind": "merged" if merge else "lora-adapter",
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": command,  # the command line that made it, to make it again
             "base_model": base, "base_label": spec.label, "device": device,
             "roles": [r.id for r in roles], "role_names": {r.id: r.name for r in roles},
             "hold_out": {**holdout.as_dict(), "scenes": dataset.held_out},
@@ -483,8 +495,11 @@ def model_card(manifest: dict, roles: Sequence[Role]) -> str:
         f"LoRA r={hp['lora_r']}, alpha={hp['lora_alpha']}, dropout={hp['lora_dropout']} on every linear layer; "
         f"{hp['epochs']:g} epochs, learning rate {hp['learning_rate']:g} (cosine), batch {hp['batch_size']} × "
         f"{hp['grad_accum']} accumulation; {train['steps']} steps in {train['seconds']:,.0f} s "
-        f"({train['tokens_per_s']} tokens/s); loss {_num(train['first_loss'])} → {_num(train['final_loss'])}.",
+        f"({train['tokens_per_s']} tokens/s); loss {_num(train['first_loss'])} → {_num(train['final_loss'])}; "
+        f"seed {hp['seed']}, precision {hp.get('precision', 'auto')} on {manifest['device']}.",
     ]
+    if manifest.get("command"):
+        lines += ["", "Made with:", "", "```bash", manifest["command"], "```"]
     if manifest.get("dpo"):
         d = manifest["dpo"]
         lines.append(f"DPO: {d['pairs']} pairs, beta {d['beta']}, {d['steps']} steps.")

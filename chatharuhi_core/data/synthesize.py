@@ -33,7 +33,7 @@ from ..embedding import Embedder
 from ..errors import ChatHaruhiError, InputError
 from ..jsonl import append_record, read_records, replace_text, write_all
 from ..roles.role import Role
-from .holdout import HoldOut
+from .holdout import HoldOut, leaked_lines
 from .scene_turns import scene_turns
 from .training_data import openai_problems, openai_row, sharegpt_problems, sharegpt_row, training_messages
 
@@ -181,6 +181,7 @@ class SynthesisResult:
     answered: int = 0
     failed: int = 0
     duplicates: int = 0
+    leaked: int = 0  # answers that copied a held-out line (near enough), left out
     rows: int = 0
     invalid: int = 0
     notes: list[str] = field(default_factory=list)
@@ -238,7 +239,8 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
     seen_tasks: set[tuple[str, str]] = set()
     probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings)
     probe.load()
-    held: dict[str, set[str]] = {r.id: holdout.scene_ids(r) if holdout else set() for r in roles}
+    held_cases = {r.id: holdout.cases(r) if holdout else [] for r in roles}
+    held: dict[str, set[str]] = {rid: {c.turn.scene_id for c in cs} for rid, cs in held_cases.items()}
     full = {r.id: r for r in roles}
     for role in roles:
         role = replace(role, stories=[s for s in role.stories if s.id not in held[role.id]])  # what synthesis sees
@@ -272,6 +274,9 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
                 log.warning("%s: %s", task.role.id, exc)
                 if result.failed == i + 1 >= 3:  # nothing has worked: the engine is down
                     raise ChatHaruhiError(f"The first {result.failed} answers all failed; stopping. {exc}") from None
+                continue
+            if leaked_lines(held_cases[role.id], said.text):  # eval would score a line the model was taught
+                result.leaked += 1
                 continue
             append_record(out / DIALOGUES, {
                 "id": task.id, "role": task.role.id, "name": task.role.name, "kind": task.kind,

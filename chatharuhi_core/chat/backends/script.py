@@ -31,11 +31,17 @@ def _pieces(cue: str) -> list[str]:
     return [cue] + (parts if len(parts) > 1 else [])
 
 
+def _sent(request: ChatRequest) -> list:
+    """The scenes in the prompt (those that fitted the scene budget): what a model would read, so the script
+    engine quotes from nothing more (equal footing in eval; the page shows these as the scenes used)."""
+    return request.scenes[:request.packed]
+
+
 def _candidates(request: ChatRequest) -> list[tuple[str, str, float]]:
-    """(cue, answer, scene similarity) for every exchange with the role in the scenes."""
+    """(cue, answer, scene similarity) for every exchange with the role in the scenes sent."""
     names = request.role.speaker_names
     out: list[tuple[str, str, float]] = []
-    for hit in request.scenes:
+    for hit in _sent(request):
         spoken = [(s, t) for s, t in parse_scene_lines(hit.text) if s is not None and t]
         for (spk, cue), (nxt, answer) in zip(spoken, spoken[1:]):
             if spk not in names and nxt in names:
@@ -73,7 +79,7 @@ def choose_line(request: ChatRequest) -> str:
         return fresh[max(range(len(fresh)), key=scores.__getitem__)][1]
     if fresh:
         return fresh[0][1]
-    for hit in request.scenes:  # no exchange found: any line of the role
+    for hit in _sent(request):  # no exchange found: any line of the role
         for spk, text in parse_scene_lines(hit.text):
             if spk in request.role.speaker_names and text and text not in recent:
                 return text
