@@ -584,15 +584,19 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
     if progress:
         progress(0, total)
     raw: dict[int, str] = {}
+
+    def case_bot(case: Case, answering: Engine, cond: str) -> ChatHaruhi:
+        """The conversation a case is asked in: the scene's earlier turns as history, its own scene out of reach."""
+        return ChatHaruhi(role=case.role, llm=answering, settings=settings, embedder=embedder,
+                          history=list(case.turn.context), user_role=case.turn.user_role,
+                          budgets=CONDITIONS[cond].budgets(budgets), exclude_scenes=[case.turn.scene_id], ruler=ruler)
+
     for case in cases:
         for cond in conditions:
             for i, draw in enumerate(draws):
                 result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
                                     case.reference, sample=i, seed=draw)
-                bot = ChatHaruhi(role=case.role, llm=engines[draw], settings=settings, embedder=embedder,
-                                 history=list(case.turn.context), user_role=case.turn.user_role,
-                                 budgets=CONDITIONS[cond].budgets(budgets),
-                                 exclude_scenes=[case.turn.scene_id], ruler=ruler)
+                bot = case_bot(case, engines[draw], cond)
                 try:
                     said = bot.answer(case.turn.text, role=case.turn.user_role)
                     result.reply = said.text
@@ -610,10 +614,7 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
             raise _failed(report.failures[0].error)
         for variant in variants:
             choice = choice_for(case, variant, pool, holdout, system, distractors, seed)
-            bot = ChatHaruhi(role=case.role, llm=engine, settings=settings, embedder=embedder,
-                             history=list(case.turn.context), user_role=case.turn.user_role,
-                             budgets=CONDITIONS[conditions[-1]].budgets(budgets), exclude_scenes=[case.turn.scene_id],
-                             ruler=ruler)
+            bot = case_bot(case, engine, conditions[-1])
             try:
                 choice.scores = list(ranks(bot.prepare(case.turn.text, role=case.turn.user_role), choice.lines))
                 choice.correct = credit(choice.scores, choice.answer)
