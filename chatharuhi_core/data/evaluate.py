@@ -148,6 +148,14 @@ def parse_system(text: str) -> SystemSpec:
     return SystemSpec(engine, model.strip())
 
 
+def _paired(mine: dict[tuple[str, str], float], theirs: dict[tuple[str, str], float]) -> Interval:
+    """Per-case differences on the (role, scene) cases both have, bootstrapped within each role."""
+    by_role: dict[str, list[float]] = {}
+    for key in sorted(mine.keys() & theirs.keys()):
+        by_role.setdefault(key[0], []).append(mine[key] - theirs[key])
+    return paired_bootstrap(by_role)
+
+
 @dataclass
 class Report:
     """Every case of one system under every condition."""
@@ -213,11 +221,7 @@ class Report:
         def by_case(rep: Report) -> dict[tuple[str, str], float]:
             return {(c.role_id, c.scene_id): c.correct for c in rep.choices if c.variant == variant and not c.error}
 
-        mine, theirs = by_case(self), by_case(other)
-        by_role: dict[str, list[float]] = {}
-        for key in sorted(mine.keys() & theirs.keys()):
-            by_role.setdefault(key[0], []).append(mine[key] - theirs[key])
-        return paired_bootstrap(by_role)
+        return _paired(by_case(self), by_case(other))
 
     def per_case(self, metric: str, condition: str, role_id: str | None = None) -> dict[tuple[str, str], float]:
         """{(role id, scene id): the metric} of every answered case (the mean where a case has several replies)."""
@@ -231,11 +235,7 @@ class Report:
     def against(self, other: Report, metric: str, condition: str) -> Interval:
         """This report minus `other` on the cases both answered: the mean per-case difference with a paired
         bootstrap interval, resampled within each role."""
-        mine, theirs = self.per_case(metric, condition), other.per_case(metric, condition)
-        by_role: dict[str, list[float]] = {}
-        for key in sorted(mine.keys() & theirs.keys()):
-            by_role.setdefault(key[0], []).append(mine[key] - theirs[key])
-        return paired_bootstrap(by_role)
+        return _paired(self.per_case(metric, condition), other.per_case(metric, condition))
 
     def wins(self, role_id: str | None = None) -> tuple[int, int]:
         """(cases where the last condition beat the first on cosine, cases scored under both)."""
