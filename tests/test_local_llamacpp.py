@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,7 @@ from chatharuhi_core.chat.backends import local_model
 from chatharuhi_core.chat.backends.gguf_lora import lora_for, merged_for
 from chatharuhi_core.chat.backends.local_llamacpp import LLAMA_CPP, LlamaHandle, prefill_copy, read_prompt
 from chatharuhi_core.chat.backends.local_runtime import Sampling, bundled_spec
+from chatharuhi_core.chat.prompt import Exchange
 from chatharuhi_core.errors import EngineError, UnknownNameError
 
 # seeded: the prompt is read afresh by the model itself (no 16-bit copy, no reused prefix), as the server reads it
@@ -96,6 +98,62 @@ def test_a_prompt_read_before_is_taken_from_the_saved_states(lm):
     finally:
         del reader.eval
     assert evals == []  # nothing of the prompt read again
+
+
+def test_the_next_turns_start_is_read_while_the_visitor_types(settings, lm):
+    """After a reply the engine reads the next prompt's start (system prompt, history) in the background; the
+    next message then reads only its scenes and itself."""
+    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    me = bot.user_role
+    bot.history = [Exchange(me, "Good morning, Mr. Holmes.", "Good morning. You have come about your brother."),
+                   Exchange(me, "He has vanished.", "Since Tuesday night, to judge by the mud on your cuffs.")]
+    start = bot.next_prompt_start()
+    request = bot.prepare("What do you make of the mud on my boots?")
+    assert request.messages[:len(start)] == start and len(start) == len(request.messages) - 2
+    assert request.messages[-2]["content"].startswith("Classic scenes")  # the scenes, after the history
+    llm = lm.handle.llm
+    full = llm.tokenize((lm.template(request.messages) + "Sherlock Holmes:「").encode(), add_bos=False, special=True)
+    ahead = llm.tokenize(lm.template(start).encode(), add_bos=False, special=True)
+    bot.engine.warm(start).join()
+    reader = lm.handle.prefill or llm
+    evals: list[int] = []
+    original = reader.eval
+    reader.eval = lambda tokens: (evals.append(len(tokens)), original(tokens))
+    try:
+        bot.chat("What do you make of the mud on my boots?")
+    finally:
+        del reader.eval
+    new = len(full) - _shared(full, ahead)
+    assert sum(evals) <= new < len(full) - len(ahead) + 8  # the start came from what was read ahead
+    # and a finished reply starts the next read-ahead itself
+    for thread in threading.enumerate():
+        if thread.name == "local-warm":
+            thread.join()
+    ahead = llm.tokenize(lm.template(bot.next_prompt_start()).encode(), add_bos=False, special=True)
+    assert reader.input_ids[:reader.n_tokens].tolist() == ahead[:-1]
+
+
+def _shared(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def test_reading_ahead_waits_for_no_reply_and_never_fails_one(lm):
+    """A reply holding the model: the read-ahead is skipped, not queued; a start too long for the model is
+    skipped too, silently (it would only have saved time)."""
+    with lm.handle.lock:
+        evals: list[int] = []
+        reader = lm.handle.prefill or lm.handle.llm
+        original = reader.eval
+        reader.eval = lambda tokens: (evals.append(len(tokens)), original(tokens))
+        try:
+            LLAMA_CPP.warm(lm, [{"role": "system", "content": "You are Sherlock Holmes. " * 10}])
+            assert evals == []
+        finally:
+            del reader.eval
+    LLAMA_CPP.warm(lm, [{"role": "system", "content": "word " * 10_000}])  # over the context: nothing, no error
 
 
 def test_the_16_bit_copy_reads_the_prompt_and_the_4_bit_model_goes_on_as_if_it_had(lm, smollm2_gguf, tmp_path):

@@ -1,6 +1,14 @@
 """The paper's prompt layout and the edges of both token budgets."""
 
-from chatharuhi_core.chat.prompt import SCENES_HEADER, Exchange, build_messages, clean_reply, pack_stories, trim_history
+from chatharuhi_core.chat.prompt import (
+    SCENES_HEADER,
+    Exchange,
+    build_messages,
+    clean_reply,
+    history_messages,
+    pack_stories,
+    trim_history,
+)
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.roles.lines import format_query, parse_scene_lines
 from chatharuhi_core.tokens import count_tokens
@@ -27,6 +35,21 @@ def test_message_layout_exactly_as_the_paper():
         {"role": "user", "content": "Watson:「Who are you?」"},
     ]
     assert SCENES_HEADER == "Classic scenes for the role are as follows:\n"
+
+
+def test_scenes_last_is_the_same_messages_with_the_scenes_just_before_the_message():
+    """The local engine's order: what the last turn already had comes first, so it can be read ahead."""
+    history = [Exchange("Watson", "Hi", "Hello.")]
+    paper = build_messages("SYS", "Holmes", ["scene A"], history, "Watson", "Who are you?", post_history="Stay terse.")
+    last = build_messages("SYS", "Holmes", ["scene A"], history, "Watson", "Who are you?", post_history="Stay terse.",
+                          scenes_last=True)
+    assert [m["content"] for m in last] == ["SYS", "Watson:「Hi」", "Holmes:「Hello.」", "Stay terse.",
+                                            SCENES_HEADER + "scene A", "Watson:「Who are you?」"]
+    assert sorted(map(str, last)) == sorted(map(str, paper))
+    # how the next turn starts is known before its message: system prompt, history, post-history text
+    assert last[:4] == history_messages("SYS", "Holmes", history, post_history="Stay terse.")
+    assert build_messages("SYS", "Holmes", [], [], "Watson", "Hi", scenes_last=True) == [
+        {"role": "system", "content": "SYS"}, {"role": "user", "content": "Watson:「Hi」"}]
 
 
 def test_query_formats():

@@ -9,6 +9,7 @@ shared read-only caches, so creating many objects is cheap.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -25,7 +26,17 @@ from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
 from .backends import ChatRequest, Engine, default_budgets, open_engine, registered
-from .prompt import Exchange, assemble_messages, clean_reply, fold_messages, pack_stories, pending_prefix
+from .prompt import (
+    Exchange,
+    assemble_messages,
+    clean_reply,
+    fold_messages,
+    history_messages,
+    pack_stories,
+    pending_prefix,
+)
+
+log = logging.getLogger(__name__)
 
 MAX_INPUT_CHARS = 8000
 
@@ -239,6 +250,29 @@ class ChatHaruhi:
         after = self.fill(self.role.post_history_instructions, user_role)
         return (system + "\n\n" + notes if notes else system), after, lore
 
+    @property
+    def scenes_last(self) -> bool:
+        """Whether the engine reads the scenes after the history (prompt.py): the local model does, and reads
+        the next turn's start while the visitor types."""
+        return bool(getattr(self.engine, "scenes_after_history", False))
+
+    def next_prompt_start(self) -> list[dict]:
+        """How the next turn's messages begin when the scenes come last: the system prompt (lore called up
+        by the conversation so far), the history within its budget and the post-history text."""
+        user_role = self.history[-1].user_role if self.history else self.user_role
+        system, after, _ = self.persona(user_role, [t for ex in self.history for t in (ex.text, ex.reply)])
+        return history_messages(system, self.role.name, self.history, self.budgets, self.count_tokens, after)
+
+    def _warm(self) -> None:
+        """Hand the next turn's start to an engine that reads it ahead (`warm`); this never fails a turn."""
+        warm = getattr(self.engine, "warm", None)
+        if warm is None or not self.scenes_last or self.fold_prompt:
+            return
+        try:
+            warm(self.next_prompt_start())
+        except Exception as exc:  # only the time it would have saved is lost
+            log.info("reading the next turn ahead failed: %r", exc)
+
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.user_name
@@ -247,7 +281,7 @@ class ChatHaruhi:
         said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
         system, after, lore = self.persona(user_role, said)
         messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
-                                     self.budgets, self.count_tokens, after)
+                                     self.budgets, self.count_tokens, after, self.scenes_last)
         if self.fold_prompt:
             messages = fold_messages(messages)
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
@@ -271,6 +305,7 @@ class ChatHaruhi:
         request = self.prepare(text, role, avoid)
         reply = yield from self.respond(request, started)
         self.history.append(Exchange(request.user_role, request.text, reply.text))
+        self._warm()
         return reply
 
     def respond(self, request: ChatRequest, started: float | None = None) -> Generator[str, None, Reply]:

@@ -8,6 +8,11 @@ messages = [system: s_R]
 Scenes are added in order of similarity until the story budget would be exceeded; history is
 walked back from the newest whole pair while it fits the history budget. Both stop at the first
 item that does not fit, and either may end up empty.
+
+An engine may ask for the scenes after the history instead (`scenes_last`), just before the message
+being answered: the same messages in another order. The local engine does, because a prompt that
+starts with what the last turn already had (system prompt and history) can be read while the visitor
+types, and only the new scenes and message are left to read when they send it (bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -65,31 +70,43 @@ def trim_history(history: Sequence[Exchange], character: str, budget: int,
 
 def build_messages(system_prompt: str, character: str, stories: Sequence[str],
                    history: Sequence[Exchange], user_role: str, text: str,
-                   budgets: Budgets = Budgets(), count: Counter = count_tokens, post_history: str = "") -> list[dict]:
+                   budgets: Budgets = Budgets(), count: Counter = count_tokens, post_history: str = "",
+                   scenes_last: bool = False) -> list[dict]:
     """The full message list for one turn, budgets applied."""
     packed = pack_stories(stories, budgets.story_tokens, count)
     return assemble_messages(system_prompt, character, packed, history, user_role, text, budgets, count,
-                             post_history)
+                             post_history, scenes_last)
 
 
 def assemble_messages(system_prompt: str, character: str, packed: Sequence[str],
                       history: Sequence[Exchange], user_role: str, text: str,
                       budgets: Budgets = Budgets(), count: Counter = count_tokens,
-                      post_history: str = "") -> list[dict]:
+                      post_history: str = "", scenes_last: bool = False) -> list[dict]:
     """The message list from scenes already packed to the budget; history is trimmed here.
 
     `post_history` (a card's post_history_instructions) goes after the history, just before the
-    message being answered, where card authors expect it.
+    message being answered, where card authors expect it. `scenes_last`: the scenes after the history
+    and post-history text (see the module's docstring).
     """
+    messages = history_messages(system_prompt, character, history, budgets, count, post_history)
+    scenes = [{"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)}] if packed else []
+    at = len(messages) if scenes_last else 1
+    messages[at:at] = scenes
+    messages.append({"role": "user", "content": format_query(user_role, text)})
+    return messages
+
+
+def history_messages(system_prompt: str, character: str, history: Sequence[Exchange],
+                     budgets: Budgets = Budgets(), count: Counter = count_tokens,
+                     post_history: str = "") -> list[dict]:
+    """The system prompt, the history kept within its budget and the post-history text: with
+    `scenes_last`, how the next turn's prompt starts, known as soon as a reply is complete."""
     messages: list[dict] = [{"role": "system", "content": system_prompt}]
-    if packed:
-        messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
     for ex in trim_history(history, character, budgets.history_tokens, count):
         messages.append({"role": "user", "content": format_query(ex.user_role, ex.text)})
         messages.append({"role": "assistant", "content": format_reply(character, ex.reply)})
     if post_history.strip():
         messages.append({"role": "system", "content": post_history.strip()})
-    messages.append({"role": "user", "content": format_query(user_role, text)})
     return messages
 
 

@@ -69,9 +69,11 @@ class Pair:
 
 
 class _PromptOnly:
-    """Stands in for an engine while prompts are built: it counts tokens with the base model's tokenizer."""
+    """Stands in for the local engine while prompts are built: it counts tokens with the base model's tokenizer
+    and orders the prompt as the engine does (scenes after the history), so a model trains on what it is shown."""
 
     name = "local"
+    scenes_after_history = True
 
     def __init__(self, count: Counter):
         self.count_tokens = count

@@ -370,6 +370,21 @@ class LlamaCppRuntime:
                 pieces.close()
 
 
+    def warm(self, lm: LoadedModel, messages: list[dict]) -> None:
+        """Read `messages`, the start of a prompt to come, into the saved prompt states now; skipped while a
+        reply holds the model. A failure here costs only the time it would have saved."""
+        handle: LlamaHandle = lm.handle  # type: ignore[assignment]
+        try:
+            tokens = handle.llm.tokenize(lm.template(messages).encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) >= lm.context or not handle.lock.acquire(blocking=False):
+                return
+            try:
+                read_prompt(handle, tokens)  # the template's reply opening at the end is cut off at the next turn
+            finally:
+                handle.lock.release()
+        except Exception as exc:
+            log.info("reading a prompt ahead failed: %r", exc)
+
     def score(self, lm: LoadedModel, messages: list[dict], opening: str, continuations: list[str]) -> list[float]:
         handle: LlamaHandle = lm.handle  # type: ignore[assignment]
         llm = handle.llm
