@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .chat.backends import engine_info, engine_names
 from .config import Settings
-from .errors import ChatHaruhiError
+from .errors import ChatHaruhiError, InputError
 from .scene.order import order_names
 
 
@@ -44,20 +44,21 @@ class _Session:
         self.meta: list = []
 
     def load(self, role_ref: str):
-        """(history, user_role) saved in the file, or ([], None); the role must be the same one."""
+        """(history, user_role, pinned memories) saved in the file, or ([], None, []); the role must be the same."""
         from .chat.transcript import load_chat
         from .roles.sources import load_role
 
         if self.path is None or not self.path.exists():
-            return [], None
+            return [], None, []
         t = load_chat(self.path.read_bytes())
         if t.role_id != load_role(role_ref).id:
             raise ChatHaruhiError(f"{self.path} is a chat with '{t.role_name or t.role_id}', not '{role_ref}'. "
                                   f"Use --role {t.role_id}, or another file.")
         self.meta = t.meta
-        return t.history, t.user_role or None
+        return t.history, t.user_role or None, t.pins
 
-    def save(self, bot, reply) -> None:
+    def save(self, bot, reply=None) -> None:
+        """Write the chat and its memories; with `reply`, the exchange it completed is recorded first."""
         import uuid
 
         from .chat.transcript import ReplyMeta, Transcript, dump_chat
@@ -65,13 +66,16 @@ class _Session:
 
         if self.path is None:
             return
-        self.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
-        t = Transcript(bot.role.id, bot.role.name, bot.user_role, bot.history, self.meta[-len(bot.history):])
+        if reply is not None:
+            self.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
+        meta = self.meta[-len(bot.history):] if bot.history else []
+        t = Transcript(bot.role.id, bot.role.name, bot.user_role, bot.history, meta, list(bot.memory.pins))
         replace_text(self.path, dump_chat(t))
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
+    from .chat.memory import Memory
 
     if len(args.role) > 1 or args.order:
         from .scene.cli import run_scene
@@ -80,10 +84,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     args.role = args.role[0]
     settings = Settings.from_env()
     session = _Session(args.session)
-    history, saved_user = session.load(args.role)
+    history, saved_user, pins = session.load(args.role)
     bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_engine,
                      user_role=args.user_role or saved_user, model=args.model, base_url=args.base_url,
-                     api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history)
+                     api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history,
+                     memory=Memory(list(pins)))
     name = bot.role.name
     loading = bot.loading_message()
     if loading:
@@ -103,7 +108,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         print(f"{last.user_role}: {last.text}\n{name}: {last.reply}")
     else:
         print(f"{name}: {bot.role.greeting}" if bot.role.greeting else f"Talking to {name}.")
-    print("(Ctrl-D or /quit to leave)")
+    print("(Ctrl-D or /quit to leave; /remember TEXT, /memories, /forget N for what the character keeps)")
     while True:
         try:
             text = input(f"{bot.user_role}> ")
@@ -113,6 +118,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         if text.strip() in {"/quit", "/exit"}:
             return 0
         if not text.strip():
+            continue
+        if text.strip().startswith("/") and _memory_command(bot, text.strip(), session):
             continue
         try:
             print(f"{name}: ", end="", flush=True)
@@ -124,6 +131,34 @@ def cmd_chat(args: argparse.Namespace) -> int:
             session.save(bot, streaming.reply)
         except ChatHaruhiError as exc:
             print(f"\n[{exc}]")
+
+
+def _memory_command(bot, line: str, session: _Session) -> bool:
+    """`/remember TEXT`, `/memories`, `/forget N`: True when `line` was one of them (handled here)."""
+    command, _, rest = line.partition(" ")
+    try:
+        if command == "/remember":
+            bot.remember(rest)
+            print(f"[{bot.role.name} will remember: {bot.memory.pins[-1].text}]")
+        elif command == "/forget":
+            if not rest.strip().isdigit():
+                raise InputError("Say which memory to forget by its number: /forget 2 (see /memories).")
+            print(f"[forgotten: {bot.forget(int(rest)).text}]")
+        elif command == "/memories":
+            kept = len(bot.pinned())
+            if not bot.memory.pins:
+                print("[no memories pinned yet: /remember TEXT]")
+            for n, pin in enumerate(bot.memory.pins, 1):
+                where = f" (from exchange {pin.turn})" if pin.turn else ""
+                over = "" if n <= kept else "  [over the memory budget: not in the prompt]"
+                print(f"  {n}. {pin.text}{where}{over}")
+        else:
+            return False
+    except InputError as exc:
+        print(f"[{exc}]")
+        return True
+    session.save(bot)
+    return True
 
 
 def cmd_roles(args: argparse.Namespace) -> int:

@@ -10,6 +10,9 @@ from pathlib import Path
 DEFAULT_STORY_TOKENS = 1500
 DEFAULT_HISTORY_TOKENS = 1200
 DEFAULT_TOP_K = 19
+DEFAULT_MEMORY_TOKENS = 300  # pinned memories (chat/memory.py): a dozen short facts
+DEFAULT_RECALL_TOKENS = 400  # earlier exchanges recalled from beyond the history window
+DEFAULT_RECALL_K = 6  # how many of them are considered
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
@@ -44,6 +47,9 @@ class Budgets:
     story_tokens: int = DEFAULT_STORY_TOKENS
     history_tokens: int = DEFAULT_HISTORY_TOKENS
     top_k: int = DEFAULT_TOP_K
+    memory_tokens: int = DEFAULT_MEMORY_TOKENS  # not the paper's: what the character was asked to remember
+    recall_tokens: int = DEFAULT_RECALL_TOKENS  # not the paper's: its earlier exchanges, by similarity
+    recall_k: int = DEFAULT_RECALL_K
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import EngineError, InputError, RoleFormatError
@@ -26,6 +28,7 @@ from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
 from .backends import ChatRequest, Engine, default_budgets, open_engine, registered
+from .memory import Memory, Pin, Recalled, pinned_block, recall_block
 from .prompt import (
     Exchange,
     assemble_messages,
@@ -34,6 +37,7 @@ from .prompt import (
     history_messages,
     pack_stories,
     pending_prefix,
+    trim_history,
 )
 
 log = logging.getLogger(__name__)
@@ -166,6 +170,7 @@ class ChatHaruhi:
         fold_prompt: bool | None = None,
         exclude_scenes: Sequence[str] = (),
         ruler: Callable[[str], int] | None = None,
+        memory: Memory | None = None,
     ):
         self.settings = settings or Settings.from_env()
         if role is None:
@@ -188,6 +193,8 @@ class ChatHaruhi:
         # budgets counted with this instead of the engine's tokenizer: evaluation gives every system one ruler,
         # so each packs the same scenes and history
         self.ruler = ruler
+        # pinned facts and the index of earlier exchanges (memory.py): the conversation's, like its history
+        self.memory = memory if memory is not None else Memory()
 
     # ------------------------------------------------------------ pieces of a turn
 
@@ -195,14 +202,16 @@ class ChatHaruhi:
     def store(self):
         return open_store(self.role, self.embedder, self.settings)
 
-    def retrieve(self, text: str) -> list[Hit]:
-        """The nearest scenes (top_k by cosine similarity), most similar first, minus excluded ones."""
+    def retrieve(self, text: str, vector: np.ndarray | None = None) -> list[Hit]:
+        """The nearest scenes (top_k by cosine similarity), most similar first, minus excluded ones.
+        `vector`: the text already embedded (a turn embeds its message once, for scenes and memory)."""
         k = self.budgets.top_k
         if k <= 0:
             return []
+        vector = self.embedder.embed([text])[0] if vector is None else vector
         if not self.exclude_scenes:
-            return self.store.search(text, k)
-        hits = self.store.search(text, k + len(self.exclude_scenes))
+            return self.store.search_vector(vector, k)
+        hits = self.store.search_vector(vector, k + len(self.exclude_scenes))
         return [h for h in hits if h.id not in self.exclude_scenes][:k]
 
     @property
@@ -237,9 +246,9 @@ class ChatHaruhi:
         """`{{user}}` as the visitor's name in the story, `{{char}}` as the character's."""
         return fill(text, self.role.name, user_role or self.user_role)
 
-    def scenes_for(self, query: str, user_role: str) -> list[Hit]:
+    def scenes_for(self, query: str, user_role: str, vector: np.ndarray | None = None) -> list[Hit]:
         """The retrieved scenes with their placeholders filled, as they are sent and shown."""
-        return [replace(h, text=self.fill(h.text, user_role)) for h in self.retrieve(query)]
+        return [replace(h, text=self.fill(h.text, user_role)) for h in self.retrieve(query, vector)]
 
     def persona(self, user_role: str, conversation: Sequence[str]) -> tuple[str, str, list[Fired]]:
         """(system message, post-history text, lore) for this turn: the system prompt with the lorebook
@@ -247,8 +256,38 @@ class ChatHaruhi:
         lore = activate(self.role.lorebook, conversation, self.count_tokens)
         system = self.fill(self.role.system_prompt, user_role)
         notes = lore_block(lore, lambda t: self.fill(t, user_role))
+        pinned = pinned_block(self.role.name, self.pinned())
         after = self.fill(self.role.post_history_instructions, user_role)
-        return (system + "\n\n" + notes if notes else system), after, lore
+        return "\n\n".join(part for part in (system, notes, pinned) if part), after, lore
+
+    # ------------------------------------------------------------ memory
+
+    def pinned(self) -> list[Pin]:
+        """The pinned memories that fit their budget (all, unless the visitor pinned more than it holds)."""
+        return self.memory.pinned(self.budgets.memory_tokens, self.count_tokens)
+
+    def remember(self, text: str) -> Pin:
+        """Pin a fact the character keeps for the rest of the conversation ("my sister is Anna")."""
+        return self.memory.remember(text)
+
+    def pin(self, turn: int, which: str = "user") -> Pin:
+        """Pin what was said in exchange `turn` (1-based): the visitor's message ("user") or the reply."""
+        if not 1 <= turn <= len(self.history):
+            raise InputError(f"There is no exchange {turn} to pin; the conversation has {len(self.history)}.")
+        ex = self.history[turn - 1]
+        said = f"{ex.user_role}: {ex.text}" if which == "user" else f"{self.role.name}: {ex.reply}"
+        return self.memory.remember(said, turn)
+
+    def forget(self, number: int) -> Pin:
+        """Drop pinned memory `number` (1-based, as `memory.pins` lists them)."""
+        return self.memory.forget(number)
+
+    def _recalled(self, vector: np.ndarray | None) -> list[Recalled]:
+        in_window = len(trim_history(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens))
+        if len(self.history) <= in_window:
+            return []
+        return self.memory.recall(self.history, in_window, self.role.name, vector, self.embedder,
+                                  self.budgets.recall_tokens, self.budgets.recall_k, self.count_tokens)
 
     @property
     def scenes_last(self) -> bool:
@@ -276,17 +315,22 @@ class ChatHaruhi:
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.user_name
-        scenes = self.scenes_for(text, user_role)
+        remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1
+        vector = self.embedder.embed([text])[0] if self.budgets.top_k > 0 or remembering else None
+        scenes = self.scenes_for(text, user_role, vector)
         packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
         said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
         system, after, lore = self.persona(user_role, said)
+        recalled = self._recalled(vector) if remembering else []
         messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
-                                     self.budgets, self.count_tokens, after, self.scenes_last)
+                                     self.budgets, self.count_tokens, after, self.scenes_last,
+                                     recall_block(recalled))
         if self.fold_prompt:
             messages = fold_messages(messages)
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
                            scenes=scenes, history=list(self.history), embedder=self.embedder,
-                           avoid=tuple(avoid), packed=len(packed), lore=lore)
+                           avoid=tuple(avoid), packed=len(packed), lore=lore, recalled=recalled,
+                           pinned=len(self.pinned()))
 
     # ------------------------------------------------------------ the API
 

@@ -2,6 +2,7 @@
 
 messages = [system: s_R]
          + [user: "Classic scenes for the role are as follows:\n" + scenes joined by "\n###\n"]
+         + [user: "Earlier in this conversation:" + recalled exchanges, when memory recalls any]
          + kept history pairs as user/assistant messages
          + [system: post-history instructions, when a character card has them]
          + [user: "{user_role}:「{text}」"]
@@ -81,15 +82,18 @@ def build_messages(system_prompt: str, character: str, stories: Sequence[str],
 def assemble_messages(system_prompt: str, character: str, packed: Sequence[str],
                       history: Sequence[Exchange], user_role: str, text: str,
                       budgets: Budgets = Budgets(), count: Counter = count_tokens,
-                      post_history: str = "", scenes_last: bool = False) -> list[dict]:
+                      post_history: str = "", scenes_last: bool = False, recall: str = "") -> list[dict]:
     """The message list from scenes already packed to the budget; history is trimmed here.
 
     `post_history` (a card's post_history_instructions) goes after the history, just before the
     message being answered, where card authors expect it. `scenes_last`: the scenes after the history
-    and post-history text (see the module's docstring).
+    and post-history text (see the module's docstring). `recall`: earlier exchanges of this conversation
+    (memory.py), a message right after the scenes.
     """
     messages = history_messages(system_prompt, character, history, budgets, count, post_history)
     scenes = [{"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)}] if packed else []
+    if recall:
+        scenes.append({"role": "user", "content": recall})
     at = len(messages) if scenes_last else 1
     messages[at:at] = scenes
     messages.append({"role": "user", "content": format_query(user_role, text)})

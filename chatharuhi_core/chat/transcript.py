@@ -1,21 +1,23 @@
 """A chat saved as JSON Lines and read back exactly: the page's export and import.
 
-Line 1 is a header (format, version, role, the visitor's name in the story); each further line
-is one exchange with everything needed to go on from it: who spoke, what was said, the reply,
-and the reply's id, prompt, engine, rating and correction (so feedback works on an imported chat).
+Line 1 is a header (format, version, role, the visitor's name in the story, and since version 2 the
+character's pinned memories); each further line is one exchange with everything needed to go on from
+it: who spoke, what was said, the reply, and the reply's id, prompt, engine, rating and correction (so
+feedback works on an imported chat). Version 1 files (no memories) are still read.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .memory import MAX_PINS, Pin, check_pin
 from .prompt import Exchange
 
 FORMAT = "chatharuhi-chat"
-VERSION = 1
+VERSION = 2  # 2: pinned memories in the header
 MAX_BYTES = 20 * 1024 * 1024
 
 
@@ -38,11 +40,13 @@ class Transcript:
     user_role: str
     history: list[Exchange]
     meta: list[ReplyMeta]
+    pins: list[Pin] = field(default_factory=list)
 
 
 def dump_chat(t: Transcript) -> str:
     header = {"format": FORMAT, "version": VERSION, "role": t.role_id, "name": t.role_name,
-              "user_role": t.user_role, "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+              "user_role": t.user_role, "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "memories": [{"text": p.text, "turn": p.turn} for p in t.pins]}
     lines = [header]
     for ex, meta in zip(t.history, t.meta):
         lines.append({"user_role": ex.user_role, "text": ex.text, "reply": ex.reply, "id": meta.id,
@@ -126,4 +130,26 @@ def load_chat(data: bytes | str) -> Transcript:
         meta.append(ReplyMeta(_str(obj, "id", n, False) or f"imported-{n}", prompt, _str(obj, "engine", n, False),
                               _str(obj, "model", n, False), rating_field(obj), obj.get("original") or None))
     return Transcript(_str(header, "role", first), _str(header, "name", first, False),
-                      _str(header, "user_role", first, False), history, meta)
+                      _str(header, "user_role", first, False), history, meta, _pins(header, first, len(history)))
+
+
+def _pins(header: dict, line: int, exchanges: int) -> list[Pin]:
+    """The header's pinned memories (none in a version 1 file); a sentence for anything malformed."""
+    raw = header.get("memories") or []
+    where = f"Line {line} of the chat file"
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: 'memories' should be a list of {{\"text\": …}} objects.")
+    if len(raw) > MAX_PINS:
+        raise InputError(f"{where} keeps {len(raw)} memories; a chat holds at most {MAX_PINS}.")
+    pins = []
+    for n, item in enumerate(raw, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise InputError(f"{where}: memory {n} has no 'text'.")
+        turn = item.get("turn")
+        if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool) or not 1 <= turn <= exchanges):
+            raise InputError(f"{where}: memory {n} points at exchange {turn!r}, which the chat does not have.")
+        try:
+            pins.append(Pin(check_pin(item["text"]), turn))
+        except InputError as exc:
+            raise InputError(f"{where}: memory {n}: {exc}") from None
+    return pins

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
+from ..chat.memory import Memory
 from ..chat.prompt import Exchange
 from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
 from ..config import Settings
@@ -48,10 +49,12 @@ class Conversation:
     meta: list[ReplyMeta] = field(default_factory=list)  # one per exchange: prompt, engine, rating, correction
     last: Reply | None = None  # the newest reply's record: the scenes and lore it drew on, its speed
     tried: list[str] = field(default_factory=list)  # every reply given to the last message, so Regenerate moves on
+    memory: Memory = field(default_factory=Memory)  # pinned facts and the index of earlier exchanges
 
     def copy(self) -> Conversation:
+        memory = Memory(list(self.memory.pins), self.memory.index)  # the index is derived: shared, re-synced by text
         return Conversation(self.role_id, list(self.history), [replace(m) for m in self._full_meta()], self.last,
-                            list(self.tried))
+                            list(self.tried), memory)
 
     def _full_meta(self) -> list[ReplyMeta]:
         """Exchanges made without metadata (older states, the API) get an empty record."""
@@ -148,7 +151,7 @@ def scenes_markdown(conv: Conversation) -> str:
 def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: Settings) -> ChatHaruhi:
     """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
     return ChatHaruhi(role=load_role(conv.role_id), user_role=user_role or None, history=conv.history,
-                      **engine.kwargs(settings))
+                      memory=conv.memory, **engine.kwargs(settings))
 
 
 @dataclass
@@ -341,7 +344,8 @@ def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) 
     """The conversation as a .jsonl file for download."""
     role = load_role(conv.role_id)
     full = conv.copy()
-    text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.user_name, full.history, full.meta))
+    text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.user_name, full.history, full.meta,
+                                list(conv.memory.pins)))
     folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-chat-"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = folder / f"chat-{conv.role_id}-{stamp}.jsonl"
@@ -357,4 +361,4 @@ def import_chat(path: str | Path) -> tuple[Conversation, str]:
     except ChatHaruhiError:
         raise InputError(f"This chat is with '{t.role_name or t.role_id}', who is not available here. Add the "
                          "character in the 'Add a character' tab first, then import the chat again.") from None
-    return Conversation(t.role_id, t.history, t.meta), t.user_role
+    return Conversation(t.role_id, t.history, t.meta, memory=Memory(t.pins)), t.user_role

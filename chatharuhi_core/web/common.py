@@ -8,11 +8,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from ..chat.backends import engine_info
+from ..chat.backends import default_budgets, engine_info
 from ..config import Budgets, Settings
 from ..data.feedback import feedback_record
 from ..errors import UnknownNameError
@@ -88,8 +88,10 @@ class EnginePanel:
     fold_prompt: bool = False
 
     def budgets(self, settings: Settings) -> Budgets:
-        """The panel's prompt budgets; how many scenes are retrieved stays the operator's choice."""
-        return Budgets(story_tokens=int(self.story_tokens), history_tokens=int(self.history_tokens),
+        """The panel's prompt budgets over the engine's own (memory's, and how many scenes are retrieved, which
+        stays the operator's choice)."""
+        own = default_budgets(self.engine, settings)
+        return replace(own, story_tokens=int(self.story_tokens), history_tokens=int(self.history_tokens),
                        top_k=settings.budgets.top_k)
 
     def options(self) -> dict[str, str | None]:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ...roles.lorebook import Fired
     from ...roles.role import Role
     from ...roles.store import Hit
+    from ..memory import Recalled
 
 
 @dataclass
@@ -34,6 +35,8 @@ class ChatRequest:
     visitor: str = ""  # the visitor's name in the story ({{user}}) when it is not user_role (a scene)
     packed: int = 0  # how many of `scenes` (most similar first) fitted the scene budget and are in `messages`
     lore: list[Fired] = field(default_factory=list)  # the lorebook entries in `messages`, and why they fired
+    recalled: list[Recalled] = field(default_factory=list)  # earlier exchanges memory brought back, and how close
+    pinned: int = 0  # how many of the conversation's pinned memories fitted their budget and are in `messages`
 
     @property
     def user_name(self) -> str:

@@ -1,0 +1,174 @@
+"""What a character remembers of one conversation beyond its history window.
+
+A character's history budget holds a few exchanges; anything older was simply gone. Two kinds of memory
+keep it, both owned by one conversation (never module state, so two visitors' memories never meet):
+
+- **pinned**: facts the visitor pinned from a message or wrote ("my sister is Anna"). Always in the prompt,
+  in their own budget, under a heading the character reads as its own memory; pins that do not fit are
+  counted, so the visitor sees which ones the character could not hold.
+- **recalled**: exchanges that have left the history window, embedded with the role's embedder as they
+  leave and retrieved for each message by cosine similarity, like the role's own scenes. They enter the
+  prompt with their turn numbers, within a budget, and never one the history already holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..embedding import Embedder
+from ..errors import InputError
+from ..roles.lines import format_query, format_reply
+from .prompt import Exchange
+
+PINNED_HEADER = "What {name} remembers from this conversation:\n"
+RECALL_HEADER = "Earlier in this conversation:\n"
+MAX_PIN_CHARS = 500  # a fact, not a document: a pin is always in the prompt
+MAX_PINS = 200
+
+Counter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A fact the character keeps: written by the visitor, or pinned from exchange `turn` (1-based)."""
+
+    text: str
+    turn: int | None = None
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """An earlier exchange brought back for this message: its turn (1-based), how close it is, its lines."""
+
+    turn: int
+    similarity: float
+    text: str
+
+
+def exchange_text(ex: Exchange, character: str) -> str:
+    """An exchange as it is embedded and as it enters the prompt: the two script lines."""
+    return format_query(ex.user_role, ex.text) + "\n" + format_reply(character, ex.reply)
+
+
+def check_pin(text: str) -> str:
+    text = " ".join(text.split())
+    if not text:
+        raise InputError("Write what the character should remember, e.g. “my sister is Anna”.")
+    if len(text) > MAX_PIN_CHARS:
+        raise InputError(f"A memory is at most {MAX_PIN_CHARS} characters; this one has {len(text)}. "
+                         "Pin the fact itself, or several shorter ones.")
+    return text
+
+
+class RecallIndex:
+    """The vectors of a conversation's exchanges that left the history window, in one numpy matrix searched
+    with a single matrix-vector product (1,000 exchanges of 512 numbers: 2 MB, well under a millisecond).
+    Each exchange is embedded once, when it first leaves the window; a history rewritten (an edit, a
+    regenerated reply) is noticed by its text and re-embedded from there."""
+
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+        self._vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def sync(self, texts: Sequence[str], embedder: Embedder) -> None:
+        """Make the index hold exactly `texts` (the exchanges out of the window, oldest first)."""
+        same = 0
+        for mine, theirs in zip(self._texts, texts):
+            if mine != theirs:
+                break
+            same += 1
+        new = list(texts[same:])
+        vectors = self._vectors[:same]
+        if new:
+            fresh = np.asarray(embedder.embed(new), dtype=np.float32)
+            fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-12)
+            vectors = fresh if not same else np.concatenate([vectors, fresh])
+        self._texts, self._vectors = list(texts), vectors
+
+    def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(index, cosine) of the k nearest, nearest first."""
+        if not self._texts or k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        query = query / max(float(np.linalg.norm(query)), 1e-12)
+        sims = self._vectors @ query
+        k = min(k, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        return [(int(i), float(sims[i])) for i in sorted(top, key=lambda i: -sims[i])]
+
+
+@dataclass
+class Memory:
+    """One conversation's memory: its pins and the index of its earlier exchanges."""
+
+    pins: list[Pin] = field(default_factory=list)
+    index: RecallIndex = field(default_factory=RecallIndex, repr=False, compare=False)
+
+    def remember(self, text: str, turn: int | None = None) -> Pin:
+        if len(self.pins) >= MAX_PINS:
+            raise InputError(f"This conversation already keeps {MAX_PINS} memories; forget some first.")
+        pin = Pin(check_pin(text), turn)
+        self.pins.append(pin)
+        return pin
+
+    def forget(self, number: int) -> Pin:
+        """Drop memory `number` (1-based, as listed)."""
+        if not 1 <= number <= len(self.pins):
+            raise InputError(f"There is no memory {number}; " + (f"they are numbered 1 to {len(self.pins)}."
+                                                                 if self.pins else "none is kept yet."))
+        return self.pins.pop(number - 1)
+
+    def edit(self, number: int, text: str) -> Pin:
+        old = self.forget(number)
+        pin = Pin(check_pin(text), old.turn)
+        self.pins.insert(number - 1, pin)
+        return pin
+
+    def pinned(self, budget: int, count: Counter) -> list[Pin]:
+        """The pins that fit the budget, in the order they were made; the first that does not fit ends it
+        (as the scenes and history are packed), so the visitor can tell which ones are left out."""
+        kept, used = [], 0
+        for pin in self.pins:
+            n = count("- " + pin.text + "\n")
+            if used + n > budget:
+                break
+            kept.append(pin)
+            used += n
+        return kept
+
+    def recall(self, history: Sequence[Exchange], in_window: int, character: str, vector: np.ndarray | None,
+               embedder: Embedder, budget: int, k: int, count: Counter) -> list[Recalled]:
+        """The earlier exchanges nearest the message (`vector`), among those the history window does not
+        hold (all but its last `in_window`), packed by similarity while they fit, then in turn order."""
+        older = history[:len(history) - in_window] if in_window else history
+        if vector is None or budget <= 0 or k <= 0 or not older:
+            return []
+        texts = [exchange_text(ex, character) for ex in older]
+        self.index.sync(texts, embedder)
+        picked, used = [], count(RECALL_HEADER)
+        for i, sim in self.index.search(vector, k):
+            n = count(recall_line(i + 1, texts[i]))
+            if used + n > budget:
+                break
+            picked.append(Recalled(i + 1, sim, texts[i]))
+            used += n
+        return sorted(picked, key=lambda r: r.turn)
+
+
+def recall_line(turn: int, text: str) -> str:
+    return f"[turn {turn}]\n{text}\n"
+
+
+def pinned_block(name: str, pins: Sequence[Pin]) -> str:
+    """The heading and the pins, as they close the system prompt."""
+    return PINNED_HEADER.format(name=name) + "".join(f"- {p.text}\n" for p in pins).rstrip("\n") if pins else ""
+
+
+def recall_block(recalled: Sequence[Recalled]) -> str:
+    return (RECALL_HEADER + "".join(recall_line(r.turn, r.text) for r in recalled)).rstrip("\n") if recalled else ""
