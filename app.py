@@ -45,6 +45,14 @@ from chatharuhi_core.web.common import (
     portrait_of,
     scene_picture_html,
 )
+from chatharuhi_core.web.memory import (  # noqa: E402
+    forget_memory,
+    memory_choices,
+    memory_markdown,
+    pin_last_message,
+    remember_fact,
+    rewrite_memory,
+)
 from chatharuhi_core.web.picker import PICKER_JS, add_character, picker_choices, picker_entries, tiles_html
 from scene_page import build_scene_tab, cast_choices  # noqa: E402
 
@@ -545,11 +553,44 @@ def _chat_main(first, first_view) -> SimpleNamespace:
         voice_note = gr.Markdown(elem_id="voice-note")
         with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False, elem_id="scenes-panel"):
             scenes = gr.Markdown(elem_id="scenes")
+        memory = _memory_panel()
     return SimpleNamespace(about=about, chat=chat, reply_stats=reply_stats, text=text, send_btn=send_btn, note=note,
                            feedback_note=feedback_note, scene_picture=scene_picture, examples=examples,
                            regen_btn=regen_btn, clear_btn=clear_btn, export_btn=export_btn, import_btn=import_btn,
                            speak_on=speak_on, speak_btn=speak_btn, voice_audio=voice_audio, voice_note=voice_note,
-                           scenes=scenes)
+                           scenes=scenes, memory=memory)
+
+
+def _memory_panel() -> SimpleNamespace:
+    """What the character keeps of this conversation: the list, a fact to add, one to forget or rewrite."""
+    with gr.Accordion("Memories · 记忆", open=False, elem_id="memory-panel"):
+        listed = gr.Markdown(memory_markdown(None), elem_id="memories")
+        text = gr.Textbox(label="Remember · 记住", placeholder="my sister is Anna · 我妹妹叫小红", max_lines=3,
+                          elem_id="memory-text")
+        with gr.Row():
+            remember = gr.Button("Remember · 记住", size="sm", elem_id="remember")
+            pin = gr.Button("Pin my last message · 记住我上一句", size="sm", elem_id="pin-last")
+        pick = gr.Dropdown(label="A memory · 一条记忆", choices=[], value=None, elem_id="memory-pick")
+        with gr.Row():
+            forget = gr.Button("Forget · 忘记", size="sm", elem_id="forget")
+            rewrite = gr.Button("Rewrite with the text above · 改写", size="sm", elem_id="rewrite-memory")
+        note = gr.Markdown(elem_id="memory-note")
+    return SimpleNamespace(listed=listed, text=text, remember=remember, pick=pick, forget=forget, rewrite=rewrite,
+                           pin=pin, note=note)
+
+
+def _memory_view(conv: Conversation | None):
+    return memory_markdown(conv), gr.Dropdown(choices=memory_choices(conv), value=None)
+
+
+def _memory_event(change):
+    """A memory change as the page runs it: the new conversation, the list, the sentence; the text box is
+    emptied only when the change was made."""
+    def run(conv, *args):
+        new, said = change(conv, *args)
+        done = new is not conv
+        return (new, *_memory_view(new), said, "" if done else gr.skip())
+    return run
 
 
 def _add_tab() -> SimpleNamespace:
@@ -674,6 +715,18 @@ def _wire_voice_feedback_names(p: SimpleNamespace) -> None:
                         show_progress="hidden").then(*keep, api_name=False, show_progress="hidden")
 
 
+def _wire_memory(p: SimpleNamespace) -> None:
+    """The memory panel's buttons, and its list following the conversation (a switch, an import, a reply)."""
+    m = p.memory
+    out = [p.conv, m.listed, m.pick, m.note, m.text]
+    m.remember.click(_memory_event(remember_fact), [p.conv, m.text], out, api_name="remember")
+    m.text.submit(_memory_event(remember_fact), [p.conv, m.text], out, api_name=False)
+    m.pin.click(_memory_event(pin_last_message), [p.conv, p.user_role], out, api_name="pin_last")
+    m.forget.click(_memory_event(forget_memory), [p.conv, m.pick], out, api_name="forget_memory")
+    m.rewrite.click(_memory_event(rewrite_memory), [p.conv, m.pick, m.text], out, api_name="rewrite_memory")
+    p.conv.change(_memory_view, p.conv, [m.listed, m.pick], api_name=False, show_progress="hidden")
+
+
 def build_demo() -> gr.Blocks:
     """The page: layout by panel, then the events, wired in the order their API names depend on."""
     # the first character is drawn into the page itself, so its greeting is on screen before any
@@ -707,6 +760,7 @@ def build_demo() -> gr.Blocks:
         _wire_session(p)
         _wire_switches(p, _wire_turns(p))
         _wire_voice_feedback_names(p)
+        _wire_memory(p)
     return demo
 
 

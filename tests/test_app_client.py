@@ -202,3 +202,24 @@ def test_a_fine_tuned_adapter_answers_through_the_api(app_server, tiny_adapter):
     chat, _box, stats = job.result()
     assert text_of(chat[-2]) == "Who are you?" and text_of(chat[-1]) and not text_of(chat[-1]).startswith("⚠")
     assert tiny_adapter.name in stats and "first token" in stats
+
+
+def test_memories_are_each_visitors_own_and_reach_the_prompt(app_server):
+    """Two visitors at once: each one's pins are listed for them alone and survive their replies; the last
+    message can be pinned; a bad memory is a sentence with the list unchanged (the prompt: test_memory)."""
+    anna, bob = Client(app_server, verbose=False), Client(app_server, verbose=False)
+    for client in (anna, bob):
+        client.predict("sherlock", api_name="/switch_role")
+    listed, _pick, note, box = anna.predict("My sister is called Anna.", api_name="/remember")
+    assert "1. My sister is called Anna." in listed and note.startswith("Remembered") and box == ""
+    listed_b, _pick, _note, _box = bob.predict("I take my tea black.", api_name="/remember")
+    assert "I take my tea black." in listed_b and "Anna" not in listed_b
+    send(anna, "Who am I looking for?")
+    listed, _pick, note, _box = anna.predict(api_name="/pin_last")
+    assert "2. Watson: Who am I looking for? · from exchange 1" in listed and note.startswith("Pinned")
+    listed, _pick, note, box = anna.predict("   ", api_name="/remember")
+    assert note.startswith("Write what the character should remember") and "2. Watson" in listed
+    listed, _pick, note, _box = anna.predict(1, api_name="/forget_memory")
+    assert note == "Forgotten: My sister is called Anna. · 忘记了" and "1. Watson: Who am I" in listed
+    listed_b, *_ = bob.predict("And I live in Kent.", api_name="/remember")
+    assert "1. I take my tea black.\n2. And I live in Kent." in listed_b and "Who am I" not in listed_b

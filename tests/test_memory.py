@@ -192,3 +192,20 @@ def test_the_chat_command_remembers_lists_and_forgets(cache_dir, tmp_path):
 
 def test_memory_objects_start_empty():
     assert Memory().pins == [] and len(Memory().index) == 0
+
+
+def test_the_pages_turn_sends_the_pins_and_keeps_them(settings):
+    from chatharuhi_core.web.chat import Conversation, export_chat, import_chat, stream_turn
+    from chatharuhi_core.web.common import EnginePanel
+    from chatharuhi_core.web.memory import forget_memory, memory_markdown, remember_fact
+
+    conv, said = remember_fact(Conversation("sherlock"), "My sister is called Anna.")
+    assert said == "Remembered: My sister is called Anna. · 记住了"
+    *_, last = stream_turn(conv, "Who am I looking for?", "Watson", EnginePanel(), settings)
+    done = last.conversation
+    assert "My sister is called Anna." in done.meta[-1].messages[0]["content"]
+    assert done.memory.pins == conv.memory.pins and "1. My sister is called Anna." in memory_markdown(done)
+    back, _ = import_chat(export_chat(done, "Watson", settings.cache_dir))
+    assert back.memory.pins == done.memory.pins
+    same, said = forget_memory(done, 3)
+    assert same is done and said == "There is no memory 3; they are numbered 1 to 1."

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +119,8 @@ class Reply:
     packed: int  # how many of `scenes` fitted the scene budget and were sent
     lore: list[Fired]  # the lorebook entries sent, and why they fired
     stats: ReplyStats
+    recalled: list[Recalled] = field(default_factory=list)  # earlier exchanges memory brought back
+    pinned: int = 0  # how many pinned memories fitted their budget and were sent
 
 
 class Streaming(Iterator[str]):
@@ -268,7 +270,7 @@ class ChatHaruhi:
 
     def remember(self, text: str) -> Pin:
         """Pin a fact the character keeps for the rest of the conversation ("my sister is Anna")."""
-        return self.memory.remember(text)
+        return self.memory.remember(text, made_at=len(self.history))
 
     def pin(self, turn: int, which: str = "user") -> Pin:
         """Pin what was said in exchange `turn` (1-based): the visitor's message ("user") or the reply."""
@@ -276,7 +278,7 @@ class ChatHaruhi:
             raise InputError(f"There is no exchange {turn} to pin; the conversation has {len(self.history)}.")
         ex = self.history[turn - 1]
         said = f"{ex.user_role}: {ex.text}" if which == "user" else f"{self.role.name}: {ex.reply}"
-        return self.memory.remember(said, turn)
+        return self.memory.remember(said, turn, len(self.history))
 
     def forget(self, number: int) -> Pin:
         """Drop pinned memory `number` (1-based, as `memory.pins` lists them)."""
@@ -381,7 +383,8 @@ class ChatHaruhi:
         end = time.perf_counter()
         stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started, end - started,
                            self.count_tokens(final))
-        return Reply(final, raw, request.messages, request.scenes, request.packed, request.lore, stats)
+        return Reply(final, raw, request.messages, request.scenes, request.packed, request.lore, stats,
+                     request.recalled, request.pinned)
 
     def answer(self, text: str, role: str | None = None) -> Reply:
         """Answer one message and return its whole record."""

@@ -33,10 +33,12 @@ Counter = Callable[[str], int]
 
 @dataclass(frozen=True)
 class Pin:
-    """A fact the character keeps: written by the visitor, or pinned from exchange `turn` (1-based)."""
+    """A fact the character keeps: written by the visitor, or pinned from exchange `turn` (1-based).
+    `made_at`: how many exchanges the conversation had when it was made (whether a reply could have used it)."""
 
     text: str
     turn: int | None = None
+    made_at: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -110,10 +112,10 @@ class Memory:
     pins: list[Pin] = field(default_factory=list)
     index: RecallIndex = field(default_factory=RecallIndex, repr=False, compare=False)
 
-    def remember(self, text: str, turn: int | None = None) -> Pin:
+    def remember(self, text: str, turn: int | None = None, made_at: int = 0) -> Pin:
         if len(self.pins) >= MAX_PINS:
             raise InputError(f"This conversation already keeps {MAX_PINS} memories; forget some first.")
-        pin = Pin(check_pin(text), turn)
+        pin = Pin(check_pin(text), turn, made_at)
         self.pins.append(pin)
         return pin
 
@@ -126,7 +128,7 @@ class Memory:
 
     def edit(self, number: int, text: str) -> Pin:
         old = self.forget(number)
-        pin = Pin(check_pin(text), old.turn)
+        pin = Pin(check_pin(text), old.turn, old.made_at)
         self.pins.insert(number - 1, pin)
         return pin
 

@@ -138,14 +138,24 @@ def lore_markdown(fired: list[Fired]) -> str:
 def scenes_markdown(conv: Conversation) -> str:
     """The lorebook entries and scenes retrieved for the last reply, marking those that fit the budgets."""
     last = conv.last
-    if last is None or not (last.scenes or last.lore):
+    if last is None or not (last.scenes or last.lore or last.recalled):
         return "_Send a message to see which classic scenes the reply drew on._"
     parts = [lore] if (lore := lore_markdown(last.lore)) else []
+    if last.recalled:
+        parts.append("**Recalled from earlier in this conversation · 回忆起的对话**")
+        for r in last.recalled:
+            parts.append(f"**turn {r.turn}** · similarity {r.similarity:.2f} · in the prompt\n\n{_quoted(r.text)}")
+    if last.scenes:
+        parts.append("**Classic scenes · 经典场景**")
     for i, hit in enumerate(last.scenes):
         used = "in the prompt" if i < last.packed else "over the budget, left out"
-        body = "\n>\n".join("> " + html.escape(line) for line in hit.text.splitlines() if line.strip())
-        parts.append(f"**{i + 1}. {html.escape(hit.id)}** · similarity {hit.similarity:.2f} · {used}\n\n{body}")
+        parts.append(f"**{i + 1}. {html.escape(hit.id)}** · similarity {hit.similarity:.2f} · {used}\n\n"
+                     f"{_quoted(hit.text)}")
     return "\n\n".join(parts)
+
+
+def _quoted(text: str) -> str:
+    return "\n>\n".join("> " + html.escape(line) for line in text.splitlines() if line.strip())
 
 
 def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: Settings) -> ChatHaruhi:
@@ -213,7 +223,7 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
     said = streaming.reply
     meta = ReplyMeta(uuid.uuid4().hex, said.messages, said.stats.engine, said.stats.model)
     tried = [said.text] if said.text in avoid else [*avoid, said.text]  # all used up: a new round starts here
-    done = Conversation(conv.role_id, bot.history, [*base.meta, meta], said, tried)
+    done = Conversation(conv.role_id, bot.history, [*base.meta, meta], said, tried, base.memory)
     yield TurnUpdate(chat_messages(done, role, user_role), done, None, True, stats_line(said.stats))
 
 
