@@ -86,12 +86,15 @@ def test_the_index_embeds_each_exchange_once_and_follows_a_rewritten_history(emb
             calls.append(len(texts))
             return embedder.embed(texts)
 
+    def views(*texts):
+        return [(t, t.split()[-1]) for t in texts]  # two views an exchange, as the index takes them
+
     index = RecallIndex()
-    index.sync(["a cat", "a dog", "a ship"], Counting())
-    index.sync(["a cat", "a dog", "a ship", "a storm at sea"], Counting())
-    assert calls == [3, 1]  # only the new exchange
-    index.sync(["a cat", "a horse", "a ship", "a storm at sea"], Counting())  # exchange 2 was edited
-    assert calls == [3, 1, 3] and len(index) == 4
+    index.sync(views("a cat", "a dog", "a ship"), Counting())
+    index.sync(views("a cat", "a dog", "a ship", "a storm at sea"), Counting())
+    assert calls == [6, 2]  # only the new exchange's views
+    index.sync(views("a cat", "a horse", "a ship", "a storm at sea"), Counting())  # exchange 2 was edited
+    assert calls == [6, 2, 6] and len(index) == 4
     best = index.search(embedder.embed(["a horse in a field"])[0], 2)
     assert best[0][0] == 1 and best[0][1] >= best[1][1]
 
@@ -188,6 +191,21 @@ def test_the_chat_command_remembers_lists_and_forgets(cache_dir, tmp_path):
                             "--session", str(path)], cwd=ROOT, env=env, input="/memories\n/quit\n",
                            capture_output=True, text=True, timeout=120)
     assert "  1. I take my tea black" in again.stdout  # kept in the session file
+
+
+def test_a_reply_indexes_what_left_the_window_before_the_next_message(settings):
+    """The exchange that leaves the history window is embedded after the reply (in the background), so the next
+    message does not wait for it."""
+    import threading
+
+    bot = ChatHaruhi(role_name="sherlock", settings=settings, budgets=SMALL)
+    bot.history = _conversation(bot.user_role, ("My sister is Anna.", "Noted."), FILLER_EN, at=2, total=20)
+    bot.chat("Any news of the fog?")
+    for thread in threading.enumerate():
+        if thread.name == "memory-index":
+            thread.join()
+    in_window = len(trim_history(bot.history, bot.role.name, SMALL.history_tokens, bot.count_tokens))
+    assert len(bot.memory.index) == len(bot.history) - in_window > 0
 
 
 def test_memory_objects_start_empty():

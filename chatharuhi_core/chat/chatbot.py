@@ -10,6 +10,7 @@ shared read-only caches, so creating many objects is cheap.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -284,12 +285,35 @@ class ChatHaruhi:
         """Drop pinned memory `number` (1-based, as `memory.pins` lists them)."""
         return self.memory.forget(number)
 
+    def _in_window(self) -> int:
+        return len(trim_history(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens))
+
     def _recalled(self, vector: np.ndarray | None) -> list[Recalled]:
-        in_window = len(trim_history(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens))
+        in_window = self._in_window()
         if len(self.history) <= in_window:
             return []
         return self.memory.recall(self.history, in_window, self.role.name, vector, self.embedder,
                                   self.budgets.recall_tokens, self.budgets.recall_k, self.count_tokens)
+
+    def index_ahead(self) -> None:
+        """Embed the exchanges that have left the history window now, after a reply, while the visitor types:
+        the next message's recall is then a matrix product (else its `prepare` embeds them)."""
+        if self.budgets.recall_tokens <= 0:
+            return
+        in_window = self._in_window()
+        if len(self.history) > in_window:
+            self.memory.index_older(self.history[:len(self.history) - in_window], self.role.name, self.embedder)
+
+    def _ahead(self) -> None:
+        """After a complete reply: the next turn's work that needs no message, in the background, never failing."""
+        def run() -> None:
+            try:
+                self.index_ahead()
+            except Exception as exc:  # only the time it would have saved is lost
+                log.info("indexing the conversation ahead failed: %r", exc)
+
+        threading.Thread(target=run, name="memory-index", daemon=True).start()
+        self._warm()
 
     @property
     def scenes_last(self) -> bool:
@@ -351,7 +375,7 @@ class ChatHaruhi:
         request = self.prepare(text, role, avoid)
         reply = yield from self.respond(request, started)
         self.history.append(Exchange(request.user_role, request.text, reply.text))
-        self._warm()
+        self._ahead()
         return reply
 
     def respond(self, request: ChatRequest, started: float | None = None) -> Generator[str, None, Reply]:

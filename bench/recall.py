@@ -1,0 +1,198 @@
+"""A character's memory of long conversations: does a fact said early reach the prompt when it is asked about?
+
+    .venv/bin/python bench/recall.py                 # 50, 200 and 1,000 exchanges, English and Chinese (~5 min)
+    .venv/bin/python bench/recall.py --sizes 50 200  # a shorter run
+
+For Sherlock Holmes (English) and 孙悟空 (Chinese), conversations are generated from the role's own scenes
+(each visitor cue and the character's answer, cycled, numbered so none repeats) with ten facts planted at
+seeded random turns ("My sister's name is Ada." ... in both languages, values drawn with the seed). At the
+end each fact is asked about ("What is my sister's name?"): a probe counts as recalled when the planted
+exchange is in the prompt, recalled from beyond the history window or still inside it. The same ten facts
+are also pinned (`remember`), and each pinned fact is checked in the system prompt.
+
+Budgets: the paper's engines' defaults and the local engine's, counted with cl100k_base (the script engine
+answers; no model runs: what is measured is the prompt). Time: ChatHaruhi.prepare with memory against the
+same with recall off, in the same run, one new exchange added before each probe (as in a conversation, so
+the index embeds it); the index's first build over a long imported chat is reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from common import ROOT, machine, median, percentile, write_section  # noqa: E402
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
+START, END = "<!-- recall -->", "<!-- /recall -->"
+GOALS = {"recall": 0.95, "pinned": 1.0, "added_p95_ms": 10.0}
+
+# (statement, question) templates with a value slot; values drawn per conversation
+FACTS = {
+    "en": [("My sister's name is {}.", "What is my sister's name?", ["Ada", "Mabel", "Violet", "Edith", "Nora"]),
+           ("I grew up in {}.", "Where did I grow up?", ["Dundee", "Bath", "Harrogate", "Whitby", "Truro"]),
+           ("My dog is called {}.", "What is my dog called?", ["Toby", "Rufus", "Pepper", "Bramble", "Scout"]),
+           ("I work as a {}.", "What is my work?", ["bookbinder", "telegraphist", "surveyor", "chemist", "organist"]),
+           ("My favourite colour is {}.", "What is my favourite colour?", ["ochre", "teal", "crimson", "slate"]),
+           ("I was born in {}.", "In which month was I born?", ["March", "October", "January", "July"]),
+           ("My brother collects {}.", "What does my brother collect?", ["stamps", "clocks", "beetles", "maps"]),
+           ("I am afraid of {}.", "What am I afraid of?", ["deep water", "thunder", "spiders", "heights"]),
+           ("My late father was a {}.", "What was my father?", ["sea captain", "miller", "schoolmaster", "vicar"]),
+           ("I keep my savings in {}.", "Where do I keep my savings?", ["a tea tin", "the bank at Holborn",
+                                                                       "a hollow book", "my boot"])],
+    "zh": [("我妹妹叫{}。", "我妹妹叫什么名字？", ["小红", "阿秀", "翠莲", "玉兰", "春桃"]),
+           ("我是在{}长大的。", "我是在哪里长大的？", ["长安", "洛阳", "扬州", "苏州", "成都"]),
+           ("我家的狗叫{}。", "我家的狗叫什么？", ["大黄", "小黑", "旺财", "雪团"]),
+           ("我是做{}的。", "我是做什么的？", ["木匠", "郎中", "船夫", "裁缝", "铁匠"]),
+           ("我最喜欢{}。", "我最喜欢什么颜色？", ["青色", "朱红色", "鹅黄色", "墨绿色"]),
+           ("我是{}生的。", "我是几月生的？", ["三月", "十月", "正月", "七月"]),
+           ("我哥哥喜欢收集{}。", "我哥哥喜欢收集什么？", ["铜钱", "字画", "石头", "蝴蝶"]),
+           ("我最怕{}。", "我最怕什么？", ["打雷", "深水", "蛇", "高处"]),
+           ("我爹以前是{}。", "我爹以前是做什么的？", ["船老大", "私塾先生", "磨坊主", "猎户"]),
+           ("我把钱藏在{}里。", "我把钱藏在哪里？", ["茶叶罐", "枕头", "旧靴子", "米缸"])],
+}
+ROLES = {"sherlock": "en", "sunwukong": "zh"}
+
+
+def conversation(role, size: int, seed: int):
+    """(history, [(turn, statement, question)]): `size` exchanges from the role's scenes, ten facts planted."""
+    from chatharuhi_core.chat.prompt import Exchange
+    from chatharuhi_core.data.scene_turns import scene_turns
+
+    rng = random.Random(f"{seed}:{role.id}:{size}")
+    pool = [(t.text, t.reply) for s in role.stories for t in scene_turns(role, s)]
+    facts = FACTS[role.language[:2] if role.language[:2] in FACTS else "en"]
+    turns = sorted(rng.sample(range(1, size - 2), len(facts)))  # never the last exchanges: those are history
+    planted = {}
+    for turn, (statement, question, values) in zip(turns, facts):
+        planted[turn] = (statement.format(rng.choice(values)), question)
+    history, probes = [], []
+    for turn in range(1, size + 1):
+        if turn in planted:
+            statement, question = planted[turn]
+            history.append(Exchange(role.user_name, statement, "记下了。" if role.language.startswith("zh")
+                                    else "Noted."))
+            probes.append((turn, statement, question))
+        else:
+            cue, reply = pool[(turn * 7) % len(pool)]
+            history.append(Exchange(role.user_name, f"{cue} ({turn})", reply))
+    return history, probes
+
+
+def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embedder, seed: int) -> dict:
+    from chatharuhi_core import ChatHaruhi
+    from chatharuhi_core.chat.memory import Memory, pinned_block
+    from chatharuhi_core.roles.sources import load_role
+
+    role = load_role(role_id)
+    history, probes = conversation(role, size, seed)
+    filler = history[-len(probes):]  # exchanges added before each probe, as a conversation goes on
+    base = history[:size - len(probes)]
+    bot = ChatHaruhi(role=role, settings=settings, embedder=embedder, budgets=budgets, history=list(base))
+    off = ChatHaruhi(role=role, settings=settings, embedder=embedder, history=list(base),
+                     budgets=replace(budgets, recall_tokens=0))
+    started = time.perf_counter()
+    bot.prepare("Hello.")  # an imported long chat: the index embeds every exchange out of the window once
+    build_s = time.perf_counter() - started
+    hits, added, ahead, recall_tokens = 0, [], [], []
+    for (_turn, statement, question), extra in zip(probes, filler):
+        for b in (bot, off):
+            b.history.append(extra)
+        t0 = time.perf_counter()
+        bot.index_ahead()  # what the chat does after each reply, while the visitor types
+        ahead.append(1000 * (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        request = bot.prepare(question)
+        t1 = time.perf_counter()
+        off.prepare(question)
+        t2 = time.perf_counter()
+        added.append(1000 * ((t1 - t0) - (t2 - t1)))
+        said = "\n".join(m["content"] for m in request.messages)
+        hits += statement in said
+        block = next((m["content"] for m in request.messages if m["content"].startswith("Earlier in this")), "")
+        recall_tokens.append(bot.count_tokens(block))
+    pinned = ChatHaruhi(role=role, settings=settings, embedder=embedder, budgets=budgets, history=list(history),
+                        memory=Memory())
+    for _, statement, _ in probes:
+        pinned.remember(statement)
+    system = pinned.prepare(probes[0][2]).messages[0]["content"]
+    pinned_hits = sum(f"- {s}" in system for _, s, _ in probes)
+    return {"size": size, "role": role_id, "budgets": budgets_name, "probes": len(probes), "recalled": hits,
+            "pinned": pinned_hits, "added_p50_ms": median(added), "added_p95_ms": percentile(added, 95),
+            "build_s": build_s, "ahead_ms": median(ahead), "recall_tokens_mean": sum(recall_tokens) / len(recall_tokens),
+            "recall_tokens_max": max(recall_tokens), "recall_budget": budgets.recall_tokens,
+            "pinned_tokens": bot.count_tokens(pinned_block(role.name, pinned.memory.pins)),
+            "memory_budget": budgets.memory_tokens}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 1000])
+    parser.add_argument("--seeds", type=int, default=3, help="conversations per size and role (different facts)")
+    parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.config import Budgets, Settings
+    from chatharuhi_core.embedding import get_embedder
+
+    settings = Settings.from_env({"CHATHARUHI_CACHE": str(args.cache)})
+    embedder = get_embedder(settings.embedder)
+    rows = []
+    for size in args.sizes:
+        for role_id in ROLES:
+            for name, budgets in (("default", Budgets()), ("local", LOCAL_BUDGETS)):
+                runs = [measure(size, role_id, name, budgets, settings, embedder, seed) for seed in range(args.seeds)]
+                row = {k: runs[0][k] for k in ("size", "role", "budgets", "recall_budget", "memory_budget")}
+                row.update(probes=sum(r["probes"] for r in runs), recalled=sum(r["recalled"] for r in runs),
+                           pinned=sum(r["pinned"] for r in runs),
+                           added_p50_ms=median([r["added_p50_ms"] for r in runs]),
+                           added_p95_ms=max(r["added_p95_ms"] for r in runs),
+                           build_s=median([r["build_s"] for r in runs]),
+                           ahead_ms=median([r["ahead_ms"] for r in runs]),
+                           recall_tokens_mean=sum(r["recall_tokens_mean"] for r in runs) / len(runs),
+                           recall_tokens_max=max(r["recall_tokens_max"] for r in runs),
+                           pinned_tokens=max(r["pinned_tokens"] for r in runs))
+                rows.append(row)
+                print(f"  {size:5} {role_id:10} {name:8} recalled {row['recalled']}/{row['probes']}, pinned "
+                      f"{row['pinned']}/{row['probes']}, added {row['added_p50_ms']:.1f}/{row['added_p95_ms']:.1f} ms "
+                      f"p50/p95, first build {row['build_s']:.1f} s", flush=True)
+    lines = [START, "## Conversation memory: recall of planted facts", "",
+             f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with `.venv/bin/python bench/recall.py "
+             f"{' '.join(sys.argv[1:])}` on: {machine()}.", "",
+             f"{args.seeds} generated conversations per size and role (facts planted at seeded random turns, then "
+             "asked about); a probe is recalled when its planted exchange is in the prompt (recalled, or still in "
+             "the history). Pinned: the same facts pinned, found in the system prompt. Added time: `prepare` with "
+             "recall against recall off in the same run, one new exchange before each probe (p95: the worst of the "
+             "conversations'); the new exchange is embedded before, as the chat does after each reply while the "
+             "visitor types (its time: 'after a reply'). First build: the index embedding a long chat that was "
+             "imported, once.", "",
+             "| exchanges | role | budgets (history / recall / pinned tokens) | recalled | pinned in prompt | "
+             "added per turn p50 / p95 | after a reply | first build | recall block, mean / max tokens | goal | |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        share, pins = r["recalled"] / r["probes"], r["pinned"] / r["probes"]
+        ok = share >= GOALS["recall"] and pins >= GOALS["pinned"] and r["added_p95_ms"] <= GOALS["added_p95_ms"]
+        history = Budgets().history_tokens if r["budgets"] == "default" else LOCAL_BUDGETS.history_tokens
+        lines.append(f"| {r['size']:,} | `{r['role']}` | {r['budgets']} ({history} / {r['recall_budget']} / "
+                     f"{r['memory_budget']}) | {r['recalled']}/{r['probes']} ({share:.0%}) | "
+                     f"{r['pinned']}/{r['probes']} | {r['added_p50_ms']:.1f} / {r['added_p95_ms']:.1f} ms | "
+                     f"{r['ahead_ms']:.0f} ms | {r['build_s']:.1f} s | "
+                     f"{r['recall_tokens_mean']:.0f} / {r['recall_tokens_max']} | "
+                     f"≥ 95%, 100% pinned, ≤ 10 ms p95 | {'met' if ok else '**missed**'} |")
+    lines.append(END)
+    section = "\n".join(lines)
+    write_section(RESULTS, START, END, section)
+    print("\n" + section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
