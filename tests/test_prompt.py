@@ -104,3 +104,11 @@ def test_clean_reply():
 def test_parse_scene_lines():
     lines = parse_scene_lines("旁白:山路上。\n唐僧:「悟空。」\n孙悟空：「师父！」")
     assert lines == [(None, "旁白:山路上。"), ("唐僧", "悟空。"), ("孙悟空", "师父！")]
+
+
+def test_a_reply_is_cut_where_another_scene_starts():
+    """A small model that writes the prompt's scene separator has begun another scene (seen in eval's cases)."""
+    raw = "The butler, Lestrade.\n###\nThe next day: Lestrade's men came."
+    assert clean_reply(raw, "Sherlock Holmes") == "The butler, Lestrade."
+    assert clean_reply("俺老孙去也！\n  ###\n三郎: 什么？", "孙悟空") == "俺老孙去也！"
+    assert clean_reply("Number ### is not a separator here.", "Sherlock Holmes") == "Number ### is not a separator here."

@@ -152,8 +152,12 @@ def fold_messages(messages: Sequence[dict]) -> list[dict]:
 _SPEAKER_LINE = re.compile(r"\n\s*[^\s:：「」\n](?:[^:：「」\n]{0,23}[^\s:：「」\n])?\s*[:：]\s*「")
 
 
+# the prompt's scene separator on a line of its own: a small model that writes it has started another scene
+_SEPARATOR_LINE = re.compile(r"\n[ \t]*###")
+
+
 def clean_reply(raw: str, character: str) -> str:
-    """Strip a `Name:「…」` wrapper and cut where another speaker's line starts."""
+    """Strip a `Name:「…」` wrapper and cut where another speaker's line or another scene starts."""
     text = raw.strip()
     for prefix in (f"{character}:「", f"{character}：「", f"{character}:", f"{character}："):
         if text.startswith(prefix):
@@ -161,9 +165,10 @@ def clean_reply(raw: str, character: str) -> str:
             break
     if text.startswith("「"):
         text = text[1:]
-    m = _SPEAKER_LINE.search(text)
-    if m:
-        text = text[: m.start()]
+    for line in (_SPEAKER_LINE, _SEPARATOR_LINE):
+        m = line.search(text)
+        if m:
+            text = text[: m.start()]
     text = text.strip()
     if text.endswith("」") and text.count("「") < text.count("」"):
         text = text[:-1]
