@@ -10,10 +10,11 @@ end each fact is asked about ("What is my sister's name?"): a probe counts as re
 exchange is in the prompt, recalled from beyond the history window or still inside it. The same ten facts
 are also pinned (`remember`), and each pinned fact is checked in the system prompt.
 
-Budgets: the paper's engines' defaults and the local engine's, counted with cl100k_base (the script engine
-answers; no model runs: what is measured is the prompt). Time: ChatHaruhi.prepare with memory against the
-same with recall off, in the same run, one new exchange added before each probe (as in a conversation, so
-the index embeds it); the index's first build over a long imported chat is reported apart.
+Budgets: the paper's engines' defaults (counted with cl100k_base) and the local engine's (counted with
+its model's tokenizer); the script engine answers, no model writes: what is measured is the prompt.
+Time: ChatHaruhi.prepare with memory against the same with recall off, in the same run, one new exchange
+added before each probe and indexed first (as the chat does after a reply, while the visitor types); the
+index's first build over a long imported chat is reported apart.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def conversation(role, size: int, seed: int):
     return history, probes
 
 
-def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embedder, seed: int) -> dict:
+def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embedder, seed: int, ruler=None) -> dict:
     from chatharuhi_core import ChatHaruhi
     from chatharuhi_core.chat.memory import Memory, pinned_block
     from chatharuhi_core.roles.sources import load_role
@@ -95,8 +96,8 @@ def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embed
     history, probes = conversation(role, size, seed)
     filler = history[-len(probes):]  # exchanges added before each probe, as a conversation goes on
     base = history[:size - len(probes)]
-    bot = ChatHaruhi(role=role, settings=settings, embedder=embedder, budgets=budgets, history=list(base))
-    off = ChatHaruhi(role=role, settings=settings, embedder=embedder, history=list(base),
+    bot = ChatHaruhi(role=role, settings=settings, embedder=embedder, budgets=budgets, history=list(base), ruler=ruler)
+    off = ChatHaruhi(role=role, settings=settings, embedder=embedder, history=list(base), ruler=ruler,
                      budgets=replace(budgets, recall_tokens=0))
     started = time.perf_counter()
     bot.prepare("Hello.")  # an imported long chat: the index embeds every exchange out of the window once
@@ -119,7 +120,7 @@ def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embed
         block = next((m["content"] for m in request.messages if m["content"].startswith("Earlier in this")), "")
         recall_tokens.append(bot.count_tokens(block))
     pinned = ChatHaruhi(role=role, settings=settings, embedder=embedder, budgets=budgets, history=list(history),
-                        memory=Memory())
+                        memory=Memory(), ruler=ruler)
     for _, statement, _ in probes:
         pinned.remember(statement)
     system = pinned.prepare(probes[0][2]).messages[0]["content"]
@@ -139,17 +140,20 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.chat.backends import options_for
+    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS, LocalModelEngine
     from chatharuhi_core.config import Budgets, Settings
     from chatharuhi_core.embedding import get_embedder
 
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(args.cache)})
     embedder = get_embedder(settings.embedder)
+    local = LocalModelEngine(options_for("local", settings))  # the local budgets, counted as that engine counts
     rows = []
     for size in args.sizes:
         for role_id in ROLES:
-            for name, budgets in (("default", Budgets()), ("local", LOCAL_BUDGETS)):
-                runs = [measure(size, role_id, name, budgets, settings, embedder, seed) for seed in range(args.seeds)]
+            for name, budgets, ruler in (("default", Budgets(), None), ("local", LOCAL_BUDGETS, local.count_tokens)):
+                runs = [measure(size, role_id, name, budgets, settings, embedder, seed, ruler)
+                        for seed in range(args.seeds)]
                 row = {k: runs[0][k] for k in ("size", "role", "budgets", "recall_budget", "memory_budget")}
                 row.update(probes=sum(r["probes"] for r in runs), recalled=sum(r["recalled"] for r in runs),
                            pinned=sum(r["pinned"] for r in runs),

@@ -49,7 +49,8 @@ LINE_END = "」"
 # What a 135M model on 2 CPU cores can read quickly, in its own tokens. It prefills a few hundred
 # tokens/s here, so the paper's 1,500 + 1,200 (sized for gpt-3.5) cost seconds before the first word;
 # with these and the cached system prompt an ordinary turn starts within a second or two.
-LOCAL_BUDGETS = Budgets(story_tokens=256, history_tokens=192, memory_tokens=96, recall_tokens=128)
+# pins close the system prompt, which is read ahead after each reply: a larger memory budget costs no first token
+LOCAL_BUDGETS = Budgets(story_tokens=256, history_tokens=192, memory_tokens=192, recall_tokens=128)
 FINETUNE_MANIFEST = "chatharuhi-finetune.json"  # written by `finetune` beside an adapter or merged model
 _END = object()  # the worker's last word in the queue
 
