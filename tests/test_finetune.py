@@ -190,7 +190,9 @@ def test_merge_writes_a_full_model_the_local_engine_reads(env, settings, tmp_pat
 
     bot = ChatHaruhi(role_name="dracula", llm="local", model=str(out), settings=settings)
     assert bot.chat("Good evening, Count.")
-    assert bot.budgets == Budgets(256, 192)  # the local engine's own budgets
+    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS
+
+    assert bot.budgets == LOCAL_BUDGETS and LOCAL_BUDGETS.story_tokens == 256  # the local engine's own budgets
 
 
 def _refused(capsys, *argv) -> str:
