@@ -206,6 +206,11 @@ def test_a_reply_indexes_what_left_the_window_before_the_next_message(settings):
             thread.join()
     in_window = len(trim_history(bot.history, bot.role.name, SMALL.history_tokens, bot.count_tokens))
     assert len(bot.memory.index) == len(bot.history) - in_window > 0
+    # a bot that answers one message and is dropped (eval, synthesize) prepares nothing after it
+    once = ChatHaruhi(role_name="sherlock", settings=settings, budgets=SMALL, history=list(bot.history),
+                      read_ahead=False)
+    once._ahead = lambda: pytest.fail("a one-message bot read ahead")
+    assert once.chat("And the rain?")
 
 
 def test_memory_objects_start_empty():

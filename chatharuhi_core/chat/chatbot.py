@@ -174,6 +174,7 @@ class ChatHaruhi:
         exclude_scenes: Sequence[str] = (),
         ruler: Callable[[str], int] | None = None,
         memory: Memory | None = None,
+        read_ahead: bool = True,
     ):
         self.settings = settings or Settings.from_env()
         if role is None:
@@ -198,6 +199,9 @@ class ChatHaruhi:
         self.ruler = ruler
         # pinned facts and the index of earlier exchanges (memory.py): the conversation's, like its history
         self.memory = memory if memory is not None else Memory()
+        # after each reply, prepare the next turn in the background (index_ahead, _warm); off for a bot that
+        # answers one message and is dropped (eval, synthesize), where that work would only slow the next case
+        self.read_ahead = read_ahead
 
     # ------------------------------------------------------------ pieces of a turn
 
@@ -375,7 +379,8 @@ class ChatHaruhi:
         request = self.prepare(text, role, avoid)
         reply = yield from self.respond(request, started)
         self.history.append(Exchange(request.user_role, request.text, reply.text))
-        self._ahead()
+        if self.read_ahead:
+            self._ahead()
         return reply
 
     def respond(self, request: ChatRequest, started: float | None = None) -> Generator[str, None, Reply]:

@@ -589,7 +589,8 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
         """The conversation a case is asked in: the scene's earlier turns as history, its own scene out of reach."""
         return ChatHaruhi(role=case.role, llm=answering, settings=settings, embedder=embedder,
                           history=list(case.turn.context), user_role=case.turn.user_role,
-                          budgets=CONDITIONS[cond].budgets(budgets), exclude_scenes=[case.turn.scene_id], ruler=ruler)
+                          budgets=CONDITIONS[cond].budgets(budgets), exclude_scenes=[case.turn.scene_id], ruler=ruler,
+                          read_ahead=False)
 
     for case in cases:
         for cond in conditions:

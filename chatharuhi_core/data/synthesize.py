@@ -266,7 +266,8 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
             role = full[task.role.id]
             bot = ChatHaruhi(role=role, llm=engine, settings=settings, embedder=probe.embedder,
                              history=list(task.context), user_role=task.user_role,
-                             exclude_scenes=[*held[role.id], *([task.scene_id] if task.scene_id else ())])
+                             exclude_scenes=[*held[role.id], *([task.scene_id] if task.scene_id else ())],
+                             read_ahead=False)
             try:
                 said = bot.answer(task.text, role=task.user_role)
             except ChatHaruhiError as exc:
