@@ -77,7 +77,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
     from .chat.memory import Memory
 
-    if len(args.role) > 1 or args.order:
+    if len(args.role) > 1 or args.order or args.to:
         from .scene.cli import run_scene
 
         return run_scene(args)
@@ -510,8 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("chat", help="talk to a character (or a scene of several): one message, or a loop",
                        description="Answer one message (TEXT) in character, or open an interactive loop. "
                                    "Give --role two to six times for a scene with several characters; in its "
-                                   "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE "
-                                   "and /leave NAME steer it.")
+                                   "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE, "
+                                   "/leave NAME and /whisper NAME TEXT steer it.")
     p.add_argument("--role", required=True, action="append",
                    help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes; "
                         "repeat it for a scene")
@@ -522,6 +522,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "director (the engine picks)")
     p.add_argument("--allow-self", action="store_true", help="in a scene, a character may answer its own line")
     p.add_argument("--seed", type=int, help="in a scene, seed the speaker choice (for repeatable runs)")
+    p.add_argument("--to", metavar="NAME", help="in a scene, whisper TEXT to one character: only it hears, "
+                                               "answers and remembers it (in the loop: /whisper NAME TEXT)")
     _add_engine_args(p)
     p.add_argument("--session", metavar="FILE",
                    help="a chat or scene file (.jsonl, the page's export format): go on from it if it exists, "

@@ -8,7 +8,8 @@ keep it, both owned by one conversation (never module state, so two visitors' me
   counted, so the visitor sees which ones the character could not hold.
 - **recalled**: exchanges that have left the history window, embedded with the role's embedder as they
   leave and retrieved for each message by cosine similarity, like the role's own scenes. They enter the
-  prompt with their turn numbers, within a budget, and never one the history already holds.
+  prompt with their turn numbers, within a budget, and never one the history already holds. A scene with
+  several characters recalls the same way from the lines each character witnessed (scene/scene.py).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class Pin:
 
 @dataclass(frozen=True)
 class Recalled:
-    """An earlier exchange brought back for this message: its turn (1-based), how close it is, its lines."""
+    """An earlier exchange brought back for this message: its turn (1-based), how close it is, its lines.
+    In a scene, a line the character witnessed, numbered as the transcript's line."""
 
     turn: int
     similarity: float
@@ -168,22 +170,31 @@ class Memory:
         """The earlier exchanges nearest the message (`vector`), among those the history window does not
         hold (all but its last `in_window`), packed by similarity while they fit, then in turn order."""
         older = history[:len(history) - in_window] if in_window else history
-        if vector is None or budget <= 0 or k <= 0 or not older:
+        return self.recall_among([exchange_views(ex, character) for ex in older],
+                                 [exchange_text(ex, character) for ex in older], range(1, len(older) + 1),
+                                 vector, embedder, budget, k, count)
+
+    def recall_among(self, keys: Sequence[tuple[str, ...]], texts: Sequence[str], numbers: Sequence[int],
+                     vector: np.ndarray | None, embedder: Embedder, budget: int, k: int, count: Counter,
+                     header: str = RECALL_HEADER, label: str = "turn") -> list[Recalled]:
+        """The core of recall for any unit (an exchange here, a witnessed line in a scene): the index is
+        brought up to `keys` (each unit's views, oldest first), then the k nearest `vector` are packed by
+        similarity while their `texts` fit the budget, and returned in order, each with its `numbers` entry."""
+        if vector is None or budget <= 0 or k <= 0 or not keys:
             return []
-        self.index_older(older, character, embedder)
-        texts = [exchange_text(ex, character) for ex in older]
-        picked, used = [], count(RECALL_HEADER)
+        self.index.sync(list(keys), embedder)
+        picked, used = [], count(header)
         for i, sim in self.index.search(vector, k):
-            n = count(recall_line(i + 1, texts[i]))
+            n = count(recall_line(numbers[i], texts[i], label))
             if used + n > budget:
                 break
-            picked.append(Recalled(i + 1, sim, texts[i]))
+            picked.append(Recalled(numbers[i], sim, texts[i]))
             used += n
         return sorted(picked, key=lambda r: r.turn)
 
 
-def recall_line(turn: int, text: str) -> str:
-    return f"[turn {turn}]\n{text}\n"
+def recall_line(turn: int, text: str, label: str = "turn") -> str:
+    return f"[{label} {turn}]\n{text}\n"
 
 
 def pinned_block(name: str, pins: Sequence[Pin]) -> str:
@@ -191,5 +202,5 @@ def pinned_block(name: str, pins: Sequence[Pin]) -> str:
     return PINNED_HEADER.format(name=name) + "".join(f"- {p.text}\n" for p in pins).rstrip("\n") if pins else ""
 
 
-def recall_block(recalled: Sequence[Recalled]) -> str:
-    return (RECALL_HEADER + "".join(recall_line(r.turn, r.text) for r in recalled)).rstrip("\n") if recalled else ""
+def recall_block(recalled: Sequence[Recalled], header: str = RECALL_HEADER, label: str = "turn") -> str:
+    return (header + "".join(recall_line(r.turn, r.text, label) for r in recalled)).rstrip("\n") if recalled else ""

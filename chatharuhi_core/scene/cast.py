@@ -71,6 +71,12 @@ class Line:
     model: str = ""
     rating: str | None = None
     original: str | None = None  # the engine's words, kept when the visitor corrected the line
+    to: str | None = None  # a private line: the role id of the only character who hears it (a whisper)
+    recalled: list[dict] = field(default_factory=list)  # {line, similarity, text}: earlier lines memory brought back
+
+    @property
+    def private(self) -> bool:
+        return self.to is not None
 
     @property
     def by_character(self) -> bool:
@@ -106,7 +112,11 @@ class SceneState:
     user_role: str = "You"
     order: str = "natural"
     allow_self: bool = False
+    # each member's memory of what it witnessed (role id -> chat.memory.Memory): an index of embedded lines,
+    # kept between the page's events so a turn embeds only the new lines. Shared by copies (an index is
+    # keyed by the lines' text and safe between threads); never saved: it is rebuilt from the transcript.
+    memory: dict = field(default_factory=dict, compare=False, repr=False)
 
     def copy(self) -> SceneState:
         return SceneState(copy.deepcopy(self.members), [copy.copy(ln) for ln in self.lines], self.user_role,
-                          self.order, self.allow_self)
+                          self.order, self.allow_self, self.memory)

@@ -17,6 +17,8 @@ from .scene import Scene
 
 HELP = """/who            who is here, muted or not, and how talkative
 /next NAME      make NAME speak now (even when muted)
+/whisper NAME TEXT
+                say TEXT to NAME alone: only NAME hears it, answers it and remembers it
 /talk [N]       let the characters carry on for N lines (default 3); Ctrl-C stops
 /mute NAME      NAME no longer volunteers      /unmute NAME
 /join ROLE      a character joins (sees only what is said from now on)
@@ -29,7 +31,8 @@ def _speak(scene: Scene, who=None) -> bool:
     member = scene.member(who) if isinstance(who, str) else who or scene.pick_next()
     if member is None:
         return False
-    print(f"{member.name}:「", end="", flush=True)
+    private = bool(scene.lines) and scene.lines[-1].to == member.role_id
+    print(f"{'(privately) ' if private else ''}{member.name}:「", end="", flush=True)
     try:
         for delta in scene.stream_turn(member):
             print(delta, end="", flush=True)
@@ -45,6 +48,32 @@ def _who(scene: Scene) -> str:
         mute = ", muted" if m.muted else ""
         rows.append(f"  {m.name} ({m.role_id}): {state}{mute}, talkativeness {m.talkativeness:.1f}")
     return "\n".join(rows)
+
+
+def split_whisper(scene: Scene, rest: str) -> tuple[str, str]:
+    """`NAME TEXT` -> (member id, text); the longest leading words that name a member (names have spaces)."""
+    words = rest.split()
+    for n in range(len(words), 0, -1):
+        try:
+            return scene.member(" ".join(words[:n])).role_id, " ".join(words[n:])
+        except ChatHaruhiError:
+            continue
+    return scene.member(words[0] if words else "").role_id, ""  # raises: the sentence naming who is here
+
+
+def _said(scene: Scene, text: str, to: str | None = None) -> None:
+    """The visitor's line (whispered `to` one member), the notes on who will not answer, and the answers."""
+    if to:
+        scene.whisper(to, text)
+    else:
+        scene.say(text)
+    for note in scene.unheard(text, to):
+        print(f"({note})")
+    picked = scene.responders()
+    if not picked and scene.state.order == "manual":
+        print("(manual order: nobody answers until you name someone: /next NAME)")
+    for member in picked:
+        _speak(scene, member)
 
 
 def _save(scene: Scene, path: Path | None) -> None:
@@ -75,14 +104,7 @@ def run_scene(args: argparse.Namespace) -> int:
         print(loading, file=sys.stderr, flush=True)
         scene.bot(scene.present[0]).load()
     if args.text:
-        scene.say(" ".join(args.text))
-        for note in scene.unheard(scene.lines[-1].text):
-            print(f"({note})")
-        picked = scene.responders()
-        if not picked:
-            print("(manual order: nobody answers until you name someone; run without TEXT and use /next NAME)")
-        for member in picked:
-            _speak(scene, member)
+        _said(scene, " ".join(args.text), scene.member(args.to).role_id if args.to else None)
         _save(scene, path)
         return 0
     names = ", ".join(m.name for m in scene.present)
@@ -104,11 +126,7 @@ def run_scene(args: argparse.Namespace) -> int:
                 if _command(scene, text) is False:
                     return 0
             else:
-                scene.say(text)
-                for note in scene.unheard(text):
-                    print(f"({note})")
-                for member in scene.responders():
-                    _speak(scene, member)
+                _said(scene, text)
             _save(scene, path)
         except ChatHaruhiError as exc:
             print(f"[{exc}]")
@@ -123,6 +141,12 @@ def _command(scene: Scene, text: str) -> bool | None:
         print(_who(scene))
     elif word == "/next" and rest:
         _speak(scene, rest)
+    elif word == "/whisper" and rest:
+        to, said = split_whisper(scene, rest)
+        if not said:
+            print("(whisper what? /whisper NAME TEXT)")
+        else:
+            _said(scene, said, to)
     elif word == "/talk":
         turns = int(rest) if rest.isdigit() else 3
         try:

@@ -44,8 +44,9 @@ def candidates(scene: Stage) -> list[Member]:
 
 
 def mentioned(scene: Stage, pool: list[Member]) -> list[Member]:
-    """Members of `pool` named in the last line, in the order the line names them."""
-    if not scene.lines:
+    """Members of `pool` named in the last line, in the order the line names them. A whisper calls nobody:
+    the others did not hear it."""
+    if not scene.lines or scene.lines[-1].to is not None:
         return []
     text = scene.lines[-1].text
     found = [(pos, i, m) for i, m in enumerate(pool) if (pos := mention_at(text, m)) is not None]

@@ -3,7 +3,9 @@
 Line 1 is a header: format "chatharuhi-scene", version, the visitor's name, the order, and the
 cast with each member's talkativeness, mute and presence spans. Each further line is one line of
 the transcript: who said it (a role id, or null for the visitor), the text, and for a character
-its reply id, the line it answered, prompt, scenes, engine, rating and correction.
+its reply id, the line it answered, prompt, scenes, earlier lines it recalled, engine, rating and
+correction. A whispered line names the one character who heard it ("to"). Version 2 added "to" and
+"recalled"; version 1 files are read as scenes with no whispers.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .cast import Line, Member, SceneState
 from .order import ORDERS
 
 FORMAT = "chatharuhi-scene"
-VERSION = 1
+VERSION = 2
 
 
 def dump_scene(state) -> str:
@@ -32,7 +34,7 @@ def dump_scene(state) -> str:
     for ln in state.lines:
         rows.append({"speaker": ln.speaker, "role": ln.role_id, "text": ln.text, "id": ln.id, "cue": ln.cue,
                      "engine": ln.engine, "model": ln.model, "rating": ln.rating, "original": ln.original,
-                     "prompt": ln.messages, "scenes": ln.scenes})
+                     "prompt": ln.messages, "scenes": ln.scenes, "to": ln.to, "recalled": ln.recalled})
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
@@ -87,10 +89,20 @@ def load_scene(data: bytes | str):
         scenes = obj.get("scenes") or []
         if not isinstance(scenes, list) or not all(isinstance(x, dict) for x in scenes):
             raise InputError(f"{where} of the scene file has malformed 'scenes'.")
+        to = obj.get("to")
+        if to is not None and to not in ids:
+            raise InputError(f"{where} of the scene file is whispered to '{to}', who is not in its cast.")
+        if rid is not None and to is not None and to != rid:
+            raise InputError(f"{where} of the scene file is {rid}'s line whispered to {to}; a character's "
+                             "private line can only be its answer to a whisper.")
+        recalled = obj.get("recalled") or []
+        if not isinstance(recalled, list) or not all(isinstance(x, dict) for x in recalled):
+            raise InputError(f"{where} of the scene file has malformed 'recalled'.")
         lines.append(Line(_text(obj, "speaker", where), _text(obj, "text", where), rid,
                           _text(obj, "id", where, False) or f"imported-{n}", prompt, scenes,
                           _text(obj, "cue", where, False), _text(obj, "engine", where, False),
-                          _text(obj, "model", where, False), rating_field(obj), obj.get("original") or None))
+                          _text(obj, "model", where, False), rating_field(obj), obj.get("original") or None,
+                          to, recalled))
     order = header.get("order") if header.get("order") in ORDERS else "natural"
     return SceneState(members, lines, _text(header, "user_role", "Line 1", False) or "You", order,
                       bool(header.get("allow_self")))

@@ -8,6 +8,11 @@ Each character's turn is an ordinary ChatHaruhi turn: its own system prompt, its
 from its own store (queried with the recent lines addressed to it), and its own view of the
 transcript (only the lines it witnessed), within its budgets. A turn that fails or is stopped
 adds nothing: lines join the transcript only when complete.
+
+Witnessing: a character hears a line when it was present (cast.Member.saw) and the line was not
+whispered to someone else (`Scene.whisper`: the visitor's private line to one character, whose answer
+is private too). Memory follows witnessing: what a character recalls from beyond its history window
+(chat/memory.py) comes only from lines it heard, so a late joiner recalls nothing said before it came.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Generator, Iterator, Sequence
 
 from ..chat.backends import ChatRequest, Engine, open_engine, writes
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
+from ..chat.memory import Memory, Recalled, recall_block
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
@@ -32,6 +38,7 @@ from .order import END, candidates, get_order
 
 log = logging.getLogger(__name__)
 DIRECTOR_LINES = 12  # how much of the transcript the director reads
+SCENE_RECALL_HEADER = "Earlier in this scene:\n"
 
 
 class Scene:
@@ -96,9 +103,11 @@ class Scene:
 
     def _bot(self, role: Role | ChatHaruhi) -> ChatHaruhi:
         if isinstance(role, ChatHaruhi):
+            self.state.memory.setdefault(role.role.id, role.memory)
             return role
+        memory = self.state.memory.setdefault(role.id, Memory())
         return ChatHaruhi(role=role, llm=self.engine, settings=self.settings, embedder=self.embedder,
-                          budgets=self._budgets, fold_prompt=self._fold)
+                          budgets=self._budgets, fold_prompt=self._fold, memory=memory, read_ahead=False)
 
     def add(self, role: str | Role | ChatHaruhi) -> Member:
         """A character joins now: it will see only what is said from here on."""
@@ -142,12 +151,12 @@ class Scene:
     def bot(self, member: Member | str) -> ChatHaruhi:
         return self._bots[member.role_id if isinstance(member, Member) else self.member(member).role_id]
 
-    def unheard(self, text: str) -> list[str]:
-        """A sentence for each character named in `text` who will not answer it: muted, gone, or not in
-        this scene at all (a bundled character by any of its names)."""
+    def unheard(self, text: str, to: str | None = None) -> list[str]:
+        """A sentence for each character named in `text` (or whispered `to`) who will not answer it: muted,
+        gone, or not in this scene at all (a bundled character by any of its names)."""
         notes = []
         for m in self.members:
-            if mention_at(text, m) is None:
+            if mention_at(text, m) is None and m.role_id != to:
                 continue
             if not m.present:
                 notes.append(f"{m.name} has left the scene; add them to the cast again to hear them. "
@@ -176,7 +185,12 @@ class Scene:
         return writes(self.engine)
 
     def responders(self) -> list[Member]:
-        """Who answers the visitor's last line, in turn, by the scene's order (none in manual order)."""
+        """Who answers the visitor's last line, in turn, by the scene's order (none in manual order). A
+        whisper is answered by the one it was whispered to, unless muted or in manual order."""
+        last = self.lines[-1] if self.lines else None
+        if last is not None and last.private and not last.by_character:
+            to = self.member(last.to)
+            return [to] if to.present and not to.muted and self.state.order != "manual" else []
         return get_order(self.state.order).responders(self, self.rng)
 
     def pick_next(self) -> Member | None:
@@ -191,7 +205,8 @@ class Scene:
         pool = candidates(self)
         if not pool:
             return None
-        recent = "\n".join(format_query(ln.speaker, ln.text) for ln in self.lines[-DIRECTOR_LINES:])
+        public = [ln for ln in self.lines if not ln.private]  # a whisper is nobody else's business
+        recent = "\n".join(format_query(ln.speaker, ln.text) for ln in public[-DIRECTOR_LINES:])
         names = ", ".join(m.name for m in pool)
         messages = [
             {"role": "system", "content": "You direct a role-play scene. You never write dialogue: you only "
@@ -217,23 +232,50 @@ class Scene:
 
     # ------------------------------------------------------------ one character's turn
 
+    def witnessed(self, member: Member, index: int) -> bool:
+        """Whether the member heard line `index`: present then, and not a whisper to someone else."""
+        to = self.lines[index].to
+        return member.saw(index) and (to is None or to == member.role_id)
+
+    def seen_at(self, member: Member) -> list[int]:
+        """The indices of the lines this member witnessed, in order."""
+        return [i for i in range(len(self.lines)) if self.witnessed(member, i)]
+
     def seen(self, member: Member) -> list[Line]:
         """The transcript as this member witnessed it."""
-        return [ln for i, ln in enumerate(self.lines) if member.saw(i)]
+        return [self.lines[i] for i in self.seen_at(member)]
+
+    def recall(self, member: Member, older: Sequence[int], vector) -> list[Recalled]:
+        """The witnessed lines `older` (indices, beyond the member's history window) nearest the cue, within
+        the member's recall budget; each numbered as the transcript's line (1-based)."""
+        bot = self.bot(member)
+        b = bot.budgets
+        lines = [self.lines[i] for i in older]
+        return bot.memory.recall_among(
+            [(format_query(ln.speaker, ln.text), ln.text) for ln in lines],
+            [format_query(ln.speaker, ln.text) for ln in lines], [i + 1 for i in older], vector, bot.embedder,
+            b.recall_tokens, b.recall_k, bot.count_tokens, SCENE_RECALL_HEADER, "line")
 
     def prepare(self, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
-        """The member's prompt: its system prompt, its scenes, the lines it saw, and the lines for it to answer."""
+        """The member's prompt: its system prompt, its scenes, what it recalls of the lines it witnessed
+        beyond its history, the recent lines it saw, and the lines for it to answer."""
         bot = self.bot(member)
         role = bot.role
-        seen = self.seen(member)
+        at = self.seen_at(member)
+        seen = [self.lines[i] for i in at]
         own = [i for i, ln in enumerate(seen) if ln.role_id == member.role_id]
         cut = own[-1] + 1 if own else 0
         earlier, fresh = seen[:cut], seen[cut:]
         addressed = [ln for ln in fresh if mention_at(ln.text, member) is not None]
         cue = (addressed or fresh or seen[-1:] or [None])[-1]
         query = cue.text if cue else role.name
-        scenes = bot.scenes_for(query, self.user_role)
+        history, kept = _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
+        older = at[:cut - kept]
+        remembering = bool(older) and bot.budgets.recall_tokens > 0
+        vector = bot.embedder.embed([query])[0] if bot.budgets.top_k > 0 or remembering else None
+        scenes = bot.scenes_for(query, self.user_role, vector)
         packed = pack_stories([h.text for h in scenes], bot.budgets.story_tokens, bot.count_tokens)
+        recalled = self.recall(member, older, vector) if remembering else []
         others = [m.name for m in self.present if m.role_id != member.role_id]
         note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
                 "one line, and never write the others' lines.")
@@ -241,7 +283,9 @@ class Scene:
         messages: list[dict] = [{"role": "system", "content": system + note}]
         if packed:
             messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
-        messages += _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
+        if recalled:
+            messages.append({"role": "user", "content": recall_block(recalled, SCENE_RECALL_HEADER, "line")})
+        messages += history
         if fresh:
             last = "\n".join(format_query(ln.speaker, ln.text) for ln in fresh)
         else:  # it spoke last (a forced turn) or nothing was said yet: the narrator hands it the word
@@ -256,7 +300,8 @@ class Scene:
                    if b.role_id == member.role_id and a.role_id != member.role_id]
         return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else self.user_role,
                            text=query, scenes=scenes, history=history, embedder=bot.embedder, avoid=tuple(avoid),
-                           visitor=self.user_role, packed=len(packed), lore=lore)
+                           visitor=self.user_role, packed=len(packed), lore=lore, recalled=recalled,
+                           pinned=len(bot.pinned()))
 
     def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Generator[str, None, Reply]:
         """Stream one character's line (`who`, or the order's pick); it joins the transcript when complete.
@@ -272,11 +317,15 @@ class Scene:
         bot = self.bot(member)
         request = self.prepare(member, avoid)
         reply = yield from bot.respond(request)
+        # the answer to a whisper is private too: only the visitor and this character hear it
+        private = member.role_id if self.lines and self.lines[-1].to == member.role_id else None
         self.lines.append(Line(
             member.name, reply.text, member.role_id, messages=reply.messages, cue=request.text,
             scenes=[{"id": h.id, "similarity": round(h.similarity, 4), "text": h.text, "used": i < reply.packed}
                     for i, h in enumerate(reply.scenes)],
-            engine=reply.stats.engine, model=reply.stats.model))
+            engine=reply.stats.engine, model=reply.stats.model, to=private,
+            recalled=[{"line": r.turn, "similarity": round(r.similarity, 4), "text": r.text}
+                      for r in reply.recalled]))
         return reply
 
     def turn(self, who: Member | str | None = None) -> Line:
@@ -292,10 +341,23 @@ class Scene:
         self.lines.append(line)
         return line
 
-    def chat(self, text: str) -> list[Line]:
-        """The visitor's line, then the replies the order calls for (none in manual order)."""
+    def whisper(self, name: str, text: str) -> Line:
+        """The visitor's private line to one character: only it hears it, remembers it and answers it."""
+        member = self.member(name)
+        if not member.present:
+            raise InputError(f"{member.name} has left the scene; a whisper needs someone here to hear it.")
+        line = Line(self.user_role, check_input(text), to=member.role_id)
+        self.lines.append(line)
+        return line
+
+    def chat(self, text: str, to: str | None = None) -> list[Line]:
+        """The visitor's line (whispered `to` one character, when given), then the replies the order calls
+        for (none in manual order)."""
         self.check_cast()
-        self.say(text)
+        if to:
+            self.whisper(to, text)
+        else:
+            self.say(text)
         return [self.turn(m) for m in self.responders()]
 
     def talk(self, turns: int) -> Iterator[Line]:
@@ -331,8 +393,9 @@ class Scene:
         return cls(llm=llm, state=load_scene(data), **kwargs)
 
 
-def _history_messages(lines: Sequence[Line], member: Member, budget: int, count) -> list[dict]:
-    """Earlier lines, newest first while they fit; the member's own as assistant, the rest grouped as user."""
+def _history_messages(lines: Sequence[Line], member: Member, budget: int, count) -> tuple[list[dict], int]:
+    """Earlier lines, newest first while they fit; the member's own as assistant, the rest grouped as user.
+    Also how many of the last `lines` are held (the older ones are for memory to recall)."""
     kept: list[Line] = []
     used = 0
     for ln in reversed(lines):
@@ -352,4 +415,4 @@ def _history_messages(lines: Sequence[Line], member: Member, budget: int, count)
             messages[-1]["content"] += "\n" + text
         else:
             messages.append({"role": role, "content": text})
-    return messages
+    return messages, len(kept)
