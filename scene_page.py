@@ -29,6 +29,7 @@ from chatharuhi_core.web.scene import (
     scenes_markdown,
     set_cast,
     stream_scene,
+    target_choices,
 )
 
 SLOTS = MAX_MEMBERS
@@ -56,13 +57,28 @@ def _slots(state: SceneState) -> list:
     return [*sliders, *mutes, *buttons]
 
 
-def _view(state: SceneState, note: str = ""):
-    """The whole scene view: state, cast line, chat, slots, the user's name, status."""
+def _targets(state: SceneState, current: str | None = "") -> gr.Dropdown:
+    """The "to" picker: everyone, or one present character; a character who left is no longer offered."""
+    choices = target_choices(state)
+    value = current if current in {v for _, v in choices} else ""
+    return gr.Dropdown(choices=choices, value=value)
+
+
+def _view(state: SceneState, note: str = "", to: str | None = ""):
+    """The whole scene view: state, cast line, chat, slots, the user's name, status, the "to" picker."""
     return (state, present_html(state), gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)),
-            *_slots(state), state.user_role, state.order, state.allow_self, note)
+            *_slots(state), state.user_role, state.order, state.allow_self, note, _targets(state, to))
 
 
-def change_cast(refs: list[str] | None, state: SceneState | None, user_role: str, progress=gr.Progress()):
+def whisper_hint(to: str | None, state: SceneState | None):
+    """The box says who will hear the next line."""
+    name = next((m.name for m in _state(state).members if m.role_id == to), None)
+    return gr.Textbox(placeholder=f"Whisper to {name}: only they hear it… · 悄悄对{name}说…" if name
+                      else "Say something to the scene… · 对大家说点什么…")
+
+
+def change_cast(refs: list[str] | None, state: SceneState | None, user_role: str, to: str | None = "",
+                progress=gr.Progress()):
     """The cast list changed: new characters join now (a Hub one may download), removed ones leave."""
     state = _state(state)
     settings = Settings.from_env()
@@ -74,11 +90,11 @@ def change_cast(refs: list[str] | None, state: SceneState | None, user_role: str
         new = set_cast(state, ids, settings)
     except ChatHaruhiError as exc:
         gr.Warning(str(exc))
-        return _view(state, WARNING_MARK + str(exc))
+        return _view(state, WARNING_MARK + str(exc), to)
     # the visitor is who they say they are (the chat's name field and this tab's), never a character's
     # usual partner: Holmes must not call a visitor "Watson" because he was cast first
     new.user_role = (user_role or "").strip() or "You"
-    return _view(new, "")
+    return _view(new, "", to)
 
 
 def set_talk(k: int):
@@ -135,9 +151,10 @@ def _run(state, engine_args, **kw):
         yield up.messages, box, new_state, status
 
 
-def send_line(state, text, user_role, order, allow_self, *engine_args):
+def send_line(state, text, to, user_role, order, allow_self, *engine_args):
+    """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
     state = set_options(user_role, order, allow_self, state)
-    yield from _run(state, engine_args, text=text or "")
+    yield from _run(state, engine_args, text=text or "", to=to or None)
 
 
 def speak_now(k: int):
@@ -234,12 +251,12 @@ def refresh_export(export_dir):
 
 def import_file(path: str | None, state: SceneState | None):
     if not path:
-        return (*(gr.skip(),) * (7 + 3 * SLOTS), "")
+        return (*(gr.skip(),) * (7 + 3 * SLOTS), "", gr.skip())
     try:
         new = import_scene(path)
     except ChatHaruhiError as exc:
         gr.Warning(str(exc))
-        return (*(gr.skip(),) * (7 + 3 * SLOTS), WARNING_MARK + str(exc))
+        return (*(gr.skip(),) * (7 + 3 * SLOTS), WARNING_MARK + str(exc), gr.skip())
     n = len(new.lines)
     view = _view(new, f"✓ Imported a scene of {n} line{'s' if n != 1 else ''}. · 已导入群戏。")
     cast = gr.Dropdown(value=[m.role_id for m in new.members if m.present])
@@ -289,6 +306,11 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[g
                               group_consecutive_messages=False)
             status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
             with gr.Row(elem_id="scene-message-row"):
+                # a whisper: the line goes to one character alone (the box says so); a column of its own keeps
+                # it out of the text box's form, so a phone can put it beside Send under the box
+                with gr.Column(scale=3, min_width=180, elem_id="scene-to-col"):
+                    to = gr.Dropdown(target_choices(SceneState()), value="", label="To · 说给谁听",
+                                     elem_id="scene-to", interactive=True)
                 text = gr.Textbox(show_label=False, placeholder="Say something to the scene… · 对大家说点什么…",
                                   scale=6, elem_id="scene-message", max_lines=6)
                 send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="scene-send")
@@ -316,17 +338,18 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[g
                               elem_id="scene-scenes-panel"):
                 scenes = gr.Markdown(scenes_markdown(SceneState(), 0), elem_id="scene-scenes")
 
-    view = [state, present, chat, *sliders, *mutes, *buttons, user_role, order, allow_self, status]
+    view = [state, present, chat, *sliders, *mutes, *buttons, user_role, order, allow_self, status, to]
     options = [user_role, order, allow_self]
     out = [chat, text, state, status]
     after = (after_scene, [state, speak_on, handled], [scenes, voice, voice_note, handled])
-    cast.change(change_cast, [cast, state, user_role], view, api_name="scene_cast")
+    cast.change(change_cast, [cast, state, user_role, to], view, api_name="scene_cast")
+    to.change(whisper_hint, [to, state], text, api_name=False)
     for k in range(SLOTS):
         sliders[k].input(set_talk(k), [sliders[k], state], state, api_name=False)
         mutes[k].input(set_mute(k), [mutes[k], state], [state, present, chat], api_name=False)
     events = [
-        text.submit(send_line, [state, text, *options, *engine_inputs], out, api_name="scene_send"),
-        send_btn.click(send_line, [state, text, *options, *engine_inputs], out, api_name=False),
+        text.submit(send_line, [state, text, to, *options, *engine_inputs], out, api_name="scene_send"),
+        send_btn.click(send_line, [state, text, to, *options, *engine_inputs], out, api_name=False),
         talk_btn.click(let_them_talk, [state, turns, *options, *engine_inputs], out, api_name="scene_talk"),
         regen_btn.click(regenerate_line, [state, *options, *engine_inputs], out, api_name="scene_regenerate"),
     ]

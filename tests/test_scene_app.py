@@ -14,8 +14,8 @@ def cast(client, ids, user_role="唐僧"):
     return client.predict(ids, user_role, api_name="/scene_cast")
 
 
-def send(client, text, user_role="唐僧", order="natural", engine=ENGINE):
-    return client.predict(text, user_role, order, False, *engine, api_name="/scene_send")
+def send(client, text, user_role="唐僧", order="natural", engine=ENGINE, to=""):
+    return client.predict(text, to, user_role, order, False, *engine, api_name="/scene_send")
 
 
 def roles_in(chat):
@@ -67,6 +67,20 @@ def test_a_scene_with_a_model_server_and_its_failures(app_server, fake_openai):
     assert len(chat) == kept + 1 and roles_in(chat)[-1] != roles_in(chat)[-2]  # carries on, transcript whole
 
 
+def test_a_whisper_is_answered_privately_and_the_others_never_hear_it(app_server, fake_openai):
+    client = Client(app_server, verbose=False)
+    view = cast(client, ["sherlock", "elizabeth", "dracula"], "Watson")
+    assert [c[1] for c in view[-1]["choices"]] == ["", "sherlock", "elizabeth", "dracula"]  # the "to" picker
+    engine = ("openai", "echo", fake_openai.base_url, GOOD_KEY, 1500, 1200, False)
+    chat, box, _ = send(client, "My sister is called Anna.", "Watson", "list", engine, to="elizabeth")
+    assert box == "" and "Whispered to Elizabeth Bennet" in text_of(chat[0])
+    assert roles_in(chat) == ["elizabeth"]  # list order, yet only she answers a whisper
+    assert "Only you heard this" in text_of(chat[1]) and "Echo: Watson:「My sister is called Anna.」" in text_of(chat[1])
+    chat, _, _ = client.predict(2, "Watson", "list", False, *engine, api_name="/scene_talk")
+    for m in chat[2:]:
+        assert "Anna" not in text_of(m) and "Only you heard" not in text_of(m)
+
+
 def test_manual_order_and_speak_now_and_import(app_server, tmp_path):
     client = Client(app_server, verbose=False)
     cast(client, ["sherlock", "alice"], "Watson")
@@ -81,9 +95,9 @@ def test_manual_order_and_speak_now_and_import(app_server, tmp_path):
     path = tmp_path / "scene.jsonl"
     path.write_text(saved.dump(), encoding="utf-8")
     out = client.predict(handle_file(str(path)), api_name="/scene_import")
-    assert "Imported a scene" in out[-1]
+    assert "Imported a scene" in out[-2]
     assert roles_in(out[2]["value"]) == [ln.role_id for ln in saved.lines if ln.by_character]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"format": "chatharuhi-chat", "version": 1, "role": "sherlock"}\n', encoding="utf-8")
     out = client.predict(handle_file(str(bad)), api_name="/scene_import")
-    assert "Chat tab" in out[-1]
+    assert "Chat tab" in out[-2]

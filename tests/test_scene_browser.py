@@ -134,3 +134,28 @@ def test_two_visitors_scenes_never_see_each_other(browser, app_server):  # noqa:
     b.screenshot(path=str(ARTIFACTS / "scene-zh-phone.png"), full_page=True)
     ctx_a.close()
     ctx_b.close()
+
+
+def test_a_whisper_to_one_character(browser, app_server):  # noqa: F811
+    """The "to" picker beside the box: the line is marked as a whisper, only that character answers, and its
+    answer is marked as heard by the visitor alone; laptop and phone."""
+    context = browser.new_context()
+    page = open_scene(context, app_server, ["Sherlock Holmes", "Elizabeth Bennet", "Count Dracula"], "Watson")
+    page.click("#scene-to input")
+    page.locator("ul[role='listbox'] li:has-text('Elizabeth Bennet')").first.click()
+    page.wait_for_selector("#scene-message textarea[placeholder*='Whisper to Elizabeth Bennet']", timeout=10_000)
+    page.fill("#scene-message textarea", "Do you trust the Count?")
+    page.click("#scene-send")
+    got = wait_lines(page, 2)
+    assert len(got) == 2, got  # nobody else answered
+    assert got[0][0] is None and "Whispered to Elizabeth Bennet" in got[0][1]
+    assert got[1][0] == "elizabeth" and "Only you heard this" in got[1][1]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "scene-whisper.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    time.sleep(0.5)
+    page.locator("#scene-send").scroll_into_view_if_needed()
+    box = page.locator("#scene-to").bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390  # the picker fits a phone's width
+    page.screenshot(path=str(ARTIFACTS / "scene-whisper-phone.png"))
+    context.close()

@@ -152,6 +152,11 @@ def test_whispers_and_recalled_lines_round_trip_the_scene_file(scene):
     scene.say(QUESTION)
     scene.turn(scene.member("elizabeth"))
     assert scene.lines[-1].recalled and scene.lines[-1].to is None
+    # the page's scenes panel says what the character recalled, with line numbers and similarity
+    from chatharuhi_core.web.scene import scenes_markdown
+
+    panel = scenes_markdown(scene.state, 1)
+    assert "Recalled from earlier in the scene" in panel and "- line 1 · similarity" in panel
     text = dump_scene(scene.state)
     assert json.loads(text.splitlines()[0])["version"] == 2
     back = load_scene(text)

@@ -38,6 +38,7 @@ from .common import (
 
 log = logging.getLogger(__name__)
 HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)
+WHISPER_RE = re.compile(r'^\s*<span class="whisper"[^>]*>.*?</span>\s*', re.S)
 PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let them talk**. "
                "· 选两到六个角色，然后说句话，或点「让他们聊」。")
 
@@ -67,8 +68,23 @@ def _face(role_id: str) -> str:
 
 
 def strip_header(text: str) -> str:
-    """A bubble's text without its portrait and name (what an edit hands back)."""
-    return HEADER_RE.sub("", text, count=1)
+    """A bubble's text without its portrait, name and whisper mark (what an edit hands back)."""
+    return WHISPER_RE.sub("", HEADER_RE.sub("", text, count=1), count=1)
+
+
+def whisper_mark(state: SceneState, to: str | None, by_character: bool) -> str:
+    """The quiet mark on a private line: to whom the visitor whispered, or that only the visitor heard."""
+    if to is None:
+        return ""
+    name = next((m.name for m in state.members if m.role_id == to), to)
+    words = ("Only you heard this · 只有你听见" if by_character
+             else f"Whispered to {name} · 悄悄对{name}说")
+    return f'<span class="whisper">{html.escape(words)}</span>\n\n'
+
+
+def target_choices(state: SceneState) -> list[tuple[str, str]]:
+    """Who the visitor's next line goes to: everyone, or one present character in a whisper."""
+    return [("Everyone · 大家", ""), *((m.name, m.role_id) for m in state.members if m.present)]
 
 
 def shown_items(state: SceneState) -> list[int | str]:
@@ -99,10 +115,11 @@ def scene_messages(state: SceneState) -> list[dict]:
             out.append({"role": "assistant", "content": note_html(item)})
             continue
         ln = state.lines[item]
+        mark = whisper_mark(state, ln.to, ln.by_character)
         if ln.by_character:
-            out.append({"role": "assistant", "content": speaker_header(ln.role_id, ln.speaker) + ln.text})
+            out.append({"role": "assistant", "content": speaker_header(ln.role_id, ln.speaker) + mark + ln.text})
         else:
-            out.append({"role": "user", "content": ln.text})
+            out.append({"role": "user", "content": mark + ln.text})
     return out
 
 
@@ -130,7 +147,8 @@ def present_html(state: SceneState) -> str:
 
 
 def scenes_markdown(state: SceneState, count: int) -> str:
-    """The classic scenes retrieved for each of the last `count` character lines."""
+    """The classic scenes retrieved for each of the last `count` character lines, and the earlier lines of
+    this scene its memory brought back (only ever lines that character witnessed)."""
     lines = [ln for ln in state.lines if ln.by_character][-count:] if count else []
     if not lines:
         return "_Each character's reply draws on its own classic scenes; they are listed here after a reply._"
@@ -143,7 +161,11 @@ def scenes_markdown(state: SceneState, count: int) -> str:
             first = next((t for t in str(hit.get("text", "")).splitlines() if t.strip()), "")
             hits.append(f"{i + 1}. **{html.escape(str(hit.get('id')))}** · similarity "
                         f"{float(hit.get('similarity', 0)):.2f} · {used}  \n   > {html.escape(first[:160])}")
-        parts.append(head + "\n\n" + ("\n".join(hits) or "_no scenes retrieved_"))
+        recalled = [f"- line {int(r.get('line', 0))} · similarity {float(r.get('similarity', 0)):.2f}  \n"
+                    f"  > {html.escape(str(r.get('text', ''))[:160])}" for r in ln.recalled]
+        memory = ("\n\n_Recalled from earlier in the scene (lines it witnessed) · 想起的前文：_\n\n" + "\n".join(recalled)
+                  if recalled else "")
+        parts.append(head + "\n\n" + ("\n".join(hits) or "_no scenes retrieved_") + memory)
     return "\n\n".join(parts)
 
 
@@ -205,13 +227,16 @@ class _Step:
     before: SceneState
 
 
-def _plan(scene: Scene, text: str | None, who: str | None) -> tuple[list[Member], list[str]]:
-    """The visitor's line joins the transcript; (who answers it, or `who` alone; the names it called
-    that nobody will answer)."""
+def _plan(scene: Scene, text: str | None, who: str | None, to: str | None = None) -> tuple[list[Member], list[str]]:
+    """The visitor's line (whispered `to` one character, when given) joins the transcript; (who answers
+    it, or `who` alone; the names it called that nobody will answer)."""
     if text is None:
         return ([scene.member(who)] if who else []), []
-    scene.say(text)
-    return ([scene.member(who)] if who else scene.responders()), scene.unheard(text)
+    if to:
+        scene.whisper(to, text)
+    else:
+        scene.say(text)
+    return ([scene.member(who)] if who else scene.responders()), scene.unheard(text, to)
 
 
 def _steps(scene: Scene, plan: list[Member], turns: int, regenerate: bool) -> Iterator[_Step]:
@@ -233,10 +258,10 @@ def _steps(scene: Scene, plan: list[Member], turns: int, regenerate: bool) -> It
 
 
 def _closing_status(*, answered: bool, planned: bool, turns: int, spoke: int, regenerate: bool,
-                    last: Reply | None, unheard: list[str]) -> str:
+                    last: Reply | None, unheard: list[str], manual: bool = True) -> str:
     """The line under the scene once an event is done: why it stopped, or who answered."""
     status = ""
-    if answered and not planned:
+    if answered and not planned and manual:
         status = "Manual order: pick who answers with the ▶ buttons. · 手动模式：点 ▶ 选择谁来回答。"
     elif turns and spoke < turns and not regenerate:
         status = "The scene has come to a close. · 这场戏告一段落。"
@@ -250,10 +275,11 @@ def _closing_status(*, answered: bool, planned: bool, turns: int, spoke: int, re
 
 def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, text: str | None = None,
                  who: str | None = None, turns: int = 0, regenerate: bool = False,
-                 seed: int | None = None) -> Iterator[SceneUpdate]:
+                 seed: int | None = None, to: str | None = None) -> Iterator[SceneUpdate]:
     """One event of the group-scene tab, streamed: planned, generated line by line, then presented.
 
-    text: the visitor's line, answered by `who` or by the order's responders;
+    text: the visitor's line, answered by `who` or by the order's responders; `to`: whispered to that
+    character alone, who answers it privately;
     who without text: that character speaks now (muted or not);
     turns: the characters carry on among themselves for that many lines;
     regenerate: the last character line again.
@@ -262,7 +288,7 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
     try:
         scene = make_scene(state, engine, settings, seed)
         scene.check_cast()
-        plan, unheard = ([], []) if regenerate else _plan(scene, text, who)
+        plan, unheard = ([], []) if regenerate else _plan(scene, text, who, to)
     except ChatHaruhiError as exc:
         yield SceneUpdate(scene_messages(state), state, str(exc), True)
         return
@@ -281,7 +307,9 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
     spoke, last = 0, None
     try:
         for step in _steps(scene, plan, turns, regenerate):
-            head, said, throttle = speaker_header(step.speaker.role_id, step.speaker.name), "", Throttle()
+            private = step.speaker.role_id if scene.lines and scene.lines[-1].to == step.speaker.role_id else None
+            head = speaker_header(step.speaker.role_id, step.speaker.name) + whisper_mark(scene.state, private, True)
+            said, throttle = "", Throttle()
             streaming = Streaming(step.words)
             for delta in streaming:
                 said += delta
@@ -294,7 +322,8 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
         yield _failed(done, exc, spoke)
         return
     status = _closing_status(answered=text is not None, planned=bool(plan), turns=turns, spoke=spoke,
-                             regenerate=regenerate, last=last, unheard=unheard)
+                             regenerate=regenerate, last=last, unheard=unheard,
+                             manual=scene.state.order == "manual")
     yield SceneUpdate(scene_messages(done), done, None, True, status, spoke)
 
 
