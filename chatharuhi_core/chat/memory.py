@@ -92,13 +92,17 @@ class RecallIndex:
         return len(self._keys)
 
     def sync(self, keys: Sequence[tuple[str, ...]], embedder: Embedder) -> None:
-        """Make the index hold exactly `keys` (each exchange's views, oldest first), embedding only what is new."""
+        """Make the index begin with exactly `keys` (each unit's views, oldest first), embedding only what is
+        new. Units after them stay when `keys` is a prefix of what is held (indexed ahead, see Scene.index_ahead);
+        a unit that differs is dropped with all after it."""
         with self._lock:
             same = 0
             for mine, theirs in zip(self._keys, keys):
                 if mine != theirs:
                     break
                 same += 1
+            if same == len(keys):
+                return
             new = list(keys[same:])
             vectors = self._vectors[:same]
             if new:
@@ -109,17 +113,27 @@ class RecallIndex:
                 vectors = fresh if not same else np.concatenate([vectors, fresh])
             self._keys, self._vectors = list(keys), vectors
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """(index, cosine) of the k nearest by their closest view, nearest first."""
+    def search(self, vector: np.ndarray, k: int, limit: int | None = None) -> list[tuple[int, float]]:
+        """(index, cosine) of the k nearest by their closest view, nearest first, among the first `limit`.
+        `vector` may be several queries (rows, the first foremost): their nearest then take turns, so that
+        one query's near-duplicates cannot crowd out another's (a scene asks with the line addressed to a
+        character and the newest line it heard)."""
         with self._lock:
-            if not self._keys or k <= 0:
+            n = len(self._keys) if limit is None else min(limit, len(self._keys))
+            if not n or k <= 0:
                 return []
-            query = np.asarray(vector, dtype=np.float32)
-            query = query / max(float(np.linalg.norm(query)), 1e-12)
-            sims = (self._vectors @ query).max(axis=1)
-        k = min(k, len(sims))
-        top = np.argpartition(-sims, k - 1)[:k]
-        return [(int(i), float(sims[i])) for i in sorted(top, key=lambda i: -sims[i])]
+            query = np.atleast_2d(np.asarray(vector, dtype=np.float32))
+            query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
+            sims = (self._vectors[:n] @ query.T).max(axis=1)  # unit x query, by the closest view
+        k = min(k, n)
+        ranked = [np.argsort(-sims[:, q], kind="stable")[:k] for q in range(sims.shape[1])]
+        picked: dict[int, float] = {}
+        for rank in range(k):
+            for order in ranked:
+                i = int(order[rank])
+                if len(picked) < k and i not in picked:
+                    picked[i] = float(sims[i].max())
+        return list(picked.items())
 
 
 @dataclass
@@ -184,7 +198,7 @@ class Memory:
             return []
         self.index.sync(list(keys), embedder)
         picked, used = [], count(header)
-        for i, sim in self.index.search(vector, k):
+        for i, sim in self.index.search(vector, k, limit=len(keys)):
             n = count(recall_line(numbers[i], texts[i], label))
             if used + n > budget:
                 break

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+import threading
 from collections.abc import Generator, Iterator, Sequence
 
 from ..chat.backends import ChatRequest, Engine, open_engine, writes
@@ -61,12 +62,15 @@ class Scene:
         fold_prompt: bool | None = None,
         seed: int | None = None,
         state: SceneState | None = None,
+        read_ahead: bool = True,
     ):
         self.settings = settings or Settings.from_env()
         self.embedder = embedder or get_embedder(self.settings.embedder)
         # one engine for the whole cast
         self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
         self._budgets, self._fold = budgets, fold_prompt
+        # after each line, each member's memory embeds it in the background (index_ahead)
+        self.read_ahead = read_ahead
         self.rng = random.Random(seed)
         state = state or SceneState(user_role=user_role, order=order, allow_self=allow_self)
         get_order(state.order)  # an unknown order fails here, not on the first turn
@@ -252,9 +256,27 @@ class Scene:
         b = bot.budgets
         lines = [self.lines[i] for i in older]
         return bot.memory.recall_among(
-            [(format_query(ln.speaker, ln.text), ln.text) for ln in lines],
-            [format_query(ln.speaker, ln.text) for ln in lines], [i + 1 for i in older], vector, bot.embedder,
-            b.recall_tokens, b.recall_k, bot.count_tokens, SCENE_RECALL_HEADER, "line")
+            [_line_views(ln) for ln in lines], [format_query(ln.speaker, ln.text) for ln in lines],
+            [i + 1 for i in older], vector, bot.embedder, b.recall_tokens, b.recall_k, bot.count_tokens,
+            SCENE_RECALL_HEADER, "line")
+
+    def index_ahead(self) -> None:
+        """Embed every present member's witnessed lines now, after a line, while the visitor reads: its next
+        turn's recall is then a matrix product. Each member's index holds what it heard, in order; a turn
+        searches the part beyond its history window."""
+        for m in self.present:
+            bot = self.bot(m)
+            if bot.budgets.recall_tokens > 0:
+                bot.memory.index.sync([_line_views(self.lines[i]) for i in self.seen_at(m)], bot.embedder)
+
+    def _ahead(self) -> None:
+        def run() -> None:
+            try:
+                self.index_ahead()
+            except Exception as exc:  # only the time it would have saved is lost
+                log.info("indexing the scene ahead failed: %r", exc)
+
+        threading.Thread(target=run, name="scene-memory-index", daemon=True).start()
 
     def prepare(self, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
         """The member's prompt: its system prompt, its scenes, what it recalls of the lines it witnessed
@@ -272,10 +294,15 @@ class Scene:
         history, kept = _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
         older = at[:cut - kept]
         remembering = bool(older) and bot.budgets.recall_tokens > 0
-        vector = bot.embedder.embed([query])[0] if bot.budgets.top_k > 0 or remembering else None
+        # memory is asked with the line addressed to it and with the newest line it heard (a question to
+        # everyone after Holmes was named): the earlier lines nearest either come back
+        newest = fresh[-1].text if fresh and fresh[-1].text != query else None
+        texts = [query, newest] if remembering and newest else [query]
+        vectors = bot.embedder.embed(texts) if bot.budgets.top_k > 0 or remembering else None
+        vector = vectors[0] if vectors is not None else None
         scenes = bot.scenes_for(query, self.user_role, vector)
         packed = pack_stories([h.text for h in scenes], bot.budgets.story_tokens, bot.count_tokens)
-        recalled = self.recall(member, older, vector) if remembering else []
+        recalled = self.recall(member, older, vectors[::-1]) if remembering else []  # the newest line first
         others = [m.name for m in self.present if m.role_id != member.role_id]
         note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
                 "one line, and never write the others' lines.")
@@ -326,6 +353,8 @@ class Scene:
             engine=reply.stats.engine, model=reply.stats.model, to=private,
             recalled=[{"line": r.turn, "similarity": round(r.similarity, 4), "text": r.text}
                       for r in reply.recalled]))
+        if self.read_ahead:
+            self._ahead()
         return reply
 
     def turn(self, who: Member | str | None = None) -> Line:
@@ -391,6 +420,11 @@ class Scene:
         from .saved import load_scene
 
         return cls(llm=llm, state=load_scene(data), **kwargs)
+
+
+def _line_views(ln: Line) -> tuple[str, str]:
+    """What a line is indexed by for recall: with its speaker, and its words alone (see chat.memory)."""
+    return format_query(ln.speaker, ln.text), ln.text
 
 
 def _history_messages(lines: Sequence[Line], member: Member, budget: int, count) -> tuple[list[dict], int]:
