@@ -289,7 +289,7 @@ def change_engine(engine: str):
     key = gr.Textbox(label=f"{info.key_label} (this session only, never stored)")
     budgets = default_budgets(engine, settings)
     return (engine_note(engine), model, gr.Group(visible=info.uses_server), key, budgets.story_tokens,
-            budgets.history_tokens)
+            budgets.history_tokens, budgets.memory_tokens, budgets.recall_tokens)
 
 
 def _spoken(conv: Conversation, text: str):
@@ -305,7 +305,7 @@ def reveal_player(audio: str | None):
 
 
 def _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens, fold,
-          regenerate):
+          regenerate, memory_tokens=None, recall_tokens=None):
     """Stream one reply: the chat, the message box, the conversation and the stats line only.
 
     Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
@@ -313,7 +313,8 @@ def _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_t
     CPU under load; the scenes, picture and voice come once, from `after_turn`.
     """
     conv = _current(conv)
-    panel = EnginePanel(engine, model, base_url, api_key, story_tokens, history_tokens, bool(fold))
+    panel = EnginePanel(engine, model, base_url, api_key, story_tokens, history_tokens, bool(fold), memory_tokens,
+                        recall_tokens)
     gate = gate if gate is not None else TurnGate()
     ticket = gate.open()
     first = True
@@ -356,15 +357,16 @@ def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
     return scenes_markdown(conv), audio, voice_note, picture, key
 
 
-def send(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens, fold=False):
+def send(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens, fold=False,
+         memory_tokens=None, recall_tokens=None):
     yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, False)
+                     fold, False, memory_tokens, recall_tokens)
 
 
 def regenerate(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-               fold=False):
+               fold=False, memory_tokens=None, recall_tokens=None):
     yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, True)
+                     fold, True, memory_tokens, recall_tokens)
 
 
 EXPORT_DIR_NAME = "chatharuhi-exports"
@@ -445,13 +447,13 @@ def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
 
 
 def answer_again(again: bool, gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                 fold=False):
+                 fold=False, memory_tokens=None, recall_tokens=None):
     """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
     if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
         yield (gr.skip(),) * 5
         return
     yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, True)
+                     fold, True, memory_tokens, recall_tokens)
 
 
 def speak_last(conv: Conversation | None, user_name: str = ""):
@@ -489,8 +491,13 @@ def _settings_panel() -> SimpleNamespace:
                                  elem_id="story-tokens")
         history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
                                    label="History budget (tokens)", elem_id="history-tokens")
+        memory_tokens = gr.Slider(0, 2000, value=budgets.memory_tokens, step=16,
+                                  label="Pinned memories budget (tokens) · 记忆", elem_id="memory-tokens")
+        recall_tokens = gr.Slider(0, 2000, value=budgets.recall_tokens, step=16,
+                                  label="Recall of earlier messages (tokens; 0: off) · 回想前文", elem_id="recall-tokens")
     return SimpleNamespace(engine=engine, model=model, server_box=server_box, base_url=base_url, api_key=api_key,
-                           fold=fold, story_tokens=story_tokens, history_tokens=history_tokens)
+                           fold=fold, story_tokens=story_tokens, history_tokens=history_tokens,
+                           memory_tokens=memory_tokens, recall_tokens=recall_tokens)
 
 
 def _hub_panel() -> gr.Dataset:
@@ -626,13 +633,15 @@ def _view(p: SimpleNamespace) -> list:
 
 def _settings_in(p: SimpleNamespace) -> list:
     """The settings panel as the chat and group-scene events read it."""
-    return [p.engine, p.model, p.base_url, p.api_key, p.story_tokens, p.history_tokens, p.fold]
+    return [p.engine, p.model, p.base_url, p.api_key, p.story_tokens, p.history_tokens, p.fold, p.memory_tokens,
+            p.recall_tokens]
 
 
 def _wire_session(p: SimpleNamespace) -> None:
     """A visit's start (this browser's last character and name), the engine panel, the avatar."""
     view = _view(p)
-    engine_view = [p.note, p.model, p.server_box, p.api_key, p.story_tokens, p.history_tokens]
+    engine_view = [p.note, p.model, p.server_box, p.api_key, p.story_tokens, p.history_tokens, p.memory_tokens,
+                   p.recall_tokens]
     p.last_role = gr.BrowserState("", storage_key="chatharuhi-last-role")  # this browser's last pick
     p.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name")  # the name they gave themselves
     p.avatar = (set_avatar, p.conv, [p.chat, p.scene_picture])

@@ -128,7 +128,7 @@ def set_options(user_role: str, order: str, allow_self: bool, state: SceneState 
 
 def _run(state, engine_args, **kw):
     """Stream a scene event: chat every frame; state, box and status when they change."""
-    engine = EnginePanel(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False)
+    engine = EnginePanel(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False, *engine_args[7:9])
     state = _state(state)
     first, spoke = True, -1
     for up in stream_scene(state, engine, Settings.from_env(), **kw):

@@ -232,3 +232,17 @@ def test_the_pages_turn_sends_the_pins_and_keeps_them(settings):
     assert back.memory.pins == done.memory.pins
     same, said = forget_memory(done, 3)
     assert same is done and said == "There is no memory 3; they are numbered 1 to 1."
+
+
+def test_the_settings_panel_sets_memory_budgets_over_the_engines_own(settings):
+    """The page's two memory sliders; left unsent (an older API client), the engine's own budgets stand."""
+    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.web.common import EnginePanel
+
+    assert EnginePanel("local").budgets(settings).recall_tokens == LOCAL_BUDGETS.recall_tokens
+    assert EnginePanel("script").budgets(settings).memory_tokens == Budgets().memory_tokens
+    b = EnginePanel("script", memory_tokens=32, recall_tokens=0).budgets(settings)
+    assert (b.memory_tokens, b.recall_tokens) == (32, 0)
+    bot = ChatHaruhi(role_name="sherlock", settings=settings, budgets=b)
+    bot.history = _conversation(bot.user_role, ("My sister is Anna.", "Noted."), FILLER_EN, at=3, total=40)
+    assert bot.prepare("Who is my sister?").recalled == []  # recall off

@@ -86,13 +86,17 @@ class EnginePanel:
     story_tokens: int = Budgets().story_tokens
     history_tokens: int = Budgets().history_tokens
     fold_prompt: bool = False
+    memory_tokens: int | None = None  # pinned memories; None: the engine's own
+    recall_tokens: int | None = None  # earlier exchanges recalled from beyond the history; None: the engine's own
 
     def budgets(self, settings: Settings) -> Budgets:
-        """The panel's prompt budgets over the engine's own (memory's, and how many scenes are retrieved, which
-        stays the operator's choice)."""
+        """The panel's prompt budgets over the engine's own (how many scenes are retrieved stays the
+        operator's choice)."""
         own = default_budgets(self.engine, settings)
+        memory = own.memory_tokens if self.memory_tokens is None else int(self.memory_tokens)
+        recall = own.recall_tokens if self.recall_tokens is None else int(self.recall_tokens)
         return replace(own, story_tokens=int(self.story_tokens), history_tokens=int(self.history_tokens),
-                       top_k=settings.budgets.top_k)
+                       top_k=settings.budgets.top_k, memory_tokens=max(0, memory), recall_tokens=max(0, recall))
 
     def options(self) -> dict[str, str | None]:
         """Model, server and key as typed; a blank is None, for the operator's settings to fill."""
