@@ -63,7 +63,7 @@ ROLES = {"sherlock": "en", "sunwukong": "zh"}
 
 
 def conversation(role, size: int, seed: int):
-    """(history, [(turn, statement, question)]): `size` exchanges from the role's scenes, ten facts planted."""
+    """(history, [(turn, statement, question, value)]): `size` exchanges from the role's scenes, ten facts planted."""
     from chatharuhi_core.chat.prompt import Exchange
     from chatharuhi_core.data.scene_turns import scene_turns
 
@@ -73,14 +73,15 @@ def conversation(role, size: int, seed: int):
     turns = sorted(rng.sample(range(1, size - 2), len(facts)))  # never the last exchanges: those are history
     planted = {}
     for turn, (statement, question, values) in zip(turns, facts):
-        planted[turn] = (statement.format(rng.choice(values)), question)
+        value = rng.choice(values)
+        planted[turn] = (statement.format(value), question, value)
     history, probes = [], []
     for turn in range(1, size + 1):
         if turn in planted:
-            statement, question = planted[turn]
+            statement, question, value = planted[turn]
             history.append(Exchange(role.user_name, statement, "记下了。" if role.language.startswith("zh")
                                     else "Noted."))
-            probes.append((turn, statement, question))
+            probes.append((turn, statement, question, value))
         else:
             cue, reply = pool[(turn * 7) % len(pool)]
             history.append(Exchange(role.user_name, f"{cue} ({turn})", reply))
@@ -103,7 +104,7 @@ def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embed
     bot.prepare("Hello.")  # an imported long chat: the index embeds every exchange out of the window once
     build_s = time.perf_counter() - started
     hits, added, ahead, recall_tokens = 0, [], [], []
-    for (_turn, statement, question), extra in zip(probes, filler):
+    for (_turn, statement, question, _value), extra in zip(probes, filler):
         for b in (bot, off):
             b.history.append(extra)
         t0 = time.perf_counter()
@@ -121,10 +122,10 @@ def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embed
         recall_tokens.append(bot.count_tokens(block))
     pinned = ChatHaruhi(role=role, settings=settings, embedder=embedder, budgets=budgets, history=list(history),
                         memory=Memory(), ruler=ruler)
-    for _, statement, _ in probes:
+    for _, statement, _, _ in probes:
         pinned.remember(statement)
     system = pinned.prepare(probes[0][2]).messages[0]["content"]
-    pinned_hits = sum(f"- {s}" in system for _, s, _ in probes)
+    pinned_hits = sum(f"- {s}" in system for _, s, _, _ in probes)
     return {"size": size, "role": role_id, "budgets": budgets_name, "probes": len(probes), "recalled": hits,
             "pinned": pinned_hits, "added_p50_ms": median(added), "added_p95_ms": percentile(added, 95),
             "build_s": build_s, "ahead_ms": median(ahead), "recall_tokens_mean": sum(recall_tokens) / len(recall_tokens),
