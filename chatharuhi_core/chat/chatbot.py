@@ -10,7 +10,6 @@ shared read-only caches, so creating many objects is cheap.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +28,7 @@ from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
 from .backends import ChatRequest, Engine, default_budgets, open_engine, registered
-from .memory import Memory, Pin, Recalled, pinned_block, recall_block
+from .memory import Memory, Pin, Recalled, in_background, pinned_block, recall_block
 from .prompt import (
     Exchange,
     assemble_messages,
@@ -310,13 +309,7 @@ class ChatHaruhi:
 
     def _ahead(self) -> None:
         """After a complete reply: the next turn's work that needs no message, in the background, never failing."""
-        def run() -> None:
-            try:
-                self.index_ahead()
-            except Exception as exc:  # only the time it would have saved is lost
-                log.info("indexing the conversation ahead failed: %r", exc)
-
-        threading.Thread(target=run, name="memory-index", daemon=True).start()
+        in_background(self.index_ahead, "indexing the conversation")
         self._warm()
 
     @property

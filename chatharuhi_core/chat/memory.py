@@ -14,6 +14,7 @@ keep it, both owned by one conversation (never module state, so two visitors' me
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from ..errors import InputError
 from ..roles.lines import format_query, format_reply
 from .prompt import Exchange
 
+log = logging.getLogger(__name__)
 PINNED_HEADER = "What {name} remembers from this conversation:\n"
 RECALL_HEADER = "Earlier in this conversation:\n"
 MAX_PIN_CHARS = 500  # a fact, not a document: a pin is always in the prompt
@@ -218,3 +220,15 @@ def pinned_block(name: str, pins: Sequence[Pin]) -> str:
 
 def recall_block(recalled: Sequence[Recalled], header: str = RECALL_HEADER, label: str = "turn") -> str:
     return (header + "".join(recall_line(r.turn, r.text, label) for r in recalled)).rstrip("\n") if recalled else ""
+
+
+def in_background(work: Callable[[], None], what: str) -> None:
+    """Run `work` (indexing ahead, after a reply) in a daemon thread; a failure only loses the time it would
+    have saved, so it is logged, never raised."""
+    def run() -> None:
+        try:
+            work()
+        except Exception as exc:
+            log.info("%s ahead failed: %r", what, exc)
+
+    threading.Thread(target=run, name="memory-index", daemon=True).start()

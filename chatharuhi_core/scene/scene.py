@@ -20,12 +20,11 @@ from __future__ import annotations
 import logging
 import random
 import re
-import threading
 from collections.abc import Generator, Iterator, Sequence
 
 from ..chat.backends import ChatRequest, Engine, open_engine, writes
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
-from ..chat.memory import Memory, Recalled, recall_block
+from ..chat.memory import Memory, Recalled, in_background, recall_block
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
@@ -269,15 +268,6 @@ class Scene:
             if bot.budgets.recall_tokens > 0:
                 bot.memory.index.sync([_line_views(self.lines[i]) for i in self.seen_at(m)], bot.embedder)
 
-    def _ahead(self) -> None:
-        def run() -> None:
-            try:
-                self.index_ahead()
-            except Exception as exc:  # only the time it would have saved is lost
-                log.info("indexing the scene ahead failed: %r", exc)
-
-        threading.Thread(target=run, name="scene-memory-index", daemon=True).start()
-
     def prepare(self, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
         """The member's prompt: its system prompt, its scenes, what it recalls of the lines it witnessed
         beyond its history, the recent lines it saw, and the lines for it to answer."""
@@ -354,7 +344,7 @@ class Scene:
             recalled=[{"line": r.turn, "similarity": round(r.similarity, 4), "text": r.text}
                       for r in reply.recalled]))
         if self.read_ahead:
-            self._ahead()
+            in_background(self.index_ahead, "indexing the scene")
         return reply
 
     def turn(self, who: Member | str | None = None) -> Line:
