@@ -106,13 +106,10 @@ class RecallIndex:
             if same == len(keys):
                 return
             new = list(keys[same:])
-            vectors = self._vectors[:same]
-            if new:
-                views = len(new[0])
-                flat = np.asarray(embedder.embed([text or " " for key in new for text in key]), dtype=np.float32)
-                flat /= np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-12)
-                fresh = flat.reshape(len(new), views, -1)
-                vectors = fresh if not same else np.concatenate([vectors, fresh])
+            flat = np.asarray(embedder.embed([text or " " for key in new for text in key]), dtype=np.float32)
+            flat /= np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-12)
+            fresh = flat.reshape(len(new), len(new[0]), -1)
+            vectors = fresh if not same else np.concatenate([self._vectors[:same], fresh])
             self._keys, self._vectors = list(keys), vectors
 
     def search(self, vector: np.ndarray, k: int, limit: int | None = None) -> list[tuple[int, float]]:

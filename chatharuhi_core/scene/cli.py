@@ -31,8 +31,7 @@ def _speak(scene: Scene, who=None) -> bool:
     member = scene.member(who) if isinstance(who, str) else who or scene.pick_next()
     if member is None:
         return False
-    private = bool(scene.lines) and scene.lines[-1].to == member.role_id
-    print(f"{'(privately) ' if private else ''}{member.name}:「", end="", flush=True)
+    print(f"{'(privately) ' if scene.answers_privately(member) else ''}{member.name}:「", end="", flush=True)
     try:
         for delta in scene.stream_turn(member):
             print(delta, end="", flush=True)
@@ -63,10 +62,7 @@ def split_whisper(scene: Scene, rest: str) -> tuple[str, str]:
 
 def _said(scene: Scene, text: str, to: str | None = None) -> None:
     """The visitor's line (whispered `to` one member), the notes on who will not answer, and the answers."""
-    if to:
-        scene.whisper(to, text)
-    else:
-        scene.say(text)
+    scene.say(text, to)
     for note in scene.unheard(text, to):
         print(f"({note})")
     picked = scene.responders()

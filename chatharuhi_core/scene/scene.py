@@ -281,7 +281,7 @@ class Scene:
         addressed = [ln for ln in fresh if mention_at(ln.text, member) is not None]
         cue = (addressed or fresh or seen[-1:] or [None])[-1]
         query = cue.text if cue else role.name
-        history, kept = _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
+        recent, kept = _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
         older = at[:cut - kept]
         remembering = bool(older) and bot.budgets.recall_tokens > 0
         # memory is asked with the line addressed to it and with the newest line it heard (a question to
@@ -302,7 +302,7 @@ class Scene:
             messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
         if recalled:
             messages.append({"role": "user", "content": recall_block(recalled, SCENE_RECALL_HEADER, "line")})
-        messages += history
+        messages += recent
         if fresh:
             last = "\n".join(format_query(ln.speaker, ln.text) for ln in fresh)
         else:  # it spoke last (a forced turn) or nothing was said yet: the narrator hands it the word
@@ -334,8 +334,7 @@ class Scene:
         bot = self.bot(member)
         request = self.prepare(member, avoid)
         reply = yield from bot.respond(request)
-        # the answer to a whisper is private too: only the visitor and this character hear it
-        private = member.role_id if self.lines and self.lines[-1].to == member.role_id else None
+        private = member.role_id if self.answers_privately(member) else None
         self.lines.append(Line(
             member.name, reply.text, member.role_id, messages=reply.messages, cue=request.text,
             scenes=[{"id": h.id, "similarity": round(h.similarity, 4), "text": h.text, "used": i < reply.packed}
@@ -354,11 +353,18 @@ class Scene:
 
     # ------------------------------------------------------------ the API
 
-    def say(self, text: str) -> Line:
-        """The visitor's line, as their character in the story."""
+    def say(self, text: str, to: str | None = None) -> Line:
+        """The visitor's line, as their character in the story; whispered `to` one character when given."""
+        if to:
+            return self.whisper(to, text)
         line = Line(self.user_role, check_input(text))
         self.lines.append(line)
         return line
+
+    def answers_privately(self, member: Member) -> bool:
+        """Whether the member's next line is private: the answer to a whisper to it (the last line) is heard
+        only by the visitor and this character."""
+        return bool(self.lines) and self.lines[-1].to == member.role_id
 
     def whisper(self, name: str, text: str) -> Line:
         """The visitor's private line to one character: only it hears it, remembers it and answers it."""
@@ -373,10 +379,7 @@ class Scene:
         """The visitor's line (whispered `to` one character, when given), then the replies the order calls
         for (none in manual order)."""
         self.check_cast()
-        if to:
-            self.whisper(to, text)
-        else:
-            self.say(text)
+        self.say(text, to)
         return [self.turn(m) for m in self.responders()]
 
     def talk(self, turns: int) -> Iterator[Line]:

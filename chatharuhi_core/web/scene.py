@@ -232,10 +232,7 @@ def _plan(scene: Scene, text: str | None, who: str | None, to: str | None = None
     it, or `who` alone; the names it called that nobody will answer)."""
     if text is None:
         return ([scene.member(who)] if who else []), []
-    if to:
-        scene.whisper(to, text)
-    else:
-        scene.say(text)
+    scene.say(text, to)
     return ([scene.member(who)] if who else scene.responders()), scene.unheard(text, to)
 
 
@@ -307,7 +304,7 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
     spoke, last = 0, None
     try:
         for step in _steps(scene, plan, turns, regenerate):
-            private = step.speaker.role_id if scene.lines and scene.lines[-1].to == step.speaker.role_id else None
+            private = step.speaker.role_id if scene.answers_privately(step.speaker) else None
             head = speaker_header(step.speaker.role_id, step.speaker.name) + whisper_mark(scene.state, private, True)
             said, throttle = "", Throttle()
             streaming = Streaming(step.words)
