@@ -88,3 +88,19 @@ def write_section(results: Path, start: str, end: str, section: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     results.write_text(text, encoding="utf-8")
+
+
+def publish(results: Path, start: str, end: str, lines: list[str]) -> None:
+    """A bench's section (its lines, markers included) put into RESULTS.md and printed."""
+    section = "\n".join(lines)
+    write_section(results, start, end, section)
+    print("\n" + section)
+
+
+def cached_settings(cache: Path):
+    """(Settings with the bench's own cache, their embedder): what the memory benches read roles with."""
+    from chatharuhi_core.config import Settings
+    from chatharuhi_core.embedding import get_embedder
+
+    settings = Settings.from_env({"CHATHARUHI_CACHE": str(cache)})
+    return settings, get_embedder(settings.embedder)

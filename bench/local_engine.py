@@ -37,7 +37,7 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, app_process, machine, median, write_section  # noqa: E402
+from common import ROOT, app_process, machine, median, publish  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 START, END = "<!-- local-engine -->", "<!-- /local-engine -->"
@@ -408,9 +408,7 @@ def main() -> int:
                      f"{full['hyperparameters']['epochs']:g} epoch(s) | {t['seconds'] / 60:.1f} min, {t['tokens_per_s']} "
                      f"tokens/s | | ≤ 45 min | {'met' if t['seconds'] <= 45 * 60 else '**missed**'} |")
     lines += [END]
-    section = "\n".join(lines)
-    write_section(RESULTS, START, END, section)
-    print("\n" + section)
+    publish(RESULTS, START, END, lines)
     return 0
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, machine, median, percentile, write_section  # noqa: E402
+from common import ROOT, cached_settings, machine, median, percentile, publish  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 START, END = "<!-- recall -->", "<!-- /recall -->"
@@ -140,14 +140,11 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="conversations per size and role (different facts)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     from chatharuhi_core.chat.backends import options_for
     from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS, LocalModelEngine
-    from chatharuhi_core.config import Budgets, Settings
-    from chatharuhi_core.embedding import get_embedder
+    from chatharuhi_core.config import Budgets
 
-    settings = Settings.from_env({"CHATHARUHI_CACHE": str(args.cache)})
-    embedder = get_embedder(settings.embedder)
+    settings, embedder = cached_settings(args.cache)
     local = LocalModelEngine(options_for("local", settings))  # the local budgets, counted as that engine counts
     rows = []
     for size in args.sizes:
@@ -193,9 +190,7 @@ def main() -> int:
                      f"{r['recall_tokens_mean']:.0f} / {r['recall_tokens_max']} | "
                      f"≥ 95%, 100% pinned, ≤ 10 ms p95 | {'met' if ok else '**missed**'} |")
     lines.append(END)
-    section = "\n".join(lines)
-    write_section(RESULTS, START, END, section)
-    print("\n" + section)
+    publish(RESULTS, START, END, lines)
     return 0
 
 

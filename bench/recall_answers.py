@@ -24,7 +24,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, machine, write_section  # noqa: E402
+from common import ROOT, cached_settings, machine, publish  # noqa: E402
 from recall import conversation  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
@@ -68,14 +68,10 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="conversations (ten questions each)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     from chatharuhi_core.chat.backends import open_engine
-    from chatharuhi_core.config import Settings
     from chatharuhi_core.data.metrics import paired_bootstrap
-    from chatharuhi_core.embedding import get_embedder
 
-    settings = Settings.from_env({"CHATHARUHI_CACHE": str(args.cache)})
-    embedder = get_embedder(settings.embedder)
+    settings, embedder = cached_settings(args.cache)
     engine = open_engine("local", settings)
     engine.load()
     started = time.perf_counter()
@@ -104,9 +100,7 @@ def main() -> int:
              f"| recall | {share('recall')} | {share('recall_in_prompt')} | {diff('recall', 'off')} |",
              f"| pinned and recall | {share('pinned')} | {share('pinned_in_prompt')} | {diff('pinned', 'off')} |",
              "", "Chinese is not measured: the bundled model writes no meaningful Chinese.", END]
-    section = "\n".join(lines)
-    write_section(RESULTS, START, END, section)
-    print("\n" + section)
+    publish(RESULTS, START, END, lines)
     return 0
 
 

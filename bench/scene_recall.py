@@ -33,7 +33,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, machine, median, percentile, write_section  # noqa: E402
+from common import ROOT, cached_settings, machine, median, percentile, publish  # noqa: E402
 from recall import FACTS  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
@@ -41,7 +41,6 @@ START, END = "<!-- scene-recall -->", "<!-- /scene-recall -->"
 GOALS = {"recall": 0.95, "unwitnessed": 0, "added_p95_ms": 10.0}
 CASTS = {"en": (["sherlock", "elizabeth"], "dracula", "Watson"), "zh": (["sunwukong", "zhugeliang"], "lindaiyu", "唐僧")}
 WHISPER_SHARE = 0.4
-SHOW_MISSES = "--show-misses" in sys.argv  # print each probe whose fact did not reach a prompt
 
 
 def own_lines(role) -> list[str]:
@@ -106,7 +105,8 @@ class Script:
         return facts
 
 
-def measure(language: str, size: int, budgets_name: str, budgets, engine, settings, embedder, seed: int) -> dict:
+def measure(language: str, size: int, budgets_name: str, budgets, engine, settings, embedder, seed: int,
+            show_misses: bool = False) -> dict:
     from chatharuhi_core.scene import Scene
 
     script = Script(language, size, seed)
@@ -146,7 +146,7 @@ def measure(language: str, size: int, budgets_name: str, budgets, engine, settin
             if facts[n][0] in witnessed:  # the fact asked about, when this character heard it
                 heard += 1
                 hits += statement in said
-                if statement not in said and SHOW_MISSES:
+                if statement not in said and show_misses:
                     print("MISS", m.role_id, statement, question, [(r.turn, round(r.similarity, 2), r.text[:40])
                                                                     for r in request.recalled])
             leaks += sum(fact in said for fact_line, fact, _, _ in facts if fact_line not in witnessed)
@@ -171,21 +171,18 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     parser.add_argument("--show-misses", action="store_true", help="print each missed probe and what came instead")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     from chatharuhi_core.chat.backends import open_engine, options_for
     from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS, LocalModelEngine
-    from chatharuhi_core.config import Budgets, Settings
-    from chatharuhi_core.embedding import get_embedder
+    from chatharuhi_core.config import Budgets
 
-    settings = Settings.from_env({"CHATHARUHI_CACHE": str(args.cache)})
-    embedder = get_embedder(settings.embedder)
+    settings, embedder = cached_settings(args.cache)
     engines = (("default", Budgets(), open_engine("script", settings)),
                ("local", LOCAL_BUDGETS, LocalModelEngine(options_for("local", settings))))
     rows = []
     for size in args.sizes:
         for language in CASTS:
             for name, budgets, engine in engines:
-                runs = [measure(language, size, name, budgets, engine, settings, embedder, seed)
+                runs = [measure(language, size, name, budgets, engine, settings, embedder, seed, args.show_misses)
                         for seed in range(args.seeds)]
                 row = {k: runs[0][k] for k in ("language", "size", "budgets", "recall_budget", "history_budget")}
                 for k in ("heard", "hits", "leaks", "recalled_lines", "unwitnessed_recalled", "whispered", "facts"):
@@ -226,9 +223,7 @@ def main() -> int:
                      f"{r['build_s']:.1f} s | {r['tokens_mean']:.0f} / {r['tokens_max']} | "
                      f"≥ 95%, 0 unwitnessed, ≤ 10 ms p95 | {'met' if ok else '**missed**'} |")
     lines.append(END)
-    section = "\n".join(lines)
-    write_section(RESULTS, START, END, section)
-    print("\n" + section)
+    publish(RESULTS, START, END, lines)
     return 0
 
 
