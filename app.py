@@ -54,6 +54,7 @@ from chatharuhi_core.web.memory import (  # noqa: E402
     rewrite_memory,
 )
 from chatharuhi_core.web.picker import PICKER_JS, add_character, picker_choices, picker_entries, tiles_html
+from chatharuhi_core.web.signin import engine_for, language_warning, sign_in_note, token_of
 from scene_page import build_scene_tab, cast_choices  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -117,16 +118,30 @@ def _remembered(ref: str | None) -> Conversation | None:
         return None
 
 
-def start_session(last_role: str | None = None, visitor: str | None = None):
+def start_session(last_role: str | None = None, visitor: str | None = None, profile: gr.OAuthProfile | None = None):
     """A new visitor: the character this browser picked last (local storage), else the first bundled one,
-    the name they gave themselves last time, and the engine the deployment prefers."""
+    the name they gave themselves last time, and the engine the deployment prefers (for a visitor signed in
+    with Hugging Face where the operator chose none, the engine their own account pays for)."""
     settings = Settings.from_env()
     conv = _remembered(last_role) or Conversation(bundled_ids()[0])
     added = [conv.role_id] if conv.role_id not in bundled_ids() else []
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    return (*_role_view(conv, {}, visitor), chooser, _tiles(entries), added, settings.default_engine,
-            *change_engine(settings.default_engine), settings.fold_prompt, scene_name(visitor))
+    engine = engine_for(settings, profile)
+    return (*_role_view(conv, {}, visitor), chooser, _tiles(entries), added, engine, *change_engine(engine),
+            settings.fold_prompt, scene_name(visitor), sign_in_note(settings, profile))
+
+
+def language_view(conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
+                  profile: gr.OAuthProfile | None = None):
+    """Before the first message: a warning, and the offline engine offered, when the chosen model cannot
+    speak the character's language (the bundled SmolLM2 and 孙悟空)."""
+    panel = EnginePanel(engine or "script", model or "", base_url or "")
+    role = load_role(_current(conv).role_id)
+    said = language_warning(panel, role, Settings.from_env(), profile)
+    if said is None:
+        return gr.Markdown(value="", visible=False), gr.Button(visible=False)
+    return gr.Markdown(value=WARNING_MARK + said, visible=True), gr.Button(visible=True)
 
 
 def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
@@ -305,7 +320,7 @@ def reveal_player(audio: str | None):
 
 
 def _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens, fold,
-          regenerate, memory_tokens=None, recall_tokens=None):
+          regenerate, memory_tokens=None, recall_tokens=None, signed_in=None):
     """Stream one reply: the chat, the message box, the conversation and the stats line only.
 
     Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
@@ -314,7 +329,7 @@ def _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_t
     """
     conv = _current(conv)
     panel = EnginePanel(engine, model, base_url, api_key, story_tokens, history_tokens, bool(fold), memory_tokens,
-                        recall_tokens)
+                        recall_tokens, signed_in=token_of(signed_in))
     gate = gate if gate is not None else TurnGate()
     ticket = gate.open()
     first = True
@@ -358,15 +373,17 @@ def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
 
 
 def send(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens, fold=False,
-         memory_tokens=None, recall_tokens=None):
+         memory_tokens=None, recall_tokens=None, signed_in: gr.OAuthToken | None = None):
+    """`signed_in` is the visitor's Hugging Face sign-in, handed in by Gradio from their session (None when
+    signed out): the key of the engine their account pays for, for this reply only."""
     yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, False, memory_tokens, recall_tokens)
+                     fold, False, memory_tokens, recall_tokens, signed_in)
 
 
 def regenerate(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-               fold=False, memory_tokens=None, recall_tokens=None):
+               fold=False, memory_tokens=None, recall_tokens=None, signed_in: gr.OAuthToken | None = None):
     yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, True, memory_tokens, recall_tokens)
+                     fold, True, memory_tokens, recall_tokens, signed_in)
 
 
 EXPORT_DIR_NAME = "chatharuhi-exports"
@@ -447,13 +464,13 @@ def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
 
 
 def answer_again(again: bool, gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                 fold=False, memory_tokens=None, recall_tokens=None):
+                 fold=False, memory_tokens=None, recall_tokens=None, signed_in: gr.OAuthToken | None = None):
     """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
     if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
         yield (gr.skip(),) * 5
         return
     yield from _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_tokens, history_tokens,
-                     fold, True, memory_tokens, recall_tokens)
+                     fold, True, memory_tokens, recall_tokens, signed_in)
 
 
 def speak_last(conv: Conversation | None, user_name: str = ""):
@@ -478,6 +495,9 @@ def _settings_panel() -> SimpleNamespace:
     budgets = Budgets()
     engines = [(engine_info(n).label, n) for n in engine_names()]
     with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
+        if Settings.from_env().sign_in:  # a Space with `hf_oauth: true` (elsewhere Gradio would fake a sign-in)
+            gr.LoginButton("Sign in with Hugging Face · 登录", logout_value="Sign out ({}) · 退出", size="sm",
+                           elem_id="sign-in")
         engine = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
         model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
                             filterable=True, elem_id="model")
@@ -535,11 +555,14 @@ def _chat_main(first, first_view) -> SimpleNamespace:
                           editable="all", avatar_images=(None, portrait_of(first)),
                           feedback_options=("Like", "Dislike"))
         reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
+        language_note = gr.Markdown(visible=False, elem_id="language-note")
+        use_offline = gr.Button("Use the offline engine · 改用离线引擎", size="sm", visible=False, elem_id="use-offline")
         with gr.Row(elem_id="message-row"):
             text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…", scale=6, elem_id="message",
                               max_lines=6)
             send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
         note = gr.Markdown(elem_id="engine-note")
+        sign_in = gr.Markdown(elem_id="sign-in-note")
         feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
                                     elem_id="feedback-note", elem_classes=["reply-stats"])
         scene_picture = gr.HTML(visible=False, elem_id="scene-image")
@@ -562,6 +585,7 @@ def _chat_main(first, first_view) -> SimpleNamespace:
             scenes = gr.Markdown(elem_id="scenes")
         memory = _memory_panel()
     return SimpleNamespace(about=about, chat=chat, reply_stats=reply_stats, text=text, send_btn=send_btn, note=note,
+                           sign_in=sign_in, language_note=language_note, use_offline=use_offline,
                            feedback_note=feedback_note, scene_picture=scene_picture, examples=examples,
                            regen_btn=regen_btn, clear_btn=clear_btn, export_btn=export_btn, import_btn=import_btn,
                            speak_on=speak_on, speak_btn=speak_btn, voice_audio=voice_audio, voice_note=voice_note,
@@ -646,10 +670,15 @@ def _wire_session(p: SimpleNamespace) -> None:
     p.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name")  # the name they gave themselves
     p.avatar = (set_avatar, p.conv, [p.chat, p.scene_picture])
     p.demo.load(start_session, [p.last_role, p.saved_name],
-                view + [p.chooser, p.picker, p.added, p.engine, *engine_view, p.fold, p.scene_user]).then(
+                view + [p.chooser, p.picker, p.added, p.engine, *engine_view, p.fold, p.scene_user, p.sign_in]).then(
         lambda name: (name or "").strip(), p.saved_name, p.visitor, api_name=False).then(*p.avatar, api_name=False)
     p.conv.change(remember_role, p.conv, p.last_role, api_name=False, show_progress="hidden")
     p.engine.change(change_engine, p.engine, engine_view)
+    # the language guard follows the character and the engine's model (a switch, a new engine, a typed model)
+    guard = (language_view, [p.conv, p.engine, p.model, p.base_url], [p.language_note, p.use_offline])
+    for changed in (p.conv, p.engine, p.model, p.base_url):
+        changed.change(*guard, api_name=False, show_progress="hidden")
+    p.use_offline.click(lambda: "script", None, p.engine, api_name=False)
     p.scene_tab.select(cast_choices, [p.added, p.scene_cast], p.scene_cast, api_name=False, show_progress="hidden")
     p.examples.click(lambda sample: sample[0], p.examples, p.text)
 

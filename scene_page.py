@@ -31,6 +31,7 @@ from chatharuhi_core.web.scene import (
     stream_scene,
     target_choices,
 )
+from chatharuhi_core.web.signin import token_of
 
 SLOTS = MAX_MEMBERS
 BUSY = "⏳ The scene goes on… · 进行中…"
@@ -126,9 +127,11 @@ def set_options(user_role: str, order: str, allow_self: bool, state: SceneState 
     return state
 
 
-def _run(state, engine_args, **kw):
-    """Stream a scene event: chat every frame; state, box and status when they change."""
-    engine = EnginePanel(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False, *engine_args[7:9])
+def _run(state, engine_args, signed_in, **kw):
+    """Stream a scene event: chat every frame; state, box and status when they change. `signed_in`: the
+    visitor's Hugging Face sign-in (Gradio hands it to each handler), the key of the engine it pays for."""
+    engine = EnginePanel(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False, *engine_args[7:9],
+                         signed_in=token_of(signed_in))
     state = _state(state)
     first, spoke = True, -1
     for up in stream_scene(state, engine, Settings.from_env(), **kw):
@@ -151,31 +154,31 @@ def _run(state, engine_args, **kw):
         yield up.messages, box, new_state, status
 
 
-def send_line(state, text, to, user_role, order, allow_self, *engine_args):
+def send_line(signed_in: gr.OAuthToken | None, state, text, to, user_role, order, allow_self, *engine_args):
     """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
     state = set_options(user_role, order, allow_self, state)
-    yield from _run(state, engine_args, text=text or "", to=to or None)
+    yield from _run(state, engine_args, signed_in, text=text or "", to=to or None)
 
 
 def speak_now(k: int):
-    def handler(state, user_role, order, allow_self, *engine_args):
+    def handler(signed_in: gr.OAuthToken | None, state, user_role, order, allow_self, *engine_args):
         state = set_options(user_role, order, allow_self, state)
         present = [m for m in state.members if m.present]
         if k >= len(present):
             yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
             return
-        yield from _run(state, engine_args, who=present[k].role_id)
+        yield from _run(state, engine_args, signed_in, who=present[k].role_id)
     return handler
 
 
-def let_them_talk(state, turns, user_role, order, allow_self, *engine_args):
+def let_them_talk(signed_in: gr.OAuthToken | None, state, turns, user_role, order, allow_self, *engine_args):
     state = set_options(user_role, order, allow_self, state)
-    yield from _run(state, engine_args, turns=max(1, min(20, int(turns or 3))))
+    yield from _run(state, engine_args, signed_in, turns=max(1, min(20, int(turns or 3))))
 
 
-def regenerate_line(state, user_role, order, allow_self, *engine_args):
+def regenerate_line(signed_in: gr.OAuthToken | None, state, user_role, order, allow_self, *engine_args):
     state = set_options(user_role, order, allow_self, state)
-    yield from _run(state, engine_args, regenerate=True)
+    yield from _run(state, engine_args, signed_in, regenerate=True)
 
 
 def show_state(state: SceneState | None):

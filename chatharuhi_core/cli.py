@@ -75,6 +75,7 @@ class _Session:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
+    from .chat.languages import warn_language
     from .chat.memory import Memory
 
     if len(args.role) > 1 or args.order or args.to:
@@ -90,6 +91,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                      api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history,
                      memory=Memory(list(pins)))
     name = bot.role.name
+    warn_language(bot.engine, bot.role)  # before the first message
     loading = bot.loading_message()
     if loading:
         print(loading, file=sys.stderr, flush=True)

@@ -15,6 +15,16 @@ DEFAULT_RECALL_TOKENS = 400  # earlier exchanges recalled from beyond the histor
 DEFAULT_RECALL_K = 6  # how many of them are considered
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+# Chat models on Hugging Face Inference Providers that hold a conversation in Chinese and in English (the
+# bundled roles' languages); the first is the default. CHATHARUHI_HF_MODELS (comma-separated) replaces them.
+DEFAULT_HF_MODELS = (
+    "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    "deepseek-ai/DeepSeek-V3.1",
+    "moonshotai/Kimi-K2-Instruct-0905",
+    "zai-org/GLM-4.6",
+)
+# The local engine's model on a ZeroGPU Space when CHATHARUHI_GPU_MODEL names none: speaks Chinese and English.
+DEFAULT_GPU_MODEL = "Qwen/Qwen2.5-7B-Instruct"
 
 
 def _default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -38,6 +48,12 @@ def _feedback_setting(value: str | None) -> tuple[Path | None, bool]:
 
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _names(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated list; blank: the default."""
+    names = tuple(n.strip() for n in (value or "").split(",") if n.strip())
+    return names or default
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,12 @@ class Settings:
     budgets: Budgets = Budgets()
     feedback_file: Path | None = None  # CHATHARUHI_FEEDBACK: where ratings and edits go ("off": nowhere)
     feedback_off: bool = False
+    engine_chosen: bool = False  # the operator chose the engine (CHATHARUHI_BACKEND) or gave a key for one
+    sign_in: bool = False  # a Space with `hf_oauth: true`: visitors may sign in with Hugging Face
+    hf_router: str | None = None  # CHATHARUHI_HF_ROUTER: where the hf engine sends a Hub model id (None: huggingface_hub's)
+    hf_models: tuple[str, ...] = DEFAULT_HF_MODELS  # CHATHARUHI_HF_MODELS: the hf engine's suggested models
+    zero_gpu: bool = False  # SPACES_ZERO_GPU: a ZeroGPU Space
+    gpu_model: str | None = None  # CHATHARUHI_GPU_MODEL: the local engine's model on a GPU Space
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -80,6 +102,7 @@ class Settings:
         key = env.get("OPENAI_API_KEY") or None
         base_url = env.get("OPENAI_BASE_URL") or None
         engine = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "script")
+        zero_gpu = _flag(env.get("SPACES_ZERO_GPU"))
         host = env.get("CHROMA_HOST") or None
         port = int(env.get("CHROMA_PORT") or 8000)
         feedback_file, feedback_off = _feedback_setting(env.get("CHATHARUHI_FEEDBACK"))
@@ -100,6 +123,13 @@ class Settings:
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
             feedback_file=feedback_file,
             feedback_off=feedback_off,
+            engine_chosen=bool(env.get("CHATHARUHI_BACKEND") or key or base_url or env.get("HF_TOKEN")),
+            # Gradio's own rule for real sign-in routes: on a Space (SYSTEM=spaces) whose metadata asked for OAuth
+            sign_in=env.get("SYSTEM") == "spaces" and bool(env.get("SPACE_ID")) and bool(env.get("OAUTH_CLIENT_ID")),
+            hf_router=env.get("CHATHARUHI_HF_ROUTER") or None,
+            hf_models=_names(env.get("CHATHARUHI_HF_MODELS"), DEFAULT_HF_MODELS),
+            zero_gpu=zero_gpu,
+            gpu_model=env.get("CHATHARUHI_GPU_MODEL") or (DEFAULT_GPU_MODEL if zero_gpu else None),
         )
 
     @property

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..chat.languages import warn_language
 from ..config import Settings
 from ..errors import ChatHaruhiError
 from ..roles.sources import load_role
@@ -95,6 +96,8 @@ def run_scene(args: argparse.Namespace) -> int:
         scene = Scene(roles, llm=engine, user_role=user, order=args.order or "natural",
                       allow_self=args.allow_self, **common)
     scene.check_cast()
+    for member in scene.present:
+        warn_language(scene.engine, scene.bot(member).role)
     loading = scene.bot(scene.present[0]).loading_message()
     if loading:
         print(loading, file=sys.stderr, flush=True)

@@ -88,6 +88,7 @@ class EnginePanel:
     fold_prompt: bool = False
     memory_tokens: int | None = None  # pinned memories; None: the engine's own
     recall_tokens: int | None = None  # earlier exchanges recalled from beyond the history; None: the engine's own
+    signed_in: str = field(default="", repr=False)  # the visitor's Hugging Face sign-in token, for engines it pays
 
     def budgets(self, settings: Settings) -> Budgets:
         """The panel's prompt budgets over the engine's own (how many scenes are retrieved stays the
@@ -99,8 +100,12 @@ class EnginePanel:
                        top_k=settings.budgets.top_k, memory_tokens=max(0, memory), recall_tokens=max(0, recall))
 
     def options(self) -> dict[str, str | None]:
-        """Model, server and key as typed; a blank is None, for the operator's settings to fill."""
-        return {name: (getattr(self, name) or "").strip() or None for name in ("model", "base_url", "api_key")}
+        """Model, server and key as typed; a blank is None, for the operator's settings to fill. With no key
+        typed, a signed-in visitor's own token is the key of an engine that takes it (their account pays)."""
+        given = {name: (getattr(self, name) or "").strip() or None for name in ("model", "base_url", "api_key")}
+        if not given["api_key"] and self.signed_in and engine_info(self.engine).signs_in:
+            given["api_key"] = self.signed_in
+        return given
 
     def folds(self, settings: Settings) -> bool:
         return bool(self.fold_prompt) or settings.fold_prompt

@@ -92,6 +92,7 @@ class EngineInfo:
     writes: bool = True  # can write new text (False for the script engine, which only quotes)
     budgets: Budgets | None = None  # prompt budgets sized to the engine (None: the paper's, for big models)
     suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None  # (label, value) for the model field
+    signs_in: bool = False  # a visitor signed in with Hugging Face is its key (their own Inference Providers account)
 
 
 _REGISTRY: dict[str, EngineInfo] = {}
@@ -100,12 +101,13 @@ _REGISTRY: dict[str, EngineInfo] = {}
 def register_engine(name: str, label: str, description: str, *, uses_model: bool = True,
                      uses_server: bool = False, model_hint: str = "", key_label: str = "API key",
                      defaults: Defaults | None = None, writes: bool = True, budgets: Budgets | None = None,
-                     suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None):
+                     suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None,
+                     signs_in: bool = False):
     """Class decorator: the class is built with a BackendOptions."""
 
     def wrap(cls):
         _REGISTRY[name] = EngineInfo(name, label, description, cls, uses_model, uses_server, model_hint,
-                                      key_label, defaults, writes, budgets, suggest_models)
+                                      key_label, defaults, writes, budgets, suggest_models, signs_in)
         cls.name = name
         return cls
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from ...config import DEFAULT_HF_MODELS
 from ...errors import EngineError
+from ..languages import family_languages
 from .base import ChatRequest, EngineOptions, register_engine
 from .openai_compat import CUT_MESSAGE, ChunkReader, bad_request
 
 log = logging.getLogger(__name__)
-DEFAULT_MODEL = "HuggingFaceTB/SmolLM3-3B"
+DEFAULT_MODEL = DEFAULT_HF_MODELS[0]
+# what the Inference Providers router says when no provider serves a model (HTTP 400, or 404 from some)
+NOT_SERVED = ("not supported by any provider", "model_not_supported", "is not a chat model", "does not exist")
 
 
 def _http_errors(kind: str) -> tuple[type[BaseException], ...]:
@@ -45,7 +49,11 @@ def translate_error(exc: BaseException, options: EngineOptions) -> EngineError:
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
         code = exc.response.status_code
         if code == 401:
-            return EngineError("Hugging Face refused the token (401). Check the HF token in Settings.")
+            return EngineError("Hugging Face refused the token (401): a sign-in expires after a while, so sign "
+                                "out and in again, or check the HF token in Settings.")
+        if code == 402:
+            return EngineError("Your Hugging Face account is out of Inference Providers credits (402). Add credits "
+                                "or a payment method at huggingface.co/settings/billing, or choose the offline engine.")
         if code == 403:
             return EngineError(f"This token may not use {model} (403).")
         if code == 404:
@@ -53,8 +61,12 @@ def translate_error(exc: BaseException, options: EngineOptions) -> EngineError:
         if code == 429:
             return EngineError("Hugging Face Inference is busy or the quota is used up (429). "
                                 "Wait a moment and try again.")
+        said = _hf_message(exc)
+        if code in (400, 404) and any(words in said.lower() for words in NOT_SERVED):
+            return EngineError(f"No Inference Provider serves {model} for chat now. Choose another model in "
+                                "Settings.")
         if code == 400:
-            return bad_request(_hf_message(exc))
+            return bad_request(said)
         if code in (413, 422):
             return EngineError(f"{where} rejected the request ({code}): the conversation may be too long "
                                 "for the model, or the model may not chat.")
@@ -79,15 +91,21 @@ def _hf_message(exc) -> str:
 
 
 def _defaults(settings) -> dict:
-    return {"api_key": settings.hf_token}
+    return {"api_key": settings.hf_token, "base_url": settings.hf_router, "model": settings.hf_models[0]}
+
+
+def _suggested(settings) -> list[tuple[str, str]]:
+    """The models offered in Settings: chat models that answer in Chinese and English (CHATHARUHI_HF_MODELS)."""
+    return [(name, name) for name in settings.hf_models]
 
 
 @register_engine(
     "hf",
     "Hugging Face Inference",
-    "A chat model on the Hugging Face Hub through Inference Providers (needs an HF token), or the URL of an "
-    "Inference Endpoint or a TGI server.",
-    uses_server=True, model_hint=DEFAULT_MODEL, key_label="HF token", defaults=_defaults,
+    "A chat model on the Hugging Face Hub through Inference Providers, billed to the account of the HF token "
+    "(or of the visitor signed in with Hugging Face), or the URL of an Inference Endpoint or a TGI server.",
+    uses_server=True, model_hint=DEFAULT_MODEL, key_label="HF token", defaults=_defaults, suggest_models=_suggested,
+    signs_in=True,
 )
 class HFInferenceEngine:
     name = "hf"
@@ -98,12 +116,16 @@ class HFInferenceEngine:
     def model_label(self) -> str:
         return self.options.model or DEFAULT_MODEL
 
+    def languages(self) -> frozenset[str] | None:
+        return family_languages(self.model_label())
+
     def _client(self):
         from huggingface_hub import InferenceClient
 
         o = self.options
         if not o.base_url and not o.api_key:
-            raise EngineError("No HF token: enter one in Settings (or set HF_TOKEN), or choose the offline engine.")
+            raise EngineError("No HF token: sign in with Hugging Face or enter a token in Settings (or set HF_TOKEN), "
+                               "or choose the offline engine.")
         return InferenceClient(base_url=o.base_url or None, token=o.api_key or None, timeout=o.timeout_s)
 
     def stream(self, request: ChatRequest) -> Iterator[str]:

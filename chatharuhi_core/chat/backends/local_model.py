@@ -26,8 +26,10 @@ from pathlib import Path
 from ...config import Budgets
 from ...errors import EngineError
 from ...roles.lines import format_reply
+from ..languages import EN, IN_LANGUAGE_MIN, family_languages
 from .base import ChatRequest, EngineOptions, register_engine
 from .local_runtime import (
+    BUNDLED_FILE,
     BUNDLED_LABEL,
     NEEDS_EXTRA,  # noqa: F401  (re-exported)
     LoadedModel,
@@ -37,6 +39,8 @@ from .local_runtime import (
     choose_runtime,
     runtime_named,
 )
+from .zerogpu import on_gpu as wrap_for_gpu
+from .zerogpu import reply_seconds
 
 # isort: off
 from .local_llamacpp import LLAMA_CPP  # noqa: F401  (registers "llama.cpp" first: preferred for GGUF files)
@@ -101,6 +105,32 @@ def _adapter_spec(path: Path) -> ModelSpec:
     return replace(resolve_model(base), adapter=str(path.resolve()), label=path.name)
 
 
+def measured_languages(folder: Path) -> frozenset[str] | None:
+    """What eval showed a fine-tuned model speaks (the share of its replies in each role's language, kept in
+    its manifest); None when it was not measured."""
+    try:
+        speaks = json.loads((folder / FINETUNE_MANIFEST).read_text(encoding="utf-8")).get("speaks")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(speaks, dict) or not speaks:
+        return None
+    return frozenset(lang for lang, share in speaks.items() if isinstance(share, (int, float)) and
+                     share >= IN_LANGUAGE_MIN)
+
+
+def spec_languages(spec: ModelSpec) -> frozenset[str] | None:
+    """What a model speaks: a fine-tuned one what eval measured (else its base's), the bundled one English,
+    another its family's (None: not known)."""
+    for folder in (spec.adapter, spec.source):
+        if folder and (Path(folder) / FINETUNE_MANIFEST).is_file():
+            measured = measured_languages(Path(folder))
+            if measured is not None:
+                return measured
+    if spec.label == BUNDLED_LABEL or spec.gguf_file == BUNDLED_FILE:
+        return EN
+    return family_languages(f"{spec.source} {spec.gguf_file or ''}")
+
+
 def find_finetuned(folders: Iterable[Path]) -> list[Path]:
     """Models `finetune` wrote (adapters or merged) directly inside these folders, newest first."""
     found = []
@@ -134,6 +164,8 @@ def pick_device(wanted: str | None = None) -> str:
     """CPU unless a GPU is present (or CHATHARUHI_DEVICE says otherwise)."""
     if wanted and wanted != "auto":
         return wanted
+    if os.environ.get("SPACES_ZERO_GPU", "").lower() == "true":
+        return "cuda"  # a ZeroGPU Space: models go to the GPU at load, it is lent during `spaces.GPU` calls
     if not Path("/proc/driver/nvidia").exists() and shutil.which("nvidia-smi") is None:
         return "cpu"  # no NVIDIA driver: not worth importing torch to ask (seconds on a small CPU)
     try:
@@ -166,6 +198,7 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
     "A language model running on this machine: by default SmolLM2-135M-Instruct (small, English, no "
     "network) run by llama.cpp; or a fine-tuned folder from `finetune`, a model folder, a .gguf file or a "
     "Hub id. Loaded once, on first use.",
+    defaults=lambda settings: {"model": settings.gpu_model} if settings.gpu_model else {},
     model_hint=f"blank = bundled {BUNDLED_LABEL}; or a fine-tuned folder (runs/…), a model folder, .gguf file or Hub id",
     budgets=LOCAL_BUDGETS,
     suggest_models=suggested_models,
@@ -190,6 +223,13 @@ class LocalModelEngine:
 
     def _key(self) -> tuple[ModelSpec, str]:
         return _loaded_key(self.spec, os.environ.get("CHATHARUHI_LOCAL_RUNTIME"))
+
+    def languages(self) -> frozenset[str] | None:
+        """The languages this model holds a conversation in (the language guard)."""
+        try:
+            return spec_languages(self.spec)
+        except EngineError:  # no model to run at all: sending says why
+            return None
 
     def loading_message(self) -> str | None:
         """A sentence for the page while the model loads on first use; None once it is loaded."""
@@ -238,39 +278,60 @@ class LocalModelEngine:
         return thread
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
-        """The reply, piece by piece, from a worker thread; opened as a script line (`Name:「`) as in the
-        scenes, which keeps a small model speaking as the character (measured on SmolLM2-135M)."""
-        lm = self.load()
-        runtime = runtime_named(lm.runtime)
+        """The reply, piece by piece; opened as a script line (`Name:「`) as in the scenes, which keeps a small
+        model speaking as the character (measured on SmolLM2-135M). On ZeroGPU, inside `spaces.GPU`."""
+        self.load()  # in this process, before any GPU is lent: ZeroGPU lends it to the generation alone
         opening = "" if request.plain else format_reply(request.role.name, "").removesuffix(LINE_END)
-        pieces: queue.Queue = queue.Queue()
-        stop = threading.Event()
-        failure: list[BaseException] = []
+        generate = on_gpu() or reply_pieces
+        yield from generate(self._key(), request.messages, opening, self.sampling_for(request), self.options.timeout_s)
 
-        def run() -> None:
-            try:
-                runtime.generate(lm, request.messages, opening, self.sampling_for(request), pieces.put, stop.is_set)
-            except BaseException as exc:  # reported in the visitor's thread below
-                failure.append(exc)
-            finally:
-                pieces.put(_END)
 
-        worker = threading.Thread(target=run, name="local-generate", daemon=True)
-        worker.start()
+def reply_pieces(key: tuple[ModelSpec, str], messages: list[dict], opening: str, sampling: Sampling,
+                 timeout_s: float) -> Iterator[str]:
+    """A loaded model's reply from a worker thread, through a queue: the visitor's stop (a closed tab) stops
+    it, and a model silent past the timeout is cut. Plain arguments (the loaded model by its key), so that
+    ZeroGPU can run it in its GPU worker."""
+    lm = _LOADED[key]
+    runtime = runtime_named(lm.runtime)
+    pieces: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
         try:
-            while True:
-                piece = pieces.get(timeout=self.options.timeout_s)
-                if piece is _END:
-                    break
-                yield piece
-        except queue.Empty:
-            raise EngineError(f"The local model produced nothing for {self.options.timeout_s:g} seconds; "
-                               "it was stopped.") from None
+            runtime.generate(lm, messages, opening, sampling, pieces.put, stop.is_set)
+        except BaseException as exc:  # reported in the visitor's thread below
+            failure.append(exc)
         finally:
-            stop.set()  # the reply is done, failed, or nobody is listening any more
-        worker.join(timeout=5)
-        if failure:
-            if isinstance(failure[0], EngineError):
-                raise failure[0]
-            log.error("local generation failed: %r", failure[0])
-            raise EngineError(f"The local model failed while answering ({type(failure[0]).__name__}).")
+            pieces.put(_END)
+
+    worker = threading.Thread(target=run, name="local-generate", daemon=True)
+    worker.start()
+    try:
+        while True:
+            piece = pieces.get(timeout=timeout_s)
+            if piece is _END:
+                break
+            yield piece
+    except queue.Empty:
+        raise EngineError(f"The local model produced nothing for {timeout_s:g} seconds; it was stopped.") from None
+    finally:
+        stop.set()  # the reply is done, failed, or nobody is listening any more
+    worker.join(timeout=5)
+    if failure:
+        if isinstance(failure[0], EngineError):
+            raise failure[0]
+        log.error("local generation failed: %r", failure[0])
+        raise EngineError(f"The local model failed while answering ({type(failure[0]).__name__}).")
+
+
+def gpu_seconds(key: tuple[ModelSpec, str], messages: list[dict], opening: str, sampling: Sampling,
+                timeout_s: float) -> int:
+    """The GPU time a reply asks ZeroGPU for (called with reply_pieces' arguments)."""
+    return reply_seconds(sampling.max_tokens, sum(len(str(m.get("content") or "")) for m in messages))
+
+
+def on_gpu():
+    """reply_pieces inside `spaces.GPU` where the spaces package is installed; None elsewhere. app.py asks at
+    start, as ZeroGPU looks for its GPU functions then."""
+    return wrap_for_gpu(reply_pieces, gpu_seconds)

@@ -116,6 +116,10 @@ class ScriptEngine:
     def __init__(self, options: EngineOptions | None = None):
         self.options = options or EngineOptions()
 
+    def languages(self) -> None:
+        """Any: it quotes the character's own lines, in the character's own language."""
+        return None
+
     def stream(self, request: ChatRequest) -> Iterator[str]:
         if request.plain:
             raise EngineError("The offline script engine only quotes the character's lines; "

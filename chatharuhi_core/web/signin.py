@@ -1,0 +1,80 @@
+"""A visitor with no key: what signing in with Hugging Face gives them, the engine they start with, and the
+warning, before the first message, that the chosen model cannot speak the character's language.
+
+On a Space whose metadata has `hf_oauth: true`, Gradio keeps the visitor's sign-in in their session cookie and
+hands each event their profile and token (gr.OAuthProfile, gr.OAuthToken). The token drives the `hf` engine for
+that event only: it is never kept in the page's state, logged, exported or written to disk.
+"""
+
+from __future__ import annotations
+
+from ..chat.backends import engine_info, engine_names, open_engine
+from ..chat.languages import language_gap
+from ..config import Settings
+from ..errors import ChatHaruhiError
+from ..roles.role import Role
+from .common import EnginePanel
+
+SIGNED_OUT = ("[**Sign in with Hugging Face**](/login/huggingface) for replies written by a capable model, in "
+              "Chinese or English, paid from your own Hugging Face account (its free monthly Inference credits "
+              "first). · 登录 Hugging Face，由强大的模型回复，费用记在你自己的账户上。")
+
+
+def username(profile) -> str:
+    """The signed-in visitor's Hub name ('' when signed out)."""
+    return str(getattr(profile, "username", "") or "") if profile is not None else ""
+
+
+def token_of(oauth) -> str:
+    """The signed-in visitor's access token ('' when signed out or expired: Gradio then hands None)."""
+    return str(getattr(oauth, "token", "") or "") if oauth is not None else ""
+
+
+def signers() -> list[str]:
+    """The engines a signed-in visitor's account pays for."""
+    return [n for n in engine_names() if engine_info(n).signs_in]
+
+
+def engine_for(settings: Settings, profile) -> str:
+    """The engine a visitor starts with: the operator's choice when they made one; otherwise, for a visitor
+    signed in, the engine their account pays for; otherwise the deployment's default (the offline one)."""
+    if settings.engine_chosen or not username(profile) or not signers():
+        return settings.default_engine
+    return signers()[0]
+
+
+def sign_in_note(settings: Settings, profile) -> str:
+    """One line beside the sign-in button: what signing in gives, or who is signed in."""
+    if not settings.sign_in:
+        return ""
+    who = username(profile)
+    if not who:
+        return SIGNED_OUT
+    label = engine_info(signers()[0]).label if signers() else "Hugging Face Inference"
+    return (f"Signed in as **{who}**. {label} answers with your account's Inference credits; your token stays "
+            "in your browser's session and is never stored here. · 已登录。")
+
+
+def offers(settings: Settings, role: Role, profile, engine: str) -> str:
+    """What a visitor can choose instead of a model that cannot speak the role's language."""
+    choices = []
+    if engine in signers():
+        choices.append("choose one of the suggested models in Settings")
+    elif settings.sign_in and not username(profile):
+        choices.append("sign in with Hugging Face (Settings) for a model that does")
+    elif signers():
+        pays = "your sign-in pays" if username(profile) else "with an HF token"
+        choices.append(f"choose {engine_info(signers()[0]).label} in Settings ({pays})")
+    choices.append(f"use the offline engine, which answers with {role.name}'s own lines")
+    text = ", or ".join(choices)
+    return text[0].upper() + text[1:] + "."
+
+
+def language_warning(panel: EnginePanel, role: Role, settings: Settings, profile=None) -> str | None:
+    """The sentence shown before the first message when the panel's model cannot speak the role's language;
+    None when it can (or when nobody knows)."""
+    try:
+        engine = open_engine(panel.engine, settings, **panel.options())
+    except ChatHaruhiError:  # an engine or model the visitor is still typing: sending says what is wrong
+        return None
+    return language_gap(engine, role, offers(settings, role, profile, panel.engine))
