@@ -9,6 +9,11 @@ picks the behaviour.
     plain       like echo, without the `Name:「」` wrapper (the first chunk is already visible text)
     strict      like echo, but rejects (400) a system message or two user messages in a row,
                 as some servers do (the reason for the fold-prompt option)
+    owner/name  a Hub model id, as the Inference Providers router takes it: like echo
+    fault-402   out of credits (the router's answer when the account's Inference credits are spent)
+    fault-not-served   400 as the router says it when no provider serves the model
+Keys: GOOD_KEY, and any token in `srv.tokens` (signed-in visitors); every other key is refused with 401,
+as the router refuses an expired sign-in.
 A scene director's request (its system message opens "You direct") is answered with the
 server's `director_answer`, so a test decides who the "model" picks.
 """
@@ -71,13 +76,19 @@ class Handler(BaseHTTPRequestHandler):
         self.server.requests.append({"path": self.path, "headers": headers, "body": req, "t": time.time()})
         if not self.path.endswith("/chat/completions"):
             return self._error(404, "no such route", "not_found")
-        if self.headers.get("Authorization") != f"Bearer {GOOD_KEY}":
+        if self.headers.get("Authorization") not in {f"Bearer {t}" for t in {GOOD_KEY, *self.server.tokens}}:
             return self._error(401, "Incorrect API key provided.", "invalid_request_error")
         model = req.get("model", "")
         if model == "fault-401":
             return self._error(401, "Incorrect API key provided.", "invalid_request_error")
         if model == "fault-429":
             return self._error(429, "Rate limit reached.", "rate_limit_error")
+        if model == "fault-402":
+            return self._error(402, "You have exceeded your monthly included credits for Inference Providers.",
+                               "payment_required")
+        if model == "fault-not-served":
+            return self._error(400, f"The requested model '{model}' is not supported by any provider you have "
+                               "enabled.", "model_not_supported")
         if model == "fault-500":
             return self._error(500, "The server had an error.", "server_error")
         if model == "slow":
@@ -89,7 +100,7 @@ class Handler(BaseHTTPRequestHandler):
             if any(a == b for a, b in zip(roles, roles[1:])) or roles[0] != "user":
                 return self._error(400, "Conversation roles must alternate user/assistant/user/assistant/...",
                                    "invalid_request_error")
-        if model not in {"echo", "slow", "cut", "strict", "plain"}:
+        if model not in {"echo", "slow", "cut", "strict", "plain"} and "/" not in model:
             return self._error(404, f"The model `{model}` does not exist.", "not_found")
         system = next((m["content"] for m in req["messages"] if m["role"] in ("system", "user")), "")
         m = re.search(r"act like (.+?) from", system)
@@ -132,11 +143,17 @@ class FakeOpenAI:
         self.httpd.token_delay_s = token_delay_s
         self.httpd.slow_s = slow_s
         self.httpd.director_answer = "END"
+        self.httpd.tokens = set()
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    @property
+    def tokens(self) -> set[str]:
+        """Tokens accepted besides GOOD_KEY: signed-in visitors'."""
+        return self.httpd.tokens
 
     @property
     def requests(self) -> list[dict]:

@@ -54,6 +54,7 @@ class EngineOptions:
     max_tokens: int = 300  # the longest reply asked of a model
     seed: int | None = None  # a fixed draw for engines that sample locally (reproducible eval); None: fresh each time
     cache_dir: Path | None = None  # where an engine keeps files it makes (the local model's copies); None: the default
+    router: str | None = None  # where a hosted model id is sent (the hf engine's Inference Providers); None: the SDK's
 
 
 class Engine(Protocol):

@@ -91,7 +91,7 @@ def _hf_message(exc) -> str:
 
 
 def _defaults(settings) -> dict:
-    return {"api_key": settings.hf_token, "base_url": settings.hf_router, "model": settings.hf_models[0]}
+    return {"api_key": settings.hf_token, "router": settings.hf_router, "model": settings.hf_models[0]}
 
 
 def _suggested(settings) -> list[tuple[str, str]]:
@@ -126,7 +126,7 @@ class HFInferenceEngine:
         if not o.base_url and not o.api_key:
             raise EngineError("No HF token: sign in with Hugging Face or enter a token in Settings (or set HF_TOKEN), "
                                "or choose the offline engine.")
-        return InferenceClient(base_url=o.base_url or None, token=o.api_key or None, timeout=o.timeout_s)
+        return InferenceClient(base_url=o.base_url or o.router or None, token=o.api_key or None, timeout=o.timeout_s)
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
         client = self._client()

@@ -1,0 +1,179 @@
+"""Sign in with Hugging Face: a visitor's own account pays for generated replies.
+
+The app runs as on a Space with `hf_oauth: true`; the visitors' session cookies are the ones Gradio's OAuth
+callback writes (hf_signin.py), and the Inference Providers router is the scripted server on loopback, with
+its 402, 429, not-served and expired-token answers."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+from gradio_client import Client
+from hf_signin import session_cookie, space_env
+from loopback import gradio_app
+from test_app_client import text_of
+
+from chatharuhi_core import ChatHaruhi
+from chatharuhi_core.config import DEFAULT_HF_MODELS, Settings
+from chatharuhi_core.errors import EngineError
+from chatharuhi_core.web.common import EnginePanel
+from chatharuhi_core.web.signin import engine_for, sign_in_note
+
+TOKENS = {"ada": "hf_oauth_token_of_ada_0123456789", "bo": "hf_oauth_token_of_bo_9876543210"}
+
+
+@pytest.fixture(autouse=True)
+def hub_online(monkeypatch):
+    """huggingface_hub refuses every URL under HF_HUB_OFFLINE (scripts/test.sh sets it), loopback too."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
+@pytest.fixture(scope="module")
+def router():
+    with FakeOpenAI() as srv:
+        srv.tokens.update(TOKENS.values())
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def space_app(router, tmp_path_factory):
+    """app.py as a Space with sign-in starts it; yields (url, its log, its home)."""
+    home = tmp_path_factory.mktemp("space-home")
+    log = tmp_path_factory.mktemp("space-log") / "app.log"
+    env = space_env(router.base_url.removesuffix("/v1"))
+    with gradio_app(None, log=log, home=home, tmp=tmp_path_factory.mktemp("space-tmp"), **env) as (url, _, _):
+        yield url, log, home
+
+
+def visitor(url: str, who: str | None) -> Client:
+    headers = {"Cookie": f"session={session_cookie(who, TOKENS[who])}"} if who else None
+    return Client(url, verbose=False, headers=headers)
+
+
+def send(client: Client, text: str, engine: str = "hf", model: str = ""):
+    job = client.submit(text, "", engine, model, "", "", 1500, 1200, api_name="/send")
+    list(job)
+    return job.result()[0]
+
+
+# ------------------------------------------------------------------ settings and the visitor's engine
+
+def test_sign_in_is_on_only_on_a_space_that_asked_for_it(cache_dir):
+    base = {"CHATHARUHI_CACHE": str(cache_dir)}
+    assert not Settings.from_env(base).sign_in
+    assert not Settings.from_env({**base, "OAUTH_CLIENT_ID": "x"}).sign_in  # a laptop: Gradio would fake one
+    space = {**base, "SYSTEM": "spaces", "SPACE_ID": "a/b", "OAUTH_CLIENT_ID": "x"}
+    assert Settings.from_env(space).sign_in
+    assert Settings.from_env(base).hf_models == DEFAULT_HF_MODELS
+    assert Settings.from_env({**base, "CHATHARUHI_HF_MODELS": " a/b , c/d,"}).hf_models == ("a/b", "c/d")
+
+
+def test_a_signed_in_visitor_starts_on_the_engine_their_account_pays_for(cache_dir):
+    from types import SimpleNamespace
+
+    ada = SimpleNamespace(username="ada")
+    space = Settings.from_env({"CHATHARUHI_CACHE": str(cache_dir), "SYSTEM": "spaces", "SPACE_ID": "a/b",
+                               "OAUTH_CLIENT_ID": "x"})
+    assert engine_for(space, ada) == "hf" and engine_for(space, None) == "script"
+    owner_paid = space.with_(engine_chosen=True, default_engine="openai")
+    assert engine_for(owner_paid, ada) == "openai"  # the owner's choice wins
+    assert "Sign in with Hugging Face" in sign_in_note(space, None) and "**ada**" in sign_in_note(space, ada)
+    assert sign_in_note(space.with_(sign_in=False), None) == ""
+
+
+def test_the_sign_in_token_is_the_key_of_the_hf_engine_only():
+    hf = EnginePanel("hf", signed_in="hf_secret_1")
+    assert hf.options()["api_key"] == "hf_secret_1" and "hf_secret_1" not in repr(hf)
+    assert EnginePanel("hf", api_key="typed", signed_in="tok").options()["api_key"] == "typed"
+    assert EnginePanel("openai", signed_in="tok").options()["api_key"] is None
+
+
+@pytest.mark.parametrize("model, token, words", [
+    ("fault-402", TOKENS["ada"], r"out of Inference Providers credits \(402\)"),
+    ("fault-429", TOKENS["ada"], r"busy or the quota is used up \(429\)"),
+    ("fault-not-served", TOKENS["ada"], "No Inference Provider serves fault-not-served"),
+    ("echo", "hf_expired_sign_in", r"refused the token \(401\): a sign-in expires"),
+])
+def test_router_faults_are_one_sentence_each(settings, router, model, token, words):
+    s = settings.with_(hf_router=router.base_url.removesuffix("/v1"))
+    bot = ChatHaruhi(role_name="sunwukong", llm="hf", api_key=TOKENS["ada"], settings=s)
+    assert bot.chat("你是谁？").startswith("Echo:")
+    broken = ChatHaruhi(role_name="sunwukong", llm="hf", model=model, api_key=token, settings=s,
+                        history=list(bot.history))
+    with pytest.raises(EngineError, match=words) as err:
+        broken.chat("还在吗？")
+    assert "\n" not in str(err.value) and token not in str(err.value)
+    assert len(broken.history) == 1  # history intact
+
+
+# ------------------------------------------------------------------ the app, as on a Space
+
+@pytest.mark.server
+@pytest.mark.parametrize("role_id, text", [("sunwukong", "你是谁？"), ("sherlock", "Who are you?")])
+def test_a_signed_in_visitor_gets_generated_replies(space_app, router, role_id, text):
+    url, _, _ = space_app
+    client = visitor(url, "ada")
+    client.predict(role_id, api_name="/switch_role")
+    chat = send(client, text)
+    assert text_of(chat[-1]).startswith("Echo:") and text in text_of(chat[-1])
+    req = router.requests[-1]
+    assert req["headers"]["authorization"] == f"Bearer {TOKENS['ada']}"
+    assert req["body"]["model"] == DEFAULT_HF_MODELS[0]  # the first suggested model: it speaks both languages
+
+
+@pytest.mark.server
+def test_two_signed_in_visitors_pay_each_for_their_own(space_app, router):
+    url, _, _ = space_app
+    seen: dict[str, list] = {}
+
+    def talk(who: str) -> None:
+        client = visitor(url, who)
+        client.predict("sherlock", api_name="/switch_role")
+        for i in range(3):
+            chat = send(client, f"{who} asks {i}")
+            seen.setdefault(who, []).append(text_of(chat[-1]))
+
+    threads = [threading.Thread(target=talk, args=(who,)) for who in TOKENS]
+    [t.start() for t in threads]
+    [t.join(120) for t in threads]
+    for who, token in TOKENS.items():
+        assert len(seen[who]) == 3 and all(f"{who} asks" in reply for reply in seen[who])
+        mine = [r for r in router.requests if "asks" in str(r["body"]["messages"][-1]["content"])
+                and f"{who} asks" in r["body"]["messages"][-1]["content"]]
+        assert len(mine) == 3 and all(r["headers"]["authorization"] == f"Bearer {token}" for r in mine)
+
+
+@pytest.mark.server
+def test_signed_out_and_out_of_credits_keep_the_chat(space_app, router):
+    url, _, _ = space_app
+    stranger = visitor(url, None)
+    stranger.predict("sunwukong", api_name="/switch_role")
+    chat = send(stranger, "你是谁？")
+    assert "sign in with Hugging Face" in text_of(chat[-1]) and len(chat) == 3  # greeting, message, the sentence
+    ada = visitor(url, "ada")
+    ada.predict("sunwukong", api_name="/switch_role")
+    send(ada, "你是谁？")
+    chat = send(ada, "还在吗？", model="fault-402")
+    assert "(402)" in text_of(chat[-1]) and text_of(chat[-2]) == "还在吗？" and text_of(chat[-3]).startswith("Echo:")
+    chat = send(ada, "还在吗？")  # the history was kept: the next reply follows the first exchange
+    assert len(chat) == 5 and text_of(chat[-1]).startswith("Echo:")
+
+
+@pytest.mark.server
+def test_the_token_is_never_logged_or_stored(space_app, router):
+    url, log, home = space_app
+    client = visitor(url, "ada")
+    client.predict("sherlock", api_name="/switch_role")
+    send(client, "Remember me?")
+    send(client, "And now?", model="fault-429")  # a failure is logged too
+    files = [p for p in Path(home).rglob("*") if p.is_file()] + [Path(log)]  # the export: test_signin_browser.py
+    assert len(files) > 5
+    for path in files:
+        data = path.read_bytes()
+        for token in TOKENS.values():
+            assert token.encode() not in data, f"the token is in {path}"
