@@ -13,6 +13,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 import gradio as gr  # noqa: E402
 
 from chatharuhi_core.chat.backends import default_budgets, engine_info, engine_names  # noqa: E402
+from chatharuhi_core.chat.backends.local_model import on_gpu  # noqa: E402
 from chatharuhi_core.chat.voice import speak  # noqa: E402
 from chatharuhi_core.config import Budgets, Settings  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
@@ -821,6 +822,7 @@ def main() -> None:
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     settings = Settings.from_env()
+    on_gpu()  # where the `spaces` package is installed (ZeroGPU), the local engine's GPU function exists at start
     # Gradio serves only files under these (and its temp folder and the working folder): the bundled
     # characters, the page's assets, imported characters and the spoken replies, which all live in the
     # cache (~/.cache/chatharuhi when started as README says). Never the whole cache: the feedback file is there.

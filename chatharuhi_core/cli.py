@@ -398,7 +398,9 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
 
 def _record_in_model_cards(comparison, out: Path) -> None:
     """Each fine-tuned model in the comparison gets the figures in its card (once measured, they belong there)."""
+    from .chat.languages import base_language
     from .data.finetune import record_eval
+    from .roles.sources import load_role
 
     for rep in comparison.reports:
         engine, _, model = rep.system.partition(":")
@@ -412,7 +414,8 @@ def _record_in_model_cards(comparison, out: Path) -> None:
                 prompt = "none" if other.is_baseline else c
                 lines.append(f"| {other.label} | {prompt} | {other.interval('cosine', c).text()} | "
                              f"{other.interval('rouge_l', c).text()} | {other.interval('ooc', c).text('{:.0%}')} |")
-        if record_eval(Path(model), "\n".join(lines)):
+        speaks = rep.language_shares(lambda role_id: base_language(load_role(role_id).language))
+        if record_eval(Path(model), "\n".join(lines), speaks):
             print(f"(figures recorded in {Path(model) / 'README.md'})")
 
 

@@ -15,6 +15,7 @@ from gradio_client import Client
 from hf_signin import session_cookie, space_env
 from loopback import gradio_app
 from test_app_client import text_of
+from test_browser import browser  # noqa: F401  (the module's browser fixture)
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.config import DEFAULT_HF_MODELS, Settings
@@ -177,3 +178,87 @@ def test_the_token_is_never_logged_or_stored(space_app, router):
         data = path.read_bytes()
         for token in TOKENS.values():
             assert token.encode() not in data, f"the token is in {path}"
+
+
+# ------------------------------------------------------------------ in Chromium
+
+def signed_in_page(chromium, url: str, who: str | None, viewport: dict):
+    from test_layout_browser import open_at
+
+    context = chromium.new_context(viewport=viewport, accept_downloads=True)
+    if who:
+        context.add_cookies([{"name": "session", "value": session_cookie(who, TOKENS[who]), "url": url}])
+    return open_at(context, url, viewport)
+
+
+@pytest.mark.browser
+@pytest.mark.server
+@pytest.mark.parametrize("name", ["laptop", "phone"])
+def test_signed_in_in_chromium(browser, space_app, router, name):  # noqa: F811
+    from conftest import ARTIFACTS
+    from test_browser import bot_texts, say, wait_reply
+    from test_layout_browser import LAPTOP, PHONE
+
+    url, _, _ = space_app
+    page = signed_in_page(browser, url, "ada", LAPTOP if name == "laptop" else PHONE)
+    page.wait_for_function("() => document.querySelector('#sign-in-note')?.innerText.includes('Signed in as ada')")
+    assert "Hugging Face Inference" in page.locator("#engine-note").inner_text()  # the engine her account pays for
+    say(page, "你是谁？")  # to 孙悟空, the first character
+    texts, _ = wait_reply(page, 2)
+    assert texts[-1].startswith("Echo:") and "你是谁？" in texts[-1]
+    assert router.requests[-1]["headers"]["authorization"] == f"Bearer {TOKENS['ada']}"
+    page.click("#settings button")
+    page.wait_for_selector("#sign-in", state="visible")
+    assert "Sign out (ada)" in page.locator("#sign-in").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"signed-in-{name}.png"), full_page=name == "phone")
+    if name == "laptop":  # the export carries the chat, never the token
+        with page.expect_download() as got:
+            page.click("#export-chat")
+        data = Path(got.value.path()).read_bytes()
+        assert "你是谁？".encode() in data and TOKENS["ada"].encode() not in data
+    assert not [t for t in bot_texts(page) if "⚠" in t]
+    page.context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.server
+def test_signed_out_visitor_is_told_what_signing_in_gives(browser, space_app):  # noqa: F811
+    from conftest import ARTIFACTS
+    from test_layout_browser import PHONE
+
+    url, _, _ = space_app
+    page = signed_in_page(browser, url, None, PHONE)
+    note = page.locator("#sign-in-note")
+    note.wait_for(state="visible")
+    assert "Sign in with Hugging Face" in note.inner_text() and "your own Hugging Face account" in note.inner_text()
+    assert note.locator("a").get_attribute("href") == "/login/huggingface"
+    assert "Offline" in page.locator("#engine-note").inner_text()  # the engine a stranger starts with
+    page.screenshot(path=str(ARTIFACTS / "signed-out-phone.png"), full_page=True)
+    page.context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.server
+def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, app_server):  # noqa: F811
+    """The app as README starts it: 孙悟空 on screen, the local engine chosen, the warning before any message."""
+    from conftest import ARTIFACTS
+    from test_browser import choose_engine, open_page
+
+    page = open_page(browser, app_server)
+    warning = page.locator("#language-note")
+    assert not warning.is_visible()
+    choose_engine(page, "Local model")
+    warning.wait_for(state="visible")
+    said = warning.inner_text()
+    assert "SmolLM2-135M-Instruct speaks English only" in said and "孙悟空 speaks Chinese" in said
+    assert "offline engine" in said and page.locator("#use-offline").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "language-guard.png"))
+    page.locator("#picker [data-ref=sherlock]").click()  # English: nothing to say
+    page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
+    page.locator("#picker [data-ref=sunwukong]").click()
+    warning.wait_for(state="visible")
+    page.click("#use-offline")  # the offer: back to the character's own lines
+    page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
+    assert "Offline" in page.locator("#engine-note").inner_text()
+    page.close()

@@ -192,6 +192,15 @@ class Report:
     def is_baseline(self) -> bool:
         return self.system in BASELINES
 
+    def language_shares(self, language_of: Callable[[str], str]) -> dict[str, float]:
+        """The share of replies in the role's language, per language (by `language_of(role_id)`), under the
+        full prompt: what a model is recorded to speak (the language guard reads it)."""
+        by_language: dict[str, list[float]] = {}
+        for r in self._pick(self.conditions[-1], None):
+            if not math.isnan(r.in_language):
+                by_language.setdefault(language_of(r.role_id), []).append(r.in_language)
+        return {lang: sum(v) / len(v) for lang, v in by_language.items() if lang}
+
     def interval(self, metric: str, condition: str, role_id: str | None = None) -> Interval:
         """Mean of a per-case metric with its 95% bootstrap interval; a rate (out of character, in the
         role's language) with its exact binomial interval (a bootstrap of 0 of 80 would say [0%, 0%]);

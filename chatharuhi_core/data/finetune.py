@@ -430,8 +430,10 @@ def _save(model, tokenizer, folder: Path, merge: bool) -> None:
     tokenizer.save_pretrained(str(folder))
 
 
-def record_eval(folder: Path, text: str) -> bool:
-    """Put eval's figures into a fine-tuned model's manifest and card; False when it is not one of ours."""
+def record_eval(folder: Path, text: str, speaks: dict[str, float] | None = None) -> bool:
+    """Put eval's figures into a fine-tuned model's manifest and card, with the share of its replies in each
+    language it was measured in (`speaks`: what the local engine then says it speaks); False when it is not
+    one of ours."""
     path = Path(folder) / FINETUNE_MANIFEST
     if not path.is_file():
         return False
@@ -439,6 +441,8 @@ def record_eval(folder: Path, text: str) -> bool:
 
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["eval"] = text
+    if speaks:
+        manifest["speaks"] = {lang: round(share, 3) for lang, share in sorted(speaks.items())}
     _write_json(path, manifest)
     roles = [load_role(r) for r in manifest["roles"]]
     (Path(folder) / "README.md").write_text(model_card(manifest, roles), encoding="utf-8")
@@ -506,6 +510,10 @@ def model_card(manifest: dict, roles: Sequence[Role]) -> str:
     lines += ["", "## Evaluation", ""]
     if manifest.get("eval"):
         lines.append(manifest["eval"])
+        if manifest.get("speaks"):
+            shares = ", ".join(f"{lang} {share:.0%}" for lang, share in manifest["speaks"].items())
+            lines += ["", f"Replies in the role's language, with the full prompt: {shares}. The local engine says "
+                      "the model speaks a language from 80% on, and warns a visitor whose character speaks another."]
     else:
         lines.append("Not measured yet: `python -m chatharuhi_core eval --compare local local:THIS_FOLDER` "
                      "scores it against the base model on the held-out scenes.")

@@ -1,0 +1,86 @@
+"""ZeroGPU: where the `spaces` package is installed, the local engine generates inside `spaces.GPU`, asking for
+a duration sized to the request. `spaces` here is a stand-in (tests/fake_spaces) that records each call."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+from loopback import gradio_app
+from test_app_client import text_of
+
+from chatharuhi_core import ChatHaruhi
+from chatharuhi_core.chat.backends import local_model, zerogpu
+from chatharuhi_core.config import Settings
+
+FAKE = Path(__file__).resolve().parent / "fake_spaces"
+
+
+@pytest.fixture()
+def fake_spaces(monkeypatch):
+    monkeypatch.syspath_prepend(str(FAKE))
+    monkeypatch.setattr(zerogpu, "_WRAPPED", {})
+    sys.modules.pop("spaces", None)
+    spaces = importlib.import_module("spaces")
+    yield spaces
+    sys.modules.pop("spaces", None)
+
+
+def test_the_duration_follows_the_request():
+    assert zerogpu.reply_seconds(0, 0) == zerogpu.MIN_SECONDS
+    assert zerogpu.reply_seconds(160, 3000) == 24  # 15 + 160/20 + 3000/3/2000, rounded up
+    assert zerogpu.reply_seconds(10_000, 10**6) == zerogpu.MAX_SECONDS
+    assert zerogpu.reply_seconds(300, 0) > zerogpu.reply_seconds(100, 0)
+
+
+def test_without_spaces_nothing_changes(monkeypatch):
+    monkeypatch.setattr(zerogpu, "present", lambda: False)
+    assert local_model.on_gpu() is None
+
+
+def test_a_zerogpu_space_settings(cache_dir):
+    base = {"CHATHARUHI_CACHE": str(cache_dir)}
+    assert Settings.from_env(base).gpu_model is None  # the CPU default stays the bundled SmolLM2
+    zero = Settings.from_env({**base, "SPACES_ZERO_GPU": "true"})
+    assert zero.zero_gpu and zero.gpu_model == "Qwen/Qwen2.5-7B-Instruct"
+    assert Settings.from_env({**base, "SPACES_ZERO_GPU": "true", "CHATHARUHI_GPU_MODEL": "a/b"}).gpu_model == "a/b"
+    bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=zero)
+    assert bot.engine.spec.source == "Qwen/Qwen2.5-7B-Instruct" and bot.engine.spec.on_hub
+    assert bot.engine.languages() == frozenset({"zh", "en"})  # no warning for 孙悟空 on that Space
+
+
+@pytest.mark.local_model
+def test_the_local_engine_generates_inside_spaces_gpu(settings, fake_spaces):
+    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    streaming = bot.stream("Who are you?")
+    reply = "".join(streaming)
+    assert reply.strip()
+    assert fake_spaces.DECORATED == ["reply_pieces"]
+    (call,) = fake_spaces.CALLS
+    prompt_chars = sum(len(m["content"]) for m in streaming.reply.messages)
+    assert call["function"] == "reply_pieces" and call["pieces"] > 1
+    assert call["duration"] == zerogpu.reply_seconds(160, prompt_chars)
+    bot.chat("And your method?")
+    assert len(fake_spaces.CALLS) == 2 and fake_spaces.DECORATED == ["reply_pieces"]  # decorated once
+
+
+@pytest.mark.local_model
+@pytest.mark.server
+def test_the_app_answers_through_spaces_gpu(tmp_path):
+    log = tmp_path / "spaces.jsonl"
+    env = {"PYTHONPATH": str(FAKE), "FAKE_SPACES_LOG": str(log)}
+    with gradio_app(tmp_path / "cache", log=tmp_path / "app.log", **env) as (url, _, _):
+        client = Client(url, verbose=False)
+        client.predict("sherlock", api_name="/switch_role")
+        job = client.submit("Who are you?", "", "local", "", "", "", 256, 192, api_name="/send")
+        list(job)
+        chat = job.result()[0]
+    assert text_of(chat[-1]).strip() and "⚠" not in text_of(chat[-1])
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["function"] for c in calls] == ["reply_pieces"] and calls[0]["pieces"] > 1
+    assert zerogpu.MIN_SECONDS <= calls[0]["duration"] <= zerogpu.MAX_SECONDS
+    assert "Traceback" not in (tmp_path / "app.log").read_text()
