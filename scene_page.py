@@ -11,7 +11,7 @@ import gradio as gr
 from chatharuhi_core.chat.voice import speak
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.roles.sources import open_role
+from chatharuhi_core.roles.sources import load_role, open_role
 from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel
@@ -31,7 +31,7 @@ from chatharuhi_core.web.scene import (
     stream_scene,
     target_choices,
 )
-from chatharuhi_core.web.signin import token_of
+from chatharuhi_core.web.signin import language_warning, token_of
 
 SLOTS = MAX_MEMBERS
 BUSY = "⏳ The scene goes on… · 进行中…"
@@ -181,6 +181,29 @@ def regenerate_line(signed_in: gr.OAuthToken | None, state, user_role, order, al
     yield from _run(state, engine_args, signed_in, regenerate=True)
 
 
+def scene_language(state: SceneState | None, engine: str, model: str | None, base_url: str | None,
+                   profile: gr.OAuthProfile | None = None):
+    """Before the first line: a warning when the chosen model cannot speak a cast member's language."""
+    panel = EnginePanel(engine or "script", model or "", base_url or "")
+    settings = Settings.from_env()
+    members = [m for m in (state.members if state is not None else []) if m.present]
+    said, others = None, []
+    for member in members:
+        try:
+            role = load_role(member.role_id)
+        except ChatHaruhiError:  # a character that could not be opened: the cast says so
+            continue
+        gap = language_warning(panel, role, settings, profile)
+        if gap and said is None:
+            said = gap
+        elif gap:
+            others.append(role.name)
+    if said is None:
+        return gr.Markdown(value="", visible=False)
+    also = f" The same goes for {', '.join(others)}." if others else ""
+    return gr.Markdown(value=WARNING_MARK + said + also, visible=True)
+
+
 def show_state(state: SceneState | None):
     """After Stop: the chat as the state holds it (a line cut off by Stop was never added)."""
     state = _state(state)
@@ -308,6 +331,7 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[g
                               feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
                               group_consecutive_messages=False)
             status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
+            language_note = gr.Markdown(visible=False, elem_id="scene-language-note")
             with gr.Row(elem_id="scene-message-row"):
                 # a whisper: the line goes to one character alone (the box says so); a column of its own keeps
                 # it out of the text box's form, so a phone can put it beside Send under the box
@@ -346,6 +370,9 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[g
     out = [chat, text, state, status]
     after = (after_scene, [state, speak_on, handled], [scenes, voice, voice_note, handled])
     cast.change(change_cast, [cast, state, user_role, to], view, api_name="scene_cast")
+    for changed in (state, *engine_inputs[:3]):  # the cast, or the engine, model and server chosen in Chat
+        changed.change(scene_language, [state, *engine_inputs[:3]], language_note, api_name=False,
+                       show_progress="hidden")
     to.change(whisper_hint, [to, state], text, api_name=False)
     for k in range(SLOTS):
         sliders[k].input(set_talk(k), [sliders[k], state], state, api_name=False)

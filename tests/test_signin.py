@@ -262,3 +262,19 @@ def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, 
     page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
     assert "Offline" in page.locator("#engine-note").inner_text()
     page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.server
+def test_the_scene_tab_warns_too(browser, app_server):  # noqa: F811
+    from test_browser import choose_engine, open_page
+    from test_scene_browser import cast_scene
+
+    page = open_page(browser, app_server)
+    choose_engine(page, "Local model")
+    page.get_by_role("tab", name="Scene · 群戏").click()
+    cast_scene(page, ["Sherlock Holmes", "孙悟空"])
+    warning = page.locator("#scene-language-note")
+    warning.wait_for(state="visible")
+    assert "孙悟空 speaks Chinese" in warning.inner_text()
+    page.close()

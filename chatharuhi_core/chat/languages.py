@@ -76,7 +76,8 @@ def language_gap(engine, role: Role, offers: str = "") -> str | None:
     if not wanted or speaks is None or wanted in speaks:
         return None
     label = getattr(engine, "model_label", None)
-    model = label() if callable(label) else getattr(engine, "name", "This engine")
+    # the model's name, without what a loaded local model adds to its label ("(llama.cpp, cpu)")
+    model = label().split(" (")[0] if callable(label) else getattr(engine, "name", "This engine")
     names = [language_name(c)[0] for c in sorted(speaks, key=lambda c: (c != "en", c))]
     spoken = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else (names[0] if names else "nothing")
     name, name_zh = language_name(wanted)
