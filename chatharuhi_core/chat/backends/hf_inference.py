@@ -124,8 +124,8 @@ class HFInferenceEngine:
 
         o = self.options
         if not o.base_url and not o.api_key:
-            raise EngineError("No HF token: sign in with Hugging Face or enter a token in Settings (or set HF_TOKEN), "
-                               "or choose the offline engine.")
+            raise EngineError("No HF token: sign in with Hugging Face or enter a token in Settings (on the command "
+                               "line: --api-key or HF_TOKEN), or choose the offline engine.")
         return InferenceClient(base_url=o.base_url or o.router or None, token=o.api_key or None, timeout=o.timeout_s)
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
