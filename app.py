@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import logging
 import os
 import threading
@@ -11,6 +13,7 @@ from types import SimpleNamespace
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a Space or laptop
 
 import gradio as gr  # noqa: E402
+from gradio.data_classes import FileData  # noqa: E402
 
 from chatharuhi_core.chat.backends import default_budgets, engine_info, engine_names  # noqa: E402
 from chatharuhi_core.chat.backends.local_model import on_gpu  # noqa: E402
@@ -21,6 +24,7 @@ from chatharuhi_core.roles.hub import hub_roles  # noqa: E402
 from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
+from chatharuhi_core.web import tools  # noqa: E402
 from chatharuhi_core.web.chat import (
     Conversation,
     TurnGate,
@@ -56,6 +60,7 @@ from chatharuhi_core.web.memory import (  # noqa: E402
 )
 from chatharuhi_core.web.picker import PICKER_JS, add_character, picker_choices, picker_entries, tiles_html
 from chatharuhi_core.web.signin import engine_for, language_warning, sign_in_note, token_of
+from chatharuhi_core.web.tools import ToolError, chat_with_character, list_characters, search_scenes
 from scene_page import build_scene_tab, cast_choices  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -766,6 +771,47 @@ def _wire_memory(p: SimpleNamespace) -> None:
     p.conv.change(_memory_view, p.conv, [m.listed, m.pick], api_name=False, show_progress="hidden")
 
 
+TOOLS = ("list_characters", "chat_with_character", "search_scenes", "speak_line")
+
+
+def _as_tool(fn):
+    """A tool as Gradio serves it: its result as JSON (an MCP client would otherwise read Python's repr), its
+    failure sentence as the error the API or MCP client reads; name, parameters and docstring its own."""
+    def tool(*args, **kwargs) -> str:
+        try:
+            return json.dumps(fn(*args, **kwargs), ensure_ascii=False)
+        except ToolError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+
+    tool.__name__ = tool.__qualname__ = fn.__name__
+    tool.__doc__ = fn.__doc__
+    tool.__signature__ = inspect.signature(fn).replace(return_annotation=str)
+    tool.__annotations__ = {**fn.__annotations__, "return": str}
+    return tool
+
+
+def speak_line(role: str, text: str) -> FileData:
+    try:
+        return FileData(path=tools.speak_line(role, text))
+    except ToolError as exc:
+        raise gr.Error(str(exc), print_exception=False) from None
+
+
+speak_line.__doc__ = tools.speak_line.__doc__  # the tool's description and Args, as the library states them
+
+
+def _wire_tools(demo: gr.Blocks) -> None:
+    """The documented API, which is also the MCP server's tools: list characters, chat, search scenes, speak.
+    The page's own events stay callable (the page and its tests use them) but undocumented, so an agent
+    sees four tools with described parameters, not the page's state and sliders."""
+    for fn in (list_characters, chat_with_character, search_scenes):
+        gr.api(_as_tool(fn), api_name=fn.__name__)
+    gr.api(speak_line, api_name="speak_line")  # a file: over MCP, the audio's URL
+    for block_fn in demo.fns.values():
+        if block_fn.api_visibility == "public" and block_fn.api_name not in TOOLS:
+            block_fn.api_visibility = "undocumented"
+
+
 def build_demo() -> gr.Blocks:
     """The page: layout by panel, then the events, wired in the order their API names depend on."""
     # the first character is drawn into the page itself, so its greeting is on screen before any
@@ -800,6 +846,7 @@ def build_demo() -> gr.Blocks:
         _wire_switches(p, _wire_turns(p))
         _wire_voice_feedback_names(p)
         _wire_memory(p)
+        _wire_tools(demo)
     return demo
 
 
@@ -831,7 +878,8 @@ def main() -> None:
     allowed = [str(Path(__file__).resolve().parent / "characters"), str(ASSETS), str(settings.roles_dir),
                str(settings.spoken_dir)]
     demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
-                allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True)
+                allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True,
+                mcp_server=settings.mcp)
     # warm up once the page answers: started earlier, it competed with the launch for the CPU
     threading.Thread(target=_warm_up, daemon=True).start()
     demo.block_thread()

@@ -141,7 +141,7 @@ def measure(cache: Path, llama_url: str | None, visitors: int = 32) -> list[dict
     try:
         rows.append(bare_baseline(cache, base_url, visitors))
         with app_process(cache, "app.py") as (url, app, _):
-            scripted = ("Watson", "openai", "echo", base_url, GOOD_KEY, 1500, 1200)
+            scripted = ("Watson", "openai", "echo", base_url, GOOD_KEY, 1500, 1200, False, 300, 400)
             run_visitors(url, scripted, 2, settle_s=5)  # warm the app: the role's store, the engine's first use
             single = [run_visitors(url, scripted, 1, settle_s=4) for _ in range(3)]
             one = {"visitors": 1, "errors": sum(s["errors"] for s in single),
@@ -157,7 +157,7 @@ def measure(cache: Path, llama_url: str | None, visitors: int = 32) -> list[dict
             print(f"  app CPU from the moment they sent to the last reply: {many['app_cpu_s']:.2f} s "
                   f"({many['app_cpu_s'] / visitors * 1000:.0f} ms per reply)", flush=True)
             if llama_url:
-                llama = ("Watson", "openai", "smollm2", llama_url, "", 1500, 1200)
+                llama = ("Watson", "openai", "smollm2", llama_url, "", 1500, 1200, False, 300, 400)
                 for n in (1, LLAMA_VISITORS):
                     row = run_visitors(url, llama, n, echo=False)
                     row["server"] = "llama.cpp server, SmolLM2-135M"

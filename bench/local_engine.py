@@ -262,11 +262,11 @@ def page(cache: Path, rounds: int) -> dict:
                 client = Client(url, verbose=False)
                 client.predict(role_id, api_name="/switch_role")
                 for text in before:
-                    list(client.submit(text, "", "local", "", "", "", 256, 192, api_name="/send"))
+                    list(client.submit(text, "", "local", "", "", "", 256, 192, False, 300, 400, api_name="/send"))
                 question = questions[i % len(questions)]
                 time.sleep(TYPING_S)  # the visitor reads the last reply and types
                 start = time.perf_counter()
-                job = client.submit(question, "", "local", "", "", "", 256, 192, api_name="/send")
+                job = client.submit(question, "", "local", "", "", "", 256, 192, False, 300, 400, api_name="/send")
                 first = float("nan")
                 while not job.done():
                     frames = job.outputs()

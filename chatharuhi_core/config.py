@@ -95,6 +95,7 @@ class Settings:
     hf_models: tuple[str, ...] = DEFAULT_HF_MODELS  # CHATHARUHI_HF_MODELS: the hf engine's suggested models
     zero_gpu: bool = False  # SPACES_ZERO_GPU: a ZeroGPU Space
     gpu_model: str | None = None  # CHATHARUHI_GPU_MODEL: the local engine's model on a GPU Space
+    mcp: bool = False  # CHATHARUHI_MCP: serve the tools over MCP (default: on a Space, off elsewhere)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -130,6 +131,7 @@ class Settings:
             hf_models=_names(env.get("CHATHARUHI_HF_MODELS"), DEFAULT_HF_MODELS),
             zero_gpu=zero_gpu,
             gpu_model=env.get("CHATHARUHI_GPU_MODEL") or (DEFAULT_GPU_MODEL if zero_gpu else None),
+            mcp=_flag(env["CHATHARUHI_MCP"]) if env.get("CHATHARUHI_MCP") else bool(env.get("SPACE_ID")),
         )
 
     @property

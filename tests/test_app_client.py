@@ -18,7 +18,7 @@ def text_of(message) -> str:
 
 
 def send(client, text, user_role="", engine="script", model="", base_url="", key=""):
-    job = client.submit(text, user_role, engine, model, base_url, key, 1500, 1200, api_name="/send")
+    job = client.submit(text, user_role, engine, model, base_url, key, 1500, 1200, False, 300, 400, api_name="/send")
     frames = list(job)
     chat, box, _stats = job.result()
     scenes = client.predict(False, api_name="/after_turn")[0]  # what the page runs once the reply is done
@@ -26,9 +26,12 @@ def send(client, text, user_role="", engine="script", model="", base_url="", key
 
 
 def test_page_serves_and_lists_endpoints(app_server):
+    """The documented API is the tools (also the MCP server's); the page's own events are callable but not
+    documented: they take the page's state and sliders."""
     client = Client(app_server, verbose=False)
     names = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-    assert {"/send", "/regenerate", "/switch_role", "/clear_chat"} <= set(names)
+    assert set(names) == {"/list_characters", "/chat_with_character", "/search_scenes", "/speak_line"}
+    assert client.predict("sherlock", api_name="/switch_role")  # undocumented, still there
 
 
 @pytest.mark.parametrize("role_id, text", [("sunwukong", "你的金箍棒有多重？"), ("sherlock", "What is your method?")])
@@ -67,7 +70,7 @@ def test_regenerate_and_clear(app_server):
     client.predict("sherlock", api_name="/switch_role")
     _, (chat, _, _) = send(client, "What is your method?")
     first = text_of(chat[-1])
-    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, api_name="/regenerate")
+    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, False, 300, 400, api_name="/regenerate")
     assert len(chat) == 3 and text_of(chat[-1]) != first
     out = client.predict(api_name="/clear_chat")
     assert len(out[2]) == 1  # only the greeting
@@ -149,7 +152,8 @@ def test_speak_replies_gives_fresh_audio_in_the_role_language(app_server):
 
     client = Client(app_server, verbose=False)
     client.predict("sunwukong", api_name="/switch_role")
-    chat, box, stats = client.predict("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, api_name="/send")
+    chat, box, stats = client.predict("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, False, 300, 400,
+                                      api_name="/send")
     scenes, audio, note, picture = client.predict(True, api_name="/after_turn")
     assert client.predict(True, api_name="/after_turn")[1] == {"__type__": "update"}  # nothing new: not spoken again
     assert "staff.png" in str(picture)  # the scene picture follows the reply
@@ -169,7 +173,7 @@ def _english(text: str) -> bool:
 def test_local_model_says_it_is_loading_then_answers_with_its_speed(app_server):
     client = Client(app_server, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
-    job = client.submit("Who are you?", "", "local", "", "", "", 1500, 1200, api_name="/send")
+    job = client.submit("Who are you?", "", "local", "", "", "", 1500, 1200, False, 300, 400, api_name="/send")
     frames = list(job)
     chat, box, stats = job.result()
     shown = [text_of(f[0][-1]) for f in frames if f and f[0]]
@@ -177,7 +181,7 @@ def test_local_model_says_it_is_loading_then_answers_with_its_speed(app_server):
     assert len(frames) > 4 and _english(text_of(chat[-1]))
     assert "Answered by **Local model** · `SmolLM2-135M-Instruct (llama.cpp, cpu)` · first token" in stats
     assert "tokens/s" in stats
-    job = client.submit("What is your method?", "", "local", "", "", "", 1500, 1200, api_name="/send")
+    job = client.submit("What is your method?", "", "local", "", "", "", 1500, 1200, False, 300, 400, api_name="/send")
     frames = list(job)
     assert not any(text_of(f[0][-1]).startswith("Loading the local model") for f in frames if f and f[0])
     assert len(job.result()[0]) == 5  # greeting + two exchanges
@@ -186,7 +190,7 @@ def test_local_model_says_it_is_loading_then_answers_with_its_speed(app_server):
 def test_the_page_streams_from_a_llama_cpp_server(app_server, llama_server):
     client = Client(app_server, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
-    job = client.submit("Who are you?", "Watson", "openai", "smollm2", llama_server, "", 1500, 1200,
+    job = client.submit("Who are you?", "Watson", "openai", "smollm2", llama_server, "", 1500, 1200, False, 300, 400,
                         api_name="/send")
     frames = list(job)
     chat, *_, stats = job.result()
@@ -197,7 +201,7 @@ def test_the_page_streams_from_a_llama_cpp_server(app_server, llama_server):
 def test_a_fine_tuned_adapter_answers_through_the_api(app_server, tiny_adapter):
     client = Client(app_server, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
-    job = client.submit("Who are you?", "", "local", str(tiny_adapter), "", "", 256, 192, api_name="/send")
+    job = client.submit("Who are you?", "", "local", str(tiny_adapter), "", "", 256, 192, False, 300, 400, api_name="/send")
     list(job)
     chat, _box, stats = job.result()
     assert text_of(chat[-2]) == "Who are you?" and text_of(chat[-1]) and not text_of(chat[-1]).startswith("⚠")
@@ -215,7 +219,7 @@ def test_memories_are_each_visitors_own_and_reach_the_prompt(app_server):
     listed_b, _pick, _note, _box = bob.predict("I take my tea black.", api_name="/remember")
     assert "I take my tea black." in listed_b and "Anna" not in listed_b
     send(anna, "Who am I looking for?")
-    listed, _pick, note, _box = anna.predict(api_name="/pin_last")
+    listed, _pick, note, _box = anna.predict("Watson", api_name="/pin_last")
     assert "2. Watson: Who am I looking for? · from exchange 1" in listed and note.startswith("Pinned")
     listed, _pick, note, box = anna.predict("   ", api_name="/remember")
     assert note.startswith("Write what the character should remember") and "2. Watson" in listed

@@ -7,11 +7,11 @@ from test_app_client import text_of
 
 pytestmark = pytest.mark.server
 
-ENGINE = ("script", "", "", "", 1500, 1200, False)
+ENGINE = ("script", "", "", "", 1500, 1200, False, 300, 400)
 
 
 def cast(client, ids, user_role="唐僧"):
-    return client.predict(ids, user_role, api_name="/scene_cast")
+    return client.predict(ids, user_role, "", api_name="/scene_cast")
 
 
 def send(client, text, user_role="唐僧", order="natural", engine=ENGINE, to=""):
@@ -54,12 +54,12 @@ def test_two_visitors_scenes_never_mix(app_server):
 def test_a_scene_with_a_model_server_and_its_failures(app_server, fake_openai):
     client = Client(app_server, verbose=False)
     cast(client, ["sherlock", "elizabeth", "dracula"], "Watson")
-    engine = ("openai", "echo", fake_openai.base_url, GOOD_KEY, 1500, 1200, False)
+    engine = ("openai", "echo", fake_openai.base_url, GOOD_KEY, 1500, 1200, False, 300, 400)
     chat, _, _ = send(client, "Miss Bennet, good evening.", "Watson", engine=engine)
     assert roles_in(chat)[0] == "elizabeth"
     assert "Echo: Watson:「Miss Bennet, good evening.」" in text_of(chat[1])
     kept = len(chat)
-    down = ("openai", "echo", "http://127.0.0.1:9/v1", GOOD_KEY, 1500, 1200, False)
+    down = ("openai", "echo", "http://127.0.0.1:9/v1", GOOD_KEY, 1500, 1200, False, 300, 400)
     chat, box, status = client.predict(3, "Watson", "list", False, *down, api_name="/scene_talk")
     assert "Could not reach the model server" in text_of(chat[-1])
     assert len(chat) == kept + 1  # the sentence, shown once; no line was added
@@ -71,7 +71,7 @@ def test_a_whisper_is_answered_privately_and_the_others_never_hear_it(app_server
     client = Client(app_server, verbose=False)
     view = cast(client, ["sherlock", "elizabeth", "dracula"], "Watson")
     assert [c[1] for c in view[-1]["choices"]] == ["", "sherlock", "elizabeth", "dracula"]  # the "to" picker
-    engine = ("openai", "echo", fake_openai.base_url, GOOD_KEY, 1500, 1200, False)
+    engine = ("openai", "echo", fake_openai.base_url, GOOD_KEY, 1500, 1200, False, 300, 400)
     chat, box, _ = send(client, "My sister is called Anna.", "Watson", "list", engine, to="elizabeth")
     assert box == "" and "Whispered to Elizabeth Bennet" in text_of(chat[0])
     assert roles_in(chat) == ["elizabeth"]  # list order, yet only she answers a whisper

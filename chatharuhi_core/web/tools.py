@@ -1,0 +1,160 @@
+"""The app's tools for agents (MCP) and API clients: list and search characters, chat with one, search its
+classic scenes, speak a line. Each is a plain typed function with an `Args:` docstring, which Gradio turns
+into the tool's schema and description. They answer with the deployment's default engine and the
+operator's settings; their results carry the engine's label and the model's name, never a key or token.
+A failure is a ToolError with the sentence a visitor would read."""
+
+from ..config import Settings
+from ..errors import ChatHaruhiError
+from ..roles.sources import open_role
+from .picker import picker_entries
+
+MAX_MESSAGE_CHARS = 4000
+MAX_SCENES = 20
+
+
+class ToolError(Exception):
+    """A tool's failure, as one sentence (the app turns it into the tool's error result)."""
+
+
+def _imported(settings: Settings) -> list[str]:
+    """Characters added on this server (the cache's role packages)."""
+    folder = settings.roles_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and (p / "role.json").is_file())
+
+
+def list_characters(query: str = "") -> list[dict]:
+    """List the characters you can talk to: the bundled ones, those added on this server, and ChatHaruhi's
+    catalogue on the Hugging Face Hub (fetched on first use).
+
+    Args:
+        query: words to look for in a character's name, work or id, in any language ("" lists them all).
+
+    Returns:
+        JSON: one entry per character, "role" (the id or Hub id to pass to the other tools), "name" (with the work),
+        and "source" ("bundled", "added" or "hub").
+    """
+    words = [w.lower() for w in (query or "").split()]
+    found = []
+    for entry in picker_entries(_imported(Settings.from_env())):
+        text = f"{entry.ref} {entry.label}".lower()
+        if all(w in text for w in words):
+            source = "hub" if entry.online else ("bundled" if entry.group.startswith("Bundled") else "added")
+            found.append({"role": entry.ref, "name": entry.label, "source": source})
+    return found
+
+
+def _role(role: str, settings: Settings):
+    try:
+        return open_role((role or "").strip(), settings)
+    except ChatHaruhiError as exc:
+        raise ToolError(f"{exc} (list_characters gives the ids.)") from None
+
+
+def chat_with_character(role: str, message: str, history: list[dict] | None = None,
+                        user_name: str = "") -> dict:
+    """Send a message to a character and get its reply, in character, drawn from its own classic scenes.
+
+    Args:
+        role: the character's id or Hub id, as list_characters gives it (e.g. "sherlock", "sunwukong").
+        message: what you say to the character, in its language or yours.
+        history: the conversation so far, oldest first, as {"role": "user" or "assistant", "content": text}
+            messages (a user message followed by the character's reply, repeated); [] or omitted for a new one.
+        user_name: who you are in the story (blank: the character's usual partner, e.g. Watson for Holmes).
+
+    Returns:
+        JSON: "reply" (the character's line), "scenes" (the classic scenes it drew on, most similar first, each with
+        its id and similarity), "engine" and "model" (what answered).
+    """
+    from ..chat.chatbot import ChatHaruhi
+    from ..chat.prompt import Exchange
+
+    text = (message or "").strip()
+    if not text:
+        raise ToolError("The message is empty: say something to the character.")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ToolError(f"The message is {len(text)} characters long; the most is {MAX_MESSAGE_CHARS}.")
+    settings = Settings.from_env()
+    found = _role(role, settings)
+    who = (user_name or "").strip() or found.user_name
+    exchanges = _exchanges(history or [], who, Exchange)
+    try:
+        bot = ChatHaruhi(role=found, llm=settings.default_engine, user_role=who, settings=settings,
+                         history=exchanges)
+        bot.load()
+        streaming = bot.stream(text)
+        reply = "".join(streaming)
+    except ChatHaruhiError as exc:
+        raise ToolError(str(exc)) from None
+    record = streaming.reply
+    scenes = record.scenes[: record.packed] if record.packed else record.scenes[:3]
+    return {"reply": reply, "scenes": [_scene(h) for h in scenes], "engine": record.stats.engine,
+            "model": record.stats.model}
+
+
+def _exchanges(history: list, who: str, exchange) -> list:
+    """Earlier messages as exchanges: each user message with the reply after it (a trailing one is dropped)."""
+    exchanges, asked = [], None
+    for item in history:
+        if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
+            raise ToolError('Each history message is {"role": "user" or "assistant", "content": text}.')
+        content = str(item.get("content") or "")
+        if item["role"] == "user":
+            asked = content
+        elif asked is not None:
+            exchanges.append(exchange(who, asked, content))
+            asked = None
+    return exchanges
+
+
+def _scene(hit) -> dict:
+    return {"id": hit.id, "similarity": round(float(hit.similarity), 3), "text": hit.text}
+
+
+def search_scenes(role: str, query: str, k: int = 5) -> list[dict]:
+    """Search a character's classic scenes (the ones its replies draw on) by meaning.
+
+    Args:
+        role: the character's id or Hub id, as list_characters gives it.
+        query: what the scenes should be about, in any language.
+        k: how many scenes to return, most similar first (1 to 20).
+
+    Returns:
+        JSON: scenes with "id", "similarity" (cosine, 1 is the same meaning) and "text".
+    """
+    from ..chat.chatbot import ChatHaruhi
+
+    if not (query or "").strip():
+        raise ToolError("The query is empty: say what the scenes should be about.")
+    settings = Settings.from_env()
+    found = _role(role, settings)
+    try:
+        hits = ChatHaruhi(role=found, llm="script", settings=settings).store.search(query, max(1, min(MAX_SCENES,
+                                                                                                      int(k))))
+    except ChatHaruhiError as exc:
+        raise ToolError(str(exc)) from None
+    return [_scene(h) for h in hits]
+
+
+def speak_line(role: str, text: str) -> str:
+    """Read a line aloud in the character's voice.
+
+    Args:
+        role: the character's id or Hub id, as list_characters gives it.
+        text: the line to speak (the character's own words, or anything else).
+
+    Returns:
+        The audio file of the spoken line.
+    """
+    from ..chat.voice import speak
+
+    settings = Settings.from_env()
+    found = _role(role, settings)
+    speech = speak(found, text or "", settings)
+    if speech.path is None:
+        raise ToolError(speech.notice or "No voice could read this line.")
+    return str(speech.path)
+
