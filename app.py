@@ -25,6 +25,7 @@ from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
 from chatharuhi_core.web import tools  # noqa: E402
+from chatharuhi_core.web.browser_store import browser_secret, pack, unpack  # noqa: E402
 from chatharuhi_core.web.chat import (
     Conversation,
     TurnGate,
@@ -124,18 +125,40 @@ def _remembered(ref: str | None) -> Conversation | None:
         return None
 
 
-def start_session(last_role: str | None = None, visitor: str | None = None, profile: gr.OAuthProfile | None = None):
-    """A new visitor: the character this browser picked last (local storage), else the first bundled one,
-    the name they gave themselves last time, and the engine the deployment prefers (for a visitor signed in
-    with Hugging Face where the operator chose none, the engine their own account pays for)."""
+def _opens(role_id: str) -> bool:
+    """Whether a character kept in a browser still opens here (bundled, or imported into this server's cache)."""
+    try:
+        load_role(role_id)
+        return True
+    except ChatHaruhiError:
+        return False
+
+
+def start_session(last_role: str | None = None, visitor: str | None = None, saved: dict | None = None,
+                  profile: gr.OAuthProfile | None = None):
+    """A new visitor, or one back after a reload: the chats this browser kept (local storage) with each
+    character, the characters they added, the one they picked last (else the first bundled one), the name
+    they gave themselves, and the engine they chose (else the deployment's; for a visitor signed in with
+    Hugging Face where the operator chose none, the engine their own account pays for)."""
     settings = Settings.from_env()
-    conv = _remembered(last_role) or Conversation(bundled_ids()[0])
-    added = [conv.role_id] if conv.role_id not in bundled_ids() else []
+    kept = unpack(saved, _opens, set(engine_names()))
+    conv = kept.chats.pop(last_role, None) if last_role else None
+    conv = conv or _remembered(last_role) or Conversation(bundled_ids()[0])
+    added = list(kept.added)
+    if conv.role_id not in bundled_ids() and conv.role_id not in added:
+        added.append(conv.role_id)
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    engine = engine_for(settings, profile)
-    return (*_role_view(conv, {}, visitor), chooser, _tiles(entries), added, engine, *change_engine(engine),
-            settings.fold_prompt, scene_name(visitor), sign_in_note(settings, profile))
+    engine = kept.engine or engine_for(settings, profile)
+    return (*_role_view(conv, kept.chats, visitor), chooser, _tiles(entries), added, engine, *change_engine(engine),
+            settings.fold_prompt, scene_name(visitor), sign_in_note(settings, profile), kept.note)
+
+
+def keep_in_browser(conv: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None):
+    """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine."""
+    if conv is None:
+        return gr.skip()
+    return pack(conv, chats, added, engine)
 
 
 def language_view(conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
@@ -672,13 +695,19 @@ def _wire_session(p: SimpleNamespace) -> None:
     view = _view(p)
     engine_view = [p.note, p.model, p.server_box, p.api_key, p.story_tokens, p.history_tokens, p.memory_tokens,
                    p.recall_tokens]
-    p.last_role = gr.BrowserState("", storage_key="chatharuhi-last-role")  # this browser's last pick
-    p.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name")  # the name they gave themselves
+    sealed = browser_secret(Settings.from_env())  # the same key after a restart: browsers' values still open
+    p.last_role = gr.BrowserState("", storage_key="chatharuhi-last-role", secret=sealed)  # this browser's last pick
+    p.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name", secret=sealed)  # their name
     p.avatar = (set_avatar, p.conv, [p.chat, p.scene_picture])
-    p.demo.load(start_session, [p.last_role, p.saved_name],
-                view + [p.chooser, p.picker, p.added, p.engine, *engine_view, p.fold, p.scene_user, p.sign_in]).then(
+    p.saved_chats = gr.BrowserState({}, storage_key="chatharuhi-chats", secret=sealed)  # its chats, for a reload
+    p.demo.load(start_session, [p.last_role, p.saved_name, p.saved_chats],
+                view + [p.chooser, p.picker, p.added, p.engine, *engine_view, p.fold, p.scene_user, p.sign_in,
+                        p.role_status]).then(
         lambda name: (name or "").strip(), p.saved_name, p.visitor, api_name=False).then(*p.avatar, api_name=False)
     p.conv.change(remember_role, p.conv, p.last_role, api_name=False, show_progress="hidden")
+    keep = (keep_in_browser, [p.conv, p.chats, p.added, p.engine], p.saved_chats)
+    for changed in (p.conv, p.engine):  # a reply, a switch, a clear, an import, a memory; another engine
+        changed.change(*keep, api_name=False, show_progress="hidden")
     p.engine.change(change_engine, p.engine, engine_view)
     # the language guard follows the character and the engine's model (a switch, a new engine, a typed model)
     guard = (language_view, [p.conv, p.engine, p.model, p.base_url], [p.language_note, p.use_offline])

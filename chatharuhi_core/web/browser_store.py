@@ -1,0 +1,97 @@
+"""What a visitor's own browser keeps between visits (Gradio's BrowserState, in that browser's local storage):
+their chat with each character, the characters they added, the engine they chose. Never a key or a token,
+never a prompt: only the words said, the memories pinned and the names, so a reload brings the chat back.
+
+What comes back from a browser is checked: a record of another version, another shape or too large is set
+aside with one sentence, and the visit starts fresh.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..chat.memory import Memory, Pin, check_pin
+from ..chat.prompt import Exchange
+from ..errors import ChatHaruhiError
+from .chat import Conversation
+
+VERSION = 1
+MAX_EXCHANGES = 60  # per chat: the newest are kept
+MAX_CHATS = 12  # the most recent characters
+MAX_CHARS = 400_000  # the whole record, well under a browser's 5 MB of local storage
+SET_ASIDE = ("The chats saved in this browser could not be read (an older version, or damaged) and were set "
+             "aside; you start fresh. · 无法读取浏览器中保存的对话，已重新开始。")
+
+
+@dataclass
+class Restored:
+    """A browser's record, read back: the chats by character, the added characters, the engine."""
+
+    chats: dict[str, Conversation] = field(default_factory=dict)
+    added: list[str] = field(default_factory=list)
+    engine: str | None = None
+    note: str = ""  # a sentence when the record was set aside
+
+
+def _chat(conv: Conversation) -> dict:
+    history = conv.history[-MAX_EXCHANGES:]
+    return {"role": conv.role_id, "exchanges": [[e.user_role, e.text, e.reply] for e in history],
+            "pins": [p.text for p in conv.memory.pins]}
+
+
+def pack(current: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None) -> dict:
+    """The record to keep: the chat on screen first, then the others; oldest chats dropped past the caps."""
+    convs = [current] if current is not None and current.history else []
+    convs += [c for rid, c in (chats or {}).items() if c.history and (current is None or rid != current.role_id)]
+    record = {"v": VERSION, "chats": [_chat(c) for c in convs[:MAX_CHATS]], "added": list(added or [])[:50],
+              "engine": engine or ""}
+    while len(json.dumps(record, ensure_ascii=False)) > MAX_CHARS and record["chats"]:
+        record["chats"].pop()  # the least recent character's chat goes first
+    return record
+
+
+def unpack(data: object, opens: Callable[[str], bool], engines: set[str]) -> Restored:
+    """A browser's record, with chats and added characters kept only where the character still opens here."""
+    if not data:
+        return Restored()
+    try:
+        if not isinstance(data, dict) or data.get("v") != VERSION:
+            raise ValueError("another version")
+        found = Restored(engine=data.get("engine") if data.get("engine") in engines else None)
+        found.added = [a for a in data.get("added") or [] if isinstance(a, str) and opens(a)]
+        for item in data.get("chats") or []:
+            rid = item["role"]
+            if not isinstance(rid, str) or rid in found.chats or not opens(rid):
+                continue
+            history = [Exchange(str(u), str(t), str(r)) for u, t, r in item["exchanges"][-MAX_EXCHANGES:]]
+            pins = [Pin(check_pin(str(p))) for p in item.get("pins") or []]
+            found.chats[rid] = Conversation(rid, history, memory=Memory(pins))
+        return found
+    except (ValueError, TypeError, KeyError, ChatHaruhiError):
+        return Restored(note=SET_ASIDE)
+
+
+def browser_secret(settings) -> str:
+    """The key the page's browser-kept values are sealed with, kept in the cache so that they still open after
+    the server restarts (Gradio's default is a new key each start, which forgets every browser's chats)."""
+    import os
+    import secrets
+
+    path = settings.cache_dir / "browser-state.key"
+    try:
+        return path.read_text(encoding="utf-8").strip() or ""
+    except OSError:
+        pass
+    key = secrets.token_hex(16)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(key)
+    except FileExistsError:  # another process wrote it first: use theirs
+        return path.read_text(encoding="utf-8").strip()
+    except OSError:
+        pass  # a read-only cache: this start's own key
+    return key
