@@ -24,7 +24,6 @@ from chatharuhi_core.roles.hub import hub_roles  # noqa: E402
 from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids, load_role, open_role  # noqa: E402
-from chatharuhi_core.web import tools  # noqa: E402
 from chatharuhi_core.web.browser_store import browser_secret, pack, unpack  # noqa: E402
 from chatharuhi_core.web.chat import (
     Conversation,
@@ -60,8 +59,8 @@ from chatharuhi_core.web.memory import (  # noqa: E402
     rewrite_memory,
 )
 from chatharuhi_core.web.picker import PICKER_JS, add_character, picker_choices, picker_entries, tiles_html
-from chatharuhi_core.web.signin import engine_for, language_warning, sign_in_note, token_of
-from chatharuhi_core.web.tools import ToolError, chat_with_character, list_characters, search_scenes
+from chatharuhi_core.web.signin import engine_for, language_warnings, sign_in_note, token_of
+from chatharuhi_core.web.tools import ToolError, chat_with_character, list_characters, search_scenes, speak_line
 from scene_page import build_scene_tab, cast_choices  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -166,11 +165,10 @@ def language_view(conv: Conversation | None, engine: str, model: str | None, bas
     """Before the first message: a warning, and the offline engine offered, when the chosen model cannot
     speak the character's language (the bundled SmolLM2 and 孙悟空)."""
     panel = EnginePanel(engine or "script", model or "", base_url or "")
-    role = load_role(_current(conv).role_id)
-    said = language_warning(panel, role, Settings.from_env(), profile)
-    if said is None:
+    found = language_warnings(panel, [load_role(_current(conv).role_id)], Settings.from_env(), profile)
+    if not found:
         return gr.Markdown(value="", visible=False), gr.Button(visible=False)
-    return gr.Markdown(value=WARNING_MARK + said, visible=True), gr.Button(visible=True)
+    return gr.Markdown(value=WARNING_MARK + found[0][1], visible=True), gr.Button(visible=True)
 
 
 def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
@@ -800,44 +798,36 @@ def _wire_memory(p: SimpleNamespace) -> None:
     p.conv.change(_memory_view, p.conv, [m.listed, m.pick], api_name=False, show_progress="hidden")
 
 
-TOOLS = ("list_characters", "chat_with_character", "search_scenes", "speak_line")
-
-
-def _as_tool(fn):
-    """A tool as Gradio serves it: its result as JSON (an MCP client would otherwise read Python's repr), its
-    failure sentence as the error the API or MCP client reads; name, parameters and docstring its own."""
-    def tool(*args, **kwargs) -> str:
+def _as_tool(fn, serve=lambda result: json.dumps(result, ensure_ascii=False), returns=str):
+    """A tool as Gradio serves it: its result through `serve` (JSON by default: an MCP client would otherwise
+    read Python's repr; a file for a spoken line, which MCP gives as its URL), its failure sentence as the
+    error the API or MCP client reads; name, parameters and docstring its own."""
+    def tool(*args, **kwargs):
         try:
-            return json.dumps(fn(*args, **kwargs), ensure_ascii=False)
+            return serve(fn(*args, **kwargs))
         except ToolError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
 
     tool.__name__ = tool.__qualname__ = fn.__name__
     tool.__doc__ = fn.__doc__
-    tool.__signature__ = inspect.signature(fn).replace(return_annotation=str)
-    tool.__annotations__ = {**fn.__annotations__, "return": str}
+    tool.__signature__ = inspect.signature(fn).replace(return_annotation=returns)
+    tool.__annotations__ = {**fn.__annotations__, "return": returns}
     return tool
 
 
-def speak_line(role: str, text: str) -> FileData:
-    try:
-        return FileData(path=tools.speak_line(role, text))
-    except ToolError as exc:
-        raise gr.Error(str(exc), print_exception=False) from None
-
-
-speak_line.__doc__ = tools.speak_line.__doc__  # the tool's description and Args, as the library states them
+TOOLS = (_as_tool(list_characters), _as_tool(chat_with_character), _as_tool(search_scenes),
+         _as_tool(speak_line, lambda path: FileData(path=path), FileData))
 
 
 def _wire_tools(demo: gr.Blocks) -> None:
     """The documented API, which is also the MCP server's tools: list characters, chat, search scenes, speak.
     The page's own events stay callable (the page and its tests use them) but undocumented, so an agent
     sees four tools with described parameters, not the page's state and sliders."""
-    for fn in (list_characters, chat_with_character, search_scenes):
-        gr.api(_as_tool(fn), api_name=fn.__name__)
-    gr.api(speak_line, api_name="speak_line")  # a file: over MCP, the audio's URL
+    for tool in TOOLS:
+        gr.api(tool, api_name=tool.__name__)
+    names = {tool.__name__ for tool in TOOLS}
     for block_fn in demo.fns.values():
-        if block_fn.api_visibility == "public" and block_fn.api_name not in TOOLS:
+        if block_fn.api_visibility == "public" and block_fn.api_name not in names:
             block_fn.api_visibility = "undocumented"
 
 

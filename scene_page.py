@@ -31,7 +31,7 @@ from chatharuhi_core.web.scene import (
     stream_scene,
     target_choices,
 )
-from chatharuhi_core.web.signin import language_warning, token_of
+from chatharuhi_core.web.signin import language_warnings, token_of
 
 SLOTS = MAX_MEMBERS
 BUSY = "⏳ The scene goes on… · 进行中…"
@@ -185,23 +185,18 @@ def scene_language(state: SceneState | None, engine: str, model: str | None, bas
                    profile: gr.OAuthProfile | None = None):
     """Before the first line: a warning when the chosen model cannot speak a cast member's language."""
     panel = EnginePanel(engine or "script", model or "", base_url or "")
-    settings = Settings.from_env()
-    members = [m for m in (state.members if state is not None else []) if m.present]
-    said, others = None, []
-    for member in members:
+    roles = []
+    for member in (m for m in (state.members if state is not None else []) if m.present):
         try:
-            role = load_role(member.role_id)
+            roles.append(load_role(member.role_id))
         except ChatHaruhiError:  # a character that could not be opened: the cast says so
             continue
-        gap = language_warning(panel, role, settings, profile)
-        if gap and said is None:
-            said = gap
-        elif gap:
-            others.append(role.name)
-    if said is None:
+    found = language_warnings(panel, roles, Settings.from_env(), profile)
+    if not found:
         return gr.Markdown(value="", visible=False)
+    others = [role.name for role, _ in found[1:]]
     also = f" The same goes for {', '.join(others)}." if others else ""
-    return gr.Markdown(value=WARNING_MARK + said + also, visible=True)
+    return gr.Markdown(value=WARNING_MARK + found[0][1] + also, visible=True)
 
 
 def show_state(state: SceneState | None):

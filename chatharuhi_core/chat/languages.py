@@ -54,14 +54,16 @@ def base_language(code: str | None) -> str:
     return re.split(r"[-_]", (code or "").strip().lower())[0]
 
 
+def _model_label(engine) -> str | None:
+    label = getattr(engine, "model_label", None)
+    return label() if callable(label) else None
+
+
 def engine_languages(engine) -> frozenset[str] | None:
     """What an engine can answer in: its own `languages()` if it has one, else its model's family; None:
     any language, or not known."""
     own = getattr(engine, "languages", None)
-    if callable(own):
-        return own()
-    label = getattr(engine, "model_label", None)
-    return family_languages(label() if callable(label) else None)
+    return own() if callable(own) else family_languages(_model_label(engine))
 
 
 def language_name(code: str) -> tuple[str, str]:
@@ -75,9 +77,9 @@ def language_gap(engine, role: Role, offers: str = "") -> str | None:
     speaks = engine_languages(engine)
     if not wanted or speaks is None or wanted in speaks:
         return None
-    label = getattr(engine, "model_label", None)
+    label = _model_label(engine)
     # the model's name, without what a loaded local model adds to its label ("(llama.cpp, cpu)")
-    model = label().split(" (")[0] if callable(label) else getattr(engine, "name", "This engine")
+    model = label.split(" (")[0] if label is not None else getattr(engine, "name", "This engine")
     names = [language_name(c)[0] for c in sorted(speaks, key=lambda c: (c != "en", c))]
     spoken = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else (names[0] if names else "nothing")
     name, name_zh = language_name(wanted)

@@ -70,11 +70,12 @@ def offers(settings: Settings, role: Role, profile, engine: str) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def language_warning(panel: EnginePanel, role: Role, settings: Settings, profile=None) -> str | None:
-    """The sentence shown before the first message when the panel's model cannot speak the role's language;
-    None when it can (or when nobody knows)."""
+def language_warnings(panel: EnginePanel, roles: list[Role], settings: Settings, profile=None) -> list[tuple[Role, str]]:
+    """For each role the panel's model cannot speak, the sentence shown before the first message (none for a
+    role it can speak, or when nobody knows); the engine is opened once for all of them."""
     try:
         engine = open_engine(panel.engine, settings, **panel.options())
     except ChatHaruhiError:  # an engine or model the visitor is still typing: sending says what is wrong
-        return None
-    return language_gap(engine, role, offers(settings, role, profile, panel.engine))
+        return []
+    found = [(role, language_gap(engine, role, offers(settings, role, profile, panel.engine))) for role in roles]
+    return [(role, said) for role, said in found if said]

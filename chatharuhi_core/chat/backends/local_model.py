@@ -122,10 +122,9 @@ def spec_languages(spec: ModelSpec) -> frozenset[str] | None:
     """What a model speaks: a fine-tuned one what eval measured (else its base's), the bundled one English,
     another its family's (None: not known)."""
     for folder in (spec.adapter, spec.source):
-        if folder and (Path(folder) / FINETUNE_MANIFEST).is_file():
-            measured = measured_languages(Path(folder))
-            if measured is not None:
-                return measured
+        measured = measured_languages(Path(folder)) if folder else None  # None: no manifest, or not measured
+        if measured is not None:
+            return measured
     if spec.label == BUNDLED_LABEL or spec.gguf_file == BUNDLED_FILE:
         return EN
     return family_languages(f"{spec.source} {spec.gguf_file or ''}")
