@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from chatharuhi_core.chat.memory import Memory, Pin
+from chatharuhi_core.chat.memory import MAX_PINS, Memory, Pin
 from chatharuhi_core.chat.prompt import Exchange
 from chatharuhi_core.web.browser_store import MAX_CHARS, MAX_EXCHANGES, SET_ASIDE, browser_secret, pack, unpack
 from chatharuhi_core.web.chat import Conversation
@@ -52,6 +52,8 @@ def test_stale_or_foreign_records_are_set_aside_with_a_sentence():
                    "engine": "no-such-engine"}, opens, ENGINES)
     assert back.note == "" and not back.chats and back.added == [] and back.engine is None  # quietly dropped
     assert unpack({}, opens, ENGINES).note == "" and unpack(None, opens, ENGINES).chats == {}
+    many = {"v": 1, "chats": [{"role": "sherlock", "exchanges": [], "pins": [f"fact {i}" for i in range(500)]}]}
+    assert len(unpack(many, opens, ENGINES).chats["sherlock"].memory.pins) == MAX_PINS  # no more than one may pin
 
 
 def test_the_seal_is_the_same_after_a_restart(settings, tmp_path):

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..chat.memory import Memory, Pin, check_pin
+from ..chat.memory import MAX_PINS, Memory, Pin, check_pin
 from ..chat.prompt import Exchange
 from ..errors import ChatHaruhiError
 from .chat import Conversation
@@ -66,7 +66,7 @@ def unpack(data: object, opens: Callable[[str], bool], engines: set[str]) -> Res
             if not isinstance(rid, str) or rid in found.chats or not opens(rid):
                 continue
             history = [Exchange(str(u), str(t), str(r)) for u, t, r in item["exchanges"][-MAX_EXCHANGES:]]
-            pins = [Pin(check_pin(str(p))) for p in item.get("pins") or []]
+            pins = [Pin(check_pin(str(p))) for p in (item.get("pins") or [])[:MAX_PINS]]  # as many as one may pin
             found.chats[rid] = Conversation(rid, history, memory=Memory(pins))
         return found
     except (ValueError, TypeError, KeyError, ChatHaruhiError):
