@@ -272,7 +272,9 @@ class LocalModelEngine:
         read_ahead = getattr(runtime_named(lm.runtime), "warm", None) if lm else None
         if read_ahead is None:
             return None
-        thread = threading.Thread(target=read_ahead, args=(lm, messages), name="local-warm", daemon=True)
+        # not a daemon: a process that ends right after a reply (the command line's one message) waits for this
+        # bounded read (under a second) instead of tearing the thread down inside llama.cpp, which crashed it
+        thread = threading.Thread(target=read_ahead, args=(lm, messages), name="local-warm", daemon=False)
         thread.start()
         return thread
 
