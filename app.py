@@ -61,6 +61,7 @@ from chatharuhi_core.web.memory import (  # noqa: E402
 from chatharuhi_core.web.picker import PICKER_JS, add_character, picker_choices, picker_entries, tiles_html
 from chatharuhi_core.web.signin import engine_for, language_warnings, sign_in_note, token_of
 from chatharuhi_core.web.tools import ToolError, chat_with_character, list_characters, search_scenes, speak_line
+from chatharuhi_core.web.user_store import account_id, forget_user, read_user, welcome_back, write_user
 from scene_page import build_scene_tab, cast_choices  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -70,6 +71,10 @@ log = logging.getLogger("chatharuhi.app")
 
 
 VIEW_SIZE = 9  # _role_view's outputs
+# Gradio runs each step of a streaming event in a worker thread; a visitor waiting in an engine's lane (chat/lanes.py)
+# holds one while it waits, so 32 visitors in line on the local model would leave Gradio's default 40 too few for
+# everyone else's clicks. A waiting thread costs little (it sleeps on a condition).
+WORKER_THREADS = 128
 
 
 def _role_view(conv: Conversation, chats: dict | None = None, visitor: str | None = None):
@@ -140,7 +145,11 @@ def start_session(last_role: str | None = None, visitor: str | None = None, save
     they gave themselves, and the engine they chose (else the deployment's; for a visitor signed in with
     Hugging Face where the operator chose none, the engine their own account pays for)."""
     settings = Settings.from_env()
-    kept = unpack(saved, _opens, set(engine_names()))
+    account = account_id(profile) if settings.user_chats else None
+    own = read_user(settings.user_chats, account) if account else None  # kept on the Space for this account
+    # a first sign-in here: the chats this browser kept become the account's
+    kept = unpack(own if own is not None else saved, _opens, set(engine_names()))
+    note = kept.note or (welcome_back(profile.name or profile.username, kept, _role_name) if own else "")
     conv = kept.chats.pop(last_role, None) if last_role else None
     conv = conv or _remembered(last_role) or Conversation(bundled_ids()[0])
     added = list(kept.added)
@@ -149,15 +158,66 @@ def start_session(last_role: str | None = None, visitor: str | None = None, save
     entries = picker_entries(added)
     chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
     engine = kept.engine or engine_for(settings, profile)
-    return (*_role_view(conv, kept.chats, visitor), chooser, _tiles(entries), added, engine, *change_engine(engine),
-            settings.fold_prompt, scene_name(visitor), sign_in_note(settings, profile), kept.note)
+    panel = kept.settings  # the engine's settings as they were left (only with the engine they were for)
+    return (*_role_view(conv, kept.chats, visitor), chooser, _tiles(entries), added, engine,
+            *change_engine(engine, panel), panel.get("fold", settings.fold_prompt), scene_name(visitor),
+            sign_in_note(settings, profile), note, panel.get("base_url", ""), panel.get("speak", False),
+            gr.Button(visible=bool(account)))
 
 
-def keep_in_browser(conv: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None):
-    """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine."""
+def _role_name(role_id: str) -> str:
+    try:
+        return load_role(role_id).name
+    except ChatHaruhiError:
+        return role_id
+
+
+def keep_in_browser(conv: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None,
+                    model: str | None = None, base_url: str | None = None, story_tokens: float | None = None,
+                    history_tokens: float | None = None, fold: bool = False, memory_tokens: float | None = None,
+                    recall_tokens: float | None = None, speak: bool = False,
+                    profile: gr.OAuthProfile | None = None):
+    """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine
+    and the engine's settings. A visitor signed in on a Space with persistent storage has them kept under their
+    own folder there instead, and their browser keeps nothing."""
     if conv is None:
         return gr.skip()
-    return pack(conv, chats, added, engine)
+    panel = {"model": model or "", "base_url": base_url, "story_tokens": story_tokens,
+             "history_tokens": history_tokens, "memory_tokens": memory_tokens, "recall_tokens": recall_tokens,
+             "fold": bool(fold), "speak": bool(speak)}
+    record = pack(conv, chats, added, engine, panel)
+    settings = Settings.from_env()
+    account = account_id(profile) if settings.user_chats else None
+    if account is None:
+        return record
+    if not (record["chats"] or record["added"]) and read_user(settings.user_chats, account) is None:
+        return {}  # nothing to keep yet (or just forgotten): no folder is made for settings alone
+    try:
+        write_user(settings.user_chats, account, record)
+    except OSError as exc:  # storage full or read-only: the browser keeps it, as for everyone else
+        log.warning("could not keep a signed-in visitor's chats on this Space (%s); kept in their browser",
+                    type(exc).__name__)
+        return record
+    return {}
+
+
+def forget_me(conv: Conversation | None, visitor: str | None, gate: TurnGate | None,
+              profile: gr.OAuthProfile | None = None):
+    """"Forget me": everything this Space kept for the signed-in visitor is deleted, and the session starts over
+    on the first character with no chats and no added characters."""
+    settings = Settings.from_env()
+    account = account_id(profile) if settings.user_chats else None
+    if account is None:
+        return (*(gr.skip(),) * (VIEW_SIZE + 4), "Sign in with Hugging Face first: only then does this Space keep "
+                "chats for you. · 请先登录。")
+    _close(gate)
+    gone = forget_user(settings.user_chats, account)
+    conv = Conversation(bundled_ids()[0])
+    entries = picker_entries([])
+    note = (f"✓ Forgotten: this Space no longer keeps anything of yours ({gone} chat{'s' if gone != 1 else ''} "
+            "deleted). · 已删除你在此保存的全部对话。")
+    return (*_role_view(conv, {}, visitor), gr.Dropdown(choices=picker_choices(entries), value=conv.role_id),
+            _tiles(entries), [], {}, note)
 
 
 def language_view(conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
@@ -320,18 +380,20 @@ def rename_visitor(conv: Conversation | None, user_name: str):
     return describe_role(role, user_name), chat
 
 
-def change_engine(engine: str):
+def change_engine(engine: str, kept: dict | None = None):
     """The settings an engine needs: a model field (its hint, and the models it suggests, such as the
     fine-tuned ones found on disk; free text still goes), a server's URL, key and fold, and the
-    prompt budgets sized to the engine."""
+    prompt budgets sized to the engine; `kept`: the model and budgets this browser kept for it."""
     info = engine_info(engine)
     settings = Settings.from_env()
+    kept = kept or {}
     choices = info.suggest_models(settings) if info.suggest_models else []
-    model = gr.Dropdown(choices=choices, value="", visible=info.uses_model, info=info.model_hint)
+    model = gr.Dropdown(choices=choices, value=kept.get("model", ""), visible=info.uses_model, info=info.model_hint)
     key = gr.Textbox(label=f"{info.key_label} (this session only, never stored)")
     budgets = default_budgets(engine, settings)
-    return (engine_note(engine), model, gr.Group(visible=info.uses_server), key, budgets.story_tokens,
-            budgets.history_tokens, budgets.memory_tokens, budgets.recall_tokens)
+    return (engine_note(engine), model, gr.Group(visible=info.uses_server), key,
+            kept.get("story_tokens", budgets.story_tokens), kept.get("history_tokens", budgets.history_tokens),
+            kept.get("memory_tokens", budgets.memory_tokens), kept.get("recall_tokens", budgets.recall_tokens))
 
 
 def _spoken(conv: Conversation, text: str):
@@ -525,6 +587,8 @@ def _settings_panel() -> SimpleNamespace:
         if Settings.from_env().sign_in:  # a Space with `hf_oauth: true` (elsewhere Gradio would fake a sign-in)
             gr.LoginButton("Sign in with Hugging Face · 登录", logout_value="Sign out ({}) · 退出", size="sm",
                            elem_id="sign-in")
+        # a signed-in visitor whose chats this Space keeps (start_session shows it)
+        forget = gr.Button("Forget me · 删除我的数据", size="sm", variant="stop", visible=False, elem_id="forget-me")
         engine = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
         model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
                             filterable=True, elem_id="model")
@@ -542,7 +606,8 @@ def _settings_panel() -> SimpleNamespace:
                                   label="Pinned memories budget (tokens) · 记忆", elem_id="memory-tokens")
         recall_tokens = gr.Slider(0, 2000, value=budgets.recall_tokens, step=16,
                                   label="Recall of earlier messages (tokens; 0: off) · 回想前文", elem_id="recall-tokens")
-    return SimpleNamespace(engine=engine, model=model, server_box=server_box, base_url=base_url, api_key=api_key,
+    return SimpleNamespace(forget_me=forget, engine=engine, model=model, server_box=server_box, base_url=base_url,
+                           api_key=api_key,
                            fold=fold, story_tokens=story_tokens, history_tokens=history_tokens,
                            memory_tokens=memory_tokens, recall_tokens=recall_tokens)
 
@@ -682,10 +747,10 @@ def _view(p: SimpleNamespace) -> list:
     return [p.conv, p.portrait, p.about, p.chat, p.examples, p.user_role, p.scenes, p.reply_stats, p.chats]
 
 
-def _settings_in(p: SimpleNamespace) -> list:
-    """The settings panel as the chat and group-scene events read it."""
-    return [p.engine, p.model, p.base_url, p.api_key, p.story_tokens, p.history_tokens, p.fold, p.memory_tokens,
-            p.recall_tokens]
+def _settings_in(p: SimpleNamespace, key: bool = True) -> list:
+    """The settings panel as the chat and group-scene events read it (without the key: as a browser keeps it)."""
+    return [p.engine, p.model, p.base_url, *([p.api_key] if key else []), p.story_tokens, p.history_tokens, p.fold,
+            p.memory_tokens, p.recall_tokens]
 
 
 def _wire_session(p: SimpleNamespace) -> None:
@@ -700,18 +765,24 @@ def _wire_session(p: SimpleNamespace) -> None:
     p.saved_chats = gr.BrowserState({}, storage_key="chatharuhi-chats", secret=sealed)  # its chats, for a reload
     p.demo.load(start_session, [p.last_role, p.saved_name, p.saved_chats],
                 view + [p.chooser, p.picker, p.added, p.engine, *engine_view, p.fold, p.scene_user, p.sign_in,
-                        p.role_status]).then(
+                        p.role_status, p.base_url, p.speak_on, p.forget_me]).then(
         lambda name: (name or "").strip(), p.saved_name, p.visitor, api_name=False).then(*p.avatar, api_name=False)
     p.conv.change(remember_role, p.conv, p.last_role, api_name=False, show_progress="hidden")
-    keep = (keep_in_browser, [p.conv, p.chats, p.added, p.engine], p.saved_chats)
-    for changed in (p.conv, p.engine):  # a reply, a switch, a clear, an import, a memory; another engine
-        changed.change(*keep, api_name=False, show_progress="hidden")
-    p.engine.change(change_engine, p.engine, engine_view)
+    # a reply, a switch, a clear, an import, a memory; another engine or any of its settings (never the key). One
+    # event for all of them: separate ones could finish out of order and leave an older record in the browser.
+    gr.on([c.change for c in (p.conv, *_settings_in(p, key=False), p.speak_on)], keep_in_browser,
+          [p.conv, p.chats, p.added, *_settings_in(p, key=False), p.speak_on], p.saved_chats, api_name=False,
+          show_progress="hidden", trigger_mode="always_last")
+    # the visitor's pick, or the offer of the offline engine; not the visit's start, which sets the kept settings
+    p.engine.input(change_engine, p.engine, engine_view, api_name="change_engine")
+    p.forget_me.click(forget_me, [p.conv, p.visitor, p.gate], view + [p.chooser, p.picker, p.added, p.saved_chats,
+                                                                      p.role_status], api_name="forget_me")
     # the language guard follows the character and the engine's model (a switch, a new engine, a typed model)
     guard = (language_view, [p.conv, p.engine, p.model, p.base_url], [p.language_note, p.use_offline])
     for changed in (p.conv, p.engine, p.model, p.base_url):
         changed.change(*guard, api_name=False, show_progress="hidden")
-    p.use_offline.click(lambda: "script", None, p.engine, api_name=False)
+    p.use_offline.click(lambda: "script", None, p.engine, api_name=False).then(
+        change_engine, p.engine, engine_view, api_name=False)
     p.scene_tab.select(cast_choices, [p.added, p.scene_cast], p.scene_cast, api_name=False, show_progress="hidden")
     p.examples.click(lambda sample: sample[0], p.examples, p.text)
 
@@ -898,7 +969,7 @@ def main() -> None:
                str(settings.spoken_dir)]
     demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
                 allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True,
-                mcp_server=settings.mcp)
+                mcp_server=settings.mcp, max_threads=WORKER_THREADS)
     # warm up once the page answers: started earlier, it competed with the launch for the CPU
     threading.Thread(target=_warm_up, daemon=True).start()
     demo.block_thread()

@@ -1,8 +1,12 @@
 """32 visitors at once through gradio_client, each with its own message, against app.py talking
 to a local OpenAI-compatible server. With the scripted server (a fixed delay per token, threaded,
 in its own process) the server's own time does not grow with load, so whatever grows is the app's
-doing. The same is then run against llama.cpp's server, which generates one reply at a time:
-reported as it is.
+doing.
+
+Run alone (`.venv/bin/python bench/load.py`), it measures the engines that answer one visitor at a
+time: 8 visitors against llama.cpp's server with one slot and 32 against the in-process local model,
+each waiting in the engine's lane (chat/lanes.py) and shown their place; its section of
+bench/RESULTS.md is its own.
 
 Visitors run in 4 worker processes (8 threads each), so the bench's own Python does not become
 the bottleneck it measures; they start together on a shared clock.
@@ -25,14 +29,40 @@ WORKERS = 4
 # llama.cpp's server answers one request at a time, and each SmolLM2 prompt takes it ~8 s to read
 # here: 8 visitors already show the queue (32 would take about 5 minutes)
 LLAMA_VISITORS = 8
+LOCAL_VISITORS = 32  # the in-process model: a reply in about 3 s here, so 32 are served in about 2 minutes
+
+
+WAITING = "⏳"  # a waiting frame's line starts so (chat/lanes.py)
+
+
+def _text(content) -> str:
+    return "".join(p.get("text", "") for p in content) if isinstance(content, list) else str(content or "")
+
+
+def _place(line: str) -> int | None:
+    """The place in "⏳ 3rd in line for …"."""
+    head = line.removeprefix(WAITING).strip().split(" ", 1)[0]
+    digits = "".join(c for c in head if c.isdigit())
+    return int(digits) if digits else None
+
+
+def _about(line: str) -> float | None:
+    """The estimate in "…, about 12 s." (None when the line gives none)."""
+    if ", about " not in line:
+        return None
+    return float(line.split(", about ", 1)[1].split(" ", 1)[0])
 
 
 def _one_visitor(url: str, args: tuple, start_at: float, echo: bool) -> dict:
-    """One visitor; args None means the bare baseline app (its /send takes the text alone)."""
+    """One visitor; args None means the bare baseline app (its /send takes the text alone). Frames whose reply
+    is a waiting line (a place in an engine's lane) or the local model's loading line are not the first token:
+    they are counted as places shown."""
     from gradio_client import Client
 
     nonce = uuid.uuid4().hex[:8]
     text = f"I ask about case {nonce}?"
+    places: list[int] = []
+    about: float | None = None
     try:
         client = Client(url, verbose=False)
         if args is not None:
@@ -46,19 +76,30 @@ def _one_visitor(url: str, args: tuple, start_at: float, echo: bool) -> dict:
             for frame in frames[seen:]:
                 chat = frame if args is None else frame[0]  # the baseline app has the chat as its one output
                 if len(chat) >= 2 and chat[-1].get("role") == "assistant" and chat[-1].get("content"):
+                    said = _text(chat[-1]["content"])
+                    if said.startswith(WAITING):
+                        place = _place(said)
+                        if place is not None and (not places or places[-1] != place):
+                            places.append(place)
+                        if about is None:
+                            about = _about(said)
+                        continue
+                    if said.startswith("Loading the local model"):
+                        continue
                     first = time.perf_counter() - start
                     break
             seen = len(frames)
             time.sleep(0.005)
         chat = job.result() if args is None else job.result()[0]
         total = time.perf_counter() - start
-        reply = chat[-1]["content"]
-        reply = "".join(p.get("text", "") for p in reply) if isinstance(reply, list) else str(reply)
+        reply = _text(chat[-1]["content"])
         asked = str(chat[-2]["content"])
-        return {"first": first if first is not None else total, "total": total, "error": reply.startswith("⚠️"),
-                "own": nonce in asked and (not echo or nonce in reply), "reply": reply}
+        return {"first": first if first is not None else total, "total": total,
+                "error": reply.startswith(("⚠️", WAITING)), "own": nonce in asked and (not echo or nonce in reply),
+                "reply": reply, "places": places, "about": about}
     except Exception as exc:  # counted as an error
-        return {"first": float("nan"), "total": float("nan"), "error": True, "own": False, "reply": repr(exc)}
+        return {"first": float("nan"), "total": float("nan"), "error": True, "own": False, "reply": repr(exc),
+                "places": places, "about": about}
 
 
 def _worker(url: str, args: tuple, count: int, start_at: float, echo: bool, out) -> None:
@@ -94,7 +135,13 @@ def run_visitors(url: str, args: tuple, n: int, echo: bool = True, settle_s: flo
         p.join()
     firsts = [r["first"] for r in results if not r["error"]]
     cpu = (_cpu_s(pid) - cpu_at_start[0]) if pid and cpu_at_start else float("nan")
+    waited = [r for r in results if r["places"]]
+    # how far the first estimate a visitor was shown was from their real wait (submit to first token)
+    misses = [r["about"] - r["first"] for r in waited if r["about"] is not None and not r["error"]]
     return {
+        "waited": len(waited), "first_place_max": max((r["places"][0] for r in waited), default=0),
+        "places_in_order": sum(r["places"] == sorted(r["places"], reverse=True) for r in waited),
+        "estimated": len(misses), "estimate_off_p50_s": median([abs(m) for m in misses]),
         "app_cpu_s": cpu,
         "visitors": n, "errors": sum(r["error"] for r in results), "wrong": sum(not r["own"] for r in results),
         "p50_s": percentile(firsts, 50), "p95_s": percentile(firsts, 95),
@@ -133,7 +180,7 @@ def bare_baseline(cache: Path, base_url: str, visitors: int) -> dict:
     return row
 
 
-def measure(cache: Path, llama_url: str | None, visitors: int = 32) -> list[dict]:
+def measure(cache: Path, visitors: int = 32) -> list[dict]:
     from fake_openai import GOOD_KEY
 
     rows = []
@@ -156,14 +203,118 @@ def measure(cache: Path, llama_url: str | None, visitors: int = 32) -> list[dict
                       f"p95 {row['p95_s'] * 1000:.0f} ms, errors {row['errors']}, wrong {row['wrong']}", flush=True)
             print(f"  app CPU from the moment they sent to the last reply: {many['app_cpu_s']:.2f} s "
                   f"({many['app_cpu_s'] / visitors * 1000:.0f} ms per reply)", flush=True)
-            if llama_url:
-                llama = ("Watson", "openai", "smollm2", llama_url, "", 1500, 1200, False, 300, 400)
-                for n in (1, LLAMA_VISITORS):
-                    row = run_visitors(url, llama, n, echo=False)
-                    row["server"] = "llama.cpp server, SmolLM2-135M"
-                    rows.append(row)
-                    print(f"  llama.cpp, {n:>2} visitors: first token p50 {row['p50_s']:.2f} s, "
-                          f"p95 {row['p95_s']:.2f} s, errors {row['errors']}", flush=True)
     finally:
         server.kill()
     return rows
+
+
+def _queue_row(name: str, row: dict) -> dict:
+    row["server"] = name
+    print(f"  {name}, {row['visitors']:>2} visitors: errors {row['errors']}, waited {row['waited']}, "
+          f"first token p50 {row['p50_s']:.2f} s, p95 {row['p95_s']:.2f} s, whole reply p95 {row['total_p95_s']:.2f} s, "
+          f"first estimate off by {row['estimate_off_p50_s']:.1f} s (p50)", flush=True)
+    return row
+
+
+def measure_queues(cache: Path, llama_url: str | None, local_visitors: int = LOCAL_VISITORS,
+                   llama_visitors: int = LLAMA_VISITORS) -> list[dict]:
+    """Engines that answer one visitor at a time, many visitors at once: the llama.cpp server (one slot) and the
+    in-process local model. Each row against one visitor alone in the same run."""
+    rows = []
+    with app_process(cache, "app.py") as (url, _app, _):
+        if llama_url:
+            llama = ("Watson", "openai", "smollm2", llama_url, "", 1500, 1200, False, 300, 400)
+            run_visitors(url, llama, 1, echo=False, settle_s=4)  # warm: the server's first prompt, the lane's probe
+            for n in (1, llama_visitors):
+                rows.append(_queue_row("llama.cpp server (one slot), SmolLM2-135M", run_visitors(url, llama, n, echo=False)))
+        # the budgets the page gives the local engine (LOCAL_BUDGETS), as a visitor who picks it gets them
+        local = ("Watson", "local", "", "", "", 256, 192, False, 192, 128)
+        run_visitors(url, local, 1, echo=False, settle_s=4)  # warm: the model loads on first use
+        for n in (1, local_visitors):
+            rows.append(_queue_row("local model (in-process), SmolLM2-135M", run_visitors(url, local, n, echo=False)))
+    return rows
+
+
+def llama_url(stack) -> str | None:
+    """Start llama.cpp's server with the bundled model when scripts/setup-llama-server.sh built it."""
+    from loopback import LLAMA_PYTHON, llama_server
+
+    from chatharuhi_core.chat.backends.local_model import bundled_spec
+
+    if not LLAMA_PYTHON.exists():
+        return None
+    spec = bundled_spec()
+    return stack.enter_context(llama_server(Path(spec.source) / spec.gguf_file))
+
+
+QUEUE_START, QUEUE_END = "<!-- queues -->", "<!-- /queues -->"
+
+
+def _seconds(value: float) -> str:
+    return "—" if value != value else f"{value:.1f} s"  # NaN: nobody waited, so no estimate was shown
+
+
+def queue_section(rows: list[dict], command: str) -> str:
+    import datetime as dt
+
+    from common import machine
+
+    lines = [QUEUE_START, "## Engines that answer one visitor at a time", "",
+             f"Taken {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with `{command}` on: {machine()}.", "",
+             "All visitors send at the same moment, each from its own gradio_client, to an engine with one slot, "
+             "so all but one have to wait. \"Shown a place\": of those, how many were shown their place in line "
+             "(with an estimate once the lane has served someone) before their reply; \"places counted down\": "
+             "their places only ever went down. "
+             "First token is from submit, so it includes the wait. The estimate's error is the first estimate a "
+             "visitor was shown against their real wait.", "",
+             "| engine | visitors | errors | shown a place | places counted down | first token p50 | "
+             "p95 | whole reply p95 | estimate off (p50) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        # all send at once to one slot: every visitor but the first has to wait
+        lines.append(f"| {r['server']} | {r['visitors']} | {r['errors']} | {r['waited']}/{max(0, r['visitors'] - 1)} | "
+                     f"{r['places_in_order']}/{r['waited']} | "
+                     f"{r['p50_s']:.2f} s | {r['p95_s']:.2f} s | {r['total_p95_s']:.2f} s | "
+                     f"{_seconds(r['estimate_off_p50_s'])} |")
+    lines.append(QUEUE_END)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str, start: str, end: str) -> None:
+    """Replace (or add) one marked section of bench/RESULTS.md, leaving the rest as it is."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if start in old and end in old:
+        new = old[:old.index(start)] + section.rstrip("\n") + old[old.index(end) + len(end):]
+    else:
+        new = old.rstrip("\n") + "\n\n" + section
+    path.write_text(new, encoding="utf-8")
+
+
+def main() -> int:
+    """`.venv/bin/python bench/load.py`: the queue figures (about 4 minutes on 2 cores), into bench/RESULTS.md."""
+    import argparse
+    import os
+    from contextlib import ExitStack
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--local-visitors", type=int, default=LOCAL_VISITORS)
+    parser.add_argument("--llama-visitors", type=int, default=LLAMA_VISITORS)
+    parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        llama = llama_url(stack)
+        rows = measure_queues(args.cache, llama, args.local_visitors, args.llama_visitors)
+    command = ".venv/bin/python bench/load.py"
+    if (args.local_visitors, args.llama_visitors) != (LOCAL_VISITORS, LLAMA_VISITORS):
+        command += f" --local-visitors {args.local_visitors} --llama-visitors {args.llama_visitors}"
+    section = queue_section(rows, command)
+    print(section)
+    write_section(ROOT / "bench" / "RESULTS.md", section, QUEUE_START, QUEUE_END)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

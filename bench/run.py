@@ -31,32 +31,17 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
-def llama_url(stack) -> str | None:
-    """Start llama.cpp's server with the bundled model when scripts/setup-llama-server.sh built it."""
-    from loopback import LLAMA_PYTHON, llama_server
-
-    from chatharuhi_core.chat.backends.local_model import bundled_spec
-
-    if not LLAMA_PYTHON.exists():
-        return None
-    spec = bundled_spec()
-    return stack.enter_context(llama_server(Path(spec.source) / spec.gguf_file))
-
-
 def main() -> int:
-    from contextlib import ExitStack
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run, for trying things out")
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench",
                         help="where the bench keeps its stores between runs")
-    parser.add_argument("--no-llama", action="store_true", help="skip the llama.cpp server load test")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     sizes = [100, 1000, 10000] if args.quick else [100, 1000, 10000, 100000]
     visitors = 8 if args.quick else 32
     lines = []
-    with tempfile.TemporaryDirectory(prefix="chatharuhi-bench-") as tmp, ExitStack() as stack:
+    with tempfile.TemporaryDirectory(prefix="chatharuhi-bench-") as tmp:
         tmp = Path(tmp)
         print("cold start", flush=True)
         cold = coldstart.measure(args.cache, rounds=2 if args.quick else 3)
@@ -65,8 +50,7 @@ def main() -> int:
         print("time to first token over a direct SDK call", flush=True)
         first = ttft.measure(args.cache)
         print(f"{visitors} visitors at once", flush=True)
-        llama = None if args.no_llama else llama_url(stack)
-        loads = load.measure(args.cache, llama, visitors)
+        loads = load.measure(args.cache, visitors)
         print("memory", flush=True)
         mem = memory.measure(args.cache, tmp)
         size = None
@@ -125,11 +109,10 @@ def main() -> int:
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['server']} | {r['visitors']} | {r['errors']} | {r['wrong']} | {r['p50_s']:.2f} s | "
               f"{r['p95_s']:.2f} s | {r['total_p95_s']:.2f} s |" for r in loads]
-    kept = ""  # bench/local_engine.py's section is its own run's: keep it
+    # the other benches' sections (each marked <!-- name -->, its own run's) and what is written about them follow
+    # this run's figures: keep them as they are
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
-    if "<!-- local-engine -->" in old:
-        kept = "\n" + old[old.index("<!-- local-engine -->"):old.index("<!-- /local-engine -->")] + \
-            "<!-- /local-engine -->\n"
+    kept = ("\n" + old[old.index("<!-- "):]) if "<!-- " in old else ""
     RESULTS.write_text("\n".join(lines) + "\n" + NOTES + kept, encoding="utf-8")
     print("\n".join(lines))
     print(f"\nwritten to {RESULTS.relative_to(ROOT)}")
@@ -163,10 +146,9 @@ NOTES = """
   embedding (now batched), a fresh HTTP client per reply (now one pool), and the role's text hash
   recomputed on every turn (now once). App CPU per reply under this load went from 212 ms to
   about 35 ms.
-- **llama.cpp server**: it reads one prompt at a time (about 7 s for a 2,700-token prompt here),
-  so with 8 visitors the last ones wait past the 60 s model timeout and are told so in a sentence
-  (`CHATHARUHI_TIMEOUT`); the app keeps serving. A server with parallel slots (vLLM, TGI, or
-  llama.cpp's own `--parallel`) is what many visitors need.
+- **Engines that answer one visitor at a time** (a llama.cpp server with one slot, the in-process
+  local model): visitors take turns in a lane per engine (chat/lanes.py) and are shown their place;
+  the figures are `bench/load.py`'s own section below.
 """
 
 

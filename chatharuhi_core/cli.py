@@ -353,7 +353,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     roles = _roles(args.roles, settings)
     comparison = compare(roles, systems, settings=settings, base_url=args.base_url, api_key=args.api_key,
                          conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
-                         seed=args.seed, baselines=not args.no_baselines,
+                         seed=args.seed, deep=args.deep_cases, baselines=not args.no_baselines,
                          next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
                          allow_trained=args.allow_trained, samples=args.samples, budgets=_eval_budgets(args),
                          progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
@@ -388,7 +388,8 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
             raise ChatHaruhiError(f"--label takes SYSTEM=LABEL (e.g. local:runs/all-lora=all-lora), not '{given}'.")
         labels[system] = label
     comparison = rescore(Path(args.rescore), _roles(args.roles, settings), settings=settings, per_role=args.cases,
-                         min_tokens=args.min_tokens, seed=args.seed, baselines=not args.no_baselines, labels=labels)
+                         min_tokens=args.min_tokens, seed=args.seed, deep=args.deep_cases,
+                         baselines=not args.no_baselines, labels=labels)
     files = comparison.write(Path(args.out))
     print(comparison.markdown())
     for kind, path in files.items():
@@ -432,7 +433,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         result = synthesize(roles, out, engine, settings=settings, model=args.model, base_url=args.base_url,
                             api_key=args.api_key, scenes=args.scenes, questions=args.questions, seed=args.seed,
                             progress=progress_bar("answering", "dialogue"),
-                            holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed))
+                            holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed, args.holdout_deep_cases))
     except KeyboardInterrupt:
         print(f"\nStopped. What was answered is kept in {out}; run the same command again to go on.",
               file=sys.stderr)
@@ -461,10 +462,10 @@ def cmd_finetune(args: argparse.Namespace) -> int:
                           save_steps=args.save_steps, seed=args.seed, batch_size=args.batch_size,
                           grad_accum=args.grad_accum, precision=args.precision)
     command = " ".join(["python -m chatharuhi_core", *(shlex.quote(a) for a in args.argv)])
+    holdout = HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed, args.holdout_deep_cases)
     try:
         result = finetune(roles, out, base=args.base or "", data_files=[Path(p) for p in args.data or []],
-                          dpo_file=Path(args.dpo) if args.dpo else None, merge=args.merge,
-                          holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed), train=train,
+                          dpo_file=Path(args.dpo) if args.dpo else None, merge=args.merge, holdout=holdout, train=train,
                           settings=settings, say=lambda s: print(s, file=sys.stderr, flush=True), command=command)
     except Interrupted as exc:
         print(f"\n{exc}", file=sys.stderr)
@@ -572,6 +573,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to test (default: every bundled role)")
     p.add_argument("--cases", type=int, default=10,
                    help="held-out scenes per role (default 10; finetune holds out the same ones)")
+    p.add_argument("--deep-cases", type=int, default=3,
+                   help="how many of them are scenes where the character has answered before, so the prompt carries "
+                        "the scene's earlier turns as history (default 3, where a role has them; results are also "
+                        "shown by depth)")
     p.add_argument("--min-tokens", type=int, default=20, help="shortest original line to test, in tokens (default 20)")
     p.add_argument("--conditions", nargs="+", default=["system", "full"], choices=["system", "full"],
                    help="prompts to compare (default: system full)")
@@ -593,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "the same character's lines from other scenes)")
     p.add_argument("--rescore", metavar="CASES_CSV",
                    help="score a past run's replies (its cases.csv) again with today's metrics and baselines, "
-                        "without running any model; give the run's --cases, --min-tokens, --seed and --roles")
+                        "without running any model; give the run's --cases, --deep-cases, --min-tokens, --seed and --roles")
     p.add_argument("--label", nargs="+", metavar="SYSTEM=LABEL", help="with --rescore: names for the tables")
     p.add_argument("--out", default="eval-results", help="output folder (default ./eval-results)")
     p.set_defaults(func=cmd_eval)
@@ -610,6 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
     p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
     p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out (as eval --seed)")
+    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
     p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
     p.set_defaults(func=cmd_synthesize)
 
@@ -637,6 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
     p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
     p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out for eval (as eval --seed)")
+    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
     p.add_argument("--seed", type=int, default=0, help="the training's seed (row order, LoRA's first weights)")
     p.add_argument("--batch-size", type=int, default=1, help="rows per step on the device (default 1: fastest on a CPU)")
     p.add_argument("--grad-accum", type=int, default=8, help="steps whose gradients add up to one update (default 8)")

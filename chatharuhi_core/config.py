@@ -46,6 +46,20 @@ def _feedback_setting(value: str | None) -> tuple[Path | None, bool]:
     return (Path(value).expanduser() if value else None), False
 
 
+def _user_chats(env: Mapping[str, str], sign_in: bool) -> Path | None:
+    """CHATHARUHI_USER_CHATS (a folder, or "off"); by default, on a Space with sign-in and persistent storage
+    (/data), /data/chatharuhi/users. Only signed-in visitors' chats go there; without sign-in, None."""
+    if not sign_in:
+        return None
+    value = (env.get("CHATHARUHI_USER_CHATS") or "").strip()
+    if value.lower() in {"off", "0", "no", "false"}:
+        return None
+    if value:
+        return Path(value).expanduser()
+    data = Path("/data")
+    return data / "chatharuhi" / "users" if data.is_dir() and os.access(data, os.W_OK) else None
+
+
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -96,6 +110,7 @@ class Settings:
     zero_gpu: bool = False  # SPACES_ZERO_GPU: a ZeroGPU Space
     gpu_model: str | None = None  # CHATHARUHI_GPU_MODEL: the local engine's model on a GPU Space
     mcp: bool = False  # CHATHARUHI_MCP: serve the tools over MCP (default: on a Space, off elsewhere)
+    user_chats: Path | None = None  # where signed-in visitors' chats are kept (None: in each visitor's browser)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -107,6 +122,8 @@ class Settings:
         host = env.get("CHROMA_HOST") or None
         port = int(env.get("CHROMA_PORT") or 8000)
         feedback_file, feedback_off = _feedback_setting(env.get("CHATHARUHI_FEEDBACK"))
+        # Gradio's own rule for real sign-in routes: on a Space (SYSTEM=spaces) whose metadata asked for OAuth
+        sign_in = env.get("SYSTEM") == "spaces" and bool(env.get("SPACE_ID")) and bool(env.get("OAUTH_CLIENT_ID"))
         return cls(
             cache_dir=_default_cache_dir(env),
             chroma_host=host,
@@ -125,13 +142,13 @@ class Settings:
             feedback_file=feedback_file,
             feedback_off=feedback_off,
             engine_chosen=bool(env.get("CHATHARUHI_BACKEND") or key or base_url or env.get("HF_TOKEN")),
-            # Gradio's own rule for real sign-in routes: on a Space (SYSTEM=spaces) whose metadata asked for OAuth
-            sign_in=env.get("SYSTEM") == "spaces" and bool(env.get("SPACE_ID")) and bool(env.get("OAUTH_CLIENT_ID")),
+            sign_in=sign_in,
             hf_router=env.get("CHATHARUHI_HF_ROUTER") or None,
             hf_models=_names(env.get("CHATHARUHI_HF_MODELS"), DEFAULT_HF_MODELS),
             zero_gpu=zero_gpu,
             gpu_model=env.get("CHATHARUHI_GPU_MODEL") or (DEFAULT_GPU_MODEL if zero_gpu else None),
             mcp=_flag(env["CHATHARUHI_MCP"]) if env.get("CHATHARUHI_MCP") else bool(env.get("SPACE_ID")),
+            user_chats=_user_chats(env, sign_in),
         )
 
     @property

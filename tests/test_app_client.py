@@ -1,6 +1,7 @@
 """The app launched on loopback (python app.py) and driven through gradio_client."""
 
 import threading
+import time
 
 import pytest
 from fake_openai import GOOD_KEY
@@ -185,6 +186,31 @@ def test_local_model_says_it_is_loading_then_answers_with_its_speed(app_server):
     frames = list(job)
     assert not any(text_of(f[0][-1]).startswith("Loading the local model") for f in frames if f and f[0])
     assert len(job.result()[0]) == 5  # greeting + two exchanges
+
+
+def test_two_visitors_of_the_local_model_take_turns_and_the_second_sees_its_place(app_server):
+    """The in-process model answers one visitor at a time: the other waits in line with a sentence, then is
+    answered (no error, no timeout), while a visitor of the offline engine meanwhile is not held up."""
+    clients = [Client(app_server, verbose=False) for _ in range(3)]
+    for client in clients:
+        client.predict("sherlock", api_name="/switch_role")
+    local = [c.submit(f"Tell me about case {i}.", "", "local", "", "", "", 1500, 1200, False, 300, 400,
+                      api_name="/send") for i, c in enumerate(clients[:2])]
+    time.sleep(0.3)
+    offline = clients[2].submit("Who are you?", "", "script", "", "", "", 1500, 1200, False, 300, 400,
+                                api_name="/send")
+    offline.result()
+    assert not all(job.done() for job in local)  # the offline reply did not wait for the local model's line
+    waited = []
+    for job in local:
+        frames = list(job)
+        chat, _box, stats = job.result()
+        assert not text_of(chat[-1]).startswith(("⚠", "⏳")) and "Local model" in stats
+        waited.append([text_of(f[0][-1]) for f in frames if f and f[0] and text_of(f[0][-1]).startswith("⏳")])
+    assert sorted(map(bool, waited)) == [False, True]  # one went at once, the other waited
+    line = next(w for w in waited if w)[0]
+    assert line.startswith("⏳ 1st in line for the local model, which answers one visitor at a time")
+    assert "Offline" in offline.result()[2]
 
 
 def test_the_page_streams_from_a_llama_cpp_server(app_server, llama_server):

@@ -40,6 +40,13 @@ def bot_texts(page) -> list[str]:
     return [t.strip() for t in page.locator("#chat .message.bot").all_inner_texts()]
 
 
+def settled_bot_texts(page, timeout_ms: int = 30_000) -> list[str]:
+    """The bot messages once no event writing to the chat is pending: Gradio's chatbot shows a
+    "Loading content" bubble for any such event, even a hidden one, as long as it waits in the queue."""
+    page.wait_for_function("() => !document.querySelector('#chat .message.bot.pending')", timeout=timeout_ms)
+    return bot_texts(page)
+
+
 def say(page, text):
     page.fill("#message textarea", text)
     page.click("#send")
@@ -326,7 +333,7 @@ def test_a_huge_message_is_refused_in_the_page_and_the_chat_goes_on(browser, app
                                                "el.dispatchEvent(new Event('input', {bubbles: true})); }", 400_000)
     page.click("#send")
     page.wait_for_selector(".toast-body >> text=the limit is 8,000", timeout=60_000)
-    assert len(bot_texts(page)) == 1  # only the greeting
+    assert len(settled_bot_texts(page)) == 1  # only the greeting
     page.fill("#message textarea", "你好")
     page.click("#send")
     wait_reply(page, 2)
@@ -356,3 +363,44 @@ def test_closing_a_tab_mid_reply_leaves_the_other_visitor_alone(browser, app_ser
         wait_reply(again, 2)
         again.close()
         stayer.close()
+
+
+def test_two_visitors_of_the_local_model_one_waits_and_sees_their_place(browser, app_server):
+    """The in-process model answers one visitor at a time: the other is shown their place in line in the chat
+    (laptop and phone), then answered."""
+    from test_layout_browser import LAPTOP, PHONE, open_at
+
+    pages = []
+    for viewport in (LAPTOP, PHONE):
+        page = open_at(browser.new_context(viewport=viewport), app_server, viewport)
+        page.locator("#picker [data-ref=sherlock]").click()
+        page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
+        choose_engine(page, "Local model")
+        page.evaluate("""() => {
+            window.__waiting = [];
+            new MutationObserver(() => {
+                for (const m of document.querySelectorAll('#chat .message.bot')) {
+                    const t = m.innerText.trim();
+                    if (t.startsWith('⏳') && !window.__waiting.includes(t)) window.__waiting.push(t);
+                }
+            }).observe(document.querySelector('#chat'), {subtree: true, childList: true, characterData: true});
+        }""")
+        pages.append(page)
+    for page, text in zip(pages, ("Tell me of your latest case.", "What do you make of my hat?")):
+        say(page, text)
+    shot, deadline = None, time.time() + 120
+    while shot is None and time.time() < deadline:  # catch the waiting visitor while they wait
+        for page, name in zip(pages, ("laptop", "phone")):
+            if page.evaluate("window.__waiting.length"):
+                page.screenshot(path=str(ARTIFACTS / f"in-line-{name}.png"))
+                shot = page
+                break
+        time.sleep(0.05)
+    assert shot is not None, "neither visitor was shown a place in line"
+    line = shot.evaluate("window.__waiting")[0]
+    assert line.startswith("⏳ 1st in line for the local model, which answers one visitor at a time")
+    for page in pages:
+        page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('tokens/s')",
+                               timeout=180_000)
+        assert "⏳" not in bot_texts(page)[-1] and "⚠" not in bot_texts(page)[-1]
+        page.context.close()

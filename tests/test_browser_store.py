@@ -36,7 +36,8 @@ def test_caps_and_what_is_not_kept():
     assert len(record["chats"][0]["exchanges"]) == MAX_EXCHANGES  # the newest
     last = MAX_EXCHANGES + 14
     assert record["chats"][0]["exchanges"][-1] == ["Watson", f"question {last}", f"answer {last}"]
-    assert set(record) == {"v", "chats", "added", "engine"}  # no key, no prompt, no settings with secrets
+    assert set(record) == {"v", "chats", "added", "engine", "settings"}  # no key, no prompt
+    assert record["settings"] == {}  # nothing given, nothing kept
     huge = {f"r{i}": Conversation(f"r{i}", [Exchange("me", "x" * 3000, "y" * 3000)] * 40) for i in range(12)}
     record = pack(None, huge, [], "script")
     assert len(json.dumps(record, ensure_ascii=False)) <= MAX_CHARS and record["chats"]
@@ -61,3 +62,23 @@ def test_the_seal_is_the_same_after_a_restart(settings, tmp_path):
     first = browser_secret(s)
     assert len(first) == 32 and browser_secret(s) == first
     assert oct((tmp_path / "cache" / "browser-state.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_engine_settings_come_back_but_never_a_key_or_a_secret_in_a_url():
+    panel = {"model": "smollm2", "base_url": "http://127.0.0.1:8080/v1", "story_tokens": 512, "history_tokens": 256.0,
+             "memory_tokens": 64, "recall_tokens": 0, "fold": True, "speak": True, "api_key": "sk-secret"}
+    record = pack(conv("sherlock", 1), {}, [], "openai", panel)
+    assert "sk-secret" not in json.dumps(record) and "api_key" not in record["settings"]
+    back = unpack(json.loads(json.dumps(record)), opens, ENGINES)
+    assert back.settings == {"model": "smollm2", "base_url": "http://127.0.0.1:8080/v1", "story_tokens": 512,
+                             "history_tokens": 256, "memory_tokens": 64, "recall_tokens": 0, "fold": True,
+                             "speak": True}
+    for url in ("http://user:sk-secret@host/v1", "https://host/v1?api_key=sk-secret", "file:///etc/passwd",
+                "javascript:alert(1)", "http://host/v1#sk-secret"):
+        assert "base_url" not in pack(None, {}, [], "openai", {"base_url": url})["settings"], url
+    # out of a slider's range, of the wrong type, or for an engine this server does not have: left out
+    odd = {"v": 1, "engine": "openai", "settings": {"story_tokens": 10**9, "history_tokens": "9", "fold": "yes",
+                                                    "model": "m" * 500, "recall_tokens": True}}
+    assert unpack(odd, opens, ENGINES).settings == {}
+    gone = {"v": 1, "engine": "gone-engine", "settings": {"model": "x"}}
+    assert unpack(gone, opens, ENGINES).settings == {} and unpack(gone, opens, ENGINES).engine is None

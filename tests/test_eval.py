@@ -172,9 +172,10 @@ def test_a_run_with_a_known_answer(settings):
 def test_the_held_out_scene_never_reaches_the_model(settings):
     role = load_role("sherlock")
     spy = FixedEngine("I observe.")
-    report = run_eval([role], spy, settings=settings, per_role=4)
-    cases = held_out_cases(role, 4)
-    assert len(report.results) == 8 and len(spy.requests) == 8
+    report = run_eval([role], spy, settings=settings, per_role=6)
+    cases = held_out_cases(role, 6)  # 3 of them at depth 2, by default
+    assert [c.depth for c in cases].count(1) == 3 and [c.depth for c in cases].count(2) == 3
+    assert len(report.results) == 12 and len(spy.requests) == 12
     for case, (system, full) in zip(cases, zip(spy.requests[::2], spy.requests[1::2])):
         prompt = "\n".join(m["content"] for m in system.messages + full.messages)
         assert case.reference not in prompt  # not in the scenes, not in the history
@@ -182,15 +183,76 @@ def test_the_held_out_scene_never_reaches_the_model(settings):
         assert full.scenes, "the full prompt has scenes"
         assert not system.scenes and not any("Classic scenes" in m["content"] for m in system.messages)
         assert full.messages[-1]["content"] == case.turn.query
+        said = [m["content"] for m in full.messages if m["role"] == "assistant"]
+        if case.depth == 1:
+            assert not said  # no history: the scene's first answer
+        else:  # the scene's earlier turns come first, as the conversation so far, under both prompts
+            earlier = case.turn.context[-1]
+            assert earlier.reply in said[-1] and earlier.reply in "\n".join(m["content"] for m in system.messages)
+
+
+def deep_role():
+    """Scenes s0-s3 end in the character's first answer; d0-d2 in a later one (d2 at depth 3)."""
+    stories = [Story(f"s{i}", f"Kyon:「Question {i}?」\nHaruhi:「{ref}」")
+               for i, ref in enumerate(["east", "north", "north-east", "west"])]
+    stories += [Story("d0", "Kyon:「Where?」\nHaruhi:「north」\nKyon:「And then?」\nHaruhi:「east」"),
+                Story("d1", "Kyon:「Which way?」\nHaruhi:「west」\nKyon:「Sure?」\nHaruhi:「north-east」"),
+                Story("d2", "Kyon:「One?」\nHaruhi:「north」\nKyon:「Two?」\nHaruhi:「west」\nKyon:「Three?」\n"
+                            "Haruhi:「east」")]
+    return Role(id="deep-haruhi", name="Haruhi", system_prompt="You are Haruhi.", stories=stories)
+
+
+def test_cases_with_history_are_drawn_apart_and_reported_by_depth(settings):
+    role = deep_role()
+    holdout = HoldOut(per_role=4, min_tokens=1, seed=0, deep=2)
+    cases = holdout.cases(role)
+    assert sorted(c.depth for c in cases) == [1, 1, 2, 2] or sorted(c.depth for c in cases) == [1, 1, 2, 3]
+    assert [c.turn.scene_id for c in cases] == sorted((c.turn.scene_id for c in cases),
+                                                      key=lambda i: [s.id for s in role.stories].index(i))
+    assert holdout.scene_ids(role) == {c.turn.scene_id for c in cases}  # what finetune keeps out: all of them
+    assert HoldOut(4, 1, 0, deep=2).cases(role) == cases  # seeded
+    assert [c.depth for c in HoldOut(4, 1, 0, deep=0).cases(role)] == [1, 1, 1, 1]
+    assert [c.depth for c in HoldOut(2, 1, 0, deep=3).cases(role)] in ([2, 2], [2, 3])  # never more than asked
+    assert {c.depth for c in HoldOut(10, 1, 0, deep=10).cases(role)} == {1, 2, 3}  # all there are
+    assert HoldOut(2, 1, 0, 2).as_dict()["deep"] == 2  # recorded in finetune's manifest
+    from chatharuhi_core.errors import InputError
+
+    with pytest.raises(InputError, match="cases with history must be 0 or more, not -1"):
+        HoldOut(2, 1, 0, deep=-1)  # a sentence, not a traceback from random.sample
+    with pytest.raises(InputError, match="cases per role must be 0 or more, not -2"):
+        HoldOut(-2)
+
+    spy = FixedEngine("east")
+    report = run_eval([role], spy, settings=settings, per_role=10, min_tokens=1, deep=10, scorer=TableEmbedder(),
+                      next_line=())
+    assert {r.depth for r in report.results} == {1, 2, 3}
+    last_of_d2 = [q for q in spy.requests if q.messages[-1]["content"].endswith("Three?」")][-1]
+    assert [m["content"] for m in last_of_d2.messages if m["role"] == "assistant"] == ["Haruhi:「north」",
+                                                                                       "Haruhi:「west」"]
+    # depth 1: east 1, north 0, north-east 1/sqrt(2), west -1; depth 2+: east 1 (d0), north-east (d1), east (d2)
+    assert report.interval("cosine", "full", depth=1).value == pytest.approx((1 + 0 + 1 / math.sqrt(2) - 1) / 4)
+    assert report.interval("cosine", "full", depth=2).value == pytest.approx((1 + 1 / math.sqrt(2) + 1) / 3)
+    assert report.interval("cosine", "full").n == 7
+    greeting = run_eval([role], "greeting", settings=settings, per_role=10, min_tokens=1, deep=10,
+                        scorer=TableEmbedder())
+    text = Comparison([greeting, report]).markdown()
+    assert "## By depth, full ChatHaruhi" in text
+    assert "first answer in its scene (4 cases); at depth 2+ (3 cases)" in text
+    assert "- fixed against greeting (baseline): depth 1 " in text and "; depth 2+ " in text
+    flat = Comparison([run_eval([tiny_role(["east", "north"])], FixedEngine("east"), settings=settings,
+                                min_tokens=1, scorer=TableEmbedder())])
+    assert "By depth" not in flat.markdown()  # no case with history: no table about it
 
 
 def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys):
-    code = main(["eval", "--llm", "script", "--roles", "sunwukong", "sherlock", "--cases", "3", "--out", str(tmp_path)])
+    code = main(["eval", "--llm", "script", "--roles", "sunwukong", "sherlock", "--cases", "3", "--deep-cases", "1",
+                 "--out", str(tmp_path)])
     assert code == 0
     printed = capsys.readouterr().out
     assert ("| system | prompt | cases | cosine | ROUGE-L | out of character | in the role's language | "
             "distinct-2 |") in printed
     assert "| greeting (baseline) | none (baseline) | 6 |" in printed and "random line (baseline)" in printed
+    assert "## By depth, full ChatHaruhi" in printed and "(4 cases); at depth 2+ (2 cases)" in printed
     rows = [r for r in csv.DictReader((tmp_path / "results.csv").open(encoding="utf-8")) if "baseline" not in r["system"]]
     assert [r["role"] for r in rows] == ["sunwukong", "sherlock", "ALL"]
     overall = rows[-1]
@@ -200,6 +262,7 @@ def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys
     assert float(overall["full_cosine_low"]) <= float(overall["full_cosine"]) <= float(overall["full_cosine_high"])
     cases = list(csv.DictReader((tmp_path / "cases.csv").open(encoding="utf-8")))
     assert len(cases) == 12 * 3  # the script engine, then the greeting and a random line on the same cases
+    assert {c["depth"] == "1" for c in cases} == {True, False}  # 孙悟空's later answer is at depth 3
     assert all(c["reply"] and -1 <= float(c["cosine"]) <= 1 for c in cases)
     assert all(0 <= float(c["rouge_l"]) <= 1 and c["ooc"] in {"0.0", "1.0"} for c in cases)
     with Image.open(tmp_path / "results.png") as img:
@@ -212,7 +275,7 @@ def test_eval_compares_several_systems_on_the_same_cases(settings, tmp_path, cap
 
     monkeypatch.setenv("CHATHARUHI_CACHE", str(settings.cache_dir))
     code = main(["eval", "--compare", "script", "openai:echo", "--base-url", fake_openai.base_url, "--api-key",
-                 GOOD_KEY, "--roles", "elizabeth", "--cases", "2", "--out", str(tmp_path)])
+                 GOOD_KEY, "--roles", "elizabeth", "--cases", "2", "--deep-cases", "0", "--out", str(tmp_path)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "## Head to head, full ChatHaruhi" in printed and "Offline: quote the script" in printed and "echo" in printed
@@ -240,12 +303,12 @@ def test_an_engine_that_is_down_stops_with_a_sentence(settings):
             yield
 
     with pytest.raises(ChatHaruhiError, match="Every reply failed.*Cannot reach"):
-        run_eval([load_role("alice")], Down(), settings=settings, per_role=2)
+        run_eval([load_role("alice")], Down(), settings=settings, per_role=2, deep=0)
 
 
 @pytest.mark.local_model
 def test_local_model_eval_answers_and_scores(settings, tmp_path):
-    report = run_eval([load_role("sherlock")], "local", settings=settings, per_role=2)
+    report = run_eval([load_role("sherlock")], "local", settings=settings, per_role=2, deep=0)
     assert len(report.results) == 4 and not report.failures
     assert "SmolLM2" in report.model
     assert all(r.reply and -1 <= r.score <= 1 for r in report.results)
@@ -257,11 +320,12 @@ def test_eval_through_an_openai_compatible_server(settings, fake_openai):
     from fake_openai import GOOD_KEY
 
     report = run_eval([load_role("elizabeth")], "openai", settings=settings, model="echo",
-                      base_url=fake_openai.base_url, api_key=GOOD_KEY, per_role=2, samples=2)
+                      base_url=fake_openai.base_url, api_key=GOOD_KEY, per_role=2, deep=1, samples=2)
     assert not report.failures and report.model == "echo"
     # an engine that writes answers each case twice, each draw with its own recorded seed; figures per case
     assert len(report.results) == 2 * 2 * 2 and {r.seed for r in report.results} == {0, 1}
     assert report.rows()[-1]["cases"] == 2 and report.interval("cosine", "full").n == 2
+    assert {r.depth for r in report.results} == {1, 2}
     full = [r for r in report.results if r.condition == "full"]
     assert all(r.reply.startswith("Echo: ") and r.query in r.reply for r in full)
 
@@ -454,6 +518,13 @@ def test_a_past_run_is_rescored_with_baselines_on_the_same_cases(settings, tmp_p
     with pytest.raises(InputError, match="hold-out settings do not select"):
         rescore(tmp_path / "run" / "cases.csv", [role], settings=settings, per_role=1, min_tokens=1,
                 scorer=TableEmbedder())
+    deep = deep_role()  # a run from before cases with history: its cases are the depth-1 sample
+    past = Comparison([run_eval([deep], FixedEngine("east"), settings=settings, per_role=3, min_tokens=1, deep=0,
+                                scorer=TableEmbedder())])
+    past.write(tmp_path / "past")
+    again = rescore(tmp_path / "past" / "cases.csv", [deep], settings=settings, per_role=3, min_tokens=1,
+                    scorer=TableEmbedder())
+    assert all(r.depth == 1 for rep in again.reports for r in rep.results) and len(again.reports[0].results) == 6
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(InputError, match="is not an eval cases.csv"):
         rescore(tmp_path / "other.csv", [role], **kwargs)

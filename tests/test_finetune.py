@@ -67,13 +67,14 @@ def test_rows_hold_out_eval_scenes_and_follow_the_chat_path(tiny, settings):
     cases = held_out_cases(role, 10)  # exactly what `eval` holds out by default
     data = build_dataset([role], HoldOut(), Budgets(256, 192), _count(tokenizer), settings=settings)
     held = {c.turn.scene_id for c in cases}
-    assert data.held_out == {"sherlock": sorted(held)} and len(held) == 10
+    assert data.held_out == {"sherlock": sorted(held)} and len(held) == 10  # 3 of them after other answers
     # every line of the character in every other scene is a target
     assert len(data.rows) == sum(len(scene_turns(role, s)) for s in role.stories if s.id not in held) >= 40
     everything = "\n".join(r.text() for r in data.rows)
     for case in cases:  # no held-out line reaches the training data, as target or as context
         assert case.reference not in everything
         assert case.turn.text not in everything
+        assert not any(earlier.reply in everything for earlier in case.turn.context)  # nor its scene's history
     for row in data.rows:
         scene = row.source.split(":")[2]
         assert scene not in held
@@ -114,6 +115,7 @@ def test_finetune_then_chat_with_the_adapter_in_the_cli(env, tmp_path):
     manifest = json.loads((out / FINETUNE_MANIFEST).read_text(encoding="utf-8"))
     held = sorted(c.turn.scene_id for c in held_out_cases(load_role("sherlock"), 10))
     assert manifest["hold_out"]["scenes"] == {"sherlock": held}
+    assert manifest["hold_out"]["deep"] == 3 and sum(s >= "sherlock-062" for s in held) == 3  # cases with history
     assert manifest["base_model"] == TINY_LLAMA and manifest["training"]["steps"] == 3
     assert manifest["data"]["rows"] > 40 and manifest["data"]["tokens"] > 10_000
     hp = manifest["hyperparameters"]

@@ -23,7 +23,8 @@ from chatharuhi_core.errors import EngineError
 from chatharuhi_core.web.common import EnginePanel
 from chatharuhi_core.web.signin import engine_for, sign_in_note
 
-TOKENS = {"ada": "hf_oauth_token_of_ada_0123456789", "bo": "hf_oauth_token_of_bo_9876543210"}
+TOKENS = {"ada": "hf_oauth_token_of_ada_0123456789", "bo": "hf_oauth_token_of_bo_9876543210",
+          "cy": "hf_oauth_token_of_cy_5555555555"}
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +47,8 @@ def space_app(router, tmp_path_factory):
     """app.py as a Space with sign-in starts it; yields (url, its log, its home)."""
     home = tmp_path_factory.mktemp("space-home")
     log = tmp_path_factory.mktemp("space-log") / "app.log"
-    env = space_env(router.base_url.removesuffix("/v1"))
+    # the Space's persistent storage, where signed-in visitors' chats are kept (/data on a real Space)
+    env = space_env(router.base_url.removesuffix("/v1"), CHATHARUHI_USER_CHATS=str(home / "data" / "users"))
     with gradio_app(None, log=log, home=home, tmp=tmp_path_factory.mktemp("space-tmp"), **env) as (url, _, _):
         yield url, log, home
 
@@ -278,3 +280,64 @@ def test_the_scene_tab_warns_too(browser, app_server):  # noqa: F811
     warning.wait_for(state="visible")
     assert "孙悟空 speaks Chinese" in warning.inner_text()
     page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.server
+def test_a_signed_in_visitors_chats_follow_them_to_another_browser_until_they_forget(browser, space_app):  # noqa: F811
+    """Kept under the account's own folder on the Space (never the token), listed when they come back on another
+    browser, apart from another account's; "Forget me" deletes all of it."""
+    import time
+
+    from conftest import ARTIFACTS
+    from test_browser import say, wait_reply
+    from test_layout_browser import LAPTOP, PHONE
+    from test_reload_browser import pick, user_texts
+
+    url, _, home = space_app
+    users = Path(home) / "data" / "users"
+    page = signed_in_page(browser, url, "cy", LAPTOP)
+    page.wait_for_function("() => document.querySelector('#sign-in-note')?.innerText.includes('Signed in as cy')")
+    pick(page, "sherlock", "Sherlock")
+    say(page, "What is your method?")
+    texts, _ = wait_reply(page, 2)
+    time.sleep(1.5)  # the page keeps the chat after the reply
+    from chatharuhi_core.web.user_store import user_folder
+
+    mine = user_folder(users, "id-cy") / "chats.json"  # (other tests' signed-in visitors have folders too)
+    assert "What is your method?" in mine.read_text(encoding="utf-8")
+    assert "cy" not in mine.parent.name  # a hash of the account's id names the folder
+    assert TOKENS["cy"] not in mine.read_text(encoding="utf-8")
+    page.context.close()
+
+    other = signed_in_page(browser, url, "bo", LAPTOP)  # another account on this Space sees nothing of it
+    other.wait_for_function("() => document.querySelector('#sign-in-note')?.innerText.includes('Signed in as bo')")
+    assert "Welcome back" not in other.locator("#role-status").inner_text()
+    pick(other, "sherlock", "Sherlock")
+    assert user_texts(other) == []
+    other.context.close()
+
+    page = signed_in_page(browser, url, "cy", PHONE)  # the same account on another browser (a phone)
+    status = page.locator("#role-status")
+    page.wait_for_function("() => document.querySelector('#role-status')?.innerText.includes('Welcome back')")
+    assert "Welcome back, Cy: this Space kept your chats with Sherlock Holmes (1 exchange)" in status.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "welcome-back-phone.png"), full_page=True)
+    pick(page, "sherlock", "Sherlock")
+    page.wait_for_function("() => document.querySelectorAll('#chat .message.user').length == 1", timeout=30_000)
+    assert user_texts(page) == ["What is your method?"] and wait_reply(page, 2)[0][-1] == texts[-1]
+    page.click("#settings button")
+    page.locator("#forget-me").click()
+    page.wait_for_function("() => document.querySelector('#role-status')?.innerText.includes('Forgotten')")
+    assert "1 chat deleted" in status.inner_text() and not mine.exists()
+    assert user_texts(page) == []
+    page.screenshot(path=str(ARTIFACTS / "forgotten-phone.png"), full_page=True)
+    time.sleep(1.5)
+    assert not mine.exists()  # the page wrote nothing back after forgetting
+    page.context.close()
+
+    page = signed_in_page(browser, url, "cy", LAPTOP)
+    page.wait_for_function("() => document.querySelector('#sign-in-note')?.innerText.includes('Signed in as cy')")
+    assert "Welcome back" not in page.locator("#role-status").inner_text()
+    pick(page, "sherlock", "Sherlock")
+    assert user_texts(page) == []
+    page.context.close()

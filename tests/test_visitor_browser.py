@@ -7,7 +7,7 @@ import time
 import pytest
 from conftest import ARTIFACTS
 from fake_openai import GOOD_KEY, FakeOpenAI
-from test_browser import bot_texts, browser, open_page, say, use_server, wait_reply  # noqa: F401  (the module's browser fixture)
+from test_browser import bot_texts, browser, open_page, say, settled_bot_texts, use_server, wait_reply  # noqa: F401  (the module's browser fixture)
 from test_engines import lines_of
 from test_layout_browser import LAPTOP, PHONE, inside_viewport, open_at
 from test_scene_browser import cast_scene, wait_lines
@@ -68,7 +68,7 @@ def test_switching_mid_reply_stops_it_and_keeps_each_characters_chat(browser, ap
         page.locator("#picker [data-ref=sunwukong]").click()
         page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('孙悟空')")
         time.sleep(3)  # the old reply would have gone on streaming here
-        assert [t[:10] for t in bot_texts(page)] == ["师父！俺老孙刚从南山"]  # 孙悟空's own chat, nothing of Holmes
+        assert [t[:10] for t in settled_bot_texts(page)] == ["师父！俺老孙刚从南山"]  # 孙悟空's own chat, nothing of Holmes
         assert page.input_value("#message textarea") == long  # the cut message is back in the box
         page.fill("#message textarea", "你是谁？")
         page.click("#send")
@@ -78,8 +78,7 @@ def test_switching_mid_reply_stops_it_and_keeps_each_characters_chat(browser, ap
         assert "孙悟空" in system and "Sherlock" not in system  # answered as the character on screen
         page.locator("#picker [data-ref=sherlock]").click()  # back: Holmes's chat, whole exchanges only
         page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
-        time.sleep(1)
-        assert bot_texts(page)[1:] == [kept]
+        assert settled_bot_texts(page)[1:] == [kept]
         page.close()
 
 

@@ -35,7 +35,7 @@ from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
 from ..tokens import count_tokens
 from .baselines import BASELINES
-from .holdout import MIN_REPLY_TOKENS, Case, HoldOut, trained_on
+from .holdout import DEEP_CASES_PER_ROLE, MIN_REPLY_TOKENS, Case, HoldOut, trained_on
 from .metrics import (
     Interval,
     bootstrap,
@@ -76,11 +76,25 @@ METRICS = {"cosine": ("cosine", True), "rouge_l": ("ROUGE-L", True), "ooc": ("ou
            "in_language": ("in the role's language", True), "distinct_2": ("distinct-2", True)}
 RATES = {"ooc", "in_language"}  # 0/1 per case: an exact binomial interval
 BASELINE_ORDER = ("greeting", "random-line")  # scored beside every comparison unless asked not to
+Depth = int | None  # a filter on cases: None for all, 1 for depth 1, 2 for depth 2 or more
+DEPTHS = {1: "depth 1", 2: "depth 2+"}  # the scene's first answer (no history of it); a later one
 
 
-def held_out_cases(role: Role, per_role: int, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0) -> list[Case]:
-    """Up to `per_role` scenes ending in a long answer of the role, a fixed sample for a seed."""
-    return HoldOut(per_role, min_tokens, seed).cases(role)
+def at_depth(depth: int, wanted: Depth) -> bool:
+    """Whether a case at `depth` is among the `wanted` ones (None: all; 1: the first answers; 2: the later)."""
+    return wanted is None or (depth == 1 if wanted == 1 else depth >= 2)
+
+
+def verdict(difference: Interval) -> str:
+    """What a paired difference lets a table say: higher or lower only where its interval excludes 0."""
+    return "higher" if difference.low > 0 else "lower" if difference.high < 0 else "no difference shown"
+
+
+def held_out_cases(role: Role, per_role: int, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0,
+                   deep: int = DEEP_CASES_PER_ROLE) -> list[Case]:
+    """Up to `per_role` scenes ending in a long answer of the role, `deep` of them in a later answer than its
+    first; a fixed sample for a seed."""
+    return HoldOut(per_role, min_tokens, seed, deep).cases(role)
 
 
 def cosine_scores(replies: Sequence[str], references: Sequence[str], embedder: Embedder) -> np.ndarray:
@@ -118,6 +132,7 @@ class CaseResult:
     seed: int | None = None  # the engine's draw for this sample (None: it does not sample, or drew freely)
     scenes: int = 0  # classic scenes in the prompt
     prompt_tokens: int = 0  # the prompt's length, in the eval's ruler (cl100k_base) or the engine's tokens
+    depth: int = 1  # the character's answer the case asks for in its scene: 2 or more, after history of it
 
     @property
     def score(self) -> float:  # the paper's metric, by its old name
@@ -184,9 +199,9 @@ class Report:
             seen.setdefault(r.role_id, r.role_name)
         return list(seen.items())
 
-    def _pick(self, condition: str, role_id: str | None) -> list[CaseResult]:
+    def _pick(self, condition: str, role_id: str | None, depth: Depth = None) -> list[CaseResult]:
         return [r for r in self.results if r.condition == condition and (role_id is None or r.role_id == role_id)
-                and not r.error]
+                and not r.error and at_depth(r.depth, depth)]
 
     @property
     def is_baseline(self) -> bool:
@@ -201,25 +216,25 @@ class Report:
                 by_language.setdefault(language_of(r.role_id), []).append(r.in_language)
         return {lang: sum(v) / len(v) for lang, v in by_language.items() if lang}
 
-    def interval(self, metric: str, condition: str, role_id: str | None = None) -> Interval:
+    def interval(self, metric: str, condition: str, role_id: str | None = None, depth: Depth = None) -> Interval:
         """Mean of a per-case metric with its 95% bootstrap interval; a rate (out of character, in the
         role's language) with its exact binomial interval (a bootstrap of 0 of 80 would say [0%, 0%]);
         distinct-2 over the whole set of replies (a greeting said 80 times is one reply's worth of word pairs,
         not 80 varied ones), with no interval: resampling replies repeats some, which lowers it by itself."""
-        picked = self._pick(condition, role_id)
+        picked = self._pick(condition, role_id, depth)
         if metric == "distinct_2":
             return Interval(len(picked), distinct_n([r.reply for r in picked]), math.nan, math.nan)
         values = [getattr(r, metric) for r in picked]
         if metric in RATES:  # every reply a trial
             scored = [v for v in values if not math.isnan(v)]
             return clopper_pearson(int(sum(scored)), len(scored))
-        return bootstrap(list(self.per_case(metric, condition, role_id).values()))  # a case's samples averaged
+        return bootstrap(list(self.per_case(metric, condition, role_id, depth).values()))  # samples averaged
 
-    def choice_accuracy(self, variant: str, role_id: str | None = None) -> Interval:
+    def choice_accuracy(self, variant: str, role_id: str | None = None, depth: Depth = None) -> Interval:
         """The share of cases where the original line ranked first, with its exact binomial interval (a tie
         for first counts 1/n, rounded into the count)."""
         credits = [c.correct for c in self.choices if c.variant == variant and not c.error
-                   and (role_id is None or c.role_id == role_id)]
+                   and (role_id is None or c.role_id == role_id) and at_depth(c.depth, depth)]
         if not credits:
             return Interval(0, math.nan, math.nan, math.nan)
         iv = clopper_pearson(round(sum(credits)), len(credits))
@@ -232,19 +247,20 @@ class Report:
 
         return _paired(by_case(self), by_case(other))
 
-    def per_case(self, metric: str, condition: str, role_id: str | None = None) -> dict[tuple[str, str], float]:
+    def per_case(self, metric: str, condition: str, role_id: str | None = None,
+                 depth: Depth = None) -> dict[tuple[str, str], float]:
         """{(role id, scene id): the metric} of every answered case (the mean where a case has several replies)."""
         found: dict[tuple[str, str], list[float]] = {}
-        for r in self._pick(condition, role_id):
+        for r in self._pick(condition, role_id, depth):
             value = getattr(r, metric)
             if not math.isnan(value):
                 found.setdefault((r.role_id, r.scene_id), []).append(value)
         return {k: float(np.mean(v)) for k, v in found.items()}
 
-    def against(self, other: Report, metric: str, condition: str) -> Interval:
+    def against(self, other: Report, metric: str, condition: str, depth: Depth = None) -> Interval:
         """This report minus `other` on the cases both answered: the mean per-case difference with a paired
         bootstrap interval, resampled within each role."""
-        return _paired(self.per_case(metric, condition), other.per_case(metric, condition))
+        return _paired(self.per_case(metric, condition, depth=depth), other.per_case(metric, condition, depth=depth))
 
     def wins(self, role_id: str | None = None) -> tuple[int, int]:
         """(cases where the last condition beat the first on cosine, cases scored under both)."""
@@ -336,6 +352,7 @@ class Comparison:
                     lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines += self._head_to_head()
         lines += self._next_line()
+        lines += self._by_depth()
         for rep in self.reports:
             if rep.failures:
                 lines += ["", f"{rep.label}: {len(rep.failures)} replies failed and are left out; the first: "
@@ -388,9 +405,8 @@ class Comparison:
                  "the interval excludes 0.", "",
                  "| system | against | metric | difference | verdict |", "|---|---|---|---:|---|"]
         for rep, other, metric, iv in pairs:
-            verdict = ("higher" if iv.low > 0 else "lower" if iv.high < 0 else "no difference shown") \
-                if not math.isnan(iv.value) else "no shared cases"
-            lines.append(f"| {rep.label} | {other.label} | {METRICS[metric][0]} | {iv.text('{:+.3f}')} | {verdict} |")
+            said = verdict(iv) if not math.isnan(iv.value) else "no shared cases"
+            lines.append(f"| {rep.label} | {other.label} | {METRICS[metric][0]} | {iv.text('{:+.3f}')} | {said} |")
         return lines
 
     def _next_line(self) -> list[str]:
@@ -425,9 +441,42 @@ class Comparison:
             for other in ranked[:i]:
                 for v in variants:
                     iv = rep.choice_against(other, v)
-                    verdict = "higher" if iv.low > 0 else "lower" if iv.high < 0 else "no difference shown"
                     lines.append(f"- {rep.label} against {other.label}, {VARIANTS[v]}: {iv.text('{:+.1%}')}, "
-                                 f"{verdict}.")
+                                 f"{verdict(iv)}.")
+        return lines
+
+    def _by_depth(self) -> list[str]:
+        """Each system's figures on the cases without history of their scene and on those after it, and its
+        paired difference from each baseline at each depth: whether the history helps or hurts."""
+        last = self.conditions[-1]
+        if not any(r.depth > 1 for rep in self.reports for r in rep.results):
+            return []
+        counts = {d: len(self.reports[0].per_case("cosine", last, depth=d)) for d in DEPTHS}
+        variants = [v for v in VARIANTS if any(c.variant == v for rep in self.reports for c in rep.choices)]
+        head = ["system"] + [f"{METRICS[m][0]}, {DEPTHS[d]}" for m in ("cosine", "rouge_l") for d in DEPTHS]
+        head += [f"{VARIANTS[v]}, {DEPTHS[d]}" for v in variants for d in DEPTHS]
+        lines = ["", f"## By depth, {CONDITIONS[last].label}", "",
+                 f"A case at depth 1 asks for the character's first answer in its scene ({counts[1]} cases); at depth 2+ "
+                 f"({counts[2]} cases) the character has answered before, and the prompt carries the scene's earlier "
+                 "turns as history. Means with their 95% bootstrap interval; next-line accuracy with its exact one.",
+                 "", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+        for rep in self.reports:
+            cells = [rep.label] + [rep.interval(m, last, depth=d).text() for m in ("cosine", "rouge_l") for d in DEPTHS]
+            cells += [rep.choice_accuracy(v, depth=d).text("{:.1%}") if rep.choices else "–"
+                      for v in variants for d in DEPTHS]
+            lines.append("| " + " | ".join(cells) + " |")
+        baselines = [r for r in self.reports if r.is_baseline]
+        systems = [r for r in self.reports if not r.is_baseline]
+        if baselines and systems:
+            lines += ["", "Against each baseline at each depth (cosine; per-case difference, paired bootstrap within "
+                          "each role):", ""]
+            for rep in systems:
+                for other in baselines:
+                    parts = []
+                    for d in DEPTHS:
+                        iv = rep.against(other, "cosine", last, depth=d)
+                        parts.append(f"{DEPTHS[d]} {iv.text('{:+.3f}')}, {verdict(iv)}")
+                    lines.append(f"- {rep.label} against {other.label}: " + "; ".join(parts) + ".")
         return lines
 
     def write(self, out: Path) -> dict[str, Path]:
@@ -452,9 +501,10 @@ class Comparison:
             paths["choices"] = out / "choices.csv"
             with paths["choices"].open("w", newline="", encoding="utf-8") as f:
                 w = csv.writer(f)
-                w.writerow(["system", "role_id", "scene_id", "variant", "correct", "answer", "lines", "scores", "error"])
+                w.writerow(["system", "role_id", "scene_id", "depth", "variant", "correct", "answer", "lines", "scores",
+                            "error"])
                 for c in choices:
-                    w.writerow([c.system, c.role_id, c.scene_id, c.variant, _round(c.correct), c.answer,
+                    w.writerow([c.system, c.role_id, c.scene_id, c.depth, c.variant, _round(c.correct), c.answer,
                                 " ||| ".join(c.lines), " ".join(f"{x:.4f}" for x in c.scores), c.error])
         png = plot(self, out / "results.png")
         if png:
@@ -532,7 +582,8 @@ Progress = Callable[[int, int], None]
 def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: Settings | None = None,
              model: str | None = None, base_url: str | None = None, api_key: str | None = None,
              conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
-             min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, scorer: Embedder | None = None,
+             min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, deep: int = DEEP_CASES_PER_ROLE,
+             scorer: Embedder | None = None,
              progress: Progress | None = None, next_line: Sequence[str] = tuple(VARIANTS),
              distractors: int = DISTRACTORS, others: Sequence[Role] = (), allow_trained: bool = False,
              samples: int = 1, budgets: Budgets | None = None) -> Report:
@@ -547,7 +598,7 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown or not conditions:
         raise InputError(f"Unknown condition(s) {', '.join(unknown) or '(none)'}; use {', '.join(CONDITIONS)}.")
-    holdout = HoldOut(per_role, min_tokens, seed)
+    holdout = HoldOut(per_role, min_tokens, seed, deep)
     cases = [c for role in roles for c in holdout.cases(role)]
     if not cases:
         raise InputError(f"No scene ends in a reply of {min_tokens}+ tokens by these roles; lower --min-tokens.")
@@ -560,7 +611,7 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
             reply = baseline.answer(case, holdout, seed)  # reads no prompt: the same under every condition
             for cond in conditions:
                 report.results.append(CaseResult(llm, case.role.id, case.role.name, case.turn.scene_id, cond,
-                                                 case.turn.query, case.reference, reply=reply))
+                                                 case.turn.query, case.reference, reply=reply, depth=case.depth))
         if progress:
             progress(len(report.results), len(report.results))
         return _scored(report, cases, scorer)
@@ -569,8 +620,8 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
         roles_hit = sorted({c.role.id for c in trained})
         raise InputError(f"The model {model} trained on the scenes of {len(trained)} of these {len(cases)} cases "
                          f"({', '.join(roles_hit)}): its score would be on lines it has learned. Evaluate with the "
-                         "hold-out it was trained with (its chatharuhi-finetune.json: --cases, --min-tokens, --seed), "
-                         "or add --allow-trained to show that score, marked.")
+                         "hold-out it was trained with (its chatharuhi-finetune.json: --cases, --deep-cases, --min-tokens, "
+                         "--seed), or add --allow-trained to show that score, marked.")
     engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
     probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings, embedder=embedder)
     probe.load()
@@ -605,7 +656,7 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
         for cond in conditions:
             for i, draw in enumerate(draws):
                 result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
-                                    case.reference, sample=i, seed=draw)
+                                    case.reference, sample=i, seed=draw, depth=case.depth)
                 bot = case_bot(case, engines[draw], cond)
                 try:
                     said = bot.answer(case.turn.text, role=case.turn.user_role)
@@ -701,7 +752,8 @@ CASE_COLUMNS = ("system", "role_id", "scene_id", "condition", "reply")
 
 def rescore(cases_csv: Path, roles: Sequence[Role], *, settings: Settings | None = None,
             per_role: int = HoldOut.per_role, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0,
-            scorer: Embedder | None = None, baselines: bool = True, labels: dict[str, str] | None = None) -> Comparison:
+            deep: int = DEEP_CASES_PER_ROLE, scorer: Embedder | None = None, baselines: bool = True,
+            labels: dict[str, str] | None = None) -> Comparison:
     """A past run's replies (its cases.csv) scored again with today's metrics, with the baselines answered on
     the same held-out cases: no model runs again. The hold-out settings must be the run's (the cases are
     matched by scene id); next-line choice needs the models and is not part of a rescore. `labels` names
@@ -714,28 +766,38 @@ def rescore(cases_csv: Path, roles: Sequence[Role], *, settings: Settings | None
         raise InputError(f"Could not read {cases_csv} ({exc}).") from None
     if not rows or not set(CASE_COLUMNS) <= set(rows[0]):
         raise InputError(f"{cases_csv} is not an eval cases.csv (it needs the columns {', '.join(CASE_COLUMNS)}).")
-    holdout = HoldOut(per_role, min_tokens, seed)
     by_role = {r.id: r for r in roles}
-    cases = {(c.role.id, c.turn.scene_id): c for role in roles for c in holdout.cases(role)}
     rows = [r for r in rows if r["system"] not in BASELINES and r["role_id"] in by_role]
+    def selected(holdout: HoldOut) -> dict[tuple[str, str], Case]:
+        return {(c.role.id, c.turn.scene_id): c for role in roles for c in holdout.cases(role)}
+
+    holdout = HoldOut(per_role, min_tokens, seed, deep)
+    cases = selected(holdout)
+    answered = {(r["role_id"], r["scene_id"]) for r in rows}
+    if deep and not any(c.depth > 1 and k in answered for k, c in cases.items()):
+        # a run from before cases with history (or one with --deep-cases 0): its cases are the depth-1 sample
+        holdout = HoldOut(per_role, min_tokens, seed, 0)
+        cases = selected(holdout)
     missing = sorted({f"{r['role_id']}/{r['scene_id']}" for r in rows} - {f"{k[0]}/{k[1]}" for k in cases})
     if missing or not rows:
         raise InputError(f"{cases_csv} holds cases these hold-out settings do not select ({', '.join(missing[:3]) or 'none'}"
-                         f"…): give the run's --cases, --min-tokens and --seed, and its roles.")
+                         f"…): give the run's --cases, --deep-cases, --min-tokens and --seed, and its roles.")
     scorer = scorer or get_embedder(settings.embedder)
     conditions = list(dict.fromkeys(r["condition"] for r in rows))
     reports = []
     if baselines:
         run_roles = [r for r in roles if any(k[0] == r.id for k in cases)]
         reports += [run_eval(run_roles, b, settings=settings, conditions=conditions, per_role=per_role,
-                             min_tokens=min_tokens, seed=seed, scorer=scorer) for b in BASELINE_ORDER]
+                             min_tokens=min_tokens, seed=seed, deep=holdout.deep, scorer=scorer)
+                    for b in BASELINE_ORDER]
     for system in dict.fromkeys(r["system"] for r in rows):
         report = Report((labels or {}).get(system, system), "", scorer.name, conditions, system=system,
                         choice_note="not rescored (needs the model)")
         for r in (r for r in rows if r["system"] == system):
             case = cases[(r["role_id"], r["scene_id"])]
             report.results.append(CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, r["condition"],
-                                             case.turn.query, case.reference, reply=r["reply"], error=r.get("error", "")))
+                                             case.turn.query, case.reference, reply=r["reply"], error=r.get("error", ""),
+                                             depth=case.depth))
         reports.append(_scored(report, list(cases.values()), scorer))
     return Comparison(reports)
 

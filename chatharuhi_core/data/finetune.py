@@ -490,7 +490,8 @@ def model_card(manifest: dict, roles: Sequence[Role]) -> str:
         "",
         "## Held out for evaluation",
         "",
-        f"`eval` holds out {manifest['hold_out']['per_role']} scenes per role (lines of at least "
+        f"`eval` holds out {manifest['hold_out']['per_role']} scenes per role, "
+        f"{manifest['hold_out'].get('deep', 0)} of them after earlier turns (lines of at least "
         f"{manifest['hold_out']['min_tokens']} tokens, seed {manifest['hold_out']['seed']}). None of them is in "
         f"any training row, as a target or as context: {held}.",
         "",

@@ -3,6 +3,11 @@
 For each role, scenes whose last line is a long answer of the role are candidates; a seeded
 sample of them is held out. `eval` asks the model for that last line; `finetune` keeps those
 scenes out of every training row, as targets, as history and as retrieved context.
+
+Of each role's cases, some are drawn from scenes where the character has already answered earlier
+(depth 2 or more), so that the prompt also carries the scene's earlier turns as history; the rest
+from scenes where that line is its first answer (depth 1). They are drawn apart, so that a role
+with many short scenes still gets its cases with history.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from .scene_turns import Turn, scene_turns
 
 MIN_REPLY_TOKENS = 20  # "a long reply": shorter lines ("Yes.") say little about a character
 CASES_PER_ROLE = 10  # enough per role for an interval that means something
+DEEP_CASES_PER_ROLE = 3  # of those, cases with history (the bundled roles have five such scenes each)
 
 
 @dataclass(frozen=True)
@@ -35,32 +41,55 @@ class Case:
     def reference(self) -> str:
         return self.turn.reply
 
+    @property
+    def depth(self) -> int:
+        """Which answer of the character in its scene the case asks for: 1 for the first, when the prompt
+        has no history of the scene; 2 or more when the scene's earlier turns come before it."""
+        return self.turn.index + 1
+
 
 @dataclass(frozen=True)
 class HoldOut:
-    """The selection rule: the same three numbers give the same scenes in eval and in finetune."""
+    """The selection rule: the same four numbers give the same scenes in eval and in finetune."""
 
     per_role: int = CASES_PER_ROLE
     min_tokens: int = MIN_REPLY_TOKENS
     seed: int = 0
+    deep: int = DEEP_CASES_PER_ROLE  # how many of the `per_role` are at depth 2 or more, where a role has them
+
+    def __post_init__(self) -> None:
+        from ..errors import InputError
+
+        for what, n in (("held-out cases per role", self.per_role), ("held-out cases with history", self.deep)):
+            if n < 0:
+                raise InputError(f"The number of {what} must be 0 or more, not {n}.")
 
     def cases(self, role: Role) -> list[Case]:
-        """Up to `per_role` scenes ending in a long answer of the role, a fixed sample for the seed."""
+        """Up to `per_role` scenes ending in a long answer of the role: `deep` of them (or as many as there are)
+        ending in a later answer, the rest in a first one; fixed samples for the seed, in the scenes' order."""
         found = []
         for story in role.stories:
             turns = scene_turns(role, story)
             if turns and turns[-1].last and count_tokens(turns[-1].reply) >= self.min_tokens:
                 found.append(Case(role, turns[-1]))
-        if len(found) > self.per_role:
-            keep = set(random.Random(f"{self.seed}:{role.id}").sample(range(len(found)), self.per_role))
-            found = [c for i, c in enumerate(found) if i in keep]
-        return found
+        later = [c for c in found if c.depth > 1]
+        picked = {id(c) for c in self._sample(later, min(self.deep, self.per_role), f"{self.seed}:{role.id}:deep")}
+        first = [c for c in found if c.depth == 1]
+        picked |= {id(c) for c in self._sample(first, self.per_role - len(picked), f"{self.seed}:{role.id}")}
+        return [c for c in found if id(c) in picked]
+
+    @staticmethod
+    def _sample(found: list[Case], n: int, key: str) -> list[Case]:
+        if len(found) <= n:
+            return found
+        keep = set(random.Random(key).sample(range(len(found)), n))
+        return [c for i, c in enumerate(found) if i in keep]
 
     def scene_ids(self, role: Role) -> set[str]:
         return {c.turn.scene_id for c in self.cases(role)}
 
     def as_dict(self) -> dict:
-        return {"per_role": self.per_role, "min_tokens": self.min_tokens, "seed": self.seed}
+        return {"per_role": self.per_role, "min_tokens": self.min_tokens, "seed": self.seed, "deep": self.deep}
 
 
 def _norm(text: str) -> str:

@@ -40,6 +40,7 @@ class ChoiceResult:
     scores: list[float] = field(default_factory=list)
     correct: float = float("nan")  # 1 when the original ranked first; 1/n when n lines tie for first
     error: str = ""
+    depth: int = 1  # the case's depth (see holdout.Case.depth)
 
 
 def _language(role: Role) -> str:
@@ -71,7 +72,7 @@ def choice_for(case: Case, variant: str, others: Sequence[Role], holdout: HoldOu
     lines = distractors(case, variant, others, holdout, k, seed)
     at = random.Random(f"{seed}:place:{variant}:{case.role.id}:{case.turn.scene_id}").randrange(len(lines) + 1)
     lines.insert(at, case.reference)
-    return ChoiceResult(system, case.role.id, case.turn.scene_id, variant, lines, at)
+    return ChoiceResult(system, case.role.id, case.turn.scene_id, variant, lines, at, depth=case.depth)
 
 
 def credit(scores: Sequence[float], answer: int) -> float:

@@ -1,6 +1,7 @@
 """What a visitor's own browser keeps between visits (Gradio's BrowserState, in that browser's local storage):
-their chat with each character, the characters they added, the engine they chose. Never a key or a token,
-never a prompt: only the words said, the memories pinned and the names, so a reload brings the chat back.
+their chat with each character, the characters they added, the engine they chose and its settings (model,
+server address, prompt budgets, fold, voice). Never a key or a token, never a prompt: only the words said,
+the memories pinned, the names and the settings, so a reload brings the chat back as it was.
 
 What comes back from a browser is checked: a record of another version, another shape or too large is set
 aside with one sentence, and the visit starts fresh.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from ..chat.memory import MAX_PINS, Memory, Pin, check_pin
 from ..chat.prompt import Exchange
@@ -32,7 +34,47 @@ class Restored:
     chats: dict[str, Conversation] = field(default_factory=dict)
     added: list[str] = field(default_factory=list)
     engine: str | None = None
+    settings: dict = field(default_factory=dict)  # the engine's settings as the visitor left them (checked)
     note: str = ""  # a sentence when the record was set aside
+
+
+# what the settings panel keeps, with the range each value must fall in (a slider's own)
+BUDGET_RANGES = {"story_tokens": 4000, "history_tokens": 4000, "memory_tokens": 2000, "recall_tokens": 2000}
+SWITCHES = ("fold", "speak")
+MAX_MODEL_CHARS = 200
+MAX_URL_CHARS = 300
+
+
+def kept_url(url: object) -> str | None:
+    """A server address fit to keep: http(s), no user or password in it, no query (where keys hide); else None."""
+    if not isinstance(url, str) or not url.strip() or len(url) > MAX_URL_CHARS:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or parts.query \
+            or parts.fragment:
+        return None
+    return url.strip()
+
+
+def kept_settings(given: object) -> dict:
+    """The settings worth keeping (or read back), each checked; anything else is left out."""
+    if not isinstance(given, dict):
+        return {}
+    out: dict = {}
+    model = given.get("model")
+    if isinstance(model, str) and len(model) <= MAX_MODEL_CHARS:
+        out["model"] = model
+    url = kept_url(given.get("base_url"))
+    if url:
+        out["base_url"] = url
+    for name, most in BUDGET_RANGES.items():
+        value = given.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= most:
+            out[name] = int(value)
+    for name in SWITCHES:
+        if isinstance(given.get(name), bool):
+            out[name] = given[name]
+    return out
 
 
 def _chat(conv: Conversation) -> dict:
@@ -41,12 +83,14 @@ def _chat(conv: Conversation) -> dict:
             "pins": [p.text for p in conv.memory.pins]}
 
 
-def pack(current: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None) -> dict:
-    """The record to keep: the chat on screen first, then the others; oldest chats dropped past the caps."""
+def pack(current: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None,
+         settings: dict | None = None) -> dict:
+    """The record to keep: the chat on screen first, then the others; oldest chats dropped past the caps.
+    `settings` (the engine's panel) is checked by `kept_settings`: a key is never among them."""
     convs = [current] if current is not None and current.history else []
     convs += [c for rid, c in (chats or {}).items() if c.history and (current is None or rid != current.role_id)]
     record = {"v": VERSION, "chats": [_chat(c) for c in convs[:MAX_CHATS]], "added": list(added or [])[:50],
-              "engine": engine or ""}
+              "engine": engine or "", "settings": kept_settings(settings)}
     while len(json.dumps(record, ensure_ascii=False)) > MAX_CHARS and record["chats"]:
         record["chats"].pop()  # the least recent character's chat goes first
     return record
@@ -60,6 +104,7 @@ def unpack(data: object, opens: Callable[[str], bool], engines: set[str]) -> Res
         if not isinstance(data, dict) or data.get("v") != VERSION:
             raise ValueError("another version")
         found = Restored(engine=data.get("engine") if data.get("engine") in engines else None)
+        found.settings = kept_settings(data.get("settings")) if found.engine else {}
         found.added = [a for a in data.get("added") or [] if isinstance(a, str) and opens(a)]
         for item in data.get("chats") or []:
             rid = item["role"]

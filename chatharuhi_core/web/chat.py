@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
+from ..chat.lanes import ticket_for, waiting_line
 from ..chat.memory import Memory
 from ..chat.prompt import Exchange
 from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
@@ -201,12 +202,17 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
             for waited in while_running(bot.load):
                 note = f"{loading} {waited} s"
                 yield TurnUpdate(shown + [{"role": "assistant", "content": note}], base, status=note)
-        throttle = Throttle()
-        streaming = bot.stream(text, avoid=avoid)
-        for delta in streaming:
-            reply += delta
-            if throttle.due():
-                yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
+        # an engine that answers one visitor at a time (the local model, a one-slot server): in line, with the place
+        with ticket_for(bot.engine) as ticket:
+            for look in ticket.waiting():
+                line = waiting_line(look)
+                yield TurnUpdate(shown + [{"role": "assistant", "content": line}], base, status=line)
+            throttle = Throttle()
+            streaming = bot.stream(text, avoid=avoid)
+            for delta in streaming:
+                reply += delta
+                if throttle.due():
+                    yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
     except InputError as exc:
         yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
         return

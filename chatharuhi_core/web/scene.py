@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chat.chatbot import Reply, Streaming
+from ..chat.lanes import ticket_for, waiting_line
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
@@ -302,7 +303,10 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
             yield _failed(done, exc, 0)
             return
     spoke, last = 0, None
+    ticket = ticket_for(scene.engine)  # the whole event in the engine's lane: its lines and the director's picks
     try:
+        for look in ticket.waiting():
+            yield SceneUpdate(scene_messages(done), done, status=waiting_line(look))
         for step in _steps(scene, plan, turns, regenerate):
             private = step.speaker.role_id if scene.answers_privately(step.speaker) else None
             head = speaker_header(step.speaker.role_id, step.speaker.name) + whisper_mark(scene.state, private, True)
@@ -316,8 +320,11 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
             done, spoke, last = scene.state.copy(), spoke + 1, streaming.reply
             yield SceneUpdate(scene_messages(done), done, spoke=spoke)
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence, the completed lines stay
+        ticket.release()
         yield _failed(done, exc, spoke)
         return
+    finally:
+        ticket.release()
     status = _closing_status(answered=text is not None, planned=bool(plan), turns=turns, spoke=spoke,
                              regenerate=regenerate, last=last, unheard=unheard,
                              manual=scene.state.order == "manual")

@@ -4,6 +4,7 @@ into the tool's schema and description. They answer with the deployment's defaul
 operator's settings; their results carry the engine's label and the model's name, never a key or token.
 A failure is a ToolError with the sentence a visitor would read."""
 
+from ..chat.lanes import ticket_for
 from ..config import Settings
 from ..errors import ChatHaruhiError
 from ..roles.sources import open_role
@@ -85,8 +86,11 @@ def chat_with_character(role: str, message: str, history: list[dict] | None = No
         bot = ChatHaruhi(role=found, llm=settings.default_engine, user_role=who, settings=settings,
                          history=exchanges)
         bot.load()
-        streaming = bot.stream(text)
-        reply = "".join(streaming)
+        with ticket_for(bot.engine) as ticket:  # in line behind the page's visitors on a one-at-a-time engine
+            for _ in ticket.waiting():
+                pass
+            streaming = bot.stream(text)
+            reply = "".join(streaming)
     except ChatHaruhiError as exc:
         raise ToolError(str(exc)) from None
     record = streaming.reply

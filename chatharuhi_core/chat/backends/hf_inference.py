@@ -11,9 +11,11 @@ from collections.abc import Iterator
 
 from ...config import DEFAULT_HF_MODELS
 from ...errors import EngineError
+from ..lanes import LaneSpec
 from ..languages import family_languages
 from .base import ChatRequest, EngineOptions, register_engine
 from .openai_compat import CUT_MESSAGE, ChunkReader, bad_request
+from .server_slots import server_lane
 
 log = logging.getLogger(__name__)
 DEFAULT_MODEL = DEFAULT_HF_MODELS[0]
@@ -118,6 +120,11 @@ class HFInferenceEngine:
 
     def languages(self) -> frozenset[str] | None:
         return family_languages(self.model_label())
+
+    def lane(self) -> LaneSpec | None:
+        """A server of the visitor's own at base_url with a fixed number of slots (llama.cpp) takes visitors in
+        order; the Hub's router queues for itself."""
+        return server_lane(self.options.base_url, self.options.api_key)
 
     def _client(self):
         from huggingface_hub import InferenceClient

@@ -26,6 +26,7 @@ from pathlib import Path
 from ...config import Budgets
 from ...errors import EngineError
 from ...roles.lines import format_reply
+from ..lanes import LaneSpec
 from ..languages import EN, IN_LANGUAGE_MIN, family_languages
 from .base import ChatRequest, EngineOptions, register_engine
 from .local_runtime import (
@@ -229,6 +230,11 @@ class LocalModelEngine:
             return spec_languages(self.spec)
         except EngineError:  # no model to run at all: sending says why
             return None
+
+    def lane(self) -> LaneSpec:
+        """One reply at a time for the whole process: every local model shares its cores (or its GPU),
+        so visitors take turns in order instead of all slowing down together (chat/lanes.py)."""
+        return LaneSpec("local model", "the local model", 1)
 
     def loading_message(self) -> str | None:
         """A sentence for the page while the model loads on first use; None once it is loaded."""

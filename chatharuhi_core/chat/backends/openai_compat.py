@@ -10,7 +10,9 @@ import threading
 from collections.abc import Iterator
 
 from ...errors import EngineError
+from ..lanes import LaneSpec
 from .base import ChatRequest, EngineOptions, register_engine
+from .server_slots import server_lane
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 10.0
@@ -136,6 +138,11 @@ class OpenAIEngine:
 
     def model_label(self) -> str:
         return self.options.model or "gpt-4o-mini"
+
+    def lane(self) -> LaneSpec | None:
+        """A server that generates a fixed number of replies at once (llama.cpp) takes visitors in order
+        (chat/lanes.py); one that queues for itself, or OpenAI's own, has no lane."""
+        return server_lane(self.options.base_url, self.options.api_key)
 
     def _client(self):
         import httpx
