@@ -40,11 +40,25 @@ def bot_texts(page) -> list[str]:
     return [t.strip() for t in page.locator("#chat .message.bot").all_inner_texts()]
 
 
-def settled_bot_texts(page, timeout_ms: int = 30_000) -> list[str]:
-    """The bot messages once no event writing to the chat is pending: Gradio's chatbot shows a
-    "Loading content" bubble for any such event, even a hidden one, as long as it waits in the queue."""
-    page.wait_for_function("() => !document.querySelector('#chat .message.bot.pending')", timeout=timeout_ms)
-    return bot_texts(page)
+def settled_bot_texts(page, timeout_ms: int = 30_000, quiet_ms: int = 1_500) -> list[str]:
+    """The bot messages once the chat has been quiet for `quiet_ms`: no pending bubble and no change.
+
+    Gradio's chatbot shows a "Loading content" bubble (`.message.bot.pending`) for any event writing to
+    the chat, even a hidden one, while it waits in the queue. An event fired by a click may be queued a
+    moment after the click returns, so one look at "no pending bubble" can come too early; the chat
+    must stay the same, with nothing pending, across the whole quiet window."""
+    deadline, quiet_since, last = time.time() + timeout_ms / 1000, None, None
+    while time.time() < deadline:
+        pending = page.locator("#chat .message.bot.pending").count() > 0
+        texts = bot_texts(page)
+        if pending or texts != last:
+            quiet_since, last = (None if pending else time.time()), texts
+        elif quiet_since is not None and (time.time() - quiet_since) * 1000 >= quiet_ms:
+            return texts
+        if quiet_since is None and not pending:
+            quiet_since = time.time()
+        page.wait_for_timeout(150)
+    raise AssertionError(f"the chat did not settle within {timeout_ms} ms; last seen: {last}")
 
 
 def say(page, text):
