@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -83,12 +84,36 @@ def test_a_fixed_seed_gives_the_same_reply(settings):
     assert len({bot(None).chat("你是谁？") for _ in range(3)}) > 1  # unseeded replies still vary
 
 
+def test_seeded_replies_to_one_prompt_read_it_once_and_match_a_fresh_read(lm):
+    """An eval asks each prompt for several seeded samples: the second reads nothing of the prompt again (the
+    state of the first read is restored) and writes what a fresh read with that seed writes."""
+    sampled = Sampling(max_tokens=30, temperature=0.7, top_p=0.9, repetition_penalty=1.0, no_repeat_ngram_size=0)
+    other = [{"role": "system", "content": "你是孙悟空。" * 20}, {"role": "user", "content": "你是谁？"}]
+
+    def seeded(seed: int, messages=MESSAGES) -> str:
+        return _generate(lm, replace(sampled, seed=seed), messages)
+
+    fresh = {seed: (seeded(9, other), seeded(seed))[1] for seed in (1, 2)}  # each read afresh after another prompt
+    llm, evals = lm.handle.llm, []
+    seeded(1)  # read once more, then restored below
+    original = llm.eval
+    llm.eval = lambda tokens: (evals.append(len(tokens)), original(tokens))
+    try:
+        restored = {seed: seeded(seed) for seed in (2, 1)}
+    finally:
+        del llm.eval
+    assert restored == fresh and fresh[1] != fresh[2]
+    assert evals and max(evals) == 1  # the prompt's last token, then the reply's own tokens one by one
+
+
 def test_a_prompt_read_before_is_taken_from_the_saved_states(lm):
     """Another role answered in between: the prompt's state comes back from the saved ones, unread, and the
     reply is the one given the first time."""
     greedy = Sampling(max_tokens=40, temperature=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0)
+    other = [{"role": "system", "content": "你是孙悟空。" * 20}, {"role": "user", "content": "你是谁？"}]
+    _generate(lm, greedy, other)  # whatever an earlier test left in the reply's model, this prompt is new to it
     first = _generate(lm, greedy)
-    _generate(lm, greedy, [{"role": "system", "content": "你是孙悟空。" * 20}, {"role": "user", "content": "你是谁？"}])
+    _generate(lm, greedy, other)
     reader = lm.handle.prefill or lm.handle.llm
     evals = []
     original = reader.eval

@@ -91,6 +91,7 @@ class LlamaHandle:
     lock: threading.Lock  # one reply at a time on these contexts
     prefill: object | None = None  # a 16-bit copy of the same weights that reads prompts (see above)
     states: PromptStates = field(default_factory=PromptStates)
+    fresh: tuple[tuple[int, ...], bytes] | None = None  # the last prompt read afresh for a seeded reply, its state
 
 
 def gguf_path(spec: ModelSpec) -> Path:
@@ -230,6 +231,22 @@ def read_prompt(handle: LlamaHandle, tokens: list[int]) -> None:
         _set_state(llm, state, head)
 
 
+def read_fresh(handle: LlamaHandle, tokens: list[int]) -> None:
+    """Read all but the prompt's last token from its very start, as a seeded reply needs (a reused prefix
+    changes how the rest is batched, and so the last digits of the logits, and a sampled reply drifts from
+    there). The state of the last such read is kept, so more seeded replies to the same prompt (an eval's
+    samples) restore it, bit for bit the same, instead of reading the prompt again."""
+    llm = handle.llm
+    head = tokens[:-1]
+    if handle.fresh is not None and handle.fresh[0] == tuple(head):
+        _set_state(llm, handle.fresh[1], head)
+        return
+    llm.reset()  # the reply's own model reads it (no 16-bit copy), as llama.cpp's server would
+    if head:
+        llm.eval(head)
+    handle.fresh = (tuple(head), _get_state(llm))
+
+
 def _all_logits(llm, tokens: list[int]):
     """Read `tokens` after the context's current end and return the logits at every one of them
     (llama-cpp-python's own eval keeps only the last row unless the whole context was opened for all)."""
@@ -349,12 +366,7 @@ class LlamaCppRuntime:
         with handle.lock:
             if should_stop():  # the visitor left while another reply held the model
                 return
-            if sampling.seed is not None:
-                # a reproducible reply reads its whole prompt afresh: a reused prefix changes how the rest is
-                # batched, and so the last digits of the logits, and a sampled reply drifts from there
-                llm.reset()
-            else:
-                read_prompt(handle, tokens)
+            (read_fresh if sampling.seed is not None else read_prompt)(handle, tokens)
             pieces = llm.create_completion(
                 tokens, max_tokens=sampling.max_tokens, temperature=sampling.temperature, top_p=sampling.top_p,
                 top_k=50, min_p=0.0, repeat_penalty=sampling.repetition_penalty, stop=list(sampling.stop),
