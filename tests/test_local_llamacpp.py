@@ -75,6 +75,42 @@ def test_lines_are_scored_as_transformers_scores_them(lm):
     assert ours[0] == max(ours)
 
 
+def _os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_scoring_leaves_no_compute_threads_with_its_caller(settings, lm):
+    """Eval scores lines from its long-lived main thread. llama.cpp's OpenMP keeps a worker pool per calling
+    thread while that thread lives, and a pool left beside every reply's own made decoding 2.5 times slower
+    on 2 cores: the engine scores on a thread of its own, so its caller gains no thread."""
+    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    request = bot.prepare("What do you make of the mud on my boots?")
+    scored, release = threading.Event(), threading.Event()
+    out: list = []
+
+    def caller() -> None:
+        out.append(bot.engine.score(request, ["You have come from Afghanistan, I perceive.", "Elementary."]))
+        scored.set()
+        release.wait(30)
+
+    before = _os_threads()
+    thread = threading.Thread(target=caller)
+    thread.start()
+    try:
+        assert scored.wait(120) and len(out[0]) == 2
+        counts = []
+        for _ in range(50):  # the scoring thread and its pool end right after the scores come back
+            counts.append(_os_threads())
+            if counts[-1] <= before + 1:
+                break
+            threading.Event().wait(0.1)
+        assert counts[-1] <= before + 1, f"{before} threads before, then {counts[-3:]} with the caller waiting"
+    finally:
+        release.set()
+        thread.join()
+
+
 def test_a_fixed_seed_gives_the_same_reply(settings):
     def bot(seed: int | None) -> ChatHaruhi:
         engine = local_model.LocalModelEngine(local_model.EngineOptions(seed=seed))

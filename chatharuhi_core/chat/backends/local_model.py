@@ -19,9 +19,10 @@ import os
 import queue
 import shutil
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 from ...config import Budgets
 from ...errors import EngineError
@@ -58,6 +59,7 @@ LINE_END = "」"
 LOCAL_BUDGETS = Budgets(story_tokens=256, history_tokens=192, memory_tokens=192, recall_tokens=128)
 FINETUNE_MANIFEST = "chatharuhi-finetune.json"  # written by `finetune` beside an adapter or merged model
 _END = object()  # the worker's last word in the queue
+T = TypeVar("T")
 
 
 def resolve_model(model: str | None) -> ModelSpec:
@@ -268,7 +270,7 @@ class LocalModelEngine:
         lm = self.load()
         runtime = runtime_named(lm.runtime)
         opening = format_reply(request.role.name, "").removesuffix(LINE_END)
-        return runtime.score(lm, request.messages, opening, [line + LINE_END for line in lines])
+        return on_own_thread(runtime.score, lm, request.messages, opening, [line + LINE_END for line in lines])
 
     def warm(self, messages: list[dict]) -> threading.Thread | None:
         """Read how the next turn's prompt starts (system prompt and history) in the background, while the visitor
@@ -291,6 +293,28 @@ class LocalModelEngine:
         opening = "" if request.plain else format_reply(request.role.name, "").removesuffix(LINE_END)
         generate = on_gpu() or reply_pieces
         yield from generate(self._key(), request.messages, opening, self.sampling_for(request), self.options.timeout_s)
+
+
+def on_own_thread(work: Callable[..., T], *args) -> T:
+    """`work(*args)` on a thread that ends with it, as replies are. The compute libraries under the local
+    runtimes (libgomp for llama.cpp and torch) keep a pool of worker threads per calling thread for as long as
+    that thread lives, and count every pool against the cores: a long-lived caller's pool (eval's main thread)
+    made libgomp stop spinning at its barriers, and every later reply decoded 2.5 times slower on 2 cores."""
+    done: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(work(*args))
+        except BaseException as exc:  # raised again in the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="local-work")
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return done[0]
 
 
 def reply_pieces(key: tuple[ModelSpec, str], messages: list[dict], opening: str, sampling: Sampling,
