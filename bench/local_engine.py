@@ -115,10 +115,16 @@ class InProcess:
             self.runtime.prefixes = type(self.runtime.prefixes)()
 
     def warm(self, messages) -> None:
-        """What the engine does after a reply, while the visitor types (the llama.cpp runtime only)."""
+        """What the engine does after a reply, while the visitor types (the llama.cpp runtime only), on a
+        thread of its own as the engine reads ahead: llama.cpp's work on this long-lived thread would leave an
+        OpenMP pool beside every reply's and slow their decoding (chat/backends/local_model.py, on_own_thread)."""
+        import threading
+
         read_ahead = getattr(self.runtime, "warm", None)
         if read_ahead:
-            read_ahead(self.lm, messages)
+            reader = threading.Thread(target=read_ahead, args=(self.lm, messages))
+            reader.start()
+            reader.join()
 
     def run(self, messages, opening, sampling):
         import queue

@@ -242,6 +242,8 @@ def test_cases_with_history_are_drawn_apart_and_reported_by_depth(settings):
     flat = Comparison([run_eval([tiny_role(["east", "north"])], FixedEngine("east"), settings=settings,
                                 min_tokens=1, scorer=TableEmbedder())])
     assert "By depth" not in flat.markdown()  # no case with history: no table about it
+    assert "Baselines read nothing of the conversation: greeting" in text  # named where they were scored
+    assert "Baselines" not in flat.markdown()  # and no sentence about baselines left out
 
 
 def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys):
@@ -479,6 +481,11 @@ def test_next_line_choice_in_a_run_with_a_known_answer(settings, tmp_path):
     files = comparison.write(tmp_path)
     rows = list(csv.DictReader(files["choices"].open(encoding="utf-8")))
     assert len(rows) == 6 and {r["variant"] for r in rows} == {"who", "next"}
+    rival = run_eval([haruhi], ByMarker("SOS"), settings=settings, per_role=3, min_tokens=1,
+                     scorer=TableEmbedder(), others=[mikuru])
+    head_to_head = Comparison([report, rival]).markdown()  # two ranking systems: each against the other
+    assert "- fixed against fixed, who says it: +0.0%" in head_to_head and "not distinguishable from chance" \
+        in head_to_head
 
 
 def test_an_engine_that_cannot_rank_lines_is_said_so(settings):

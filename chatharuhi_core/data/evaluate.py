@@ -322,9 +322,7 @@ class Comparison:
                  "the share of replies written in it (both rates with an exact Clopper-Pearson interval); "
                  "distinct-2: unique word pairs over all word pairs of the system's replies together (low: "
                  "the replies repeat each other or loop; one figure for the set, no interval). Each other figure "
-                 "is a mean with its 95% bootstrap interval. Baselines read nothing of the conversation: "
-                 + "; ".join(f"{BASELINES[r.system].label}: {BASELINES[r.system].description}"
-                             for r in self.reports if r.is_baseline) + ".", "",
+                 "is a mean with its 95% bootstrap interval." + self._baselines_said(), "",
                  "## Overall", "",
                  "| system | prompt | cases | cosine | ROUGE-L | out of character | in the role's language | "
                  "distinct-2 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -358,6 +356,12 @@ class Comparison:
                 lines += ["", f"{rep.label}: {len(rep.failures)} replies failed and are left out; the first: "
                               f"{rep.failures[0].error}"]
         return "\n".join(lines) + "\n"
+
+    def _baselines_said(self) -> str:
+        """The sentence on the baselines in this comparison (none when it was run without them)."""
+        said = [f"{BASELINES[r.system].label}: {BASELINES[r.system].description}"
+                for r in self.reports if r.is_baseline]
+        return f" Baselines read nothing of the conversation: {'; '.join(said)}." if said else ""
 
     def _what_each_saw(self) -> list[str]:
         """The prompt each system answered from, so a reader can check the footing was equal."""
@@ -434,9 +438,9 @@ class Comparison:
         for rep in ranked:
             for v in variants:
                 iv = rep.choice_accuracy(v)
-                verdict = "above chance" if iv.low > 1 / (k + 1) else "below chance" if iv.high < 1 / (k + 1) \
+                to_chance = "above chance" if iv.low > 1 / (k + 1) else "below chance" if iv.high < 1 / (k + 1) \
                     else "not distinguishable from chance"
-                lines.append(f"- {rep.label}, {VARIANTS[v]}: {iv.text('{:.1%}')}, {verdict}.")
+                lines.append(f"- {rep.label}, {VARIANTS[v]}: {iv.text('{:.1%}')}, {to_chance}.")
         for i, rep in enumerate(ranked):
             for other in ranked[:i]:
                 for v in variants:
@@ -480,10 +484,11 @@ class Comparison:
         return lines
 
     def write(self, out: Path) -> dict[str, Path]:
-        """results.md, results.csv (per system, role and prompt), cases.csv (every reply), results.png."""
+        """results.md, results.csv (per system, role and prompt), cases.csv (every reply), results.png. The
+        replies and choices are written first: a run's hour of answers is never lost to its report's table
+        (`eval --rescore` re-makes the rest from cases.csv)."""
         out.mkdir(parents=True, exist_ok=True)
         paths = {"markdown": out / "results.md", "csv": out / "results.csv", "cases": out / "cases.csv"}
-        paths["markdown"].write_text(self.markdown(), encoding="utf-8")
         rows = [row for rep in self.reports for row in rep.rows()]
         with paths["csv"].open("w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -506,6 +511,7 @@ class Comparison:
                 for c in choices:
                     w.writerow([c.system, c.role_id, c.scene_id, c.depth, c.variant, _round(c.correct), c.answer,
                                 " ||| ".join(c.lines), " ".join(f"{x:.4f}" for x in c.scores), c.error])
+        paths["markdown"].write_text(self.markdown(), encoding="utf-8")
         png = plot(self, out / "results.png")
         if png:
             paths["plot"] = png
