@@ -118,13 +118,11 @@ class InProcess:
         """What the engine does after a reply, while the visitor types (the llama.cpp runtime only), on a
         thread of its own as the engine reads ahead: llama.cpp's work on this long-lived thread would leave an
         OpenMP pool beside every reply's and slow their decoding (chat/backends/local_model.py, on_own_thread)."""
-        import threading
+        from chatharuhi_core.chat.backends.local_model import on_own_thread
 
         read_ahead = getattr(self.runtime, "warm", None)
         if read_ahead:
-            reader = threading.Thread(target=read_ahead, args=(self.lm, messages))
-            reader.start()
-            reader.join()
+            on_own_thread(read_ahead, self.lm, messages)
 
     def run(self, messages, opening, sampling):
         import queue

@@ -489,11 +489,6 @@ class Comparison:
         (`eval --rescore` re-makes the rest from cases.csv)."""
         out.mkdir(parents=True, exist_ok=True)
         paths = {"markdown": out / "results.md", "csv": out / "results.csv", "cases": out / "cases.csv"}
-        rows = [row for rep in self.reports for row in rep.rows()]
-        with paths["csv"].open("w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows({k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
         with paths["cases"].open("w", newline="", encoding="utf-8") as f:
             names = list(CaseResult.__dataclass_fields__)
             w = csv.DictWriter(f, fieldnames=names)
@@ -511,6 +506,11 @@ class Comparison:
                 for c in choices:
                     w.writerow([c.system, c.role_id, c.scene_id, c.depth, c.variant, _round(c.correct), c.answer,
                                 " ||| ".join(c.lines), " ".join(f"{x:.4f}" for x in c.scores), c.error])
+        rows = [row for rep in self.reports for row in rep.rows()]
+        with paths["csv"].open("w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows({k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
         paths["markdown"].write_text(self.markdown(), encoding="utf-8")
         png = plot(self, out / "results.png")
         if png:
