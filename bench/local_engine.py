@@ -368,7 +368,10 @@ def main() -> int:
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(args.cache)})
-    adapter = args.adapter or random_adapter(args.cache / "random-lora")
+    from chatharuhi_core.chat.backends.local_model import on_own_thread
+
+    # torch's work on this long-lived thread would slow every later llama.cpp reply (they share libgomp)
+    adapter = args.adapter or on_own_thread(random_adapter, args.cache / "random-lora")
     print("local engine against llama.cpp's server, same model, same prompts", flush=True)
     fig = speeds(settings, args.rounds, adapter, args.cache / "llama-server.log")
     pg = {} if args.no_page else page(args.cache, args.rounds)

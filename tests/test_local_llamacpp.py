@@ -388,6 +388,26 @@ def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, 
         == {"f16-", "q8_0"}
 
 
+def test_a_load_runs_on_a_thread_that_ends_with_it(adapter, monkeypatch):
+    """A fine-tuned folder loaded by transformers merges the adapter with torch's matmuls. torch and llama.cpp
+    share one libgomp, which keeps a worker pool per calling thread while that thread lives: the load on a
+    long-lived thread (the bench's main thread; a visitor's worker thread) left every later llama.cpp reply
+    3.5 times slower on 2 cores. So the load runs on a thread of its own, gone when the model comes back."""
+    from chatharuhi_core.chat.backends.local_transformers import TransformersRuntime
+
+    ran_on: list[threading.Thread] = []
+    load = TransformersRuntime.load
+
+    def recorded(self, spec, device):
+        ran_on.append(threading.current_thread())
+        return load(self, spec, device)
+
+    monkeypatch.setattr(TransformersRuntime, "load", recorded)
+    loaded = local_model.load_model(local_model.resolve_model(str(adapter[0])), "cpu", "transformers")
+    assert loaded.runtime == "transformers"
+    assert ran_on and ran_on[0] is not threading.current_thread() and not ran_on[0].is_alive()
+
+
 def test_the_adapter_cache_keeps_the_most_recently_used_within_its_size(tmp_path):
     """Every finetune run is a new adapter and each merge of the bundled model is 400 MB: old ones go."""
     from chatharuhi_core.chat.backends.gguf_lora import prune

@@ -188,7 +188,10 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
             return _LOADED[key]
         where = pick_device(device)
         chosen = choose_runtime(spec, where, runtime)
-        loaded = chosen.load(spec, where)
+        # on a thread that ends with the load: merging an adapter into a copy of the base (torch's matmuls)
+        # on the caller's long-lived thread left an OpenMP pool there, and llama.cpp, which shares libgomp with
+        # torch, then decoded 3.5 times slower for as long as the process lived
+        loaded = on_own_thread(chosen.load, spec, where)
         _LOADED[key] = loaded
         log.info("loaded %s with %s on %s in %.1f s", spec.label, chosen.name, where, loaded.load_s)
         return loaded
@@ -299,7 +302,9 @@ def on_own_thread(work: Callable[..., T], *args) -> T:
     """`work(*args)` on a thread that ends with it, as replies are. The compute libraries under the local
     runtimes (libgomp for llama.cpp and torch) keep a pool of worker threads per calling thread for as long as
     that thread lives, and count every pool against the cores: a long-lived caller's pool (eval's main thread)
-    made libgomp stop spinning at its barriers, and every later reply decoded 2.5 times slower on 2 cores."""
+    made libgomp stop spinning at its barriers, and every later reply decoded 2.5 times slower on 2 cores.
+    torch and llama.cpp load one libgomp between them, so torch's work on such a thread (merging an adapter
+    at load) slows llama.cpp's replies the same way."""
     done: list[T] = []
     failure: list[BaseException] = []
 
