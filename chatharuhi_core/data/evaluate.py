@@ -563,8 +563,10 @@ def plot(comparison: Comparison, path: Path) -> Path | None:
     last = conds[-1]
     x = np.arange(len(roles) + 1)
     width = 0.8 / len(reps)
+    top = 0.1
     for i, rep in enumerate(reps):
         ivs = [rep.interval("cosine", last, rid) for rid, _ in roles] + [rep.interval("cosine", last)]
+        top = max([top] + [v for iv in ivs for v in (iv.value, iv.high) if not math.isnan(v)])
         means = [iv.value for iv in ivs]
         err = [[0 if math.isnan(iv.low) else iv.value - iv.low for iv in ivs],
                [0 if math.isnan(iv.high) else iv.high - iv.value for iv in ivs]]
@@ -574,7 +576,8 @@ def plot(comparison: Comparison, path: Path) -> Path | None:
     ax.set_xticks(x, [rid for rid, _ in roles] + ["all roles"], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("cosine to the original line")
     ax.set_title(f"Per role, {CONDITIONS[last].label}", fontsize=9)
-    ax.legend(loc="upper left", fontsize=7, frameon=False)
+    ax.set_ylim(0, top * 1.45)  # headroom above the highest interval, so the legend covers no bar
+    ax.legend(loc="upper left", fontsize=7, frameon=False, ncol=2)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     fig.savefig(path)
