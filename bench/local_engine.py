@@ -16,7 +16,9 @@ prompt, its chat template and the opened script line) go to each system in one r
   - decode: tokens/s after the first token, on a 128-token continuation with no stop strings, counted in
     the tokens each system generated (not the text re-tokenised).
 Systems: the engine's llama.cpp runtime in this process, llama.cpp's server (.venv-llama) from the same
-GGUF file, and the transformers runtime (one round: it is the slow path); beside them, in the same rounds,
+GGUF file (its calls into llama.cpp kept on one worker thread, tests/llama_server_one_worker.py: as shipped it
+runs them on any free thread of its pool and falls from about 80 to 24 tokens/s after a few requests),
+and the transformers runtime (one round: it is the slow path); beside them, in the same rounds,
 the same three with a LoRA adapter (merged into the engine's copies, `--lora_path` for the server, merged
 for transformers), so the fine-tuned model is compared with the base round by round. Sampling is the
 engine's (temperature 0.3, top-p 0.9, top-k 50, repetition penalty 1.15); the server is not given the
@@ -241,8 +243,10 @@ def speeds(settings, rounds: int, adapter: Path, log: Path) -> dict:
     engine, tuned_engine = InProcess(load_model(base, "cpu")), InProcess(load_model(tuned, "cpu"))
     threads = len(os.sched_getaffinity(0))
     lora = lora_for(adapter, gguf, settings.cache_dir / "lora-gguf")
-    with llama_server(gguf, log, threads=threads) as url, \
-            llama_server(gguf, log.with_suffix(".lora.log"), threads=threads, lora=lora) as tuned_url:
+    # each server runs llama.cpp on one worker thread: on any free one, its pools pile up and it falls from about
+    # 80 to 24 tokens/s after a few requests (tests/llama_server_one_worker.py); the engine meets it at its best
+    with llama_server(gguf, log, threads=threads, one_worker=True) as url, \
+            llama_server(gguf, log.with_suffix(".lora.log"), threads=threads, lora=lora, one_worker=True) as tuned_url:
         systems = {"llama.cpp in-process (engine)": (engine, rounds),
                    "llama.cpp server": (Server(url, engine.lm), rounds),
                    "fine-tuned, llama.cpp in-process (engine)": (tuned_engine, rounds),
@@ -258,6 +262,10 @@ def page(cache: Path, rounds: int) -> dict:
     TYPING_S after the last reply."""
     from gradio_client import Client
 
+    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS as b
+
+    # the settings panel as it stands once a visitor picks the local engine (its sliders follow the engine)
+    budgets = (b.story_tokens, b.history_tokens, False, b.memory_tokens, b.recall_tokens)
     out = {}
     with app_process(cache) as (url, _, _):
         for role_id, (before, questions) in TURNS.items():
@@ -266,11 +274,11 @@ def page(cache: Path, rounds: int) -> dict:
                 client = Client(url, verbose=False)
                 client.predict(role_id, api_name="/switch_role")
                 for text in before:
-                    list(client.submit(text, "", "local", "", "", "", 256, 192, False, 300, 400, api_name="/send"))
+                    list(client.submit(text, "", "local", "", "", "", *budgets, api_name="/send"))
                 question = questions[i % len(questions)]
                 time.sleep(TYPING_S)  # the visitor reads the last reply and types
                 start = time.perf_counter()
-                job = client.submit(question, "", "local", "", "", "", 256, 192, False, 300, 400, api_name="/send")
+                job = client.submit(question, "", "local", "", "", "", *budgets, api_name="/send")
                 first = float("nan")
                 while not job.done():
                     frames = job.outputs()

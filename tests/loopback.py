@@ -91,13 +91,15 @@ def gradio_app(cache: Path | None, script: str = "app.py", log: Path | None = No
 
 @contextmanager
 def llama_server(gguf: Path, log: Path | None = None, threads: int | None = None,
-                 lora: Path | None = None) -> Iterator[str]:
+                 lora: Path | None = None, one_worker: bool = False) -> Iterator[str]:
     """llama-cpp-python's server (built by scripts/setup-llama-server.sh) serving gguf as "smollm2", with a
-    llama.cpp LoRA file on top when given; yields its base URL, ending in /v1."""
+    llama.cpp LoRA file on top when given; yields its base URL, ending in /v1. `one_worker`: every call into
+    llama.cpp on one thread (tests/llama_server_one_worker.py), as the bench's baseline at its best."""
     if not LLAMA_PYTHON.exists():
         raise RuntimeError("No .venv-llama: run `bash scripts/setup-llama-server.sh` (scripts/test.sh does).")
     port = free_port()
-    cmd = [str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2",
+    server = [str(Path(__file__).with_name("llama_server_one_worker.py"))] if one_worker else ["-m", "llama_cpp.server"]
+    cmd = [str(LLAMA_PYTHON), *server, "--model", str(gguf), "--model_alias", "smollm2",
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
     if threads:
         cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
