@@ -37,6 +37,7 @@ from chatharuhi_core.web.chat import (
     greeting_messages,
     import_chat,
     rate_reply,
+    read_ahead,
     scene_image_for,
     scenes_markdown,
     stream_turn,
@@ -444,6 +445,17 @@ def _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_t
         yield up.messages, box, state, status, pending
 
 
+def read_ahead_for(conv, user_role, engine, model, base_url, story_tokens, history_tokens, fold, memory_tokens=None,
+                   recall_tokens=None):
+    """A character opened, a conversation taken up or an engine picked: the local model loads and reads how the
+    next prompt starts while the visitor types (the engines that read nothing ahead do nothing here)."""
+    if conv is None:
+        return
+    panel = EnginePanel(engine, model, base_url, "", story_tokens, history_tokens, bool(fold), memory_tokens,
+                        recall_tokens)
+    read_ahead(conv, user_role, panel, Settings.from_env())
+
+
 def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
     """Once a reply is complete: the scenes it drew on, its scene picture and, if asked, its voice.
 
@@ -781,6 +793,10 @@ def _wire_session(p: SimpleNamespace) -> None:
     guard = (language_view, [p.conv, p.engine, p.model, p.base_url], [p.language_note, p.use_offline])
     for changed in (p.conv, p.engine, p.model, p.base_url):
         changed.change(*guard, api_name=False, show_progress="hidden")
+    # the local model reads the next prompt's start while the visitor types the message (chat/chatbot.py)
+    gr.on([c.change for c in (p.conv, p.engine, p.model)], read_ahead_for,
+          [p.conv, p.user_role, *_settings_in(p, key=False)], None, api_name=False, show_progress="hidden",
+          trigger_mode="always_last")
     p.use_offline.click(lambda: "script", None, p.engine, api_name=False).then(
         change_engine, p.engine, engine_view, api_name=False)
     p.scene_tab.select(cast_choices, [p.added, p.scene_cast], p.scene_cast, api_name=False, show_progress="hidden")

@@ -7,7 +7,10 @@ model, transformers (the engine's previous path) beside them, and fine-tuning sp
 For an English (Sherlock Holmes) and a Chinese (孙悟空) role, the same prompts (the engine's packed
 prompt, its chat template and the opened script line) go to each system in one run, interleaved:
   - first message: nothing of the prompt cached (the engine's prompt states are dropped first; the
-    server last read another role's prompt);
+    server last read another role's prompt), as `chat ROLE "message"` on the command line meets it;
+  - first message, character opened: the same, after the prompt's start (the system prompt) was read ahead,
+    as the page does when a visitor opens a character and the interactive `chat` does before the first
+    message is typed; the server is given that start as a one-token request;
   - ordinary turn: the conversation's fourth message: the history is at its budget (as in any conversation
     past its first exchanges) and the scenes are new. The engine puts the scenes after the history and reads
     the prompt's start (system prompt, history) while the visitor types; the server is given the same start
@@ -52,7 +55,9 @@ TURNS = {"sherlock": (("Good morning, Mr. Holmes.", "I have come about my brothe
          "sunwukong": (("大圣，早上好。", "师父又被妖怪抓走了。", "那妖怪住在山后的洞里，手下有几百个小妖。"),
                        ("你打算怎么办？", "八戒又在偷懒，你管不管？", "你怕不怕那个妖怪？", "你的金箍棒有多重？",
                         "观音菩萨会来帮忙吗？", "师父为什么总是相信妖怪？"))}
-GOALS = {"first": 1.5, "ordinary": 1.0}  # seconds to the first token
+GOALS = {"first": 1.5, "opened": 1.5, "ordinary": 1.0}  # seconds to the first token
+FIGURES = (("first", "first token, first message"), ("opened", "first token, first message, character opened"),
+           ("ordinary", "first token, ordinary turn"), ("decode", "decode"))
 DECODE_GOAL = 0.8  # of the server's tokens/s
 DECODE_TOKENS = 128
 TYPING_S = 2.0  # the page's ordinary turn: the visitor sends the question this long after the last reply
@@ -60,7 +65,7 @@ TYPING_S = 2.0  # the page's ordinary turn: the visitor sends the question this 
 
 def prompts(settings) -> dict:
     """Per role: the first message's and the ordinary turn's messages, as the engine would send them, and how
-    the ordinary turn's prompt starts (what is read ahead while the visitor types)."""
+    each starts (what is read ahead while the visitor types)."""
     from chatharuhi_core import ChatHaruhi
     from chatharuhi_core.chat.backends import options_for
     from chatharuhi_core.chat.backends.local_model import LocalModelEngine
@@ -69,12 +74,13 @@ def prompts(settings) -> dict:
     for role_id, (before, questions) in TURNS.items():
         engine = LocalModelEngine(replace(options_for("local", settings), seed=0))  # the same history each run
         bot = ChatHaruhi(role_name=role_id, llm=engine, settings=settings)
-        first = bot.prepare(before[0]).messages
+        opened, first = bot.next_prompt_start(), bot.prepare(before[0]).messages
+        assert first[:len(opened)] == opened
         for text in before:
             bot.chat(text)
         start, ordinary = bot.next_prompt_start(), bot.prepare(questions[0]).messages
         assert ordinary[:len(start)] == start
-        out[role_id] = (bot.role.name, first, ordinary, start)
+        out[role_id] = (bot.role.name, first, ordinary, start, opened)
     return out
 
 
@@ -182,7 +188,8 @@ class Server:
 
 
 def measure(systems: dict, turns: dict, rounds: int) -> dict:
-    """{(system, role, figure): [value per round]} for figure in first, ordinary (seconds), decode (tokens/s)."""
+    """{(system, role, figure): [value per round]} for figure in first, opened, ordinary (seconds), decode
+    (tokens/s)."""
     from chatharuhi_core.chat.backends.local_model import LocalModelEngine
     from chatharuhi_core.chat.backends.local_runtime import Sampling
 
@@ -191,21 +198,24 @@ def measure(systems: dict, turns: dict, rounds: int) -> dict:
     free = Sampling(max_tokens=DECODE_TOKENS)
     samples: dict = {}
     for r in range(rounds + 1):  # round 0 warms each system up
-        for role_id, (name, first, ordinary, ahead) in turns.items():
+        for role_id, (name, first, ordinary, ahead, opened) in turns.items():
             opening = f"{name}:「"
             for label, (system, its_rounds) in systems.items():
                 if r > its_rounds:
                     continue
                 system.forget()
                 f = _timed(system.run(first, opening, closed))[0]
+                system.forget()
+                system.warm(opened)  # the character opened on the page: the visitor types the first message
+                c = _timed(system.run(first, opening, closed))[0]
                 system.warm(ahead)  # the visitor reads the reply and types
                 o = _timed(system.run(ordinary, opening, closed))[0]
                 start, end, text = _timed(system.run(ordinary, opening, free))
                 d = _rate(start, end, system.generated(ordinary, opening, text))
                 if r:
-                    for figure, value in (("first", f), ("ordinary", o), ("decode", d)):
+                    for figure, value in (("first", f), ("opened", c), ("ordinary", o), ("decode", d)):
                         samples.setdefault((label, role_id, figure), []).append(value)
-                print(f"  round {r} {label:42} {role_id:10} first {f:.2f} s, ordinary {o:.2f} s, "
+                print(f"  round {r} {label:42} {role_id:10} first {f:.2f} s, opened {c:.2f} s, ordinary {o:.2f} s, "
                       f"decode {d:.1f} tokens/s", flush=True)
     return samples
 
@@ -325,8 +335,7 @@ def _rows(samples: dict) -> list[str]:
     rows = []
     fig = {k: median(v) for k, v in samples.items()}
     for role_id in TURNS:
-        for figure, what in (("first", "first token, first message"), ("ordinary", "first token, ordinary turn"),
-                             ("decode", "decode")):
+        for figure, what in FIGURES:
             mine, theirs, before = (fig.get((k, role_id, figure), float("nan")) for k in (
                 "llama.cpp in-process (engine)", "llama.cpp server", "transformers (engine before)"))
             if figure == "decode":
@@ -346,8 +355,7 @@ def _tuned_rows(samples: dict) -> list[str]:
     of the per-round ratios and their range; the fine-tuned server against the base server beside."""
     rows = []
     for role_id in TURNS:
-        for figure, what in (("first", "first token, first message"), ("ordinary", "first token, ordinary turn"),
-                             ("decode", "decode")):
+        for figure, what in FIGURES:
             cells = []
             for prefix in ("llama.cpp in-process (engine)", "llama.cpp server"):
                 base, tuned = samples[(prefix, role_id, figure)], samples[(f"fine-tuned, {prefix}", role_id, figure)]
@@ -391,8 +399,10 @@ def main() -> int:
              f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with {command} on: {machine()}.", "",
              "Same GGUF file (Q4_1), same prompts, same sampling, interleaved in one run; median of "
              f"{args.rounds} rounds (transformers: 1). Ratio: the engine against the server (above 1: the engine "
-             "is faster). Ordinary turn: the prompt's start (system prompt, history) read ahead, as while the "
-             "visitor types, by the engine and by the server (a one-token request); transformers reads it all.", "",
+             "is faster). First message: nothing read before, as a one-shot `chat ROLE \"message\"` meets it; character "
+             "opened: the system prompt read ahead, as the page does when a character is opened. Ordinary turn: "
+             "the prompt's start (system prompt, history) read ahead, as while the visitor types. The server is "
+             "given what is read ahead as a one-token request; transformers reads it all.", "",
              "| figure | engine (llama.cpp in-process) | llama.cpp server | ratio | transformers (engine before) "
              "| goal | |", "|---|---|---|---|---|---|---|"]
     lines += _rows(fig)

@@ -111,6 +111,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     else:
         print(f"{name}: {bot.role.greeting}" if bot.role.greeting else f"Talking to {name}.")
     print("(Ctrl-D or /quit to leave; /remember TEXT, /memories, /forget N for what the character keeps)")
+    bot.read_ahead_now()  # the local model reads the prompt's start while the first message is typed
     while True:
         try:
             text = input(f"{bot.user_role}> ")
@@ -355,7 +356,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                          conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
                          seed=args.seed, deep=args.deep_cases, baselines=not args.no_baselines,
                          next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
-                         allow_trained=args.allow_trained, samples=args.samples, budgets=_eval_budgets(args),
+                         allow_trained=args.allow_trained, samples=args.samples, greedy=args.greedy,
+                         budgets=_eval_budgets(args),
                          progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
     files = comparison.write(Path(args.out))
     print(comparison.markdown())
@@ -588,6 +590,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="next-line choice: other lines the original is ranked among (default 4; chance 1/(K+1))")
     p.add_argument("--samples", type=int, default=3,
                    help="replies per case from an engine that samples, each with its own recorded seed (default 3)")
+    p.add_argument("--greedy", action="store_true",
+                   help="instead of --samples: one reply per case with the most likely tokens (temperature 0), the "
+                        "same on every run")
     p.add_argument("--story-tokens", type=int, help="scene budget for every system, in cl100k tokens (default: the "
                                                      "smallest of the compared systems' own)")
     p.add_argument("--history-tokens", type=int, help="history budget for every system, likewise")

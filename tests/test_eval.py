@@ -330,6 +330,20 @@ def test_eval_through_an_openai_compatible_server(settings, fake_openai):
     assert {r.depth for r in report.results} == {1, 2}
     full = [r for r in report.results if r.condition == "full"]
     assert all(r.reply.startswith("Echo: ") and r.query in r.reply for r in full)
+    # the server is sent each draw's seed, and no temperature: a visitor's replies keep the server's own
+    asked = [r["body"] for r in fake_openai.requests if r["path"].endswith("/chat/completions")]
+    assert {b.get("seed") for b in asked} == {0, 1} and not any("temperature" in b for b in asked)
+
+
+def test_greedy_eval_asks_once_per_case_at_temperature_zero(settings, fake_openai):
+    from fake_openai import GOOD_KEY
+
+    report = run_eval([load_role("elizabeth")], "openai", settings=settings, model="echo", base_url=fake_openai.base_url,
+                      api_key=GOOD_KEY, per_role=2, deep=0, samples=3, greedy=True, next_line=())
+    assert len(report.results) == 2 * 2 and report.greedy and report.samples == 1
+    asked = [r["body"] for r in fake_openai.requests if r["path"].endswith("/chat/completions")]
+    assert len(asked) == 4 and all(b["temperature"] == 0 for b in asked)
+    assert "| greedy |" in Comparison([report]).markdown()
 
 
 def test_paired_bootstrap_resamples_within_each_role():

@@ -200,6 +200,21 @@ def test_the_next_turns_start_is_read_while_the_visitor_types(settings, lm):
     assert reader.input_ids[:reader.n_tokens].tolist() == ahead[:-1]
 
 
+
+def test_a_character_opened_on_the_page_is_read_before_the_first_message(settings, lm):
+    """Picking a character (or the local engine) on the page loads the model and reads how the first message's
+    prompt will start while the visitor types it; the offline engine reads nothing ahead."""
+    from chatharuhi_core.web.chat import Conversation, make_bot, read_ahead
+    from chatharuhi_core.web.common import EnginePanel
+
+    conv, panel = Conversation("sunwukong"), EnginePanel("local", story_tokens=256, history_tokens=192)
+    assert read_ahead(conv, "", EnginePanel("script"), settings) is None
+    read_ahead(conv, "", panel, settings).join()
+    start = make_bot(conv, panel, "", settings).next_prompt_start()
+    ahead = lm.handle.llm.tokenize(lm.template(start).encode(), add_bos=False, special=True)
+    reader = lm.handle.prefill or lm.handle.llm
+    assert reader.input_ids[:reader.n_tokens].tolist() == ahead[:-1]
+
 def _shared(a: list[int], b: list[int]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:

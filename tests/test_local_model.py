@@ -12,6 +12,7 @@ from make_inputs import TINY_LLAMA, tiny_llama_hub_cache
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.backends import local_model
+from chatharuhi_core.chat.backends.base import open_engine
 from chatharuhi_core.chat.backends.local_model import ModelSpec, resolve_model
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.errors import EngineError
@@ -91,6 +92,19 @@ def test_transformers_runs_the_same_file_when_asked(settings, smol_hf, monkeypat
     letters = [c for c in said.text if c.isalpha()]
     assert len(letters) > 10 and sum(c.isascii() for c in letters) / len(letters) > 0.95  # English
     assert said.stats.model == "SmolLM2-135M-Instruct (transformers, cpu)"
+
+
+@pytest.mark.parametrize("runtime", ["llama.cpp", "transformers"])
+def test_greedy_gives_the_most_likely_reply_whatever_the_seed(settings, smol, smol_hf, runtime, monkeypatch):
+    """eval --greedy: temperature 0 writes the same reply under any seed, in both runtimes (transformers
+    refuses a temperature of 0 when it samples, so that runtime must not sample)."""
+    monkeypatch.setenv("CHATHARUHI_LOCAL_RUNTIME", runtime)
+
+    def reply(seed: int) -> str:
+        engine = open_engine("local", settings, seed=seed, temperature=0.0, max_tokens=24)
+        return ChatHaruhi(role_name="alice", llm=engine, settings=settings).chat("Who are you?")
+
+    assert reply(1) == reply(2) != ""
 
 
 def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol_hf):

@@ -10,6 +10,7 @@ shared read-only caches, so creating many objects is cheap.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -325,15 +326,27 @@ class ChatHaruhi:
         system, after, _ = self.persona(user_role, [t for ex in self.history for t in (ex.text, ex.reply)])
         return history_messages(system, self.role.name, self.history, self.budgets, self.count_tokens, after)
 
-    def _warm(self) -> None:
-        """Hand the next turn's start to an engine that reads it ahead (`warm`); this never fails a turn."""
-        warm = getattr(self.engine, "warm", None)
-        if warm is None or not self.scenes_last or self.fold_prompt:
-            return
+    @property
+    def reads_ahead(self) -> bool:
+        """Whether the engine reads a prompt's start ahead of the message (the local model, scenes last)."""
+        return getattr(self.engine, "warm", None) is not None and self.scenes_last and not self.fold_prompt
+
+    def _warm(self) -> threading.Thread | None:
+        """Hand the next turn's start to an engine that reads it ahead (`warm`; it returns the reading thread);
+        this never fails a turn."""
+        if not self.reads_ahead:
+            return None
         try:
-            warm(self.next_prompt_start())
+            return self.engine.warm(self.next_prompt_start())
         except Exception as exc:  # only the time it would have saved is lost
             log.info("reading the next turn ahead failed: %r", exc)
+            return None
+
+    def read_ahead_now(self) -> threading.Thread | None:
+        """Before a message is typed (a character just opened, a conversation taken up again): an engine that
+        reads ahead reads how the next prompt starts now, in the background, so the message reads only its
+        scenes and itself. As after each reply; a model not loaded yet is left alone. Never fails."""
+        return self._warm() if self.read_ahead else None
 
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)

@@ -184,6 +184,7 @@ class Report:
     choices: list[ChoiceResult] = field(default_factory=list)  # next-line choice (data/next_line.py)
     trained_cases: int = 0  # cases whose scene the model trained on (shown only when asked: --allow-trained)
     samples: int = 1  # replies per case and prompt
+    greedy: bool = False  # one reply per case at temperature 0, not a seeded draw
     budgets: Budgets | None = None  # the prompt budgets every case was packed with
     choice_note: str = ""  # why there are none, when the system cannot rank lines
     distractors: int = DISTRACTORS
@@ -383,7 +384,7 @@ class Comparison:
                 lines.append(f"| {rep.label} | {CONDITIONS[c].label} | {b.story_tokens if b else '–'} | "
                              f"{b.history_tokens if b else '–'} | {np.mean([r.scenes for r in picked]):.1f} | "
                              f"{np.mean([r.prompt_tokens for r in picked]):.0f} | {rep.samples} | "
-                             f"{', '.join(map(str, seeds)) or '–'} |")
+                             f"{'greedy' if rep.greedy else ', '.join(map(str, seeds)) or '–'} |")
         return lines
 
     def head_to_head(self) -> list[tuple[Report, Report, str, Interval]]:
@@ -595,11 +596,12 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
              scorer: Embedder | None = None,
              progress: Progress | None = None, next_line: Sequence[str] = tuple(VARIANTS),
              distractors: int = DISTRACTORS, others: Sequence[Role] = (), allow_trained: bool = False,
-             samples: int = 1, budgets: Budgets | None = None) -> Report:
+             samples: int = 1, greedy: bool = False, budgets: Budgets | None = None) -> Report:
     """Answer every held-out case under every condition with one engine (or a baseline), and score the replies;
     then, for each next-line variant, let the engine rank the original line among `distractors` others
     (`others`: roles whose lines may serve as another character's, besides `roles`). An engine that samples
-    answers each case `samples` times, each with its own seed; `budgets`, when given, are counted for every
+    answers each case `samples` times, each with its own seed, or once with the most likely tokens (`greedy`:
+    temperature 0, the same reply on every run); `budgets`, when given, are counted for every
     system with one ruler (cl100k_base), so that systems compared see the same scenes and history."""
     from ..chat.chatbot import ChatHaruhi
 
@@ -637,13 +639,19 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
     ruler = count_tokens if budgets is not None else None
     budgets = budgets or default_budgets(engine.name, settings)
     system = engine.name + (f":{model}" if model else "")
-    draws = [None]  # one reply per case from an engine that does not sample (or an engine object given as is)
-    if samples > 1 and isinstance(llm, str) and writes(engine):
+    draws: list[int | None] = [None]  # one reply per case from an engine that does not sample (or an object as is)
+    sampled = isinstance(llm, str) and writes(engine)
+    greedy = greedy and sampled
+    if greedy:  # seeded as well: the local engine then reads each prompt afresh, the same way on every run
+        draws = [sample_seed(seed, 0)]
+    elif samples > 1 and sampled:
         draws = [sample_seed(seed, i) for i in range(samples)]
+    temperature = 0.0 if greedy else None
     engines = {d: (engine if d is None else open_engine(llm, settings, model=model, base_url=base_url,
-                                                         api_key=api_key, seed=d)) for d in draws}
+                                                         api_key=api_key, seed=d, temperature=temperature))
+               for d in draws}
     report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system, distractors=distractors,
-                    trained_cases=len(trained), samples=len(draws), budgets=budgets)
+                    trained_cases=len(trained), samples=len(draws), greedy=greedy, budgets=budgets)
     ranks = getattr(engine, "score", None)
     if next_line and ranks is None:
         report.choice_note = "cannot rank given lines"

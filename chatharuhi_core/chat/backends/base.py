@@ -53,8 +53,16 @@ class EngineOptions:
     timeout_s: float = 60.0
     max_tokens: int = 300  # the longest reply asked of a model
     seed: int | None = None  # a fixed draw for engines that sample locally (reproducible eval); None: fresh each time
+    temperature: float | None = None  # None: the engine's own; 0: greedy, the most likely token every time (eval)
     cache_dir: Path | None = None  # where an engine keeps files it makes (the local model's copies); None: the default
     router: str | None = None  # where a hosted model id is sent (the hf engine's Inference Providers); None: the SDK's
+
+
+def api_sampling(options: EngineOptions) -> dict[str, float | int]:
+    """The draw asked of a server, only where the caller fixed it (eval's seeds and greedy); otherwise the
+    server's own defaults, as a visitor has always had them."""
+    asked = {"temperature": options.temperature, "seed": options.seed}
+    return {k: v for k, v in asked.items() if v is not None}
 
 
 class Engine(Protocol):

@@ -13,7 +13,7 @@ from ...config import DEFAULT_HF_MODELS
 from ...errors import EngineError
 from ..lanes import LaneSpec
 from ..languages import family_languages
-from .base import ChatRequest, EngineOptions, register_engine
+from .base import ChatRequest, EngineOptions, api_sampling, register_engine
 from .openai_compat import CUT_MESSAGE, ChunkReader, bad_request
 from .server_slots import server_lane
 
@@ -142,7 +142,8 @@ class HFInferenceEngine:
         try:
             with client:
                 yield from reader.deltas(client.chat_completion(request.messages, model=model, stream=True,
-                                                                max_tokens=self.options.max_tokens))
+                                                                max_tokens=self.options.max_tokens,
+                                                                **api_sampling(self.options)))
         except EngineError:
             raise
         except Exception as exc:

@@ -265,7 +265,9 @@ class LocalModelEngine:
         """The engine's sampling within the visitor's reply length; a character line ends when it is closed."""
         stop = () if request.plain else (LINE_END, "\n\n")
         return replace(self.sampling, max_tokens=min(self.options.max_tokens, self.sampling.max_tokens),
-                       stop=stop, seed=self.options.seed)
+                       stop=stop, seed=self.options.seed,
+                       temperature=self.sampling.temperature if self.options.temperature is None
+                       else self.options.temperature)
 
     def score(self, request: ChatRequest, lines: list[str]) -> list[float]:
         """How likely the model finds each line as the character's next one after this prompt: the mean

@@ -212,11 +212,14 @@ class TransformersRuntime:
             pad = lm.tokenizer.eos_token_id
         generation = dict(
             **inputs, streamer=_Emit(lm.tokenizer, skip_prompt=True, skip_special_tokens=True),
-            max_new_tokens=sampling.max_tokens, do_sample=True, temperature=sampling.temperature,
-            top_p=sampling.top_p, repetition_penalty=sampling.repetition_penalty,
+            max_new_tokens=sampling.max_tokens, repetition_penalty=sampling.repetition_penalty,
             no_repeat_ngram_size=sampling.no_repeat_ngram_size,
             stopping_criteria=StoppingCriteriaList([_StopWhenAsked()]), pad_token_id=pad,
         )
+        if sampling.temperature > 0:  # 0: greedy, as llama.cpp reads it (transformers refuses a temperature of 0)
+            generation.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p)
+        else:
+            generation.update(do_sample=False, temperature=None, top_p=None)
         if cache is not None:
             generation["past_key_values"] = cache
         if sampling.stop:

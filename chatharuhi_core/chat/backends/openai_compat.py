@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from ...errors import EngineError
 from ..lanes import LaneSpec
-from .base import ChatRequest, EngineOptions, register_engine
+from .base import ChatRequest, EngineOptions, api_sampling, register_engine
 from .server_slots import server_lane
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ class OpenAIEngine:
         reader = ChunkReader()
         try:
             stream = client.chat.completions.create(model=model, messages=request.messages, stream=True,
-                                                    max_tokens=self.options.max_tokens)
+                                                    max_tokens=self.options.max_tokens, **api_sampling(self.options))
             with stream:
                 yield from reader.deltas(stream)
         except EngineError:
