@@ -17,7 +17,14 @@ import pytest
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.backends import local_model
 from chatharuhi_core.chat.backends.gguf_lora import lora_for, merged_for
-from chatharuhi_core.chat.backends.local_llamacpp import LLAMA_CPP, LlamaHandle, prefill_copy, read_prompt
+from chatharuhi_core.chat.backends.local_llamacpp import (
+    LLAMA_CPP,
+    LlamaHandle,
+    eight_bit_copy,
+    prefill_copy,
+    read_prompt,
+    reads_faster,
+)
 from chatharuhi_core.chat.backends.local_runtime import Sampling, bundled_spec
 from chatharuhi_core.chat.prompt import Exchange
 from chatharuhi_core.errors import EngineError, UnknownNameError
@@ -256,15 +263,37 @@ def test_the_16_bit_copy_reads_the_prompt_and_the_4_bit_model_goes_on_as_if_it_h
     def opened(path, logits: bool) -> Llama:
         return Llama(model_path=str(path), n_ctx=1024, n_threads=2, logits_all=logits, verbose=False)
 
-    alone, handed = opened(smollm2_gguf, True), opened(smollm2_gguf, True)
+    alone = opened(smollm2_gguf, True)
     tokens = alone.tokenize(prompt.encode(), add_bos=False, special=True)
     alone.eval(tokens)
-    read_prompt(LlamaHandle(handed, threading.Lock(), opened(copy, False)), tokens)
-    assert handed.n_tokens == len(tokens) - 1
-    handed.eval(tokens[-1:])
-    mine, ref = np.array(handed.scores[len(tokens) - 1]), np.array(alone.scores[len(tokens) - 1])
-    assert np.corrcoef(mine, ref)[0, 1] > 0.999 and np.abs(mine - ref).mean() < 0.2
-    assert len(set(np.argsort(-mine)[:5]) & set(np.argsort(-ref)[:5])) >= 4
+    eight = eight_bit_copy(copy)  # the reader on CPUs where 8 bits read faster (reads_faster)
+    assert eight and eight_bit_copy(copy) == eight and eight.stat().st_size < 0.6 * copy.stat().st_size
+    for reader in (copy, eight):
+        handed = opened(smollm2_gguf, True)
+        read_prompt(LlamaHandle(handed, threading.Lock(), opened(reader, False)), tokens)
+        assert handed.n_tokens == len(tokens) - 1
+        handed.eval(tokens[-1:])
+        mine, ref = np.array(handed.scores[len(tokens) - 1]), np.array(alone.scores[len(tokens) - 1])
+        assert np.corrcoef(mine, ref)[0, 1] > 0.999 and np.abs(mine - ref).mean() < 0.2
+        assert len(set(np.argsort(-mine)[:5]) & set(np.argsort(-ref)[:5])) >= 4
+
+
+def test_the_faster_reader_is_measured_once_per_cpu_and_a_verdict_is_kept(lm, smollm2_gguf, tmp_path, monkeypatch):
+    """Which copy reads prompts is this CPU's measured answer, kept in the cache: the next load reads the
+    verdict and measures nothing; the model loaded reads with the copy chosen."""
+    import llama_cpp
+
+    copy = prefill_copy(smollm2_gguf, tmp_path)
+    candidates, verdicts = {"f16": copy, "q8_0": eight_bit_copy(copy)}, tmp_path / "prompt-readers.json"
+    chosen = reads_faster(candidates, 2, verdicts)
+    kept = json.loads(verdicts.read_text())
+    (entry,) = kept.values()
+    assert entry["chosen"] == chosen and set(entry["tokens_per_s"]) == {"f16", "q8_0"}
+    monkeypatch.setattr(llama_cpp, "Llama", None)  # measuring again would fail now
+    assert reads_faster(candidates, 2, verdicts) == chosen
+    loaded = Path(lm.handle.prefill.model_path)  # the bundled model, loaded with this CPU's verdict
+    verdict = json.loads((loaded.parent / "prompt-readers.json").read_text())
+    assert ("-q8_0-" in loaded.name) == ({v["chosen"] for v in verdict.values()} == {"q8_0"})
 
 
 def test_a_cache_that_cannot_be_written_leaves_the_model_without_copy_and_the_adapter_named(
@@ -364,7 +393,8 @@ def _logits(llm, prompt: str) -> np.ndarray:
     return np.array(llm.scores[:llm.n_tokens])
 
 
-def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, adapter, tmp_path, smollm2_gguf):
+def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, adapter, tmp_path, smollm2_gguf,
+                                                                        lm):
     """Both ways llama.cpp gets an adapter: merged into the weights (small models: no slower than the base)
     and as an adapter file applied at run time."""
     from llama_cpp import Llama
@@ -397,7 +427,10 @@ def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, 
     bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings)
     said = bot.answer("Who are you?")
     assert said.stats.model == "sherlock-random-lora (llama.cpp, cpu)"
-    assert bot.engine.load().handle.prefill is not None  # merged: read by its 16-bit copy, as the base
+    # merged: read by its 16-bit copy, as the base, or by itself in 8 bits where 8-bit weights read faster
+    tuned = bot.engine.load().handle
+    assert (tuned.prefill is not None) == ("-f16-" in Path(lm.handle.prefill.model_path).name)
+    assert tuned.llm.context_params.n_ubatch == (256 if tuned.prefill is None else 512)
     # the merge went into the conversation's cache (CHATHARUHI_CACHE), not the user's home
     assert {p.name.split("-merged-")[1][:4] for p in (settings.cache_dir / "lora-gguf").glob("*merged*")} \
         == {"f16-", "q8_0"}

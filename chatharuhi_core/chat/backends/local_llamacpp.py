@@ -5,7 +5,9 @@ a quarter of the bytes transformers reads after dequantising: about six times th
 (bench/RESULTS.md). Reading a prompt is another matter: llama.cpp multiplies a batch of tokens by
 4-bit Q4_1 weights at about 200 tokens/s here, and by 16-bit ones at about 430. So for a small model
 in such a format the runtime keeps a 16-bit copy of the same weights (written once into the cache)
-to read prompts with, and hands the prompt's keys and values to the 4-bit model to write the reply.
+to read prompts with, and hands the prompt's keys and values to the 4-bit model to write the reply. On
+some CPUs an 8-bit copy reads faster still (an Intel Xeon host of this machine kind: 1.15x), on others
+slower (an AMD EPYC host: 0.7x); which one reads is measured once per CPU and remembered in the cache.
 
 A fine-tuned LoRA adapter from `finetune` is merged once into both copies of the weights (for a
 small model; gguf_lora.py), so it runs as fast as the base, or else converted to llama.cpp's adapter
@@ -60,6 +62,7 @@ PREFILL_MIN_TOKENS = 32  # fewer new prompt tokens than this: not worth handing 
 # the 2-core Intel host (1024: 12% slower; bench/RESULTS.md). The reply's model keeps the default, as the
 # server does, so that a seeded reply reads its prompt as the server reads it.
 PREFILL_UBATCH = 256
+READER_MARGIN = 1.08  # how much faster than the 16-bit copy another reader must be to be chosen over it
 
 
 class PromptStates:
@@ -178,6 +181,83 @@ def prefill_copy(path: Path, cache: Path | None = None) -> Path | None:
         return None
     log.info("wrote a 16-bit copy of %s for reading prompts: %s", path.name, out)
     return out
+
+
+def eight_bit_copy(f16: Path) -> Path | None:
+    """The 8-bit twin of a 16-bit copy (made once beside it), the other candidate to read prompts with."""
+    import llama_cpp
+
+    out = f16.with_name(f16.name.replace("-f16-", "-q8_0-"))
+    if out.is_file():
+        return out
+    try:
+        made_once(out, lambda partial: quantize(f16, partial, llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0))
+    except (EngineError, OSError) as exc:
+        log.warning("no 8-bit copy of %s (%s)", f16, exc)
+        return None
+    return out
+
+
+def cpu_name() -> str:
+    """The CPU's model name, which decides which weight format reads prompts fastest."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path) -> str:
+    """Which of the copies (by format name, the first being the default) reads a prompt fastest on this CPU:
+    measured once (a 128-token batch, each copy in turn, best of three, about two seconds) and remembered in
+    `verdicts` per CPU and thread count. Another format wins only by READER_MARGIN or more, so a measurement
+    disturbed by other work keeps the default. The formats' order differs between CPUs of this machine kind:
+    on an AMD EPYC host 16-bit weights read 1.5x as fast as 8-bit ones, on an Intel Xeon host 8-bit ones read
+    1.15x as fast as 16-bit ones (bench/RESULTS.md)."""
+    import json
+
+    import llama_cpp
+    from llama_cpp import Llama
+
+    key = f"{cpu_name()} · {threads} threads · llama.cpp {llama_cpp.__version__} · {','.join(candidates)}"
+    try:
+        known = json.loads(verdicts.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known.get(key), dict) and known[key].get("chosen") in candidates:
+        return known[key]["chosen"]
+    default = next(iter(candidates))
+    speeds: dict[str, float] = {}
+    try:
+        models = {name: Llama(model_path=str(path), n_ctx=512, n_threads=threads, n_threads_batch=threads,
+                              n_ubatch=PREFILL_UBATCH, verbose=False) for name, path in candidates.items()}
+        batch = list(range(1000, 1128))
+        for _ in range(3):
+            for name, llm in models.items():
+                llm.reset()
+                started = time.perf_counter()
+                llm.eval(batch)
+                speeds[name] = max(speeds.get(name, 0.0), len(batch) / (time.perf_counter() - started))
+        del models
+    except Exception as exc:  # a copy llama.cpp cannot open: the default, measured again next time
+        log.info("could not compare the prompt readers: %r", exc)
+        return default
+    best = max(speeds, key=speeds.get)
+    chosen = best if speeds[best] >= READER_MARGIN * speeds[default] else default
+    known[key] = {"chosen": chosen, "tokens_per_s": {k: round(v) for k, v in speeds.items()}}
+    partial = verdicts.with_suffix(f".{os.getpid()}.partial")
+    try:
+        verdicts.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(known, indent=1, ensure_ascii=False), encoding="utf-8")
+        partial.replace(verdicts)
+    except OSError:
+        partial.unlink(missing_ok=True)  # measured again at the next load
+    log.info("prompt reader for %s: %s (%s tokens/s)", cpu_name(), chosen, known[key]["tokens_per_s"])
+    return chosen
 
 
 def _shared_prefix(a, b) -> int:
@@ -312,16 +392,22 @@ class LlamaCppRuntime:
         started = time.perf_counter()
         path = gguf_path(spec)
         check_gguf(path)
-        copy = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
+        threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        f16 = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
+        eight = eight_bit_copy(f16) if f16 is not None else None
+        reader = "f16" if eight is None else reads_faster({"f16": f16, "q8_0": eight}, threads,
+                                                          f16.parent / "prompt-readers.json")
+        copy = eight if reader == "q8_0" else f16
         weights, lora = path, None
         if spec.adapter:
             from .gguf_lora import lora_for, merged_for
 
-            if copy is not None:  # small: merged into the weights, as fast as the base
-                copy, weights = merged_for(Path(spec.adapter), path, copy, spec.cache_folder("lora-gguf"))
+            if f16 is not None:  # small: merged into the weights, as fast as the base
+                wide, weights = merged_for(Path(spec.adapter), path, f16, spec.cache_folder("lora-gguf"))
+                copy = wide if reader == "f16" else None  # else the 8-bit merged model reads faster itself
             else:
                 lora = lora_for(Path(spec.adapter), path, spec.cache_folder("lora-gguf"))
-        threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        reads_itself = bool(spec.adapter) and copy is None and reader == "q8_0"
 
         def open_model(file: Path, **tuned):
             return Llama(model_path=str(file), n_ctx=MAX_CONTEXT, n_threads=threads, n_threads_batch=threads,
@@ -329,7 +415,7 @@ class LlamaCppRuntime:
                          verbose=False, **tuned)
 
         try:
-            llm = open_model(weights)
+            llm = open_model(weights, **({"n_ubatch": PREFILL_UBATCH} if reads_itself else {}))
         except (ValueError, RuntimeError) as exc:
             log.info("llama.cpp load failed: %r", exc)
             what = f"the adapter {spec.adapter} on {path}" if spec.adapter else str(path)
@@ -340,7 +426,7 @@ class LlamaCppRuntime:
             try:
                 prefill = open_model(copy, n_ubatch=PREFILL_UBATCH)
             except (ValueError, RuntimeError) as exc:  # the reply's model reads the prompt itself
-                log.warning("the 16-bit copy %s did not load (%r)", copy, exc)
+                log.warning("the copy %s that reads prompts did not load (%r)", copy, exc)
 
         def token_text(token: int) -> str:
             return llm.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
