@@ -76,7 +76,7 @@ class _Session:
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
     from .chat.languages import warn_language
-    from .chat.memory import Memory
+    from .chat.memory import Memory, in_background
 
     if len(args.role) > 1 or args.order or args.to:
         from .scene.cli import run_scene
@@ -111,7 +111,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     else:
         print(f"{name}: {bot.role.greeting}" if bot.role.greeting else f"Talking to {name}.")
     print("(Ctrl-D or /quit to leave; /remember TEXT, /memories, /forget N for what the character keeps)")
-    bot.read_ahead_now()  # the local model reads the prompt's start while the first message is typed
+    # while the first message is typed: the local model reads the prompt's start, the scenes' store opens
+    bot.read_ahead_now()
+    in_background(bot.open_scenes, "opening the scenes")
     while True:
         try:
             text = input(f"{bot.user_role}> ")

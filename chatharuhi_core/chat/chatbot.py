@@ -242,6 +242,13 @@ class ChatHaruhi:
         if loader:
             loader()
 
+    def open_scenes(self) -> None:
+        """Load the embedder and open the role's scene store now: their first use costs about half a second on
+        2 cores, which a first message would otherwise wait for (the app does it for every role at start)."""
+        if self.budgets.top_k > 0:
+            _ = self.store
+            self.embedder.embed([self.role.name])
+
     def count_tokens(self, text: str) -> int:
         """The ruler given, else the engine's own tokenizer when it has one (a local model), else cl100k_base."""
         if self.ruler is not None:
