@@ -172,9 +172,7 @@ def add_file(page, path, name="", expect="Added"):
             page.wait_for_selector("#upload :text('" + path.name + "')", timeout=20_000)
             break
         except Exception as exc:  # playwright's TimeoutError (imported only where the browser tests run)
-            if type(exc).__name__ != "TimeoutError":
-                raise
-            if attempt == 2:
+            if type(exc).__name__ != "TimeoutError" or attempt == 2:
                 raise
     page.locator("#script-name").locator("input, textarea").first.fill(name)
     page.click("#add-role")

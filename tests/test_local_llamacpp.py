@@ -22,6 +22,7 @@ from chatharuhi_core.chat.backends.local_llamacpp import (
     LlamaHandle,
     eight_bit_copy,
     prefill_copy,
+    prompt_reader,
     read_prompt,
     reads_faster,
 )
@@ -290,7 +291,7 @@ def test_the_faster_reader_is_measured_once_per_cpu_and_a_verdict_is_kept(lm, sm
     (entry,) = kept.values()
     assert entry["chosen"] == chosen and set(entry["tokens_per_s"]) == {"f16", "q8_0"}
     monkeypatch.setattr(llama_cpp, "Llama", None)  # measuring again would fail now
-    assert reads_faster(candidates, 2, verdicts) == chosen
+    assert prompt_reader(copy, 2) == candidates[chosen]
     loaded = Path(lm.handle.prefill.model_path)  # the bundled model, loaded with this CPU's verdict
     verdict = json.loads((loaded.parent / "prompt-readers.json").read_text())
     assert ("-q8_0-" in loaded.name) == ({v["chosen"] for v in verdict.values()} == {"q8_0"})

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import EngineError
+from ...jsonl import replace_text
 from .local_runtime import (
     NEEDS_EXTRA,
     Emit,
@@ -63,6 +64,8 @@ PREFILL_MIN_TOKENS = 32  # fewer new prompt tokens than this: not worth handing 
 # server does, so that a seeded reply reads its prompt as the server reads it.
 PREFILL_UBATCH = 256
 READER_MARGIN = 1.08  # how much faster than the 16-bit copy another reader must be to be chosen over it
+READERS = ("f16", "q8_0")  # the copies that may read prompts, the default first
+VERDICTS = "prompt-readers.json"  # which of them reads faster, per CPU, beside the copies
 
 
 class PromptStates:
@@ -188,8 +191,6 @@ def eight_bit_copy(f16: Path) -> Path | None:
     import llama_cpp
 
     out = f16.with_name(f16.name.replace("-f16-", "-q8_0-"))
-    if out.is_file():
-        return out
     try:
         made_once(out, lambda partial: quantize(f16, partial, llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0))
     except (EngineError, OSError) as exc:
@@ -211,25 +212,48 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def prompt_reader(f16: Path, threads: int) -> Path:
+    """The copy that reads prompts on this CPU: the 16-bit one, or its 8-bit twin where that was measured
+    faster (`reads_faster`, once per CPU; the verdict is kept beside the copies). The twin is made only when
+    it is to be measured or used."""
+    verdicts = f16.parent / VERDICTS
+    remembered = _verdicts(verdicts).get(_verdict_key(threads), {}).get("chosen")
+    if remembered == "f16":
+        return f16
+    eight = eight_bit_copy(f16)
+    if eight is None:
+        return f16
+    chosen = remembered if remembered in READERS else reads_faster({"f16": f16, "q8_0": eight}, threads, verdicts)
+    return eight if chosen == "q8_0" else f16
+
+
+def _verdict_key(threads: int) -> str:
+    import llama_cpp
+
+    return f"{cpu_name()} · {threads} threads · llama.cpp {llama_cpp.__version__} · {','.join(READERS)}"
+
+
+def _verdicts(path: Path) -> dict:
+    import json
+
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
 def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path) -> str:
-    """Which of the copies (by format name, the first being the default) reads a prompt fastest on this CPU:
-    measured once (a 128-token batch, each copy in turn, best of three, about two seconds) and remembered in
+    """Which of the copies (by format name, the first being the default) reads a prompt fastest on this CPU,
+    measured (a 128-token batch, each copy in turn, best of three, about two seconds) and recorded in
     `verdicts` per CPU and thread count. Another format wins only by READER_MARGIN or more, so a measurement
     disturbed by other work keeps the default. The formats' order differs between CPUs of this machine kind:
     on an AMD EPYC host 16-bit weights read 1.5x as fast as 8-bit ones, on an Intel Xeon host 8-bit ones read
     1.15x as fast as 16-bit ones (bench/RESULTS.md)."""
     import json
 
-    import llama_cpp
     from llama_cpp import Llama
 
-    key = f"{cpu_name()} · {threads} threads · llama.cpp {llama_cpp.__version__} · {','.join(candidates)}"
-    try:
-        known = json.loads(verdicts.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
-    if isinstance(known.get(key), dict) and known[key].get("chosen") in candidates:
-        return known[key]["chosen"]
     default = next(iter(candidates))
     speeds: dict[str, float] = {}
     try:
@@ -248,15 +272,13 @@ def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path) -> s
         return default
     best = max(speeds, key=speeds.get)
     chosen = best if speeds[best] >= READER_MARGIN * speeds[default] else default
-    known[key] = {"chosen": chosen, "tokens_per_s": {k: round(v) for k, v in speeds.items()}}
-    partial = verdicts.with_suffix(f".{os.getpid()}.partial")
+    known, measured = _verdicts(verdicts), {k: round(v) for k, v in speeds.items()}
+    known[_verdict_key(threads)] = {"chosen": chosen, "tokens_per_s": measured}
     try:
-        verdicts.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(known, indent=1, ensure_ascii=False), encoding="utf-8")
-        partial.replace(verdicts)
+        replace_text(verdicts, json.dumps(known, indent=1, ensure_ascii=False))
     except OSError:
-        partial.unlink(missing_ok=True)  # measured again at the next load
-    log.info("prompt reader for %s: %s (%s tokens/s)", cpu_name(), chosen, known[key]["tokens_per_s"])
+        pass  # measured again at the next load
+    log.info("prompt reader for %s: %s (%s tokens/s)", cpu_name(), chosen, measured)
     return chosen
 
 
@@ -394,20 +416,18 @@ class LlamaCppRuntime:
         check_gguf(path)
         threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
         f16 = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
-        eight = eight_bit_copy(f16) if f16 is not None else None
-        reader = "f16" if eight is None else reads_faster({"f16": f16, "q8_0": eight}, threads,
-                                                          f16.parent / "prompt-readers.json")
-        copy = eight if reader == "q8_0" else f16
+        copy = prompt_reader(f16, threads) if f16 is not None else None
+        eight_reads = copy is not None and copy != f16
         weights, lora = path, None
         if spec.adapter:
             from .gguf_lora import lora_for, merged_for
 
             if f16 is not None:  # small: merged into the weights, as fast as the base
                 wide, weights = merged_for(Path(spec.adapter), path, f16, spec.cache_folder("lora-gguf"))
-                copy = wide if reader == "f16" else None  # else the 8-bit merged model reads faster itself
+                copy = None if eight_reads else wide  # the 8-bit merged model reads faster itself
             else:
                 lora = lora_for(Path(spec.adapter), path, spec.cache_folder("lora-gguf"))
-        reads_itself = bool(spec.adapter) and copy is None and reader == "q8_0"
+        reads_itself = copy is None and eight_reads
 
         def open_model(file: Path, **tuned):
             return Llama(model_path=str(file), n_ctx=MAX_CONTEXT, n_threads=threads, n_threads_batch=threads,
