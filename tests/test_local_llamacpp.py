@@ -292,6 +292,9 @@ def test_the_faster_reader_is_measured_once_per_cpu_and_a_verdict_is_kept(lm, sm
     assert entry["chosen"] == chosen and set(entry["tokens_per_s"]) == {"f16", "q8_0"}
     monkeypatch.setattr(llama_cpp, "Llama", None)  # measuring again would fail now
     assert prompt_reader(copy, 2) == candidates[chosen]
+    for damaged in ("[1, 2]", json.dumps({k: "broken" for k in kept})):  # measured again (here it fails): 16 bits
+        verdicts.write_text(damaged)
+        assert prompt_reader(copy, 2) == copy
     loaded = Path(lm.handle.prefill.model_path)  # the bundled model, loaded with this CPU's verdict
     verdict = json.loads((loaded.parent / "prompt-readers.json").read_text())
     assert ("-q8_0-" in loaded.name) == ({v["chosen"] for v in verdict.values()} == {"q8_0"})

@@ -217,7 +217,8 @@ def prompt_reader(f16: Path, threads: int) -> Path:
     faster (`reads_faster`, once per CPU; the verdict is kept beside the copies). The twin is made only when
     it is to be measured or used."""
     verdicts = f16.parent / VERDICTS
-    remembered = _verdicts(verdicts).get(_verdict_key(threads), {}).get("chosen")
+    entry = _verdicts(verdicts).get(_verdict_key(threads))
+    remembered = entry.get("chosen") if isinstance(entry, dict) else None  # a damaged file: measured again
     if remembered == "f16":
         return f16
     eight = eight_bit_copy(f16)
