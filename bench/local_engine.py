@@ -245,6 +245,8 @@ def speeds(settings, rounds: int, adapter: Path, log: Path) -> dict:
     from loopback import llama_server
 
     from chatharuhi_core.chat.backends.gguf_lora import lora_for
+    from chatharuhi_core.chat.backends.llama_cpu import in_use
+    from chatharuhi_core.chat.backends.local_llamacpp import FLASH_ATTENTION
     from chatharuhi_core.chat.backends.local_model import load_model, resolve_model
 
     base, tuned = (replace(resolve_model(m), cache=str(settings.cache_dir)) for m in ("", str(adapter)))
@@ -255,8 +257,10 @@ def speeds(settings, rounds: int, adapter: Path, log: Path) -> dict:
     lora = lora_for(adapter, gguf, settings.cache_dir / "lora-gguf")
     # each server runs llama.cpp on one worker thread: on any free one, its pools pile up and it falls from about
     # 80 to 24 tokens/s after a few requests (tests/llama_server_one_worker.py); the engine meets it at its best
-    with llama_server(gguf, log, threads=threads, one_worker=True) as url, \
-            llama_server(gguf, log.with_suffix(".lora.log"), threads=threads, lora=lora, one_worker=True) as tuned_url:
+    # the servers run the engine's build of llama.cpp's CPU kernels and its flash attention: the same computation
+    same = {"threads": threads, "one_worker": True, "libs": in_use(), "flash_attn": FLASH_ATTENTION}
+    with llama_server(gguf, log, **same) as url, \
+            llama_server(gguf, log.with_suffix(".lora.log"), lora=lora, **same) as tuned_url:
         systems = {"llama.cpp in-process (engine)": (engine, rounds),
                    "llama.cpp server": (Server(url, engine.lm), rounds),
                    "fine-tuned, llama.cpp in-process (engine)": (tuned_engine, rounds),

@@ -116,8 +116,17 @@ def smollm2_gguf() -> Path:
 @pytest.fixture(scope="session")
 def llama_server(smollm2_gguf, tmp_path_factory):
     """llama-cpp-python's OpenAI-compatible server serving SmolLM2 on loopback; yields its base URL
-    (ending in /v1). The model is called "smollm2"."""
-    with loopback.llama_server(smollm2_gguf, tmp_path_factory.mktemp("llamalog") / "llama.log", threads=2) as url:
+    (ending in /v1). The model is called "smollm2". It runs the build of llama.cpp's CPU kernels that this
+    process's local engine runs (chosen here as the engine chooses it), with its flash attention, so that the
+    two can be compared."""
+    import os
+
+    from chatharuhi_core.chat.backends.llama_cpu import in_use, llama
+    from chatharuhi_core.chat.backends.local_llamacpp import FLASH_ATTENTION
+
+    llama(smollm2_gguf, len(os.sched_getaffinity(0)))
+    with loopback.llama_server(smollm2_gguf, tmp_path_factory.mktemp("llamalog") / "llama.log", threads=2,
+                               libs=in_use(), flash_attn=FLASH_ATTENTION) as url:
         yield url
 
 

@@ -91,10 +91,12 @@ def gradio_app(cache: Path | None, script: str = "app.py", log: Path | None = No
 
 @contextmanager
 def llama_server(gguf: Path, log: Path | None = None, threads: int | None = None,
-                 lora: Path | None = None, one_worker: bool = False) -> Iterator[str]:
+                 lora: Path | None = None, one_worker: bool = False, libs: Path | None = None,
+                 flash_attn: bool = False) -> Iterator[str]:
     """llama-cpp-python's server (built by scripts/setup-llama-server.sh) serving gguf as "smollm2", with a
     llama.cpp LoRA file on top when given; yields its base URL, ending in /v1. `one_worker`: every call into
-    llama.cpp on one thread (tests/llama_server_one_worker.py), as the bench's baseline at its best."""
+    llama.cpp on one thread (tests/llama_server_one_worker.py), as the bench's baseline at its best. `libs`: the
+    llama.cpp libraries to run (a CPU variant's folder, chatharuhi_core/chat/backends/llama_cpu.py)."""
     if not LLAMA_PYTHON.exists():
         raise RuntimeError("No .venv-llama: run `bash scripts/setup-llama-server.sh` (scripts/test.sh does).")
     port = free_port()
@@ -105,5 +107,8 @@ def llama_server(gguf: Path, log: Path | None = None, threads: int | None = None
         cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
     if lora:
         cmd += ["--lora_path", str(lora)]
-    with running(cmd, f"http://127.0.0.1:{port}/v1/models", log=log):
+    if flash_attn:
+        cmd += ["--flash_attn", "true"]
+    env = {**os.environ, "LLAMA_CPP_LIB_PATH": str(libs)} if libs else None
+    with running(cmd, f"http://127.0.0.1:{port}/v1/models", env=env, log=log):
         yield f"http://127.0.0.1:{port}/v1"

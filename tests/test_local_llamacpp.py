@@ -20,6 +20,7 @@ from chatharuhi_core.chat.backends.gguf_lora import lora_for, merged_for
 from chatharuhi_core.chat.backends.local_llamacpp import (
     LLAMA_CPP,
     LlamaHandle,
+    _verdict_key,
     eight_bit_copy,
     prefill_copy,
     prompt_reader,
@@ -57,13 +58,22 @@ def test_the_bundled_model_runs_in_process_with_llama_cpp(settings, lm):
 
 
 def test_greedy_text_matches_llama_cpp_server_on_the_same_file(lm, llama_server):
-    """The same GGUF, the same prompt, greedy: the in-process runtime and the server write the same words."""
+    """The same GGUF, the same build of llama.cpp, the same prompt, greedy: the in-process runtime and the
+    server write the same words. The server is made to read the prompt in the engine's batches (all but the
+    last token from an empty context, then the last one): llama.cpp's AVX-512 kernels sum a batch of 40 tokens
+    in another order than a batch of 1, and a near tie can then go either way."""
     prompt = lm.template(MESSAGES)
     mine = _generate(lm, GREEDY)
-    reply = httpx.post(f"{llama_server}/completions", timeout=120, json={
-        "model": "smollm2", "prompt": prompt, "max_tokens": 40, "temperature": 0.0, "repeat_penalty": 1.0,
-    }).json()
-    assert mine and mine == reply["choices"][0]["text"]
+
+    def complete(text, max_tokens: int) -> str:
+        return httpx.post(f"{llama_server}/completions", timeout=120, json={
+            "model": "smollm2", "prompt": text, "max_tokens": max_tokens, "temperature": 0.0, "repeat_penalty": 1.0,
+        }).json()["choices"][0]["text"]
+
+    tokens = lm.handle.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    complete("Nothing shared with the prompt.", 1)  # whatever the server read before, its next read starts empty
+    complete(lm.handle.llm.detokenize(tokens[:-1], special=True).decode("utf-8"), 1)  # the head, in one batch
+    assert mine and mine == complete(prompt, 40)
 
 
 def test_lines_are_scored_as_transformers_scores_them(lm):
@@ -79,7 +89,9 @@ def test_lines_are_scored_as_transformers_scores_them(lm):
     theirs = runtime_named("transformers").score(local_model.load_model(bundled_spec(), "cpu", "transformers"),
                                                  MESSAGES, "Sherlock Holmes:「", lines)
     assert ours == pytest.approx(again, abs=1e-3)
-    assert ours == pytest.approx(theirs, abs=0.05)  # measured: 0.002-0.011 nats per token apart
+    # measured over 40 lines of the bundled roles: mean 0.014-0.020 nats a token apart, at most 0.083, whichever
+    # build of llama.cpp's CPU kernels and with or without flash attention (bench/RESULTS.md)
+    assert ours == pytest.approx(theirs, abs=0.1)
     assert ours[0] == max(ours)
 
 
@@ -397,8 +409,7 @@ def _logits(llm, prompt: str) -> np.ndarray:
     return np.array(llm.scores[:llm.n_tokens])
 
 
-def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, adapter, tmp_path, smollm2_gguf,
-                                                                        lm):
+def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, adapter, tmp_path, smollm2_gguf):
     """Both ways llama.cpp gets an adapter: merged into the weights (small models: no slower than the base)
     and as an adapter file applied at run time."""
     from llama_cpp import Llama
@@ -433,7 +444,9 @@ def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, 
     assert said.stats.model == "sherlock-random-lora (llama.cpp, cpu)"
     # merged: read by its 16-bit copy, as the base, or by itself in 8 bits where 8-bit weights read faster
     tuned = bot.engine.load().handle
-    assert (tuned.prefill is not None) == ("-f16-" in Path(lm.handle.prefill.model_path).name)
+    verdicts = json.loads((settings.cache_dir / "gguf-f16" / "prompt-readers.json").read_text())
+    chosen = verdicts[_verdict_key(len(os.sched_getaffinity(0)))]["chosen"]  # measured for this cache
+    assert (tuned.prefill is not None) == (chosen == "f16")
     assert tuned.llm.context_params.n_ubatch == (256 if tuned.prefill is None else 512)
     # the merge went into the conversation's cache (CHATHARUHI_CACHE), not the user's home
     assert {p.name.split("-merged-")[1][:4] for p in (settings.cache_dir / "lora-gguf").glob("*merged*")} \

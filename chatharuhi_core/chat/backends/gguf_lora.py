@@ -108,7 +108,9 @@ def merged_for(adapter: Path, base: Path, f16: Path, cache: Path | None = None) 
     model then moves with the adapter at correlation 0.44, against 0.98 in 16 bits, and 8 bits keeps it
     (tests/test_local_llamacpp.py)), and Q8_0
     writes replies as fast as Q4_1 on a CPU (bench/RESULTS.md)."""
-    import llama_cpp
+    from .llama_cpu import llama
+
+    llama_cpp = llama()
 
     wide = _cached("merged-f16", adapter, base, cache, lambda path: merge(adapter, f16, path))
     narrow = _cached("merged-q8_0", adapter, base, cache,

@@ -225,7 +225,9 @@ def quantize(source: Path, out: Path, file_type: int) -> None:
     import ctypes
     import os
 
-    import llama_cpp
+    from .llama_cpu import llama
+
+    llama_cpp = llama()
 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype, params.allow_requantize, params.nthread = file_type, True, max(1, os.cpu_count() or 1)
