@@ -270,6 +270,68 @@ def speeds(settings, rounds: int, adapter: Path, log: Path) -> dict:
         return measure(systems, turns, rounds)
 
 
+_BUILD_CHILD = r"""
+import json, statistics, sys, time
+from llama_cpp import Llama
+path, threads, flash, text = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+llm = Llama(model_path=path, n_ctx=2048, n_threads=threads, n_threads_batch=threads, n_ubatch=256, flash_attn=flash,
+            verbose=False)
+tokens = llm.tokenize(text.encode("utf-8"), add_bos=False)[:600]
+reads = []
+for _ in range(5):
+    llm.reset()
+    started = time.perf_counter()
+    llm.eval(tokens)
+    reads.append(len(tokens) / (time.perf_counter() - started))
+rates = []
+for _ in range(3):
+    llm.reset()
+    llm.eval(tokens[:300])
+    started, n = time.perf_counter(), 0
+    for _token in llm.generate(tokens[:300], temp=0.0, reset=False):
+        n += 1
+        if n == 1:
+            started = time.perf_counter()
+        if n == 101:
+            break
+    rates.append(100 / (time.perf_counter() - started))
+print(json.dumps({"read": statistics.median(reads), "decode": statistics.median(rates)}))
+"""
+
+
+def builds(settings, tuned_narrow: Path | None) -> list[dict]:
+    """Each build of llama.cpp's CPU kernels this CPU can run (the wheel's, and the variants in .venv/llama-cpu)
+    on each copy of the weights the engine uses, with and without flash attention, each in a child process:
+    600 tokens of Holmes's scenes read (median of 5) and 100 tokens written after 300 (median of 3)."""
+    import subprocess
+
+    from chatharuhi_core.chat.backends.llama_cpu import ENV, WHEEL, runnable
+    from chatharuhi_core.chat.backends.local_llamacpp import eight_bit_copy, prefill_copy
+    from chatharuhi_core.chat.backends.local_model import resolve_model
+
+    base = resolve_model("")
+    gguf = Path(base.source) / base.gguf_file
+    f16 = prefill_copy(gguf, settings.cache_dir / "gguf-f16")
+    files = {"Q4_1 (as shipped)": gguf, "F16 copy": f16, "Q8_0 copy": eight_bit_copy(f16) if f16 else None,
+             "Q8_0, fine-tuned merge": tuned_narrow}
+    text = "\n".join(json.loads(line).get("text", "") for line in
+                     (ROOT / "characters" / "sherlock" / "stories.jsonl").read_text(encoding="utf-8").splitlines()[:40])
+    threads = len(os.sched_getaffinity(0))
+    rows = []
+    for name, folder in [(WHEEL, None), *((v.name, f) for v, f in runnable())]:
+        env = {k: v for k, v in os.environ.items() if k != ENV} | ({ENV: str(folder)} if folder else {})
+        for label, path in files.items():
+            if path is None:
+                continue
+            for flash in (False, True):
+                done = subprocess.run([sys.executable, "-c", _BUILD_CHILD, str(path), str(threads), str(int(flash)),
+                                       text], env=env, capture_output=True, text=True, timeout=600)
+                got = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {}
+                rows.append({"build": name, "weights": label, "flash": flash, **got})
+                print(f"  {name:14s} {label:24s} flash={int(flash)} {got}", flush=True)
+    return rows
+
+
 def page(cache: Path, rounds: int) -> dict:
     """An ordinary turn through app.py (gradio_client), the engine's defaults: the fourth message of a
     conversation, a different question each round (so its scenes are new, as in a real conversation), sent
@@ -395,6 +457,9 @@ def main() -> int:
     print("local engine against llama.cpp's server, same model, same prompts", flush=True)
     fig = speeds(settings, args.rounds, adapter, args.cache / "llama-server.log")
     pg = {} if args.no_page else page(args.cache, args.rounds)
+    print("llama.cpp's builds and weight formats, each in a child process", flush=True)
+    merged = sorted((args.cache / "lora-gguf").glob("*merged-q8_0*.gguf"), key=lambda p: p.stat().st_mtime)
+    kernels = builds(settings, merged[-1] if merged else None)
     short = training(settings, args.train_steps) if args.train_steps else None
     full = json.loads((args.finetuned / "chatharuhi-finetune.json").read_text()) if args.finetuned else None
 
@@ -420,6 +485,21 @@ def main() -> int:
               "server | goal | |", "|---|---|---|---|---|---|---|"]
     lines += _tuned_rows(fig)
     lines += [""]
+    if kernels:
+        from chatharuhi_core.chat.backends.llama_cpu import build_name
+
+        lines += ["llama.cpp's CPU kernels: the wheel's build (AVX2) and the variants built at set-up for this CPU's "
+                  f"instructions (`chatharuhi_core/chat/backends/llama_cpu.py`; the engine ran **{build_name()}** in "
+                  "this run), on each copy of the weights, each in a child process: 600 tokens of Holmes's scenes "
+                  "read (median of 5), 100 tokens written after 300 (median of 3), greedy, 256 tokens a batch.", "",
+                  "| build | weights | read, tokens/s | with flash attention | write, tokens/s | with flash attention |",
+                  "|---|---|---:|---:|---:|---:|"]
+        cells = {(r["build"], r["weights"], r["flash"]): r for r in kernels}
+        for build, weights in dict.fromkeys((r["build"], r["weights"]) for r in kernels):
+            off, on = cells.get((build, weights, False), {}), cells.get((build, weights, True), {})
+            lines.append(f"| {build} | {weights} | {off.get('read', float('nan')):.0f} | {on.get('read', float('nan')):.0f} "
+                         f"| {off.get('decode', float('nan')):.1f} | {on.get('decode', float('nan')):.1f} |")
+        lines += [""]
     if pg or short or full:
         lines += ["| figure | measured | baseline (same run) | goal | |", "|---|---|---|---|---|"]
     for role_id, times in pg.items():

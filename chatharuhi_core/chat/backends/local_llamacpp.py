@@ -441,6 +441,8 @@ class LlamaCppRuntime:
         def template(messages: list[dict]) -> str:
             return formatter(messages=messages).prompt if formatter else plain_prompt(messages)
 
+        log.info("llama.cpp's CPU kernels: %s; prompts read by %s", build_name(),
+                 Path(prefill.model_path).name if prefill is not None else "the model itself")
         return LoadedModel(spec, self.name, device, context, time.perf_counter() - started,
                            LlamaHandle(llm, threading.Lock(), prefill), count, template)
 
