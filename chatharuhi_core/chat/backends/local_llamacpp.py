@@ -65,10 +65,10 @@ PREFILL_MIN_TOKENS = 32  # fewer new prompt tokens than this: not worth handing 
 # server does, so that a seeded reply reads its prompt as the server reads it.
 PREFILL_UBATCH = 256
 # llama.cpp's flash attention, in every context (the reader's and the reply's must agree: the state handed from
-# one to the other lays the values out by it). On the Intel host it writes replies 12-14% faster and reads
-# prompts 3-7% faster, and moves next-line scores no further from transformers' on the same weights than
-# without it (40 lines of the bundled roles: mean 0.016 nats a token apart, max 0.065; without: 0.020 and
-# 0.072; bench/RESULTS.md)
+# one to the other lays the values out by it). On the Intel host it reads prompts 16-19% faster with the AVX2
+# wheel and 6-7% with the AVX-512 kernels, writes replies as fast, and moves next-line scores no further from
+# transformers' on the same weights than without it (40 lines of the bundled roles, mean / max nats a token
+# apart: wheel 0.016 / 0.065 with it, 0.020 / 0.072 without; bench/RESULTS.md)
 FLASH_ATTENTION = True
 READER_MARGIN = 1.08  # how much faster than the 16-bit copy another reader must be to be chosen over it
 READERS = ("f16", "q8_0")  # the copies that may read prompts, the default first
