@@ -323,5 +323,5 @@ def _install(wheel: Path, cpu: Path, dest: Path) -> None:
 def main() -> None:
     """What scripts/setup.sh runs after installing llama-cpp-python."""
     names = build()
-    print(f"Built llama.cpp's CPU kernels for: {', '.join(names)}" if names else
-          "llama.cpp's CPU kernels for AVX-512: already built.", file=sys.stderr)
+    if names:
+        print(f"Built llama.cpp's CPU kernels for: {', '.join(names)} (in {variants_root()})", file=sys.stderr)
