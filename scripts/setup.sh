@@ -38,7 +38,7 @@ if [ ! -f "$stamp" ] || [ "$newest" -nt "$stamp" ]; then
 fi
 if [ "${1:-app}" != app ] && .venv/bin/python -c "import importlib.util as u; exit(u.find_spec('llama_cpp') is None)"; then
   source scripts/llama-build.env  # the variants are built with the wheel's flags plus their own
-  # once per llama.cpp version (about 1 minute); says why when it cannot, and the AVX2 wheel runs
+  # once per llama.cpp wheel (about 1 minute); says why when it cannot, and the AVX2 wheel runs
   .venv/bin/python -c "from chatharuhi_core.chat.backends.llama_cpu import main; main()" \
     || echo "llama.cpp's AVX-512 kernels were not built; the AVX2 wheel runs. The next set-up tries again." >&2
 fi

@@ -32,14 +32,16 @@ def _fake_variant(root: Path, name: str, cpu_backend: bytes | None = None) -> Pa
     return folder
 
 
-def test_a_variant_runs_only_where_the_cpu_has_its_instructions_and_it_was_built(tmp_path):
+def test_a_variant_runs_only_where_the_cpu_has_its_instructions_and_it_was_built_beside_this_wheel(tmp_path):
     for variant in VARIANTS:
         (tmp_path / variant.name).mkdir()
-        (tmp_path / variant.name / "libllama.so").write_bytes(b"")
+        shutil.copy2(wheel_libs() / "libllama.so", tmp_path / variant.name / "libllama.so")
     assert [v.name for v, _ in runnable(tmp_path, ALL)] == [v.name for v in VARIANTS]  # the most capable first
     plain = next(v for v in VARIANTS if v.name == "avx512")
     assert [v.name for v, _ in runnable(tmp_path, plain.cpu_flags)] == ["avx512"]
     assert runnable(tmp_path, frozenset({"avx2", "fma", "f16c"})) == []  # an AVX2 CPU: the wheel
+    (tmp_path / "avx512-vnni" / "libllama.so").write_bytes(b"left from another llama-cpp-python")
+    assert [v.name for v, _ in runnable(tmp_path, ALL)] == ["avx512"]  # not beside this wheel: not offered
     shutil.rmtree(tmp_path / "avx512-vnni")
     assert [v.name for v, _ in runnable(tmp_path, ALL)] == ["avx512"]  # not built: not offered
     assert choose(None, THREADS, tmp_path / "nothing", ALL) is None

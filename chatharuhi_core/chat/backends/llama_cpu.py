@@ -89,10 +89,24 @@ def cpu_flags() -> frozenset[str]:
 
 
 def runnable(root: Path | None = None, flags: frozenset[str] | None = None) -> list[tuple[Variant, Path]]:
-    """The variants built under `root` whose instructions this CPU has, best first."""
+    """The variants built under `root` beside the installed wheel whose instructions this CPU has, best first."""
     root = root or variants_root()
     flags = cpu_flags() if flags is None else flags
-    return [(v, root / v.name) for v in VARIANTS if v.cpu_flags <= flags and (root / v.name / "libllama.so").is_file()]
+    try:
+        wheel = (wheel_libs() / "libllama.so").stat()
+    except (OSError, RuntimeError):
+        return []
+    return [(v, root / v.name) for v in VARIANTS if v.cpu_flags <= flags and _beside(root / v.name, wheel)]
+
+
+def _beside(folder: Path, wheel: os.stat_result) -> bool:
+    """The variant was built beside this very wheel: its copy of libllama is the wheel's (size and time). One
+    left from another version of llama-cpp-python would give its Python side libraries it does not match."""
+    try:
+        ours = (folder / "libllama.so").stat()
+    except OSError:
+        return False
+    return (ours.st_size, ours.st_mtime_ns) == (wheel.st_size, wheel.st_mtime_ns)
 
 
 def cpu_name() -> str:
@@ -261,19 +275,19 @@ def build_name(folder: Path | None = None) -> str:
 # --- building, at set-up ------------------------------------------------------------------------------------
 
 def build(root: Path | None = None, jobs: int | None = None) -> list[str]:
-    """Build every variant under `root` (once per llama-cpp-python version) from the wheel's source release;
-    the names built. Needs cmake and a C++ compiler; without them, says so and builds nothing."""
+    """Build every variant under `root` from the wheel's source release, unless all were built beside this very
+    wheel; the names built. Needs cmake and a C++ compiler; without them, says so and builds nothing."""
     from importlib.metadata import version
 
     root = root or variants_root()
     release = version("llama-cpp-python")
-    stamp = root / f".built-{release}"
-    if stamp.is_file():
-        return []
+    libs = wheel_libs()
+    wheel = (libs / "libllama.so").stat()
+    if all(_beside(root / v.name, wheel) for v in VARIANTS):
+        return []  # built beside this very wheel already
     if shutil.which("cmake") is None:
         print("No cmake here: llama.cpp's AVX-512 kernels are not built (the AVX2 wheel runs).", file=sys.stderr)
         return []
-    libs = wheel_libs()
     jobs = jobs or os.cpu_count() or 1
     built = []
 
@@ -301,7 +315,6 @@ def build(root: Path | None = None, jobs: int | None = None) -> list[str]:
             print(f"llama.cpp's AVX-512 kernels could not be built here ({exc}); the AVX2 wheel runs. "
                   "The next set-up tries again.", file=sys.stderr)
             return built
-    stamp.write_text(release + "\n")
     return built
 
 
