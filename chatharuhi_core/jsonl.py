@@ -99,3 +99,12 @@ def replace_text(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def read_object(path: Path) -> dict:
+    """A JSON object kept in a file (as replace_text writes it); empty when the file is missing or damaged."""
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}

@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...jsonl import replace_text
+from ...jsonl import read_object, replace_text
 
 log = logging.getLogger(__name__)
 ENV = "LLAMA_CPP_LIB_PATH"  # llama-cpp-python loads its libraries from this folder when it is set
@@ -77,15 +77,20 @@ def wheel_libs() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "lib"
 
 
-def cpu_flags() -> frozenset[str]:
-    """The instruction sets this CPU and its kernel offer (empty where /proc/cpuinfo cannot tell)."""
+def _cpuinfo(field: str) -> str | None:
+    """The first CPU's value of a /proc/cpuinfo field (None where it cannot be read)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return frozenset(line.split(":", 1)[1].split())
+            if line.split(":", 1)[0].strip() == field:
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return frozenset()
+    return None
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction sets this CPU and its kernel offer (empty where /proc/cpuinfo cannot tell)."""
+    return frozenset((_cpuinfo("flags") or "").split())
 
 
 def runnable(root: Path | None = None, flags: frozenset[str] | None = None) -> list[tuple[Variant, Path]]:
@@ -112,15 +117,9 @@ def _beside(folder: Path, wheel: os.stat_result) -> bool:
 def cpu_name() -> str:
     """The CPU's model name: which build runs best, and which weight format reads prompts fastest, is
     remembered per CPU."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     import platform
 
-    return platform.processor() or platform.machine()
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 # --- choosing, at the first import --------------------------------------------------------------------------
@@ -183,15 +182,6 @@ def _key(threads: int) -> str:
     return f"{cpu_name()} · {threads} threads · llama-cpp-python {version('llama-cpp-python')}"
 
 
-def read_object(path: Path) -> dict:
-    """A JSON object kept in a file; empty when the file is missing or damaged (then measured again)."""
-    try:
-        known = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return known if isinstance(known, dict) else {}
-
-
 def choose(model: Path | None = None, threads: int = 1, root: Path | None = None,
            flags: frozenset[str] | None = None) -> Path | None:
     """The folder of the best variant for this CPU (None: the wheel's own build). A variant is used once it
@@ -241,6 +231,9 @@ def llama(model: Path | None = None, threads: int = 1):
     """The llama_cpp module. Its first import in a process runs on the best build of llama.cpp's CPU kernels
     for this CPU (`choose`); a LLAMA_CPP_LIB_PATH set by the user wins. The choice is not left in the
     environment, so processes started later (a model server) are not given it unasked."""
+    loaded = sys.modules.get("llama_cpp")
+    if loaded is not None:  # every call after the first (some are per reply): no lock
+        return loaded
     with _lock:
         if "llama_cpp" not in sys.modules and not os.environ.get(ENV):
             try:

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import EngineError
-from ...jsonl import replace_text
-from .llama_cpu import build_name, cpu_name, llama, read_object
+from ...jsonl import read_object, replace_text
+from .llama_cpu import build_name, cpu_name, llama
 from .local_runtime import (
     NEEDS_EXTRA,
     Emit,
