@@ -117,3 +117,13 @@ def test_the_engine_runs_the_best_variant_this_cpu_passes_and_leaves_no_trace_in
     entry = verdicts[llama_cpu._key(len(os.sched_getaffinity(0)))]
     chosen = next((v.name for v, _ in BUILT if entry.get(v.name, {}).get("used")), llama_cpu.WHEEL)
     assert done.stdout.split() == [chosen, "None", "True"]
+
+
+def test_a_user_s_library_folder_without_llama_cpp_is_a_sentence_naming_it(tmp_path):
+    """LLAMA_CPP_LIB_PATH set by the user to a folder without llama.cpp: the command line says where it looked."""
+    env = {**os.environ, llama_cpu.ENV: str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--llm", "local",
+                           "Who are you?"], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert f"llama.cpp's libraries could not be loaded from {tmp_path} (LLAMA_CPP_LIB_PATH)" in done.stderr

@@ -30,6 +30,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import EngineError
 from ...jsonl import read_object, replace_text
 
 log = logging.getLogger(__name__)
@@ -248,8 +249,12 @@ def llama(model: Path | None = None, threads: int = 1):
                 finally:
                     del os.environ[ENV]
                 _chosen.append(folder)
-        import llama_cpp
-
+        try:
+            import llama_cpp
+        except (OSError, RuntimeError) as exc:  # llama-cpp-python's own loader: no library there, or a broken one
+            where = os.environ.get(ENV)
+            raise EngineError(f"llama.cpp's libraries could not be loaded from {where or wheel_libs()}"
+                              f"{' (LLAMA_CPP_LIB_PATH)' if where else ''}: {exc}") from None
         return llama_cpp
 
 
