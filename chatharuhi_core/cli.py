@@ -44,23 +44,25 @@ class _Session:
         self.meta: list = []
 
     def load(self, role_ref: str):
-        """(history, user_role, pinned memories) saved in the file, or ([], None, []); the role must be the same."""
+        """(history, user_role, pinned memories, notes) saved in the file, or ([], None, [], []); the role must be
+        the same."""
         from .chat.transcript import load_chat
         from .roles.sources import load_role
 
         if self.path is None or not self.path.exists():
-            return [], None, []
+            return [], None, [], []
         t = load_chat(self.path.read_bytes())
         if t.role_id != load_role(role_ref).id:
             raise ChatHaruhiError(f"{self.path} is a chat with '{t.role_name or t.role_id}', not '{role_ref}'. "
                                   f"Use --role {t.role_id}, or another file.")
         self.meta = t.meta
-        return t.history, t.user_role or None, t.pins
+        return t.history, t.user_role or None, t.pins, t.notes
 
     def save(self, bot, reply=None) -> None:
         """Write the chat and its memories; with `reply`, the exchange it completed is recorded first."""
         import uuid
 
+        from .chat.notes import valid_notes
         from .chat.transcript import ReplyMeta, Transcript, dump_chat
         from .jsonl import replace_text
 
@@ -69,7 +71,8 @@ class _Session:
         if reply is not None:
             self.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
         meta = self.meta[-len(bot.history):] if bot.history else []
-        t = Transcript(bot.role.id, bot.role.name, bot.user_role, bot.history, meta, list(bot.memory.pins))
+        t = Transcript(bot.role.id, bot.role.name, bot.user_role, bot.history, meta, list(bot.memory.pins),
+                       valid_notes(bot.memory.notes, bot.history))
         replace_text(self.path, dump_chat(t))
 
 
@@ -85,11 +88,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     args.role = args.role[0]
     settings = Settings.from_env()
     session = _Session(args.session)
-    history, saved_user, pins = session.load(args.role)
+    history, saved_user, pins, notes = session.load(args.role)
     bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_engine,
                      user_role=args.user_role or saved_user, model=args.model, base_url=args.base_url,
                      api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history,
-                     memory=Memory(list(pins)))
+                     memory=Memory(list(pins), notes=list(notes)))
     name = bot.role.name
     warn_language(bot.engine, bot.role)  # before the first message
     loading = bot.loading_message()

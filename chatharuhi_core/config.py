@@ -11,8 +11,12 @@ DEFAULT_STORY_TOKENS = 1500
 DEFAULT_HISTORY_TOKENS = 1200
 DEFAULT_TOP_K = 19
 DEFAULT_MEMORY_TOKENS = 300  # pinned memories (chat/memory.py): a dozen short facts
-DEFAULT_RECALL_TOKENS = 400  # earlier exchanges recalled from beyond the history window
-DEFAULT_RECALL_K = 6  # how many of them are considered
+# earlier exchanges recalled from beyond the history window: with the pinned memories, 1,500 tokens of memory,
+# a small share of any API model's context (bench/memory_public.py: the evidence of questions about long
+# conversations reached the prompt for 66% of MemoryBank's at 400 tokens and 6 exchanges)
+DEFAULT_RECALL_TOKENS = 1200
+DEFAULT_RECALL_K = 16  # at most this many of them
+DEFAULT_NOTE_TOKENS = 400  # of the recall budget, what notes condensing older stretches may take (chat/notes.py)
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 # Chat models on Hugging Face Inference Providers that hold a conversation in Chinese and in English (the
@@ -80,6 +84,7 @@ class Budgets:
     memory_tokens: int = DEFAULT_MEMORY_TOKENS  # not the paper's: what the character was asked to remember
     recall_tokens: int = DEFAULT_RECALL_TOKENS  # not the paper's: its earlier exchanges, by similarity
     recall_k: int = DEFAULT_RECALL_K
+    note_tokens: int = DEFAULT_NOTE_TOKENS  # not the paper's: how much of recall_tokens dated notes may take (0: none)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,18 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .backends import ChatRequest, Engine, default_budgets, open_engine, registered
-from .memory import Memory, Pin, Recalled, in_background, pinned_block, recall_block
+from .backends import ChatRequest, Engine, default_budgets, open_engine, registered, writes
+from .memory import (
+    Memory,
+    Pin,
+    Recalled,
+    RecallQuery,
+    in_background,
+    pinned_block,
+    recall_block,
+    recall_query,
+)
+from .notes import MAX_NOTES, Note, due, notes_block, valid_notes, write_note
 from .prompt import (
     Exchange,
     assemble_messages,
@@ -40,6 +50,7 @@ from .prompt import (
     pending_prefix,
     trim_history,
 )
+from .when import day_of, now_iso
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +133,7 @@ class Reply:
     stats: ReplyStats
     recalled: list[Recalled] = field(default_factory=list)  # earlier exchanges memory brought back
     pinned: int = 0  # how many pinned memories fitted their budget and were sent
+    notes: list[Note] = field(default_factory=list)  # dated notes on older stretches that were sent
 
 
 class Streaming(Iterator[str]):
@@ -202,6 +214,8 @@ class ChatHaruhi:
         # after each reply, prepare the next turn in the background (index_ahead, _warm); off for a bot that
         # answers one message and is dropped (eval, synthesize), where that work would only slow the next case
         self.read_ahead = read_ahead
+        # when each new exchange is said (ISO 8601): memory finds "what did I say yesterday" by it
+        self.clock: Callable[[], str] = now_iso
 
     # ------------------------------------------------------------ pieces of a turn
 
@@ -299,12 +313,54 @@ class ChatHaruhi:
     def _in_window(self) -> int:
         return len(trim_history(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens))
 
-    def _recalled(self, vector: np.ndarray | None) -> list[Recalled]:
+    def recall_query(self, text: str, vector: np.ndarray | None, user_role: str, now: str) -> RecallQuery:
+        """How memory is asked for this message (memory.recall_query): the visitor by every name they used in
+        this conversation, the character by its name, the days counted from `now`."""
+        visitor = list(dict.fromkeys([user_role, *(ex.user_role for ex in self.history)]))
+        return recall_query(text, vector, self.embedder, visitor, self.role.name, today=day_of(now))
+
+    def _remembered(self, text: str, vector: np.ndarray | None, user_role: str,
+                    now: str) -> tuple[list[Recalled], list[Note]]:
+        """The notes and the earlier exchanges this message brings up: notes first, within their share of the
+        recall budget, then exchanges in what is left."""
         in_window = self._in_window()
         if len(self.history) <= in_window:
+            return [], []
+        query = self.recall_query(text, vector, user_role, now)
+        b = self.budgets
+        notes = self.memory.recall_notes(self.history, query, self.embedder, min(b.note_tokens, b.recall_tokens),
+                                         self.count_tokens)
+        left = b.recall_tokens - (self.count_tokens(notes_block(notes, self.history)) if notes else 0)
+        recalled = self.memory.recall(self.history, in_window, self.role.name, query, self.embedder, left,
+                                      b.recall_k, self.count_tokens)
+        return recalled, notes
+
+    @property
+    def makes_notes(self) -> bool:
+        """Whether this conversation gets dated notes: an engine that writes, and budgets with room for them."""
+        return self.budgets.note_tokens > 0 and self.budgets.recall_tokens > 0 and writes(self.engine)
+
+    def write_notes(self, limit: int = 1) -> list[Note]:
+        """Write the notes still due (notes.due: a whole stretch out of the history window with none), at most
+        `limit`, with this conversation's engine; notes whose exchanges were edited or deleted are dropped first.
+        Called after a reply, in the background (never in a visitor's turn); returns the notes written."""
+        if not self.makes_notes:
             return []
-        return self.memory.recall(self.history, in_window, self.role.name, vector, self.embedder,
-                                  self.budgets.recall_tokens, self.budgets.recall_k, self.count_tokens)
+        self.memory.notes[:] = valid_notes(self.memory.notes, self.history)
+        older = self.history[:len(self.history) - self._in_window()]
+        label = " · ".join(p for p in (self.engine_label, self.model_label) if p)
+
+        def ask(messages: list[dict]):
+            return self.engine.stream(ChatRequest(messages=messages, role=self.role, user_role=self.user_role,
+                                                  text="", embedder=self.embedder, plain=True))
+        made: list[Note] = []
+        while len(made) < limit and (stretch := due(self.memory.notes, older)):
+            note = write_note(ask, stretch, self.role.name, stretch[-1].user_role or self.user_role,
+                              self.role.language, label)
+            if len(self.memory.notes) < MAX_NOTES:
+                self.memory.notes.append(note)
+            made.append(note)
+        return made
 
     def index_ahead(self) -> None:
         """Embed the exchanges that have left the history window now, after a reply, while the visitor types:
@@ -318,6 +374,8 @@ class ChatHaruhi:
     def _ahead(self) -> None:
         """After a complete reply: the next turn's work that needs no message, in the background, never failing."""
         in_background(self.index_ahead, "indexing the conversation")
+        if self.makes_notes:
+            in_background(self.write_notes, "writing a note")
         self._warm()
 
     @property
@@ -364,16 +422,16 @@ class ChatHaruhi:
         packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
         said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
         system, after, lore = self.persona(user_role, said)
-        recalled = self._recalled(vector) if remembering else []
+        recalled, notes = self._remembered(text, vector, user_role, self.clock()) if remembering else ([], [])
+        memory = "\n\n".join(b for b in (notes_block(notes, self.history), recall_block(recalled)) if b)
         messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
-                                     self.budgets, self.count_tokens, after, self.scenes_last,
-                                     recall_block(recalled))
+                                     self.budgets, self.count_tokens, after, self.scenes_last, memory)
         if self.fold_prompt:
             messages = fold_messages(messages)
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
                            scenes=scenes, history=list(self.history), embedder=self.embedder,
                            avoid=tuple(avoid), packed=len(packed), lore=lore, recalled=recalled,
-                           pinned=len(self.pinned()))
+                           pinned=len(self.pinned()), notes=notes)
 
     # ------------------------------------------------------------ the API
 
@@ -391,7 +449,7 @@ class ChatHaruhi:
         started = time.perf_counter()
         request = self.prepare(text, role, avoid)
         reply = yield from self.respond(request, started)
-        self.history.append(Exchange(request.user_role, request.text, reply.text))
+        self.history.append(Exchange(request.user_role, request.text, reply.text, self.clock()))
         if self.read_ahead:
             self._ahead()
         return reply
@@ -426,7 +484,7 @@ class ChatHaruhi:
         stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started, end - started,
                            self.count_tokens(final))
         return Reply(final, raw, request.messages, request.scenes, request.packed, request.lore, stats,
-                     request.recalled, request.pinned)
+                     request.recalled, request.pinned, request.notes)
 
     def answer(self, text: str, role: str | None = None) -> Reply:
         """Answer one message and return its whole record."""

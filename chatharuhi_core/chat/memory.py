@@ -15,22 +15,31 @@ keep it, both owned by one conversation (never module state, so two visitors' me
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 import numpy as np
 
 from ..embedding import Embedder
 from ..errors import InputError
 from ..roles.lines import format_query, format_reply
+from .lexical import LexicalIndex, tokens
+from .notes import NOTES_HEADER, Note, note_line, valid_notes
 from .prompt import Exchange
+from .when import Day, day_of, days_mentioned, on_day, shown
 
 log = logging.getLogger(__name__)
 PINNED_HEADER = "What {name} remembers from this conversation:\n"
 RECALL_HEADER = "Earlier in this conversation:\n"
 MAX_PIN_CHARS = 500  # a fact, not a document: a pin is always in the prompt
 MAX_PINS = 200
+WAIT_S = 1.0  # the longest a message waits for a long chat's embedding; the rest is searched by words meanwhile
+SCAN = 4  # packing looks this many times k down the ranking for units that fit
+MIN_LINE = 24  # tokens: less than this left in the budget holds no exchange
+_CJK_NAME = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 Counter = Callable[[str], int]
 
@@ -47,12 +56,15 @@ class Pin:
 
 @dataclass(frozen=True)
 class Recalled:
-    """An earlier exchange brought back for this message: its turn (1-based), how close it is, its lines.
-    In a scene, a line the character witnessed, numbered as the transcript's line."""
+    """An earlier exchange brought back for this message: its turn (1-based), how close it is in meaning, its
+    lines, when it was said (`at`, ISO 8601, "" when unknown) and why it came back (`why`, for the panel). In a
+    scene, a line the character witnessed, numbered as the transcript's line."""
 
     turn: int
     similarity: float
     text: str
+    at: str = ""
+    why: str = ""
 
 
 def exchange_text(ex: Exchange, character: str) -> str:
@@ -78,52 +90,132 @@ def exchange_views(ex: Exchange, character: str) -> tuple[str, str, str]:
     return exchange_text(ex, character), ex.text, ex.reply
 
 
+@dataclass(frozen=True)
+class RecallQuery:
+    """What one message asks memory with: its embedded forms (rows, the first foremost: the message, the
+    message with the visitor's name as "I", the newest line), its words for BM25, and the days it names."""
+
+    vectors: np.ndarray | None
+    words: tuple[str, ...] = ()
+    days: frozenset[Day] = frozenset()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A unit as fusion ranks it: its index, fused score, cosine (NaN while not embedded) and why."""
+
+    index: int
+    score: float
+    cosine: float
+    reasons: tuple[str, ...]
+
+
+# Fusion (reciprocal ranks, weighted): measured on bench/memory_public.py's tuning split, never the held-out one.
+FUSE_K = 5  # rank offset: small, so a unit first by words or by meaning stands out
+W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0  # a unit on the day the message names comes before others
+NEIGHBOURS = 0.7  # the exchanges just before and after a strong one, at this share of its score
+NEIGHBOUR_OF = 4  # ... of the top few
+
+
 class RecallIndex:
-    """The vectors of a conversation's exchanges that left the history window, in numpy matrices (one per
-    view, see exchange_views) searched with matrix-vector products: 1,000 exchanges are 6 MB and well under a
-    millisecond. Each exchange is embedded once, when it first leaves the window (ChatHaruhi does it after a
-    reply, while the visitor types); a history rewritten (an edit, a regenerated reply) is noticed by its text
-    and re-embedded from there. Safe to share between threads (the page's read-ahead and the next turn)."""
+    """A conversation's units (exchanges beyond the history window, or a scene's witnessed lines), searched two
+    ways and fused: by meaning (their views' vectors in numpy matrices, one matrix-vector product) and by words
+    (BM25, lexical.py). Words are indexed at once; vectors are embedded by a background worker, a few units at a
+    time so other visitors' messages are embedded in between, and a search uses those embedded so far: a long
+    chat just imported is searched by words at once and by meaning as it catches up (`progress`). A history
+    rewritten (an edit, a regenerated reply) is noticed by its text and indexed again from there. Safe to share
+    between threads (the page's read-ahead and the next turn)."""
+
+    BATCH = 16  # units per embedding call
 
     def __init__(self) -> None:
         self._keys: list[tuple[str, ...]] = []
-        self._vectors = np.zeros((0, 0, 0), dtype=np.float32)  # exchange, view, dimension
-        self._lock = threading.Lock()
+        self._vectors = np.zeros((0, 0, 0), dtype=np.float32)  # embedded unit, view, dimension
+        self._words = LexicalIndex()
+        self._cond = threading.Condition()
+        self._embedder: Embedder | None = None
+        self._working = False
+        self._error: BaseException | None = None
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def sync(self, keys: Sequence[tuple[str, ...]], embedder: Embedder) -> None:
-        """Make the index begin with exactly `keys` (each unit's views, oldest first), embedding only what is
-        new. Units after them stay when `keys` is a prefix of what is held (indexed ahead, see Scene.index_ahead);
-        a unit that differs is dropped with all after it."""
-        with self._lock:
+    def progress(self) -> tuple[int, int]:
+        """(units embedded, units held)."""
+        with self._cond:
+            return len(self._vectors), len(self._keys)
+
+    def sync(self, keys: Sequence[tuple[str, ...]], embedder: Embedder, wait: float | None = None) -> bool:
+        """Make the index begin with exactly `keys` (each unit's views, oldest first), indexing only what is new.
+        Units after them stay when `keys` is a prefix of what is held (indexed ahead, see Scene.index_ahead); a
+        unit that differs is dropped with all after it. Waits for the embedding up to `wait` seconds (None: until
+        done, raising what the embedder raised); True when every unit is embedded."""
+        with self._cond:
             same = 0
             for mine, theirs in zip(self._keys, keys):
                 if mine != theirs:
                     break
                 same += 1
-            if same == len(keys):
+            if same < len(keys):
+                self._keys = self._keys[:same] + [tuple(k) for k in keys[same:]]
+                self._vectors = self._vectors[:min(same, len(self._vectors))]
+                self._words.truncate(same)
+                self._words.add(key[0] for key in keys[same:])
+                self._embedder, self._error = embedder, None
+                if not self._working:
+                    self._working = True
+                    threading.Thread(target=self._embed_all, name="memory-embed", daemon=True).start()
+            target = len(keys)
+            done = self._cond.wait_for(lambda: len(self._vectors) >= target or not self._working, wait)
+            if wait is None and self._error is not None and len(self._vectors) < target:
+                raise self._error
+            return done and len(self._vectors) >= target
+
+    def _embed_all(self) -> None:
+        """The worker: embeds the units not embedded yet, a batch at a time, until none is left."""
+        while True:
+            with self._cond:
+                start = len(self._vectors)
+                if start >= len(self._keys):
+                    self._working = False
+                    self._cond.notify_all()
+                    return
+                batch, embedder = self._keys[start:start + self.BATCH], self._embedder
+            try:
+                assert embedder is not None
+                flat = np.asarray(embedder.embed([t or " " for key in batch for t in key]), dtype=np.float32)
+            except Exception as exc:  # the caller that waits raises it; a search meanwhile uses words only
+                log.info("embedding the conversation for recall failed: %r", exc)
+                with self._cond:
+                    self._error, self._working = exc, False
+                    self._cond.notify_all()
                 return
-            new = list(keys[same:])
-            flat = np.asarray(embedder.embed([text or " " for key in new for text in key]), dtype=np.float32)
             flat /= np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-12)
-            fresh = flat.reshape(len(new), len(new[0]), -1)
-            vectors = fresh if not same else np.concatenate([self._vectors[:same], fresh])
-            self._keys, self._vectors = list(keys), vectors
+            fresh = flat.reshape(len(batch), len(batch[0]), -1)
+            with self._cond:  # kept only if the history was not rewritten under it meanwhile
+                if len(self._vectors) == start and self._keys[start:start + len(batch)] == batch:
+                    self._vectors = fresh if not start else np.concatenate([self._vectors, fresh])
+                self._cond.notify_all()
+
+    def _cosines(self, vectors: np.ndarray | None, n: int) -> np.ndarray:
+        """(units embedded among the first n, queries): each unit's cosine by its closest view. Under the lock."""
+        m = min(n, len(self._vectors))
+        if vectors is None or not m:
+            return np.zeros((m, 0), dtype=np.float32)
+        query = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
+        return (self._vectors[:m] @ query.T).max(axis=1)
 
     def search(self, vector: np.ndarray, k: int, limit: int | None = None) -> list[tuple[int, float]]:
-        """(index, cosine) of the k nearest by their closest view, nearest first, among the first `limit`.
-        `vector` may be several queries (rows, the first foremost): their nearest then take turns, so that
-        one query's near-duplicates cannot crowd out another's (a scene asks with the line addressed to a
-        character and the newest line it heard)."""
-        with self._lock:
+        """(index, cosine) of the k nearest in meaning by their closest view, nearest first, among the first
+        `limit` embedded. `vector` may be several queries (rows, the first foremost): their nearest then take
+        turns, so that one query's near-duplicates cannot crowd out another's."""
+        with self._cond:
             n = len(self._keys) if limit is None else min(limit, len(self._keys))
-            if not n or k <= 0:
-                return []
-            query = np.atleast_2d(np.asarray(vector, dtype=np.float32))
-            query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
-            sims = (self._vectors[:n] @ query.T).max(axis=1)  # unit x query, by the closest view
+            sims = self._cosines(vector, n)
+        n = sims.shape[0]
+        if not n or k <= 0 or not sims.shape[1]:
+            return []
         k = min(k, n)
         ranked = [np.argsort(-sims[:, q], kind="stable")[:k] for q in range(sims.shape[1])]
         picked: dict[int, float] = {}
@@ -134,13 +226,71 @@ class RecallIndex:
                     picked[i] = float(sims[i].max())
         return list(picked.items())
 
+    def rank(self, query: RecallQuery, limit: int, days: Sequence[date | None] = ()) -> list[Candidate]:
+        """The first `limit` units that meaning, words or the day asked about bring up, best first: reciprocal
+        ranks of the meaning list (every query form, its best) and the BM25 list, plus units on a day the
+        message names, ranked among themselves; then the neighbours of the strongest few."""
+        with self._cond:
+            n = min(limit, len(self._keys))
+            sims = self._cosines(query.vectors, n)
+            lexical = self._words.scores(query.words, n) if query.words else {}
+        score: dict[int, float] = {}
+        reasons: dict[int, list[str]] = {}
+        cosine = sims.max(axis=1) if sims.shape[1] else np.zeros(0, dtype=np.float32)
+        for rank, i in enumerate(np.argsort(-cosine, kind="stable")[:max(64, 8 * NEIGHBOUR_OF)]):
+            score[int(i)] = W_DENSE / (FUSE_K + rank)
+        for rank, (i, _) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:64]):
+            score[i] = score.get(i, 0.0) + W_WORDS / (FUSE_K + rank)
+            reasons.setdefault(i, []).append("words")
+        if query.days and days:
+            dated = [i for i in range(n) if i < len(days) and on_day(days[i], set(query.days))]
+            dated.sort(key=lambda i: (-score.get(i, 0.0), -lexical.get(i, 0.0)))
+            for rank, i in enumerate(dated):
+                score[i] = score.get(i, 0.0) + W_DAY / (FUSE_K + rank)
+                reasons.setdefault(i, []).append("day")
+        best = sorted(score, key=lambda i: -score[i])
+        for i in best[:NEIGHBOUR_OF]:
+            for j in (i - 1, i + 1):
+                if 0 <= j < n and score.get(j, 0.0) < NEIGHBOURS * score[i]:
+                    score[j] = NEIGHBOURS * score[i]
+                    reasons.setdefault(j, []).append(f"next to {i}")
+        out = []
+        for i in sorted(score, key=lambda i: -score[i]):
+            cos = float(cosine[i]) if i < len(cosine) else float("nan")
+            out.append(Candidate(i, score[i], cos, tuple(reasons.get(i, ()))))
+        return out
+
 
 @dataclass
 class Memory:
-    """One conversation's memory: its pins and the index of its earlier exchanges."""
+    """One conversation's memory: its pins, the index of its earlier exchanges, and dated notes on older
+    stretches (notes.py) with their own small index."""
 
     pins: list[Pin] = field(default_factory=list)
     index: RecallIndex = field(default_factory=RecallIndex, repr=False, compare=False)
+    notes: list[Note] = field(default_factory=list)
+    note_index: RecallIndex = field(default_factory=RecallIndex, repr=False, compare=False)
+
+    def copy(self) -> Memory:
+        """Another conversation state's memory: its own pins and notes; the indexes are derived from text and
+        shared (each search brings them up to the state that asks)."""
+        return Memory(list(self.pins), self.index, list(self.notes), self.note_index)
+
+    def recall_notes(self, history: Sequence[Exchange], query: RecallQuery | None, embedder: Embedder,
+                     budget: int, count: Counter, wait: float | None = WAIT_S) -> list[Note]:
+        """The valid notes (every exchange they cover still as it was) the message brings up, best first while
+        they fit the budget, returned in the order of the conversation."""
+        notes = valid_notes(self.notes, history)
+        if query is None or budget <= 0 or not notes:
+            return []
+        self.note_index.sync([(n.text,) for n in notes], embedder, wait)
+        picked, used = [], count(NOTES_HEADER)
+        for c in self.note_index.rank(query, len(notes)):
+            n = count(note_line(notes[c.index], history))
+            if used + n <= budget:
+                picked.append(c.index)
+                used += n
+        return [notes[i] for i in sorted(picked)]
 
     def remember(self, text: str, turn: int | None = None, made_at: int = 0) -> Pin:
         if len(self.pins) >= MAX_PINS:
@@ -175,39 +325,95 @@ class Memory:
         return kept
 
     def index_older(self, older: Sequence[Exchange], character: str, embedder: Embedder) -> None:
-        """Bring the index up to `older`, the exchanges out of the history window."""
+        """Bring the index up to `older`, the exchanges out of the history window (waits for the embedding)."""
         self.index.sync([exchange_views(ex, character) for ex in older], embedder)
 
-    def recall(self, history: Sequence[Exchange], in_window: int, character: str, vector: np.ndarray | None,
-               embedder: Embedder, budget: int, k: int, count: Counter) -> list[Recalled]:
-        """The earlier exchanges nearest the message (`vector`), among those the history window does not
-        hold (all but its last `in_window`), packed by similarity while they fit, then in turn order."""
+    def recall(self, history: Sequence[Exchange], in_window: int, character: str,
+               query: RecallQuery | np.ndarray | None, embedder: Embedder, budget: int, k: int, count: Counter,
+               wait: float | None = WAIT_S) -> list[Recalled]:
+        """The earlier exchanges the message brings up (`query`), among those the history window does not hold
+        (all but its last `in_window`), packed best first while they fit, then in turn order."""
         older = history[:len(history) - in_window] if in_window else history
         return self.recall_among([exchange_views(ex, character) for ex in older],
                                  [exchange_text(ex, character) for ex in older], range(1, len(older) + 1),
-                                 vector, embedder, budget, k, count)
+                                 query, embedder, budget, k, count, times=[ex.at for ex in older], wait=wait)
 
     def recall_among(self, keys: Sequence[tuple[str, ...]], texts: Sequence[str], numbers: Sequence[int],
-                     vector: np.ndarray | None, embedder: Embedder, budget: int, k: int, count: Counter,
-                     header: str = RECALL_HEADER, label: str = "turn") -> list[Recalled]:
-        """The core of recall for any unit (an exchange here, a witnessed line in a scene): the index is
-        brought up to `keys` (each unit's views, oldest first), then the k nearest `vector` are packed by
-        similarity while their `texts` fit the budget, and returned in order, each with its `numbers` entry."""
-        if vector is None or budget <= 0 or k <= 0 or not keys:
+                     query: RecallQuery | np.ndarray | None, embedder: Embedder, budget: int, k: int,
+                     count: Counter, header: str = RECALL_HEADER, label: str = "turn", times: Sequence[str] = (),
+                     wait: float | None = WAIT_S) -> list[Recalled]:
+        """The core of recall for any unit (an exchange here, a witnessed line in a scene): the index is brought
+        up to `keys` (each unit's views, oldest first; the embedding is waited for at most `wait` seconds), the
+        units are ranked by meaning, words and day (RecallIndex.rank), and the best are packed while their
+        `texts` fit the budget (one that does not fit is skipped, not the end), at most k, returned in order,
+        each with its `numbers` entry and its time (`times`)."""
+        if query is None or budget <= 0 or k <= 0 or not keys:
             return []
-        self.index.sync(list(keys), embedder)
+        if not isinstance(query, RecallQuery):
+            query = RecallQuery(np.asarray(query))
+        self.index.sync(list(keys), embedder, wait)
+        times = list(times) + [""] * (len(keys) - len(times))
+        days = [day_of(t) for t in times]
         picked, used = [], count(header)
-        for i, sim in self.index.search(vector, k, limit=len(keys)):
-            n = count(recall_line(numbers[i], texts[i], label))
+        for c in self.index.rank(query, len(keys), days)[:SCAN * k]:
+            line = recall_line(numbers[c.index], texts[c.index], label, times[c.index])
+            n = count(line)
             if used + n > budget:
-                break
-            picked.append(Recalled(numbers[i], sim, texts[i]))
+                continue
+            picked.append(Recalled(numbers[c.index], c.cosine, texts[c.index], times[c.index],
+                                   _why(c, numbers, label)))
             used += n
+            if len(picked) >= k or budget - used < MIN_LINE:
+                break
         return sorted(picked, key=lambda r: r.turn)
 
 
-def recall_line(turn: int, text: str, label: str = "turn") -> str:
-    return f"[{label} {turn}]\n{text}\n"
+def _why(c: Candidate, numbers: Sequence[int], label: str) -> str:
+    """Why a unit came back, as the panel says it."""
+    why = [] if c.cosine != c.cosine else [f"meaning {c.cosine:.2f}"]
+    for reason in c.reasons:
+        if reason == "words":
+            why.append("same words")
+        elif reason == "day":
+            why.append("the day asked about")
+        elif reason.startswith("next to "):
+            why.append(f"next to {label} {numbers[int(reason[8:])]}")
+    return " · ".join(why)
+
+
+def first_person(text: str, visitor: Sequence[str], character: str) -> str | None:
+    """The message as the visitor's own words would say it: the visitor named in the third person becomes "I"
+    ("When did Anna go to the group?" -> "When did I go to the group?"; "安娜" -> "我") and the character
+    named becomes "you", so it meets the exchanges where the visitor said "I". None when it names neither."""
+    out = text
+    for name, me, my in [*((v, "I", "my") for v in visitor), (character, "you", "your")]:
+        name = (name or "").strip()
+        if len(name) < 2 or name not in out:
+            continue
+        if _CJK_NAME.search(name):
+            out = out.replace(name, "我" if me == "I" else "你")
+        else:
+            out = re.sub(rf"\b{re.escape(name)}(?:'s|’s)\b", my, out)
+            out = re.sub(rf"\b{re.escape(name)}\b", me, out)
+    return out if out != text else None
+
+
+def recall_query(text: str, vector: np.ndarray | None, embedder: Embedder, visitor: Sequence[str] = (),
+                 character: str = "", also: Sequence[str] = (), today: date | None = None) -> RecallQuery:
+    """How memory is asked for one message: its vector (already made for the scenes) and, embedded in one call,
+    the message in the visitor's own person (first_person) and the `also` texts (e.g. the newest line); its
+    words; the days it names."""
+    forms = [t for t in (first_person(text, visitor, character), *also) if t and t != text]
+    vectors = None if vector is None else np.atleast_2d(np.asarray(vector, dtype=np.float32))
+    if forms and vectors is not None:
+        vectors = np.concatenate([vectors, np.asarray(embedder.embed(forms), dtype=np.float32)])
+    words = tuple(tokens(" ".join([text, *also])))
+    return RecallQuery(vectors, words, frozenset(days_mentioned(text, today)))
+
+
+def recall_line(turn: int, text: str, label: str = "turn", at: str = "") -> str:
+    when = shown(at)
+    return f"[{label} {turn}{' · ' + when if when else ''}]\n{text}\n"
 
 
 def pinned_block(name: str, pins: Sequence[Pin]) -> str:
@@ -216,7 +422,8 @@ def pinned_block(name: str, pins: Sequence[Pin]) -> str:
 
 
 def recall_block(recalled: Sequence[Recalled], header: str = RECALL_HEADER, label: str = "turn") -> str:
-    return (header + "".join(recall_line(r.turn, r.text, label) for r in recalled)).rstrip("\n") if recalled else ""
+    return (header + "".join(recall_line(r.turn, r.text, label, r.at) for r in recalled)).rstrip("\n") \
+        if recalled else ""
 
 
 def in_background(work: Callable[[], None], what: str) -> None:

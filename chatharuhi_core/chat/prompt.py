@@ -34,11 +34,13 @@ Counter = Callable[[str], int]
 
 @dataclass(frozen=True)
 class Exchange:
-    """One finished round: who the visitor played, what they said, what the character said."""
+    """One finished round: who the visitor played, what they said, what the character said, and when
+    (`at`, ISO 8601: the page's clock, or an imported chat's session date; "" when unknown, see when.py)."""
 
     user_role: str
     text: str
     reply: str
+    at: str = ""
 
 
 def pack_stories(stories: Sequence[str], budget: int, count: Counter = count_tokens) -> list[str]:

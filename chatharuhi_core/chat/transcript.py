@@ -1,9 +1,11 @@
 """A chat saved as JSON Lines and read back exactly: the page's export and import.
 
 Line 1 is a header (format, version, role, the visitor's name in the story, and since version 2 the
-character's pinned memories); each further line is one exchange with everything needed to go on from
-it: who spoke, what was said, the reply, and the reply's id, prompt, engine, rating and correction (so
-feedback works on an imported chat). Version 1 files (no memories) are still read.
+character's pinned memories and its dated notes on older stretches, each with the ids of what it covers).
+Each further line is one exchange with everything needed to go on from it: who spoke, what was said, the
+reply, when ("at", ISO 8601, optional: memory finds what was said on a day by it), and the reply's id,
+prompt, engine, rating and correction (so feedback works on an imported chat). Version 1 files (no
+memories) are still read.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from .memory import MAX_PINS, Pin, check_pin
+from .notes import MAX_NOTES, Note, note_from, note_record
 from .prompt import Exchange
+from .when import day_of
 
 FORMAT = "chatharuhi-chat"
 VERSION = 2  # 2: pinned memories in the header
@@ -41,15 +45,17 @@ class Transcript:
     history: list[Exchange]
     meta: list[ReplyMeta]
     pins: list[Pin] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
 
 def dump_chat(t: Transcript) -> str:
     header = {"format": FORMAT, "version": VERSION, "role": t.role_id, "name": t.role_name,
               "user_role": t.user_role, "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "memories": [{"text": p.text, "turn": p.turn} for p in t.pins]}
+              "memories": [{"text": p.text, "turn": p.turn} for p in t.pins],
+              "notes": [note_record(n) for n in t.notes]}
     lines = [header]
     for ex, meta in zip(t.history, t.meta):
-        lines.append({"user_role": ex.user_role, "text": ex.text, "reply": ex.reply, "id": meta.id,
+        lines.append({"user_role": ex.user_role, "text": ex.text, "reply": ex.reply, "at": ex.at or None, "id": meta.id,
                       "engine": meta.engine, "model": meta.model, "rating": meta.rating,
                       "original": meta.original, "prompt": meta.messages})
     return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
@@ -125,12 +131,33 @@ def load_chat(data: bytes | str) -> Transcript:
 
     history, meta = [], []
     for n, obj in rows[1:]:
-        history.append(Exchange(_str(obj, "user_role", n, False), _str(obj, "text", n), _str(obj, "reply", n)))
+        history.append(Exchange(_str(obj, "user_role", n, False), _str(obj, "text", n), _str(obj, "reply", n),
+                                _when(obj, n)))
         prompt = prompt_field(obj, f"Line {n}", "chat")
         meta.append(ReplyMeta(_str(obj, "id", n, False) or f"imported-{n}", prompt, _str(obj, "engine", n, False),
                               _str(obj, "model", n, False), rating_field(obj), obj.get("original") or None))
     return Transcript(_str(header, "role", first), _str(header, "name", first, False),
-                      _str(header, "user_role", first, False), history, meta, _pins(header, first, len(history)))
+                      _str(header, "user_role", first, False), history, meta, _pins(header, first, len(history)),
+                      _notes(header, first))
+
+
+def _notes(header: dict, line: int) -> list[Note]:
+    """The header's dated notes (none before notes existed), each with the ids of what it covers."""
+    raw = header.get("notes") or []
+    if not isinstance(raw, list):
+        raise InputError(f"Line {line} of the chat file: 'notes' should be a list of {{\"text\", \"covers\"}} objects.")
+    return [note_from(item, f"Line {line} of the chat file: note {n}") for n, item in enumerate(raw[:MAX_NOTES], 1)]
+
+
+def _when(obj: dict, line: int) -> str:
+    """An exchange's time ("at", ISO 8601: "2023-05-04" or "2023-05-04T13:56:00+00:00"), "" when absent."""
+    at = obj.get("at")
+    if at is None or at == "":
+        return ""
+    if not isinstance(at, str) or day_of(at) is None:
+        raise InputError(f"Line {line} of the chat file has an 'at' that is not a date (write it as 2023-05-04 "
+                         "or 2023-05-04T13:56:00).")
+    return at
 
 
 def _pins(header: dict, line: int, exchanges: int) -> list[Pin]:

@@ -24,7 +24,8 @@ from collections.abc import Generator, Iterator, Sequence
 
 from ..chat.backends import ChatRequest, Engine, open_engine, writes
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
-from ..chat.memory import Memory, Recalled, in_background, recall_block
+from ..chat.lexical import tokens
+from ..chat.memory import Memory, Recalled, RecallQuery, in_background, recall_block
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
@@ -248,15 +249,17 @@ class Scene:
         """The transcript as this member witnessed it."""
         return [self.lines[i] for i in self.seen_at(member)]
 
-    def recall(self, member: Member, older: Sequence[int], vector) -> list[Recalled]:
-        """The witnessed lines `older` (indices, beyond the member's history window) nearest the cue, within
-        the member's recall budget; each numbered as the transcript's line (1-based)."""
+    def recall(self, member: Member, older: Sequence[int], vector, texts: Sequence[str] = ()) -> list[Recalled]:
+        """The witnessed lines `older` (indices, beyond the member's history window) the cue brings up (by the
+        meaning of `vector`'s rows and the words of `texts`), within the member's recall budget; each numbered
+        as the transcript's line (1-based)."""
         bot = self.bot(member)
         b = bot.budgets
         lines = [self.lines[i] for i in older]
+        query = RecallQuery(vector, tuple(tokens(" ".join(texts))))
         return bot.memory.recall_among(
             [_line_views(ln) for ln in lines], [format_query(ln.speaker, ln.text) for ln in lines],
-            [i + 1 for i in older], vector, bot.embedder, b.recall_tokens, b.recall_k, bot.count_tokens,
+            [i + 1 for i in older], query, bot.embedder, b.recall_tokens, b.recall_k, bot.count_tokens,
             SCENE_RECALL_HEADER, "line")
 
     def index_ahead(self) -> None:
@@ -292,7 +295,7 @@ class Scene:
         vector = vectors[0] if vectors is not None else None
         scenes = bot.scenes_for(query, self.user_role, vector)
         packed = pack_stories([h.text for h in scenes], bot.budgets.story_tokens, bot.count_tokens)
-        recalled = self.recall(member, older, vectors[::-1]) if remembering else []  # the newest line first
+        recalled = self.recall(member, older, vectors[::-1], texts) if remembering else []  # the newest line first
         others = [m.name for m in self.present if m.role_id != member.role_id]
         note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
                 "one line, and never write the others' lines.")

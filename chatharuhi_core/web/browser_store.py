@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..chat.memory import MAX_PINS, Memory, Pin, check_pin
+from ..chat.notes import MAX_NOTES, note_from, note_record, valid_notes
 from ..chat.prompt import Exchange
 from ..errors import ChatHaruhiError
 from .chat import Conversation
@@ -79,8 +80,10 @@ def kept_settings(given: object) -> dict:
 
 def _chat(conv: Conversation) -> dict:
     history = conv.history[-MAX_EXCHANGES:]
-    return {"role": conv.role_id, "exchanges": [[e.user_role, e.text, e.reply] for e in history],
-            "pins": [p.text for p in conv.memory.pins]}
+    return {"role": conv.role_id, "exchanges": [[e.user_role, e.text, e.reply, *([e.at] if e.at else [])]
+                                              for e in history],
+            "pins": [p.text for p in conv.memory.pins],
+            "notes": [note_record(n) for n in valid_notes(conv.memory.notes, history)]}
 
 
 def pack(current: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None,
@@ -110,9 +113,12 @@ def unpack(data: object, opens: Callable[[str], bool], engines: set[str]) -> Res
             rid = item["role"]
             if not isinstance(rid, str) or rid in found.chats or not opens(rid):
                 continue
-            history = [Exchange(str(u), str(t), str(r)) for u, t, r in item["exchanges"][-MAX_EXCHANGES:]]
+            # [who, said, reply] and, since exchanges carry their time, [who, said, reply, when]
+            history = [Exchange(str(u), str(t), str(r), str(w[0]) if w else "")
+                       for u, t, r, *w in item["exchanges"][-MAX_EXCHANGES:]]
             pins = [Pin(check_pin(str(p))) for p in (item.get("pins") or [])[:MAX_PINS]]  # as many as one may pin
-            found.chats[rid] = Conversation(rid, history, memory=Memory(pins))
+            notes = [note_from(n, "A kept note") for n in (item.get("notes") or [])[:MAX_NOTES]]
+            found.chats[rid] = Conversation(rid, history, memory=Memory(pins, notes=notes))
         return found
     except (ValueError, TypeError, KeyError, ChatHaruhiError):
         return Restored(note=SET_ASIDE)

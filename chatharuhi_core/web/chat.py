@@ -19,6 +19,7 @@ from pathlib import Path
 from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
 from ..chat.lanes import ticket_for, waiting_line
 from ..chat.memory import Memory
+from ..chat.notes import valid_notes
 from ..chat.prompt import Exchange
 from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
 from ..config import Settings
@@ -54,7 +55,7 @@ class Conversation:
     memory: Memory = field(default_factory=Memory)  # pinned facts and the index of earlier exchanges
 
     def copy(self) -> Conversation:
-        memory = Memory(list(self.memory.pins), self.memory.index)  # the index is derived: shared, re-synced by text
+        memory = self.memory.copy()  # its own pins and notes; the indexes are derived: shared, re-synced by text
         return Conversation(self.role_id, list(self.history), [replace(m) for m in self._full_meta()], self.last,
                             list(self.tried), memory)
 
@@ -337,7 +338,7 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
     if text == ex.reply:
         return conv, ""
     correct(meta, ex.reply, text)
-    conv.history[k] = Exchange(ex.user_role, ex.text, text)
+    conv.history[k] = replace(ex, reply=text)
     failed = _record(conv, role, k, "edit", settings)
     return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"
 
@@ -349,7 +350,7 @@ def _edit_question(conv: Conversation, k: int, text: str) -> tuple[Conversation,
         return conv, "A message cannot be empty; the edit was undone."
     if text == ex.text:
         return conv, ""
-    conv.history[k] = Exchange(ex.user_role, text, ex.reply)
+    conv.history[k] = replace(ex, text=text)
     if k == len(conv.history) - 1:
         conv.tried = []
         return conv, "Your message was changed; the character answers it again. · 已修改，重新回答。"
@@ -377,7 +378,7 @@ def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) 
     role = load_role(conv.role_id)
     full = conv.copy()
     text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.user_name, full.history, full.meta,
-                                list(conv.memory.pins)))
+                                list(conv.memory.pins), valid_notes(conv.memory.notes, full.history)))
     folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-chat-"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = folder / f"chat-{conv.role_id}-{stamp}.jsonl"
@@ -393,4 +394,4 @@ def import_chat(path: str | Path) -> tuple[Conversation, str]:
     except ChatHaruhiError:
         raise InputError(f"This chat is with '{t.role_name or t.role_id}', who is not available here. Add the "
                          "character in the 'Add a character' tab first, then import the chat again.") from None
-    return Conversation(t.role_id, t.history, t.meta, memory=Memory(t.pins)), t.user_role
+    return Conversation(t.role_id, t.history, t.meta, memory=Memory(t.pins, notes=t.notes)), t.user_role

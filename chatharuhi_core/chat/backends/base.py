@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ...roles.role import Role
     from ...roles.store import Hit
     from ..memory import Recalled
+    from ..notes import Note
 
 
 @dataclass
@@ -37,6 +38,7 @@ class ChatRequest:
     lore: list[Fired] = field(default_factory=list)  # the lorebook entries in `messages`, and why they fired
     recalled: list[Recalled] = field(default_factory=list)  # earlier exchanges memory brought back, and how close
     pinned: int = 0  # how many of the conversation's pinned memories fitted their budget and are in `messages`
+    notes: list[Note] = field(default_factory=list)  # dated notes on older stretches in `messages`
 
     @property
     def user_name(self) -> str:
