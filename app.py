@@ -544,6 +544,8 @@ def import_chat_file(path: str | None, added: list[str] | None, conv: Conversati
     gallery = _tiles(entries)
     turns = len(conv.history)
     note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
+    if turns > 50:
+        note += " Its memory is indexed in the background; the Memories panel shows how far it has got."
     return (*_role_view(conv, chats, user_name), chooser, gallery, added, note)
 
 

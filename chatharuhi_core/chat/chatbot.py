@@ -134,6 +134,8 @@ class Reply:
     recalled: list[Recalled] = field(default_factory=list)  # earlier exchanges memory brought back
     pinned: int = 0  # how many pinned memories fitted their budget and were sent
     notes: list[Note] = field(default_factory=list)  # dated notes on older stretches that were sent
+    window: int = 0  # how many of the last exchanges were in the history window
+    indexed: tuple[int, int] = (0, 0)  # (embedded, beyond the window): short of the second, recall used words alone
 
 
 class Streaming(Iterator[str]):
@@ -431,7 +433,8 @@ class ChatHaruhi:
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
                            scenes=scenes, history=list(self.history), embedder=self.embedder,
                            avoid=tuple(avoid), packed=len(packed), lore=lore, recalled=recalled,
-                           pinned=len(self.pinned()), notes=notes)
+                           pinned=len(self.pinned()), notes=notes, window=self._in_window(),
+                           indexed=self.memory.index.progress() if remembering else (0, 0))
 
     # ------------------------------------------------------------ the API
 
@@ -484,7 +487,7 @@ class ChatHaruhi:
         stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started, end - started,
                            self.count_tokens(final))
         return Reply(final, raw, request.messages, request.scenes, request.packed, request.lore, stats,
-                     request.recalled, request.pinned, request.notes)
+                     request.recalled, request.pinned, request.notes, request.window, request.indexed)
 
     def answer(self, text: str, role: str | None = None) -> Reply:
         """Answer one message and return its whole record."""

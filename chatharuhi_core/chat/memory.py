@@ -162,9 +162,10 @@ class RecallIndex:
                 self._words.truncate(same)
                 self._words.add(key[0] for key in keys[same:])
                 self._embedder, self._error = embedder, None
-                if not self._working:
-                    self._working = True
-                    threading.Thread(target=self._embed_all, name="memory-embed", daemon=True).start()
+            if len(self._vectors) < len(self._keys) and not self._working:
+                self._working = True
+                self._embedder = self._embedder or embedder
+                threading.Thread(target=self._embed_all, name="memory-embed", daemon=True).start()
             target = len(keys)
             done = self._cond.wait_for(lambda: len(self._vectors) >= target or not self._working, wait)
             if wait is None and self._error is not None and len(self._vectors) < target:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
 from ..chat.lanes import ticket_for, waiting_line
-from ..chat.memory import Memory
+from ..chat.memory import Memory, exchange_views, in_background
 from ..chat.notes import valid_notes
 from ..chat.prompt import Exchange
 from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
+from ..chat.when import shown
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.lorebook import Fired
@@ -127,6 +128,20 @@ def stats_line(stats: ReplyStats | None) -> str:
             f"{speed} ({stats.tokens} tokens in {stats.total_s:.1f} s)")
 
 
+def memory_line(reply: Reply) -> str:
+    """What memory the reply used, in a few words after its stats ("" when it used none): pinned facts, notes,
+    earlier exchanges recalled (the Memories panel says which and why)."""
+    parts = []
+    if reply.pinned:
+        parts.append(f"{reply.pinned} pinned fact{'s' * (reply.pinned != 1)}")
+    if reply.notes:
+        parts.append(f"{len(reply.notes)} note{'s' * (len(reply.notes) != 1)}")
+    if reply.recalled:
+        turns = ", ".join(str(r.turn) for r in reply.recalled[:4]) + ("…" if len(reply.recalled) > 4 else "")
+        parts.append(f"turn{'s' * (len(reply.recalled) != 1)} {turns} recalled")
+    return (" · 🧠 remembered " + ", ".join(parts)) if parts else ""
+
+
 def lore_markdown(fired: list[Fired]) -> str:
     """The lorebook entries of the last reply: which fired, why, and which the budget left out."""
     if not fired:
@@ -147,7 +162,9 @@ def scenes_markdown(conv: Conversation) -> str:
     if last.recalled:
         parts.append("**Recalled from earlier in this conversation · 回忆起的对话**")
         for r in last.recalled:
-            parts.append(f"**turn {r.turn}** · similarity {r.similarity:.2f} · in the prompt\n\n{_quoted(r.text)}")
+            when = f" · {shown(r.at)}" if r.at else ""
+            why = f" · {html.escape(r.why)}" if r.why else ""
+            parts.append(f"**turn {r.turn}**{when}{why} · in the prompt\n\n{_quoted(r.text)}")
     if last.scenes:
         parts.append("**Classic scenes · 经典场景**")
     for i, hit in enumerate(last.scenes):
@@ -174,6 +191,8 @@ def read_ahead(conv: Conversation, user_role: str, engine: EnginePanel, settings
     the time it would have saved is lost."""
     try:
         bot = make_bot(conv, engine, user_role, settings)
+        if bot.budgets.recall_tokens > 0 and len(conv.history) > 1:  # a chat taken up: its memory indexes now
+            in_background(bot.index_ahead, "indexing the conversation")
         if bot.reads_ahead:
             bot.load()
             return bot.read_ahead_now()
@@ -247,7 +266,8 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
     meta = ReplyMeta(uuid.uuid4().hex, said.messages, said.stats.engine, said.stats.model)
     tried = [said.text] if said.text in avoid else [*avoid, said.text]  # all used up: a new round starts here
     done = Conversation(conv.role_id, bot.history, [*base.meta, meta], said, tried, base.memory)
-    yield TurnUpdate(chat_messages(done, role, user_role), done, None, True, stats_line(said.stats))
+    yield TurnUpdate(chat_messages(done, role, user_role), done, None, True,
+                     stats_line(said.stats) + memory_line(said))
 
 
 _CAPTIONS: dict[tuple, object] = {}
@@ -386,7 +406,7 @@ def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) 
     return path
 
 
-def import_chat(path: str | Path) -> tuple[Conversation, str]:
+def import_chat(path: str | Path, settings: Settings | None = None) -> tuple[Conversation, str]:
     """(conversation, the visitor's name in it) from an exported file; InputError with a sentence."""
     t = load_chat(Path(path).read_bytes())
     try:
@@ -394,4 +414,19 @@ def import_chat(path: str | Path) -> tuple[Conversation, str]:
     except ChatHaruhiError:
         raise InputError(f"This chat is with '{t.role_name or t.role_id}', who is not available here. Add the "
                          "character in the 'Add a character' tab first, then import the chat again.") from None
-    return Conversation(t.role_id, t.history, t.meta, memory=Memory(t.pins, notes=t.notes)), t.user_role
+    conv = Conversation(t.role_id, t.history, t.meta, memory=Memory(t.pins, notes=t.notes))
+    index_in_background(conv, settings or Settings.from_env())
+    return conv, t.user_role
+
+
+def index_in_background(conv: Conversation, settings: Settings) -> None:
+    """Index every exchange of a chat just imported for recall, in the background: its first message waits for
+    at most memory.WAIT_S, searching the rest by words, and the Memories panel shows how far it got."""
+    if len(conv.history) < 2:
+        return
+    from ..embedding import get_embedder
+
+    name = load_role(conv.role_id).name
+    keys = [exchange_views(ex, name) for ex in conv.history]
+    index = conv.memory.index
+    in_background(lambda: index.sync(keys, get_embedder(settings.embedder)), "indexing an imported chat")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from ..chat.memory import Memory
+from ..chat.when import shown
 from ..errors import InputError
 from .chat import Conversation
 
@@ -15,20 +16,58 @@ EMPTY = ("_No memories yet. Write a fact below (“my sister is Anna”) or pin 
 
 
 def memory_markdown(conv: Conversation | None) -> str:
-    """The pins, numbered as the Forget list numbers them; a pin that was there for the last reply but not in
-    its prompt is marked: the memory budget was full."""
+    """The pins, numbered as the Forget list numbers them, each marked by whether the last reply's prompt held
+    it (a pin made since then is waiting for the next reply); then what the last reply remembered."""
     pins = conv.memory.pins if conv else []
+    last = conv.last if conv else None
+    used = used_memory_markdown(conv) if conv else ""
     if not pins:
-        return EMPTY
-    last = conv.last
+        return EMPTY + ("\n\n" + used if used else "")
     prompt = last.messages[0]["content"] if last is not None and last.messages else ""
     rows = []
     for n, pin in enumerate(pins, 1):
         where = f" · from exchange {pin.turn}" if pin.turn else ""
-        left_out = last is not None and pin.made_at < len(conv.history) and f"- {pin.text}" not in prompt
-        over = " · ✂️ over the memory budget: not in the last reply's prompt" if left_out else ""
-        rows.append(f"{n}. {html.escape(pin.text, quote=False)}{where}{over}")
-    return "**What the character remembers · 角色记得**\n\n" + "\n".join(rows)
+        if last is None or pin.made_at >= len(conv.history):
+            mark = " · ⏳ pinned after the last reply: the next one will hold it"
+        elif f"- {pin.text}" in prompt:
+            mark = " · ✅ used by the last reply · 上一条回复用到了"
+        else:
+            mark = " · ✂️ over the memory budget: not in the last reply's prompt"
+        rows.append(f"{n}. {html.escape(pin.text, quote=False)}{where}{mark}")
+    return "**What the character remembers · 角色记得**\n\n" + "\n".join(rows) + ("\n\n" + used if used else "")
+
+
+def used_memory_markdown(conv: Conversation) -> str:
+    """What the last reply remembered beyond its system prompt: the history window, the notes and the earlier
+    exchanges recalled, each with when it was said and why it came back; and how far indexing had got."""
+    last = conv.last
+    if last is None or not conv.history:
+        return ""
+    n = len(conv.history) - 1  # the last reply's own exchange is not part of what it remembered
+    window = min(last.window, n)
+    lines = ["**The last reply remembered · 上一条回复想起的**"]
+    if n and window >= n:
+        lines.append(f"- 🪟 the whole conversation so far ({n} exchange{'s' * (n != 1)}) is in its history window; "
+                     "recall starts when older exchanges leave it")
+    elif n:
+        lines.append(f"- 🪟 history window: exchanges {n - window + 1}-{n}" if window else
+                     "- 🪟 history window: empty (the budget holds no whole exchange)")
+    for note in last.notes:
+        lines.append(f"- 🗒️ {html.escape(note.heading(conv.history).strip('[]'), quote=False)} "
+                     f"(written by {html.escape(note.engine or 'an engine', quote=False)}): "
+                     f"{html.escape(note.text, quote=False)}")
+    for r in last.recalled:
+        when = f" · {shown(r.at)}" if r.at else ""
+        why = f" · {html.escape(r.why, quote=False)}" if r.why else ""
+        first = html.escape(r.text.splitlines()[0] if r.text else "", quote=False)
+        lines.append(f"- 🔎 turn {r.turn}{when}{why}: {first[:160]}{'…' if len(first) > 160 else ''}")
+    if n > window and not (last.recalled or last.notes):
+        lines.append("- 🔎 nothing earlier matched this message")
+    done, total = last.indexed
+    if total and done < total:
+        lines.append(f"- ⏳ still indexing this conversation: {done} of {total} earlier exchanges by meaning when "
+                     "this reply was written (all of them by words); the next replies use more")
+    return "\n".join(lines)
 
 
 def memory_choices(conv: Conversation | None) -> list[tuple[str, int]]:

@@ -39,6 +39,8 @@ class ChatRequest:
     recalled: list[Recalled] = field(default_factory=list)  # earlier exchanges memory brought back, and how close
     pinned: int = 0  # how many of the conversation's pinned memories fitted their budget and are in `messages`
     notes: list[Note] = field(default_factory=list)  # dated notes on older stretches in `messages`
+    window: int = 0  # how many of the last exchanges the history window holds in `messages`
+    indexed: tuple[int, int] = (0, 0)  # (exchanges embedded, exchanges beyond the window) when memory was searched
 
     @property
     def user_name(self) -> str:
