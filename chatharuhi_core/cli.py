@@ -117,6 +117,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     # while the first message is typed: the local model reads the prompt's start, the scenes' store opens
     bot.read_ahead_now()
     in_background(bot.open_scenes, "opening the scenes")
+    if len(bot.history) > 1:  # a long saved chat: its memory indexes while the first message is typed
+        in_background(bot.index_ahead, "indexing the conversation")
     while True:
         try:
             text = input(f"{bot.user_role}> ")
@@ -160,6 +162,10 @@ def _memory_command(bot, line: str, session: _Session) -> bool:
                 where = f" (from exchange {pin.turn})" if pin.turn else ""
                 over = "" if n <= kept else "  [over the memory budget: not in the prompt]"
                 print(f"  {n}. {pin.text}{where}{over}")
+            from .chat.notes import valid_notes
+
+            for note in valid_notes(bot.memory.notes, bot.history):
+                print(f"  {note.heading(bot.history)} {note.text} (written by {note.engine or 'an engine'})")
         else:
             return False
     except InputError as exc:

@@ -15,7 +15,7 @@ DEFAULT_MEMORY_TOKENS = 300  # pinned memories (chat/memory.py): a dozen short f
 # a small share of any API model's context (bench/memory_public.py: the evidence of questions about long
 # conversations reached the prompt for 66% of MemoryBank's at 400 tokens and 6 exchanges)
 DEFAULT_RECALL_TOKENS = 1200
-DEFAULT_RECALL_K = 16  # at most this many of them
+DEFAULT_RECALL_K = 24  # at most this many of them (the token budget is what usually stops it)
 DEFAULT_NOTE_TOKENS = 400  # of the recall budget, what notes condensing older stretches may take (chat/notes.py)
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"

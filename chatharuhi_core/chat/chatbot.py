@@ -36,6 +36,7 @@ from .memory import (
     RecallQuery,
     in_background,
     pinned_block,
+    query_forms,
     recall_block,
     recall_query,
 )
@@ -315,20 +316,25 @@ class ChatHaruhi:
     def _in_window(self) -> int:
         return len(trim_history(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens))
 
-    def recall_query(self, text: str, vector: np.ndarray | None, user_role: str, now: str) -> RecallQuery:
-        """How memory is asked for this message (memory.recall_query): the visitor by every name they used in
-        this conversation, the character by its name, the days counted from `now`."""
-        visitor = list(dict.fromkeys([user_role, *(ex.user_role for ex in self.history)]))
-        return recall_query(text, vector, self.embedder, visitor, self.role.name, today=day_of(now))
+    def _visitor(self, user_role: str) -> list[str]:
+        """Every name the visitor used in this conversation, this message's first."""
+        return list(dict.fromkeys([user_role, *(ex.user_role for ex in self.history)]))
 
-    def _remembered(self, text: str, vector: np.ndarray | None, user_role: str,
+    def recall_query(self, text: str, vectors: np.ndarray | None, user_role: str, now: str) -> RecallQuery:
+        """How memory is asked for this message (memory.recall_query): the visitor by every name they used in
+        this conversation, the character by its name, the days counted from `now`. `vectors`: the message's
+        (and its forms', when already embedded)."""
+        return recall_query(text, vectors, self.embedder, self._visitor(user_role), self.role.name,
+                            today=day_of(now))
+
+    def _remembered(self, text: str, vectors: np.ndarray | None, user_role: str,
                     now: str) -> tuple[list[Recalled], list[Note]]:
         """The notes and the earlier exchanges this message brings up: notes first, within their share of the
         recall budget, then exchanges in what is left."""
         in_window = self._in_window()
         if len(self.history) <= in_window:
             return [], []
-        query = self.recall_query(text, vector, user_role, now)
+        query = self.recall_query(text, vectors, user_role, now)
         b = self.budgets
         notes = self.memory.recall_notes(self.history, query, self.embedder, min(b.note_tokens, b.recall_tokens),
                                          self.count_tokens)
@@ -419,12 +425,15 @@ class ChatHaruhi:
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.user_name
         remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1
-        vector = self.embedder.embed([text])[0] if self.budgets.top_k > 0 or remembering else None
+        # one embedding call: the message (scenes and memory) and the forms memory also asks with
+        forms = [text, *query_forms(text, self._visitor(user_role), self.role.name)] if remembering else [text]
+        vectors = self.embedder.embed(forms) if self.budgets.top_k > 0 or remembering else None
+        vector = vectors[0] if vectors is not None else None
         scenes = self.scenes_for(text, user_role, vector)
         packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
         said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
         system, after, lore = self.persona(user_role, said)
-        recalled, notes = self._remembered(text, vector, user_role, self.clock()) if remembering else ([], [])
+        recalled, notes = self._remembered(text, vectors, user_role, self.clock()) if remembering else ([], [])
         memory = "\n\n".join(b for b in (notes_block(notes, self.history), recall_block(recalled)) if b)
         messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
                                      self.budgets, self.count_tokens, after, self.scenes_last, memory)

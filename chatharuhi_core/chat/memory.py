@@ -399,17 +399,22 @@ def first_person(text: str, visitor: Sequence[str], character: str) -> str | Non
     return out if out != text else None
 
 
-def recall_query(text: str, vector: np.ndarray | None, embedder: Embedder, visitor: Sequence[str] = (),
+def query_forms(text: str, visitor: Sequence[str] = (), character: str = "", also: Sequence[str] = ()) -> list[str]:
+    """The other forms memory is asked with besides the message itself: the message in the visitor's own person
+    (first_person) and the `also` texts (e.g. the newest line), without repeats."""
+    return [t for t in dict.fromkeys((first_person(text, visitor, character), *also)) if t and t != text]
+
+
+def recall_query(text: str, vectors: np.ndarray | None, embedder: Embedder, visitor: Sequence[str] = (),
                  character: str = "", also: Sequence[str] = (), today: date | None = None) -> RecallQuery:
-    """How memory is asked for one message: its vector (already made for the scenes) and, embedded in one call,
-    the message in the visitor's own person (first_person) and the `also` texts (e.g. the newest line); its
-    words; the days it names."""
-    forms = [t for t in (first_person(text, visitor, character), *also) if t and t != text]
-    vectors = None if vector is None else np.atleast_2d(np.asarray(vector, dtype=np.float32))
-    if forms and vectors is not None:
-        vectors = np.concatenate([vectors, np.asarray(embedder.embed(forms), dtype=np.float32)])
+    """How memory is asked for one message: its vectors (rows: the message, then its query_forms; a caller that
+    embedded only the message gets the forms embedded here), its words, the days it names."""
+    forms = query_forms(text, visitor, character, also)
+    rows = None if vectors is None else np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    if rows is not None and forms and len(rows) < 1 + len(forms):
+        rows = np.concatenate([rows[:1], np.asarray(embedder.embed(forms), dtype=np.float32)])
     words = tuple(tokens(" ".join([text, *also])))
-    return RecallQuery(vectors, words, frozenset(days_mentioned(text, today)))
+    return RecallQuery(rows, words, frozenset(days_mentioned(text, today)))
 
 
 def recall_line(turn: int, text: str, label: str = "turn", at: str = "") -> str:

@@ -27,7 +27,9 @@ def memory_markdown(conv: Conversation | None) -> str:
     rows = []
     for n, pin in enumerate(pins, 1):
         where = f" · from exchange {pin.turn}" if pin.turn else ""
-        if last is None or pin.made_at >= len(conv.history):
+        if last is None:
+            mark = ""  # no reply yet: the first one will hold it
+        elif pin.made_at >= len(conv.history):
             mark = " · ⏳ pinned after the last reply: the next one will hold it"
         elif f"- {pin.text}" in prompt:
             mark = " · ✅ used by the last reply · 上一条回复用到了"
