@@ -355,12 +355,15 @@ class Memory:
         self.index.sync(list(keys), embedder, wait)
         times = list(times) + [""] * (len(keys) - len(times))
         days = [day_of(t) for t in times]
-        picked, used = [], count(header)
+        picked, used, seen = [], count(header), set()
         for c in self.index.rank(query, len(keys), days)[:SCAN * k]:
+            if texts[c.index] in seen:  # the same words said twice (a greeting, a question asked again): once
+                continue
             line = recall_line(numbers[c.index], texts[c.index], label, times[c.index])
             n = count(line)
             if used + n > budget:
                 continue
+            seen.add(texts[c.index])
             picked.append(Recalled(numbers[c.index], c.cosine, texts[c.index], times[c.index],
                                    _why(c, numbers, label)))
             used += n

@@ -48,10 +48,12 @@ def used_memory_markdown(conv: Conversation) -> str:
     n = len(conv.history) - 1  # the last reply's own exchange is not part of what it remembered
     window = min(last.window, n)
     lines = ["**The last reply remembered · 上一条回复想起的**"]
-    if n and window >= n:
+    if not n:
+        lines.append("- 🪟 nothing earlier: it answered the conversation's first message")
+    elif window >= n:
         lines.append(f"- 🪟 the whole conversation so far ({n} exchange{'s' * (n != 1)}) is in its history window; "
                      "recall starts when older exchanges leave it")
-    elif n:
+    else:
         lines.append(f"- 🪟 history window: exchanges {n - window + 1}-{n}" if window else
                      "- 🪟 history window: empty (the budget holds no whole exchange)")
     for note in last.notes:
