@@ -345,8 +345,10 @@ def main() -> int:
              "conversations and questions written for this bench in another voice (third person, paraphrase, "
              "dates, answers spread over two exchanges, facts that changed), never tuned on. People 0-7 of "
              "MemoryBank are the tuning split (memory.py's fusion constants were chosen on them); 8-14 and the "
-             "written set are held out. Found: every evidence group has an exchange in the prompt (recalled, or "
-             "in the history window); the questions are asked through `ChatHaruhi.prepare` after the chat was "
+             "written set are held out (one rule came after a held-out conversation was looked at on the page: "
+             "the same words said twice are recalled once; its chatter repeats; no constant was set on them). "
+             "Found: every evidence group has an exchange in the prompt (recalled, or in the history window); "
+             "the questions are asked through `ChatHaruhi.prepare` after the chat was "
              "indexed. Rank: where fusion puts the evidence among the exchanges beyond the window (the worst "
              "group's). Tokens: the recall block.", "",
              "| set | split | budgets (history / recall tokens, k) | found, all | one exchange | two or more | "

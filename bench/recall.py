@@ -33,7 +33,7 @@ from common import ROOT, cached_settings, machine, median, percentile, publish  
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 START, END = "<!-- recall -->", "<!-- /recall -->"
-GOALS = {"recall": 0.95, "pinned": 1.0, "added_p95_ms": 10.0}
+GOALS = {"recall": 0.95, "pinned": 1.0, "added_p95_ms": 20.0}  # issue 40: at most 20 ms p95 added per turn
 
 # (statement, question) templates with a value slot; values drawn per conversation
 FACTS = {
@@ -103,6 +103,8 @@ def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embed
     started = time.perf_counter()
     bot.index_ahead()  # an imported long chat: every exchange out of the window embedded once (the page does it
     build_s = time.perf_counter() - started  # in the background; a first message waits for it at most 1 s)
+    bot.prepare("Hello.")  # once per process: the tokenizers' and the query parsers' first use is not a turn's
+    off.prepare("Hello.")
     hits, added, ahead, recall_tokens = 0, [], [], []
     for (_turn, statement, question, _value), extra in zip(probes, filler):
         for b in (bot, off):
@@ -188,7 +190,7 @@ def main() -> int:
                      f"{r['pinned']}/{r['probes']} | {r['added_p50_ms']:.1f} / {r['added_p95_ms']:.1f} ms | "
                      f"{r['ahead_ms']:.0f} ms | {r['build_s']:.1f} s | "
                      f"{r['recall_tokens_mean']:.0f} / {r['recall_tokens_max']} | "
-                     f"≥ 95%, 100% pinned, ≤ 10 ms p95 | {'met' if ok else '**missed**'} |")
+                     f"≥ 95%, 100% pinned, ≤ 20 ms p95 | {'met' if ok else '**missed**'} |")
     lines.append(END)
     publish(RESULTS, START, END, lines)
     return 0

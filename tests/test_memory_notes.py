@@ -127,7 +127,7 @@ def test_a_chat_file_keeps_notes_with_their_ids_and_refuses_one_without(settings
     with pytest.raises(InputError, match="never kept without them"):
         load_chat(broken)
     bad_time = text.replace('"at": "2024-03-01"', '"at": "the first of March"', 1)
-    with pytest.raises(InputError, match="'at' that is not a date"):
+    with pytest.raises(InputError, match="'at' that is not a date with its year"):
         load_chat(bad_time)
 
 

@@ -256,3 +256,14 @@ def test_a_long_chat_imported_on_the_page_recalls_by_words_and_day_in_the_panel(
     assert len(chat) == 1 + 2 * 301 and text_of(chat[-2]) == "Where did Anna go on the ferry?"
     scenes = client.predict(False, api_name="/after_turn")[0]
     assert "**turn 7** · 2024-03-01 · " in scenes and "same words" in scenes and "Gulangyu" in scenes
+
+
+@pytest.mark.parametrize("given, iso", [
+    ("2023-05-08", "2023-05-08"), ("2023-05-08T13:56:00+00:00", "2023-05-08T13:56:00+00:00"),
+    ("1:56 pm on 8 May, 2023", "2023-05-08T13:56:00"), ("May 8, 2023", "2023-05-08"),
+    ("2023年5月8日 13:56", "2023-05-08T13:56:00"), ("8 May", None), ("soon", None),
+])
+def test_a_chat_files_times_are_read_as_iso_as_published_conversations_date_them(given, iso):
+    from chatharuhi_core.chat.when import as_iso
+
+    assert as_iso(given) == iso

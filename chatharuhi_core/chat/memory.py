@@ -238,8 +238,8 @@ class RecallIndex:
         score: dict[int, float] = {}
         reasons: dict[int, list[str]] = {}
         cosine = sims.max(axis=1) if sims.shape[1] else np.zeros(0, dtype=np.float32)
-        for rank, i in enumerate(np.argsort(-cosine, kind="stable")[:max(64, 8 * NEIGHBOUR_OF)]):
-            score[int(i)] = W_DENSE / (FUSE_K + rank)
+        for rank, i in enumerate(_taking_turns(sims, 64)):
+            score[i] = W_DENSE / (FUSE_K + rank)
         for rank, (i, _) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:64]):
             score[i] = score.get(i, 0.0) + W_WORDS / (FUSE_K + rank)
             reasons.setdefault(i, []).append("words")
@@ -370,6 +370,20 @@ class Memory:
             if len(picked) >= k or budget - used < MIN_LINE:
                 break
         return sorted(picked, key=lambda r: r.turn)
+
+
+def _taking_turns(sims: np.ndarray, depth: int) -> list[int]:
+    """The units in meaning order when there are several queries (columns, the first foremost): their nearest
+    take turns, so one query's near-duplicates cannot crowd out another's (a scene asks with the line addressed
+    to the character and with the newest line it heard)."""
+    if not sims.shape[0] or not sims.shape[1]:
+        return []
+    orders = [np.argsort(-sims[:, q], kind="stable")[:depth] for q in range(sims.shape[1])]
+    out: dict[int, None] = {}
+    for rank in range(min(depth, sims.shape[0])):
+        for order in orders:
+            out.setdefault(int(order[rank]))
+    return list(out)[:depth]
 
 
 def _why(c: Candidate, numbers: Sequence[int], label: str) -> str:

@@ -18,7 +18,7 @@ from ..errors import InputError
 from .memory import MAX_PINS, Pin, check_pin
 from .notes import MAX_NOTES, Note, note_from, note_record
 from .prompt import Exchange
-from .when import day_of
+from .when import as_iso
 
 FORMAT = "chatharuhi-chat"
 VERSION = 2  # 2: pinned memories in the header
@@ -150,14 +150,16 @@ def _notes(header: dict, line: int) -> list[Note]:
 
 
 def _when(obj: dict, line: int) -> str:
-    """An exchange's time ("at", ISO 8601: "2023-05-04" or "2023-05-04T13:56:00+00:00"), "" when absent."""
+    """An exchange's time ("at", ISO 8601: "2023-05-04" or "2023-05-04T13:56:00+00:00"; a day written out with
+    its year, "1:56 pm on 8 May, 2023", is read as that), "" when absent."""
     at = obj.get("at")
     if at is None or at == "":
         return ""
-    if not isinstance(at, str) or day_of(at) is None:
-        raise InputError(f"Line {line} of the chat file has an 'at' that is not a date (write it as 2023-05-04 "
-                         "or 2023-05-04T13:56:00).")
-    return at
+    iso = as_iso(at) if isinstance(at, str) else None
+    if iso is None:
+        raise InputError(f"Line {line} of the chat file has an 'at' that is not a date with its year (write it "
+                         "as 2023-05-04 or 2023-05-04T13:56:00).")
+    return iso
 
 
 def _pins(header: dict, line: int, exchanges: int) -> list[Pin]:

@@ -55,6 +55,39 @@ def shown(at: str) -> str:
     return f"{day.isoformat()} {clock}".strip() if clock and clock != "00:00" else day.isoformat()
 
 
+_CLOCK = re.compile(r"\b(\d{1,2})[:.](\d{2})\s*([ap])\.?m\.?\b|\b(\d{1,2}):(\d{2})\b", re.I)
+
+
+def as_iso(text: str) -> str | None:
+    """A time as a chat file may give it, in ISO 8601: ISO already ("2023-05-08", "2023-05-08T13:56:00"), or
+    a day written out with its year and maybe a clock ("1:56 pm on 8 May, 2023", "May 8, 2023", "2023年5月8日
+    13:56"), as long conversations published elsewhere date their sessions. None when it names no whole day."""
+    text = (text or "").strip()
+    if day_of(text) is not None and (len(text) == 10 or _iso_clock(text)):
+        return text
+    days = [d for d in days_mentioned(text) if d[0] is not None]
+    if len(days) != 1:
+        return None
+    year, month, day = days[0]
+    clock = ""
+    rest = _ISO.sub(" ", text)
+    if m := _CLOCK.search(rest):
+        if m[3]:
+            hour = int(m[1]) % 12 + (12 if m[3].lower() == "p" else 0)
+            clock = f"T{hour:02d}:{int(m[2]):02d}:00"
+        elif int(m[4]) < 24:
+            clock = f"T{int(m[4]):02d}:{int(m[5]):02d}:00"
+    return f"{year:04d}-{month:02d}-{day:02d}{clock}"
+
+
+def _iso_clock(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _zh_number(text: str) -> int | None:
     if text.isdigit():
         return int(text)
