@@ -16,6 +16,8 @@ import re
 from collections import Counter as Tally
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 K1 = 1.2
 B = 0.75
 
@@ -75,13 +77,15 @@ def tokens(text: str) -> list[str]:
 
 class LexicalIndex:
     """BM25 over units added in order (an exchange, a witnessed line); a unit can be dropped from the end on
-    (the history was rewritten there). Not thread-safe on its own: RecallIndex holds its lock around it."""
+    (the history was rewritten there). Each word keeps the units it occurs in (ascending) and how often, so a
+    query is scored with a few numpy operations per word. Not thread-safe on its own: RecallIndex holds its
+    lock around it."""
 
     def __init__(self) -> None:
         self._docs: list[Tally[str]] = []
         self._lengths: list[int] = []
-        self._df: Tally[str] = Tally()
-        self._postings: dict[str, set[int]] = {}
+        self._units: dict[str, list[int]] = {}  # word -> the units it occurs in, ascending
+        self._counts: dict[str, list[int]] = {}  # word -> how often, unit by unit
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -92,21 +96,20 @@ class LexicalIndex:
             n = len(self._docs)
             self._docs.append(doc)
             self._lengths.append(sum(doc.values()))
-            for term in doc:
-                self._df[term] += 1
-                self._postings.setdefault(term, set()).add(n)
+            for term, tf in doc.items():
+                self._units.setdefault(term, []).append(n)
+                self._counts.setdefault(term, []).append(tf)
 
     def truncate(self, n: int) -> None:
         """Keep the first `n` units."""
         while len(self._docs) > n:
             doc = self._docs.pop()
             self._lengths.pop()
-            i = len(self._docs)
             for term in doc:
-                self._df[term] -= 1
-                self._postings[term].discard(i)
-                if not self._df[term]:
-                    del self._df[term], self._postings[term]
+                self._units[term].pop()
+                self._counts[term].pop()
+                if not self._units[term]:
+                    del self._units[term], self._counts[term]
 
     def scores(self, query: str | Sequence[str], limit: int | None = None) -> dict[int, float]:
         """BM25 of each unit among the first `limit` that shares a word with `query` (text or tokens)."""
@@ -114,15 +117,19 @@ class LexicalIndex:
         n = len(self._docs) if limit is None else min(limit, len(self._docs))
         if not n or not terms:
             return {}
-        avg = sum(self._lengths[:n]) / n or 1.0
-        out: dict[int, float] = {}
+        lengths = np.asarray(self._lengths[:n], dtype=np.float64)
+        norm = K1 * (1 - B + B * lengths / (lengths.mean() or 1.0))
+        total = np.zeros(n, dtype=np.float64)
         for term, repeats in Tally(terms).items():
-            hits = [i for i in self._postings.get(term, ()) if i < n]
-            if not hits:
+            units = self._units.get(term)
+            if not units or units[0] >= n:
                 continue
-            idf = math.log(1 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
-            for i in hits:
-                tf = self._docs[i][term]
-                norm = tf * (K1 + 1) / (tf + K1 * (1 - B + B * self._lengths[i] / avg))
-                out[i] = out.get(i, 0.0) + idf * norm * (1 + 0.5 * (repeats - 1))
-        return out
+            at = np.asarray(units, dtype=np.int64)
+            tf = np.asarray(self._counts[term], dtype=np.float64)
+            if at[-1] >= n:
+                keep = at < n
+                at, tf = at[keep], tf[keep]
+            idf = math.log(1 + (n - len(at) + 0.5) / (len(at) + 0.5))
+            total[at] += idf * (1 + 0.5 * (repeats - 1)) * tf * (K1 + 1) / (tf + norm[at])
+        hit = np.nonzero(total)[0]
+        return {int(i): float(total[i]) for i in hit}
