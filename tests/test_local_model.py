@@ -77,7 +77,7 @@ def test_budgets_count_with_the_models_tokenizer(settings, smol):
 def test_the_engine_brings_budgets_sized_to_a_small_model(settings, smol):
     bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
     assert bot.budgets == local_model.LOCAL_BUDGETS == Budgets(story_tokens=256, history_tokens=192, memory_tokens=192,
-                                                               recall_tokens=128, note_tokens=0)
+                                                               recall_tokens=128, recall_k=6, note_tokens=0)
     assert ChatHaruhi(role_name="sherlock", llm="script", settings=settings).budgets == Budgets()  # the paper's
     mine = Budgets(story_tokens=600, history_tokens=300)
     assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings, budgets=mine).budgets == mine

@@ -57,7 +57,8 @@ LINE_END = "」"
 # with these and the cached system prompt an ordinary turn starts within a second or two.
 # pins close the system prompt, which is read ahead after each reply: a larger memory budget costs no first token
 # no notes: 128 tokens of recall hold one exchange, and writing notes would hold the model's one lane
-LOCAL_BUDGETS = Budgets(story_tokens=256, history_tokens=192, memory_tokens=192, recall_tokens=128, note_tokens=0)
+LOCAL_BUDGETS = Budgets(story_tokens=256, history_tokens=192, memory_tokens=192, recall_tokens=128, recall_k=6,
+                        note_tokens=0)
 FINETUNE_MANIFEST = "chatharuhi-finetune.json"  # written by `finetune` beside an adapter or merged model
 _END = object()  # the worker's last word in the queue
 T = TypeVar("T")
