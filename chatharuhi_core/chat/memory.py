@@ -354,7 +354,7 @@ class Memory:
             query = RecallQuery(np.asarray(query))
         self.index.sync(list(keys), embedder, wait)
         times = list(times) + [""] * (len(keys) - len(times))
-        days = [day_of(t) for t in times]
+        days = [day_of(t) for t in times] if query.days else []  # only a message that names a day needs them
         picked, used, seen = [], count(header), set()
         for c in self.index.rank(query, len(keys), days)[:SCAN * k]:
             if texts[c.index] in seen:  # the same words said twice (a greeting, a question asked again): once
