@@ -160,3 +160,20 @@ def test_a_note_of_the_chat_file_without_text_is_a_sentence(settings):
     with pytest.raises(InputError, match="has no 'text'"):
         note_from({"covers": ["x"]}, "Note 1")
     assert note_from({"text": "Anna bakes.", "covers": ["ab"]}, "Note 1") == Note("Anna bakes.", ("ab",))
+
+
+def test_the_panel_lists_the_notes_and_an_edit_drops_the_one_it_touches(settings):
+    from chatharuhi_core.roles.sources import load_role
+    from chatharuhi_core.web.chat import edit_message, greeting_messages
+
+    bot = _bot(_history(40))
+    first, second = bot.write_notes(limit=2)
+    conv = Conversation("sherlock", bot.history, memory=bot.memory)
+    panel = memory_markdown(conv)
+    assert "Notes on older stretches" in panel and "turns 1-12" in panel and "turns 13-24" in panel
+    at = len(greeting_messages(load_role("sherlock"))) + 2 * 4 + 1  # the reply of exchange 5, as the page numbers it
+    edited, said = edit_message(conv, at, "Indeed, and the bread was rye.", settings)
+    assert "Saved your correction" in said
+    panel = memory_markdown(edited)
+    assert "turns 1-12" not in panel and "turns 13-24" in panel  # the note on exchange 5 is dropped
+    assert valid_notes(edited.memory.notes, edited.history) == [second]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from ..chat.memory import Memory
+from ..chat.notes import valid_notes
 from ..chat.when import shown
 from ..errors import InputError
 from .chat import Conversation
@@ -20,7 +21,7 @@ def memory_markdown(conv: Conversation | None) -> str:
     it (a pin made since then is waiting for the next reply); then what the last reply remembered."""
     pins = conv.memory.pins if conv else []
     last = conv.last if conv else None
-    used = used_memory_markdown(conv) if conv else ""
+    used = "\n\n".join(part for part in (used_memory_markdown(conv), notes_markdown(conv)) if part) if conv else ""
     if not pins:
         return EMPTY + ("\n\n" + used if used else "")
     prompt = last.messages[0]["content"] if last is not None and last.messages else ""
@@ -37,6 +38,17 @@ def memory_markdown(conv: Conversation | None) -> str:
             mark = " · ✂️ over the memory budget: not in the last reply's prompt"
         rows.append(f"{n}. {html.escape(pin.text, quote=False)}{where}{mark}")
     return "**What the character remembers · 角色记得**\n\n" + "\n".join(rows) + ("\n\n" + used if used else "")
+
+
+def notes_markdown(conv: Conversation) -> str:
+    """The conversation's dated notes still valid (an exchange they cover edited or deleted drops them until they
+    are written again), with what they cover and who wrote them; "" when there are none."""
+    notes = valid_notes(conv.memory.notes, conv.history)
+    if not notes:
+        return ""
+    rows = [f"- {html.escape(n.heading(conv.history).strip('[]'), quote=False)} · by "
+            f"{html.escape(n.engine or 'an engine', quote=False)}: {html.escape(n.text, quote=False)}" for n in notes]
+    return "**Notes on older stretches · 旧对话笔记**\n\n" + "\n".join(rows)
 
 
 def used_memory_markdown(conv: Conversation) -> str:
