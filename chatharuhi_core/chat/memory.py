@@ -1,15 +1,22 @@
 """What a character remembers of one conversation beyond its history window.
 
-A character's history budget holds a few exchanges; anything older was simply gone. Two kinds of memory
-keep it, both owned by one conversation (never module state, so two visitors' memories never meet):
+A character's history budget holds a few exchanges; anything older was simply gone. Three kinds of memory
+keep it, all owned by one conversation (never module state, so two visitors' memories never meet):
 
 - **pinned**: facts the visitor pinned from a message or wrote ("my sister is Anna"). Always in the prompt,
   in their own budget, under a heading the character reads as its own memory; pins that do not fit are
   counted, so the visitor sees which ones the character could not hold.
-- **recalled**: exchanges that have left the history window, embedded with the role's embedder as they
-  leave and retrieved for each message by cosine similarity, like the role's own scenes. They enter the
-  prompt with their turn numbers, within a budget, and never one the history already holds. A scene with
-  several characters recalls the same way from the lines each character witnessed (scene/scene.py).
+- **recalled**: exchanges that have left the history window, indexed by their words (BM25, lexical.py) at
+  once and by their meaning (the role's embedder, in the background) as they leave. For each message the two
+  rankings are fused with the days it names (when.py) and the neighbours of the strongest matches
+  (RecallIndex.rank), and the best are packed within a budget with their turn and day, never one the history
+  already holds. A scene with several characters recalls the same way from the lines each character
+  witnessed (scene/scene.py).
+- **notes**: dated notes condensing older stretches, written by an engine that writes and tied to the ids
+  of what they cover (notes.py); searched like exchanges, first in the recall budget, within their share.
+
+The fusion's constants were chosen on the tuning split of bench/memory_public.py (MemoryBank people 0-7);
+its held-out splits are reported beside it in bench/RESULTS.md.
 """
 
 from __future__ import annotations
