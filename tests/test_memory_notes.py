@@ -177,3 +177,15 @@ def test_the_panel_lists_the_notes_and_an_edit_drops_the_one_it_touches(settings
     panel = memory_markdown(edited)
     assert "turns 1-12" not in panel and "turns 13-24" in panel  # the note on exchange 5 is dropped
     assert valid_notes(edited.memory.notes, edited.history) == [second]
+
+
+def test_an_engine_that_answers_one_visitor_at_a_time_is_not_asked_for_notes(settings):
+    from chatharuhi_core.chat.lanes import LaneSpec
+
+    class OneSlot(NoteTaker):
+        def lane(self):
+            return LaneSpec("one-slot-notetaker", "a one-slot test server", 1)
+
+    engine = OneSlot()
+    bot = _bot(_history(40), engine=engine)
+    assert bot.write_notes() == [] and engine.asked == []

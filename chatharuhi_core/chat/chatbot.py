@@ -29,6 +29,7 @@ from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
 from .backends import ChatRequest, Engine, default_budgets, open_engine, registered, writes
+from .lanes import process_lanes
 from .memory import (
     Memory,
     Pin,
@@ -352,8 +353,8 @@ class ChatHaruhi:
         """Write the notes still due (notes.due: a whole stretch out of the history window with none), at most
         `limit`, with this conversation's engine; notes whose exchanges were edited or deleted are dropped first.
         Called after a reply, in the background (never in a visitor's turn); returns the notes written."""
-        if not self.makes_notes:
-            return []
+        if not self.makes_notes or process_lanes().for_engine(self.engine) is not None:
+            return []  # an engine that answers one visitor at a time (a one-slot server) is kept for replies
         self.memory.notes[:] = valid_notes(self.memory.notes, self.history)
         older = self.history[:len(self.history) - self._in_window()]
         label = " · ".join(p for p in (self.engine_label, self.model_label) if p)
