@@ -12,8 +12,8 @@ DEFAULT_HISTORY_TOKENS = 1200
 DEFAULT_TOP_K = 19
 DEFAULT_MEMORY_TOKENS = 300  # pinned memories (chat/memory.py): a dozen short facts
 # earlier exchanges recalled from beyond the history window: with the pinned memories, 1,500 tokens of memory,
-# a small share of any API model's context (bench/memory_public.py: the evidence of questions about long
-# conversations reached the prompt for 66% of MemoryBank's at 400 tokens and 6 exchanges)
+# a small share of any API model's context (bench/memory_public.py, all its sets: the evidence of 67% of the
+# questions reached the prompt with meaning alone at 400 tokens and 6 exchanges, 94% with these and fusion)
 DEFAULT_RECALL_TOKENS = 1200
 DEFAULT_RECALL_K = 24  # at most this many of them (the token budget is what usually stops it)
 DEFAULT_NOTE_TOKENS = 400  # of the recall budget, what notes condensing older stretches may take (chat/notes.py)

@@ -328,21 +328,22 @@ class ChatHaruhi:
         return recall_query(text, vectors, self.embedder, self._visitor(user_role), self.role.name,
                             today=day_of(now))
 
-    def _remembered(self, text: str, vectors: np.ndarray | None, user_role: str,
-                    now: str) -> tuple[list[Recalled], list[Note]]:
-        """The notes and the earlier exchanges this message brings up: notes first, within their share of the
-        recall budget, then exchanges in what is left."""
-        in_window = self._in_window()
+    def _remembered(self, text: str, vectors: np.ndarray | None, user_role: str, now: str,
+                    in_window: int) -> tuple[list[Recalled], list[Note], str]:
+        """The notes and the earlier exchanges this message brings up, beyond the last `in_window` exchanges:
+        notes first, within their share of the recall budget, then exchanges in what is left; and the notes as
+        the prompt writes them."""
         if len(self.history) <= in_window:
-            return [], []
+            return [], [], ""
         query = self.recall_query(text, vectors, user_role, now)
         b = self.budgets
         notes = self.memory.recall_notes(self.history, query, self.embedder, min(b.note_tokens, b.recall_tokens),
                                          self.count_tokens)
-        left = b.recall_tokens - (self.count_tokens(notes_block(notes, self.history)) if notes else 0)
+        written = notes_block(notes, self.history)
+        left = b.recall_tokens - (self.count_tokens(written) if written else 0)
         recalled = self.memory.recall(self.history, in_window, self.role.name, query, self.embedder, left,
                                       b.recall_k, self.count_tokens)
-        return recalled, notes
+        return recalled, notes, written
 
     @property
     def makes_notes(self) -> bool:
@@ -434,8 +435,10 @@ class ChatHaruhi:
         packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
         said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
         system, after, lore = self.persona(user_role, said)
-        recalled, notes = self._remembered(text, vectors, user_role, self.clock()) if remembering else ([], [])
-        memory = "\n\n".join(b for b in (notes_block(notes, self.history), recall_block(recalled)) if b)
+        in_window = self._in_window()
+        recalled, notes, written = (self._remembered(text, vectors, user_role, self.clock(), in_window)
+                                    if remembering else ([], [], ""))
+        memory = "\n\n".join(b for b in (written, recall_block(recalled)) if b)
         messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
                                      self.budgets, self.count_tokens, after, self.scenes_last, memory)
         if self.fold_prompt:
@@ -443,7 +446,7 @@ class ChatHaruhi:
         return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
                            scenes=scenes, history=list(self.history), embedder=self.embedder,
                            avoid=tuple(avoid), packed=len(packed), lore=lore, recalled=recalled,
-                           pinned=len(self.pinned()), notes=notes, window=self._in_window(),
+                           pinned=len(self.pinned()), notes=notes, window=in_window,
                            indexed=self.memory.index.progress() if remembering else (0, 0))
 
     # ------------------------------------------------------------ the API

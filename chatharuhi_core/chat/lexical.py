@@ -24,7 +24,8 @@ _INT = struct.Struct("<i")
 B = 0.75
 
 _WORD = re.compile(r"[0-9]+(?:[.,:][0-9]+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+CJK_RUN = re.compile(  # Chinese, Japanese and Korean script
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 
 STOPWORDS = frozenset("""
 a about above after again against all am an and any are aren't as at be because been before being below between both
@@ -66,12 +67,12 @@ def _stem(word: str) -> str:
 def tokens(text: str) -> list[str]:
     """The words BM25 counts: stemmed Latin words and CJK bigrams and characters, minus function words."""
     out: list[str] = []
-    for run in _CJK.split(text.lower()):
+    for run in CJK_RUN.split(text.lower()):
         for word in _WORD.findall(run):
             word = word.replace("'s", "") if word.endswith("'s") else word
             if word not in STOPWORDS and (len(word) > 1 or word.isdigit()):
                 out.append(_stem(word))
-    for run in _CJK.findall(text):
+    for run in CJK_RUN.findall(text):
         out.extend(ch for ch in run if ch not in CJK_STOP)
         out.extend(run[i:i + 2] for i in range(len(run) - 1))
     return out

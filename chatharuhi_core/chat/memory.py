@@ -33,8 +33,8 @@ import numpy as np
 from ..embedding import Embedder
 from ..errors import InputError
 from ..roles.lines import format_query, format_reply
-from .lexical import LexicalIndex, tokens
-from .notes import NOTES_HEADER, Note, note_line, valid_notes
+from .lexical import CJK_RUN, LexicalIndex, tokens
+from .notes import NOTES_HEADER, Note, exchange_ids, note_line, valid_notes
 from .prompt import Exchange
 from .when import Day, day_of, days_mentioned, on_day, shown
 
@@ -46,7 +46,6 @@ MAX_PINS = 200
 WAIT_S = 1.0  # the longest a message waits for a long chat's embedding; the rest is searched by words meanwhile
 SCAN = 4  # packing looks this many times k down the ranking for units that fit
 MIN_LINE = 24  # tokens: less than this left in the budget holds no exchange
-_CJK_NAME = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 Counter = Callable[[str], int]
 
@@ -217,22 +216,13 @@ class RecallIndex:
     def search(self, vector: np.ndarray, k: int, limit: int | None = None) -> list[tuple[int, float]]:
         """(index, cosine) of the k nearest in meaning by their closest view, nearest first, among the first
         `limit` embedded. `vector` may be several queries (rows, the first foremost): their nearest then take
-        turns, so that one query's near-duplicates cannot crowd out another's."""
+        turns (_taking_turns), so that one query's near-duplicates cannot crowd out another's."""
+        if k <= 0:
+            return []
         with self._cond:
             n = len(self._keys) if limit is None else min(limit, len(self._keys))
             sims = self._cosines(vector, n)
-        n = sims.shape[0]
-        if not n or k <= 0 or not sims.shape[1]:
-            return []
-        k = min(k, n)
-        ranked = [np.argsort(-sims[:, q], kind="stable")[:k] for q in range(sims.shape[1])]
-        picked: dict[int, float] = {}
-        for rank in range(k):
-            for order in ranked:
-                i = int(order[rank])
-                if len(picked) < k and i not in picked:
-                    picked[i] = float(sims[i].max())
-        return list(picked.items())
+        return [(i, float(sims[i].max())) for i in _taking_turns(sims, k)]
 
     def rank(self, query: RecallQuery, limit: int, days: Sequence[date | None] = ()) -> list[Candidate]:
         """The first `limit` units that meaning, words or the day asked about bring up, best first: reciprocal
@@ -288,13 +278,16 @@ class Memory:
                      budget: int, count: Counter, wait: float | None = WAIT_S) -> list[Note]:
         """The valid notes (every exchange they cover still as it was) the message brings up, best first while
         they fit the budget, returned in the order of the conversation."""
-        notes = valid_notes(self.notes, history)
-        if query is None or budget <= 0 or not notes:
+        if query is None or budget <= 0 or not self.notes:
+            return []
+        ids = exchange_ids(history)  # once: every note below is matched against them
+        notes = valid_notes(self.notes, history, ids)
+        if not notes:
             return []
         self.note_index.sync([(n.text,) for n in notes], embedder, wait)
         picked, used = [], count(NOTES_HEADER)
         for c in self.note_index.rank(query, len(notes)):
-            n = count(note_line(notes[c.index], history))
+            n = count(note_line(notes[c.index], history, ids))
             if used + n <= budget:
                 picked.append(c.index)
                 used += n
@@ -415,7 +408,7 @@ def first_person(text: str, visitor: Sequence[str], character: str) -> str | Non
         name = (name or "").strip()
         if len(name) < 2 or name not in out:
             continue
-        if _CJK_NAME.search(name):
+        if CJK_RUN.search(name):
             out = out.replace(name, "我" if me == "I" else "你")
         else:
             out = re.sub(rf"\b{re.escape(name)}(?:'s|’s)\b", my, out)

@@ -53,17 +53,18 @@ class Note:
     until: str = ""
     engine: str = ""
 
-    def turns(self, history: Sequence[Exchange]) -> tuple[int, int] | None:
-        """(first, last) turn (1-based) it covers in this history, or None when it no longer matches."""
-        ids = [exchange_id(ex) for ex in history]
+    def turns(self, history: Sequence[Exchange], ids: Sequence[str] | None = None) -> tuple[int, int] | None:
+        """(first, last) turn (1-based) it covers in this history, or None when it no longer matches. `ids`: the
+        history's exchange_ids, when the caller has them (they are a hash per exchange: made once per history)."""
+        ids = exchange_ids(history) if ids is None else ids
         n = len(self.covers)
         for start in range(len(ids) - n + 1):
             if ids[start] == self.covers[0] and tuple(ids[start:start + n]) == self.covers:
                 return start + 1, start + n
         return None
 
-    def heading(self, history: Sequence[Exchange]) -> str:
-        span = self.turns(history)
+    def heading(self, history: Sequence[Exchange], ids: Sequence[str] | None = None) -> str:
+        span = self.turns(history, ids)
         where = f"turns {span[0]}-{span[1]}" if span else "turns no longer in the conversation"
         days = " to ".join(dict.fromkeys(d for d in (shown(self.since)[:10], shown(self.until)[:10]) if d))
         return f"[notes on {where}{' · ' + days if days else ''}]"
@@ -74,20 +75,28 @@ def exchange_id(ex: Exchange) -> str:
     return hashlib.sha1(f"{ex.user_role}\x00{ex.text}\x00{ex.reply}".encode()).hexdigest()[:16]
 
 
-def valid_notes(notes: Sequence[Note], history: Sequence[Exchange]) -> list[Note]:
+def exchange_ids(history: Sequence[Exchange]) -> list[str]:
+    return [exchange_id(ex) for ex in history]
+
+
+def valid_notes(notes: Sequence[Note], history: Sequence[Exchange], ids: Sequence[str] | None = None) -> list[Note]:
     """The notes whose every covered exchange is still in the history, unchanged and in order."""
-    return [n for n in notes if n.turns(history) is not None]
+    if not notes:
+        return []
+    ids = exchange_ids(history) if ids is None else ids
+    return [n for n in notes if n.turns(history, ids) is not None]
 
 
 def due(notes: Sequence[Note], older: Sequence[Exchange]) -> list[Exchange] | None:
     """The oldest whole stretch of `older` (the exchanges out of the history window) no valid note covers yet,
     or None when every whole stretch has its note."""
+    ids = exchange_ids(older)
     covered: set[str] = set()
-    for note in valid_notes(notes, older):
+    for note in valid_notes(notes, older, ids):
         covered.update(note.covers)
     run: list[Exchange] = []
-    for ex in older:
-        if exchange_id(ex) in covered:
+    for ex, key in zip(older, ids):
+        if key in covered:
             run = []
             continue
         run.append(ex)
@@ -124,12 +133,15 @@ def write_note(stream: Callable[[list[dict]], Iterator[str]], stretch: Sequence[
     return Note(text, tuple(exchange_id(ex) for ex in stretch), stretch[0].at, stretch[-1].at, engine)
 
 
-def note_line(note: Note, history: Sequence[Exchange]) -> str:
-    return f"{note.heading(history)}\n{note.text}\n"
+def note_line(note: Note, history: Sequence[Exchange], ids: Sequence[str] | None = None) -> str:
+    return f"{note.heading(history, ids)}\n{note.text}\n"
 
 
-def notes_block(notes: Sequence[Note], history: Sequence[Exchange]) -> str:
-    return (NOTES_HEADER + "".join(note_line(n, history) for n in notes)).rstrip("\n") if notes else ""
+def notes_block(notes: Sequence[Note], history: Sequence[Exchange], ids: Sequence[str] | None = None) -> str:
+    if not notes:
+        return ""
+    ids = exchange_ids(history) if ids is None else ids
+    return (NOTES_HEADER + "".join(note_line(n, history, ids) for n in notes)).rstrip("\n")
 
 
 def note_record(note: Note) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
 from ..chat.lanes import ticket_for, waiting_line
-from ..chat.memory import Memory, exchange_views, in_background
+from ..chat.memory import Memory, in_background
 from ..chat.notes import valid_notes
 from ..chat.prompt import Exchange
 from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
@@ -426,7 +426,6 @@ def index_in_background(conv: Conversation, settings: Settings) -> None:
         return
     from ..embedding import get_embedder
 
-    name = load_role(conv.role_id).name
-    keys = [exchange_views(ex, name) for ex in conv.history]
-    index = conv.memory.index
-    in_background(lambda: index.sync(keys, get_embedder(settings.embedder)), "indexing an imported chat")
+    name, history, memory = load_role(conv.role_id).name, list(conv.history), conv.memory
+    in_background(lambda: memory.index_older(history, name, get_embedder(settings.embedder)),
+                  "indexing an imported chat")
