@@ -251,8 +251,8 @@ def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys
                  "--out", str(tmp_path)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert ("| system | prompt | cases | cosine | ROUGE-L | out of character | in the role's language | "
-            "distinct-2 |") in printed
+    assert ("| system | prompt | cases | cosine | ROUGE-L | out of character | calls someone else | "
+            "in the role's language | distinct-2 |") in printed
     assert "| greeting (baseline) | none (baseline) | 6 |" in printed and "random line (baseline)" in printed
     assert "## By depth, full ChatHaruhi" in printed and "(4 cases); at depth 2+ (2 cases)" in printed
     rows = [r for r in csv.DictReader((tmp_path / "results.csv").open(encoding="utf-8")) if "baseline" not in r["system"]]

@@ -32,6 +32,7 @@ from ..chat.backends import Engine, default_budgets, engine_info, engine_names, 
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
+from ..roles.address import said_to
 from ..roles.role import Role
 from ..tokens import count_tokens
 from .baselines import BASELINES
@@ -73,8 +74,9 @@ CONDITIONS: dict[str, Condition] = {
 
 # per-case metrics: name -> (column label, higher is better)
 METRICS = {"cosine": ("cosine", True), "rouge_l": ("ROUGE-L", True), "ooc": ("out of character", False),
+           "elsewhere": ("calls someone else", False),
            "in_language": ("in the role's language", True), "distinct_2": ("distinct-2", True)}
-RATES = {"ooc", "in_language"}  # 0/1 per case: an exact binomial interval
+RATES = {"ooc", "in_language", "elsewhere"}  # 0/1 per case: an exact binomial interval
 BASELINE_ORDER = ("greeting", "random-line")  # scored beside every comparison unless asked not to
 Depth = int | None  # a filter on cases: None for all, 1 for depth 1, 2 for depth 2 or more
 DEPTHS = {1: "depth 1", 2: "depth 2+"}  # the scene's first answer (no history of it); a later one
@@ -126,6 +128,8 @@ class CaseResult:
     ooc: float = math.nan  # 1.0 when out of character
     ooc_reason: str = ""
     in_language: float = math.nan  # 1.0 when the reply is in the role's language
+    elsewhere: float = math.nan  # 1.0 when the reply calls by name someone other than the one it answers
+    elsewhere_to: str = ""  # whom it calls (roles/address.py)
     distinct_2: float = math.nan  # unique word pairs over all pairs in the reply (loops score low)
     error: str = ""
     sample: int = 0  # which of the case's samples (engines that sample answer each case several times)
@@ -319,14 +323,16 @@ class Comparison:
                  f"line. cosine: sentence-embedding similarity ({scorer}), the paper's metric; ROUGE-L: F1 of the "
                  "longest common subsequence (Chinese by character, other text by word), RoleBench's; out of "
                  "character: replies that speak as an AI or model, run into another speaker's line, write a "
-                 "separator, answer in the wrong language or run on (lower is better); in the role's language: "
-                 "the share of replies written in it (both rates with an exact Clopper-Pearson interval); "
+                 "separator, answer in the wrong language or run on (lower is better); calls someone else: replies "
+                 "that call by name or nickname someone other than the one they answer (\"呆子\" to 唐僧; "
+                 "roles/address.py; lower is better); in the role's language: the share of replies written in it "
+                 "(the three rates with an exact Clopper-Pearson interval); "
                  "distinct-2: unique word pairs over all word pairs of the system's replies together (low: "
                  "the replies repeat each other or loop; one figure for the set, no interval). Each other figure "
                  "is a mean with its 95% bootstrap interval." + self._baselines_said(), "",
                  "## Overall", "",
-                 "| system | prompt | cases | cosine | ROUGE-L | out of character | in the role's language | "
-                 "distinct-2 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                 "| system | prompt | cases | cosine | ROUGE-L | out of character | calls someone else | "
+                 "in the role's language | distinct-2 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for rep in self.reports:
             for c in rep.conditions[-1:] if rep.is_baseline else rep.conditions:
                 n = len(rep.per_case("cosine", c))
@@ -334,7 +340,8 @@ class Comparison:
                 cells = [rep.label, prompt, f"{n} × {rep.samples}" if rep.samples > 1 else str(n),
                          rep.interval("cosine", c).text(),
                          rep.interval("rouge_l", c).text(), rep.interval("ooc", c).text("{:.1%}"),
-                         rep.interval("in_language", c).text("{:.1%}"), rep.interval("distinct_2", c).text()]
+                         rep.interval("elsewhere", c).text("{:.1%}"), rep.interval("in_language", c).text("{:.1%}"),
+                         rep.interval("distinct_2", c).text()]
                 lines.append("| " + " | ".join(cells) + " |")
         lines += self._what_each_saw()
         for metric in ("cosine", "rouge_l"):
@@ -724,6 +731,7 @@ def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[i
     """Every answered reply scored against its reference; `raw` (by result id): the model's text before
     clean-up, which the out-of-character check reads (a baseline's line is its own raw text)."""
     roles = {c.role.id: c.role for c in cases}
+    said_to_by = {(c.role.id, c.turn.scene_id): said_to(c.turn.text, c.turn.user_role) for c in cases}
     answered = [r for r in report.results if not r.error]
     scores = cosine_scores([r.reply for r in answered], [r.reference for r in answered], scorer)
     for r, s in zip(answered, scores):
@@ -734,6 +742,8 @@ def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[i
         r.ooc_reason = out_of_character(text, role.speaker_names, role.language)
         r.ooc = 1.0 if r.ooc_reason else 0.0
         r.in_language = 0.0 if wrong_language(r.reply, role.language) else 1.0
+        r.elsewhere_to = role.addressing.elsewhere(r.reply, said_to_by.get((r.role_id, r.scene_id), ""))
+        r.elsewhere = 1.0 if r.elsewhere_to else 0.0
         r.distinct_2 = distinct_n([r.reply])
     return report
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RoleFormatError
+from .address import Addressing
+from .address import learn as learn_addressing
 from .lorebook import Lorebook, book_from_json
 from .names import HAN, with_derived
 
@@ -106,6 +108,11 @@ class Role:
         for s in self.stories:
             h.update(s.id.encode("utf-8") + b"\x00" + s.text.encode("utf-8") + b"\x01")
         return h.hexdigest()
+
+    @functools.cached_property
+    def addressing(self) -> Addressing:
+        """Who the character's lines call by name or nickname (roles/address.py), learned once from its scenes."""
+        return learn_addressing((s.text for s in self.stories), self.speaker_names)
 
     @property
     def speaker_names(self) -> frozenset[str]:

@@ -1,0 +1,109 @@
+"""The offline engine answers the message it was given, and says it to the one who asked (issue 41).
+
+Whom a line calls is learned from the character's own scenes (roles/address.py); the shape of answer a
+message wants is read from the message (chat/asking.py). The engine tests run the real embedder over the
+bundled characters' real Chroma stores.
+"""
+
+import pytest
+
+from chatharuhi_core.chat.asking import asked, fit
+from chatharuhi_core.chat.backends.script import score_lines
+from chatharuhi_core.chat.chatbot import ChatHaruhi
+from chatharuhi_core.roles.address import learn, said_to
+from chatharuhi_core.roles.sources import load_role
+
+SCENES = [
+    "唐僧:「悟空，前面有妖怪吗？」\n孙悟空:「师父，莫怕，有俺在！」",
+    "唐僧:「悟空，你去化斋。」\n孙悟空:「师父，俺这就去。」",
+    "猪八戒:「猴哥，俺饿了。」\n孙悟空:「呆子，就知道吃！」",
+    "猪八戒:「猴哥，歇歇吧。」\n孙悟空:「呆子，再走十里！」",
+    "猪八戒:「猴哥，你笑什么？」\n孙悟空:「哈哈，笑你！」",
+    "沙僧:「大师兄，你笑什么？」\n孙悟空:「哈哈，没什么。」",
+    "Mr Bennet:「Did you walk?」\nElizabeth:「I did, Papa, all the way.」",
+    "Mr Bennet:「Tired?」\nElizabeth:「Not in the least, Papa.」",
+]
+
+
+def test_nicknames_are_learned_from_whom_they_open_answers_to():
+    addressing = learn(SCENES, ["孙悟空", "悟空", "Elizabeth"])
+    assert addressing.terms["呆子"] == "猪八戒" and addressing.terms["师父"] == "唐僧"  # twice each, to one speaker
+    assert addressing.terms["Papa"] == "Mr Bennet"  # ", Papa," twice
+    assert "哈哈" not in addressing.terms  # laughter, to two speakers, and repeated syllables
+    assert addressing.terms["八戒"] == "猪八戒"  # a given name follows from the full one
+    assert "悟空" not in addressing.terms  # the character's own names never call someone else
+    assert addressing.elsewhere("呆子听好了，这是师父的", "唐僧") == "猪八戒"
+    assert addressing.elsewhere("呆子听好了", "八戒") == ""  # the visitor who plays him may be called so
+    assert addressing.elsewhere("师父，俺去去就来。", "唐僧") == ""
+    assert addressing.elsewhere("八戒那厮又偷懒了。", "唐僧") == ""  # named, not called
+    assert addressing.elsewhere("Not now, Papa.", "Mr Darcy") == "Mr Bennet"
+    assert addressing.elsewhere("呆子，走！", "") == ""  # said to no one in particular
+
+
+def test_a_reply_is_said_to_the_last_one_speaking_in_a_bit_of_scene():
+    assert said_to("你好", "唐僧") == "唐僧"
+    assert said_to("旁白:「大雾弥江。」\n赵云:「军师，这是何意？」", "旁白") == "赵云"
+    assert said_to("The fog lifts.", "narrator") == ""
+
+
+@pytest.mark.parametrize("message, kind", [
+    ("Who are you?", "who"), ("你是谁？", "who"), ("报上名来，你是何人？", "who"),
+    ("Holmes, are you ever wrong?", "yesno"), ("你会不会七十二变？", "yesno"), ("你喜欢花吗？", "yesno"),
+    ("Why do you smoke?", "why"), ("你为什么要保护师父？", "why"),
+    ("Tell me about the case.", ""), ("今天天气不错。", ""),
+])
+def test_the_shape_of_answer_a_message_wants(message, kind):
+    assert asked(message).kind == kind
+
+
+def test_a_line_shaped_as_the_answer_fits_and_a_reason_fits_only_a_why():
+    assert fit(asked("Are you Mr Holmes?"), "I am, and you have come from the station.") == 1.0
+    assert fit(asked("Do you have one?"), "I have three.") == 1.0
+    assert fit(asked("Do you have one?"), "The fog is thick tonight.") == 0.0
+    assert fit(asked("Who are you?"), "I am a consulting detective.") == 1.0
+    assert fit(asked("你是谁？"), "俺乃齐天大圣孙悟空是也！") == 1.0
+    assert fit(asked("What is my dog called?"), "Because the dog did not bark.") == -1.0
+    assert fit(asked("Why so quiet?"), "Because the dog did not bark.") == 1.0
+
+
+SUN_MESSAGES = ["你是谁？", "你好", "今天吃什么？", "你会不会七十二变？", "为什么要保护师父？", "你觉得八戒怎么样？",
+                "猪八戒又偷懒了", "前面有妖怪吗？", "悟空，你的金箍棒有多重？", "沙僧去哪儿了？"]
+SHERLOCK_MESSAGES = ["Who are you?", "What do you think of Moriarty?", "What is my dog called?", "Hello",
+                     "Do you play the violin?", "Why do you smoke?", "Is Mrs Hudson at home?", "Tell me about Mycroft."]
+
+
+@pytest.mark.parametrize("role_id, messages", [("sunwukong", SUN_MESSAGES), ("sherlock", SHERLOCK_MESSAGES)])
+def test_the_offline_engine_never_calls_the_visitor_by_someone_elses_name(settings, embedder, role_id, messages):
+    role = load_role(role_id)
+    for visitor in (role.user_name, "小明" if role.language == "zh" else "Stranger"):
+        bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder, user_role=visitor)
+        for message in messages:
+            reply = bot.answer(message).text
+            assert not role.addressing.elsewhere(reply, visitor), (visitor, message, reply)
+
+
+def test_who_are_you_gets_the_character_saying_who_it_is(settings, embedder):
+    for role_id, message in (("sherlock", "Who are you?"), ("dracula", "Who are you?"), ("sunwukong", "你是谁？")):
+        role = load_role(role_id)
+        reply = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder).answer(message).text
+        assert fit(asked(message), reply, role.speaker_names) == 1.0, (role_id, reply)
+
+
+def test_the_next_line_ranking_reads_what_a_line_says_not_where_it_was_found(settings, embedder):
+    """A held-out line has no scene; a line from a scene sent must not win for having one."""
+    role = load_role("sherlock")
+    bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder, user_role="Watson")
+    request = bot.prepare("Who are you?")
+    found = next(t for s, t in (ln for hit in request.scenes[:request.packed] for ln in _lines(hit.text))
+                 if s in role.speaker_names)
+    alone = score_lines(request, [found])[0]
+    among = score_lines(request, [found, "An unrelated line about the weather."])[0]
+    assert alone == pytest.approx(among)  # each line's score is its own
+    calling = score_lines(request, ["I am a consulting detective, Mrs Hudson.", "I am a consulting detective."])
+    assert calling[0] < calling[1]  # calling someone other than Watson costs the line
+
+
+def _lines(text):
+    from chatharuhi_core.roles.lines import parse_scene_lines
+
+    return parse_scene_lines(text)
