@@ -161,14 +161,29 @@ def _rank(request: ChatRequest, cands: list[Candidate]) -> list[float]:
     return scores
 
 
+def _spare_lines(request: ChatRequest, taken: set[str]) -> list[Candidate]:
+    """The role's other lines in the scenes sent (a scene's opening line, a line after narration), with no cue:
+    what is left when every answer found calls someone else."""
+    names = request.role.speaker_names
+    return [Candidate(text, "", "", hit.similarity) for hit in _sent(request)
+            for spk, text in parse_scene_lines(hit.text) if spk in names and text and text not in taken]
+
+
 def choose_line(request: ChatRequest) -> str:
-    """The role's line that best answers the query, avoiding the last few answers given."""
+    """The role's line that best answers the query, avoiding the last few answers given; never one calling
+    someone other than the one it answers while a line that does not is at hand."""
     cands = _candidates(request)
     recent = {ex.reply for ex in request.history[-4:]} | set(request.avoid)
     fresh = [c for c in cands if c.line not in recent] or cands
     if fresh and request.embedder is not None:
+        if all(calls_elsewhere(request, c.line) for c in fresh):
+            fresh += [c for c in _spare_lines(request, recent | {c.line for c in fresh})
+                      if not calls_elsewhere(request, c.line)]
         scores = _rank(request, fresh)
-        return fresh[max(range(len(fresh)), key=scores.__getitem__)].line
+        best = fresh[max(range(len(fresh)), key=scores.__getitem__)].line
+        if calls_elsewhere(request, best):
+            return next((g for g in _greetings(request) if not calls_elsewhere(request, g)), best)
+        return best
     fit_for_visitor = [c for c in fresh if not calls_elsewhere(request, c.line)]
     if fit_for_visitor or fresh:
         return (fit_for_visitor or fresh)[0].line
@@ -176,8 +191,12 @@ def choose_line(request: ChatRequest) -> str:
         for spk, text in parse_scene_lines(hit.text):
             if spk in request.role.speaker_names and text and text not in recent:
                 return text
-    greetings = [g for g in (request.role.greeting, *request.role.alternate_greetings) if g]
+    greetings = _greetings(request)
     return next((g for g in greetings if not calls_elsewhere(request, g)), greetings[0] if greetings else "……")
+
+
+def _greetings(request: ChatRequest) -> list[str]:
+    return [g for g in (request.role.greeting, *request.role.alternate_greetings) if g]
 
 
 def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
