@@ -18,7 +18,7 @@ from gradio.data_classes import FileData  # noqa: E402
 from chatharuhi_core.chat.backends import default_budgets, engine_info, engine_names  # noqa: E402
 from chatharuhi_core.chat.backends.local_model import on_gpu  # noqa: E402
 from chatharuhi_core.chat.voice import speak  # noqa: E402
-from chatharuhi_core.config import Budgets, Settings  # noqa: E402
+from chatharuhi_core.config import Budgets, Settings, gpu_runtime  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402
 from chatharuhi_core.roles.hub import hub_roles  # noqa: E402
 from chatharuhi_core.roles.placeholders import has_placeholder  # noqa: E402
@@ -162,7 +162,7 @@ def start_session(last_role: str | None = None, visitor: str | None = None, save
     panel = kept.settings  # the engine's settings as they were left (only with the engine they were for)
     return (*_role_view(conv, kept.chats, visitor), chooser, _tiles(entries), added, engine,
             *change_engine(engine, panel), panel.get("fold", settings.fold_prompt), scene_name(visitor),
-            sign_in_note(settings, profile), note, panel.get("base_url", ""), panel.get("speak", False),
+            sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
             gr.Button(visible=bool(account)))
 
 
@@ -978,6 +978,10 @@ def main() -> None:
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     settings = Settings.from_env()
     on_gpu()  # where the `spaces` package is installed (ZeroGPU), the local engine's GPU function exists at start
+    if settings.zero_gpu and not gpu_runtime():
+        log.warning("this is a ZeroGPU Space, but torch and transformers are not installed: visitors start on the "
+                    "offline engine. Append requirements-zerogpu.txt to requirements.txt for %s on the GPU.",
+                    settings.gpu_model)
     # Gradio serves only files under these (and its temp folder and the working folder): the bundled
     # characters, the page's assets, imported characters and the spoken replies, which all live in the
     # cache (~/.cache/chatharuhi when started as README says). Never the whole cache: the feedback file is there.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -74,6 +76,22 @@ def _names(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
     return names or default
 
 
+def _mcp(env: Mapping[str, str]) -> bool:
+    """Serve the tools over MCP: the project's switch (CHATHARUHI_MCP) first, then Gradio's own
+    (GRADIO_MCP_SERVER, what `launch(mcp_server=True)` users set), else on a Space and off elsewhere."""
+    for name in ("CHATHARUHI_MCP", "GRADIO_MCP_SERVER"):
+        if env.get(name):
+            return _flag(env[name])
+    return bool(env.get("SPACE_ID"))
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_runtime() -> bool:
+    """Whether the local engine's GPU runtime (torch, transformers) is installed: on a ZeroGPU Space it then
+    answers every visitor with the GPU model (looked up once per process, not at import)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+
+
 @dataclass(frozen=True)
 class Budgets:
     """Token budgets of the paper (sec. 3.3 and 3.4), counted with cl100k_base."""
@@ -114,7 +132,7 @@ class Settings:
     hf_models: tuple[str, ...] = DEFAULT_HF_MODELS  # CHATHARUHI_HF_MODELS: the hf engine's suggested models
     zero_gpu: bool = False  # SPACES_ZERO_GPU: a ZeroGPU Space
     gpu_model: str | None = None  # CHATHARUHI_GPU_MODEL: the local engine's model on a GPU Space
-    mcp: bool = False  # CHATHARUHI_MCP: serve the tools over MCP (default: on a Space, off elsewhere)
+    mcp: bool = False  # CHATHARUHI_MCP or Gradio's GRADIO_MCP_SERVER: serve the tools over MCP (default: on a Space)
     user_chats: Path | None = None  # where signed-in visitors' chats are kept (None: in each visitor's browser)
 
     @classmethod
@@ -122,8 +140,9 @@ class Settings:
         env = os.environ if env is None else env
         key = env.get("OPENAI_API_KEY") or None
         base_url = env.get("OPENAI_BASE_URL") or None
-        engine = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "script")
         zero_gpu = _flag(env.get("SPACES_ZERO_GPU"))
+        gpu_ready = zero_gpu and gpu_runtime()  # a ZeroGPU Space whose requirements carry the model's runtime
+        engine = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "local" if gpu_ready else "script")
         host = env.get("CHROMA_HOST") or None
         port = int(env.get("CHROMA_PORT") or 8000)
         feedback_file, feedback_off = _feedback_setting(env.get("CHATHARUHI_FEEDBACK"))
@@ -146,13 +165,13 @@ class Settings:
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
             feedback_file=feedback_file,
             feedback_off=feedback_off,
-            engine_chosen=bool(env.get("CHATHARUHI_BACKEND") or key or base_url or env.get("HF_TOKEN")),
+            engine_chosen=bool(env.get("CHATHARUHI_BACKEND") or key or base_url or env.get("HF_TOKEN") or gpu_ready),
             sign_in=sign_in,
             hf_router=env.get("CHATHARUHI_HF_ROUTER") or None,
             hf_models=_names(env.get("CHATHARUHI_HF_MODELS"), DEFAULT_HF_MODELS),
             zero_gpu=zero_gpu,
             gpu_model=env.get("CHATHARUHI_GPU_MODEL") or (DEFAULT_GPU_MODEL if zero_gpu else None),
-            mcp=_flag(env["CHATHARUHI_MCP"]) if env.get("CHATHARUHI_MCP") else bool(env.get("SPACE_ID")),
+            mcp=_mcp(env),
             user_chats=_user_chats(env, sign_in),
         )
 

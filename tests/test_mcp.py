@@ -98,3 +98,14 @@ def test_speak_line_gives_an_audio_file(mcp_app):
     with urllib.request.urlopen(link, timeout=10) as r:
         assert r.read(4) == b"RIFF"
     assert empty.isError and "nothing to read aloud" in text(empty)
+
+
+def test_gradios_own_switch_turns_mcp_on_as_well(tmp_path):
+    """`GRADIO_MCP_SERVER=True`, what `launch(mcp_server=True)` users set, serves the same tools; and the project's
+    CHATHARUHI_MCP=0 still wins over it."""
+    from chatharuhi_core.config import Settings
+
+    assert not Settings.from_env({"GRADIO_MCP_SERVER": "True", "CHATHARUHI_MCP": "0"}).mcp
+    with gradio_app(tmp_path / "cache", log=tmp_path / "app.log", GRADIO_MCP_SERVER="True") as (url, _, _):
+        tools, _ = call(url + "gradio_api/mcp/")
+    assert {"list_characters", "chat_with_character"} <= {t.name for t in tools}

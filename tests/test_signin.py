@@ -87,6 +87,9 @@ def test_a_signed_in_visitor_starts_on_the_engine_their_account_pays_for(cache_d
     assert engine_for(owner_paid, ada) == "openai"  # the owner's choice wins
     assert "Sign in with Hugging Face" in sign_in_note(space, None) and "**ada**" in sign_in_note(space, ada)
     assert sign_in_note(space.with_(sign_in=False), None) == ""
+    assert "offline engine" in sign_in_note(space, None, "script")  # what a signed-out visitor is talking to
+    zero = space.with_(gpu_model="Qwen/Qwen2.5-7B-Instruct")
+    assert "Qwen2.5-7B-Instruct, on this Space's GPU" in sign_in_note(zero, None, "local")
 
 
 def test_the_sign_in_token_is_the_key_of_the_hf_engine_only():
@@ -233,7 +236,9 @@ def test_signed_out_visitor_is_told_what_signing_in_gives(browser, space_app):  
     page = signed_in_page(browser, url, None, PHONE)
     note = page.locator("#sign-in-note")
     note.wait_for(state="visible")
-    assert "Sign in with Hugging Face" in note.inner_text() and "your own Hugging Face account" in note.inner_text()
+    said = note.inner_text()
+    assert "Sign in with Hugging Face" in said and "your own Hugging Face account" in said
+    assert said.startswith("Now: the offline engine")  # what they are talking to, in the same line
     assert note.locator("a").get_attribute("href") == "/login/huggingface"
     assert "Offline" in page.locator("#engine-note").inner_text()  # the engine a stranger starts with
     page.screenshot(path=str(ARTIFACTS / "signed-out-phone.png"), full_page=True)

@@ -84,3 +84,32 @@ def test_the_app_answers_through_spaces_gpu(tmp_path):
     assert [c["function"] for c in calls] == ["reply_pieces"] and calls[0]["pieces"] > 1
     assert zerogpu.MIN_SECONDS <= calls[0]["duration"] <= zerogpu.MAX_SECONDS
     assert "Traceback" not in (tmp_path / "app.log").read_text()
+
+
+def test_a_zerogpu_space_with_the_runtime_answers_everyone_with_the_gpu_model(cache_dir, monkeypatch):
+    from chatharuhi_core import config
+
+    base = {"CHATHARUHI_CACHE": str(cache_dir), "SPACES_ZERO_GPU": "true"}
+    monkeypatch.setattr(config, "gpu_runtime", lambda: True)
+    ready = Settings.from_env(base)
+    assert ready.default_engine == "local" and ready.engine_chosen  # signed in or not: the free GPU model
+    assert Settings.from_env({**base, "CHATHARUHI_BACKEND": "script"}).default_engine == "script"
+    assert Settings.from_env({**base, "OPENAI_API_KEY": "sk-test"}).default_engine == "openai"
+    monkeypatch.setattr(config, "gpu_runtime", lambda: False)
+    bare = Settings.from_env(base)  # requirements without torch: the offline engine first, sign-in still offered
+    assert bare.default_engine == "script" and not bare.engine_chosen
+    assert Settings.from_env({"CHATHARUHI_CACHE": str(cache_dir)}).default_engine == "script"  # a CPU Space
+
+
+def test_the_space_metadata_asks_for_zerogpu_and_preloads_its_model():
+    """README's front matter is the Space's configuration: a duplicate asks for the hardware and has the model."""
+    import yaml
+
+    from chatharuhi_core.config import DEFAULT_GPU_MODEL
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(readme.split("---")[1])
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
+    assert meta["suggested_hardware"] == "zero-a10g"
+    assert DEFAULT_GPU_MODEL in meta["preload_from_hub"]
+    assert meta["hf_oauth"] is True and "inference-api" in meta["hf_oauth_scopes"]

@@ -15,9 +15,21 @@ from ..errors import ChatHaruhiError
 from ..roles.role import Role
 from .common import EnginePanel
 
-SIGNED_OUT = ("[**Sign in with Hugging Face**](/login/huggingface) for replies written by a capable model, in "
-              "Chinese or English, paid from your own Hugging Face account (its free monthly Inference credits "
-              "first). · 登录 Hugging Face，由强大的模型回复，费用记在你自己的账户上。")
+SIGN_IN = "[**Sign in with Hugging Face**](/login/huggingface)"
+OFFLINE_NOW = ("**Now:** the offline engine: the character answers with its own lines from the book; no model "
+               "writes them. " + SIGN_IN + " and a capable model writes the replies, in Chinese or English, paid from "
+               "your own Hugging Face account (its free monthly Inference credits first). · "
+               "现在是离线引擎，只引用原著台词；登录 Hugging Face，由强大的模型来写回复，费用记在你自己的账户上。")
+
+
+def signed_out_note(settings: Settings, engine: str) -> str:
+    """What a signed-out visitor is talking to, and what signing in adds, in one line."""
+    if engine == "script" or engine not in engine_names():
+        return OFFLINE_NOW
+    model = settings.gpu_model if engine == "local" and settings.gpu_model else ""
+    now = f"{engine_info(engine).label}" + (f" ({model.split('/')[-1]}, on this Space's GPU)" if model else "")
+    return (f"**Now:** {now}. {SIGN_IN} to also choose a hosted model in Settings, paid from your own Hugging "
+            "Face account (its free monthly Inference credits first). · 登录 Hugging Face，还可在设置里选用托管模型。")
 
 
 def username(profile) -> str:
@@ -43,13 +55,14 @@ def engine_for(settings: Settings, profile) -> str:
     return signers()[0]
 
 
-def sign_in_note(settings: Settings, profile) -> str:
-    """One line beside the sign-in button: what signing in gives, or who is signed in."""
+def sign_in_note(settings: Settings, profile, engine: str = "") -> str:
+    """One line beside the sign-in button: what the visitor is talking to and what signing in adds, or who is
+    signed in."""
     if not settings.sign_in:
         return ""
     who = username(profile)
     if not who:
-        return SIGNED_OUT
+        return signed_out_note(settings, engine or settings.default_engine)
     label = engine_info(signers()[0]).label if signers() else "Hugging Face Inference"
     return (f"Signed in as **{who}**. {label} answers with your account's Inference credits; your token stays "
             "in your browser's session and is never stored here. · 已登录。")
