@@ -249,15 +249,28 @@ def name_from_scene(in_scene: str, in_chat: str):
     return mine, (mine if mine and mine != (in_chat or "").strip() else gr.skip())
 
 
-def give_back(pending: str | None, box: str | None, conv: Conversation | None, user_name: str):
-    """After a switch: a message whose reply was cut off goes back into the box, unless the visitor has
-    already typed something new there; and the chat on screen is drawn once more from the conversation,
-    over any frame of the cut reply that reached the page after the switch."""
+def give_back(pending: dict | None, box: str | None, conv: Conversation | None, user_name: str,
+              drafts: dict | None):
+    """After a switch or a clear: the chat on screen is drawn once more from the conversation, over any frame
+    of a cut reply that reached the page after it. A message whose reply was cut off stays with its character:
+    a clear puts it back in the box; a switch says in the new chat that the reply was stopped and keeps the
+    message as that character's draft, back in the box when the visitor returns (never under someone else)."""
     conv = _current(conv)
     chat = chat_messages(conv, load_role(conv.role_id), user_name)
-    if pending and not (box or "").strip():
-        return pending, "", chat
-    return gr.skip(), "", chat
+    drafts = dict(drafts or {})
+    box_free = not (box or "").strip()
+    if pending and pending.get("role") not in (None, conv.role_id):
+        old = _role_name(pending["role"])
+        drafts[pending["role"]] = pending.get("text", "")
+        chat = chat + [{"role": "assistant", "metadata": {"title": "⏹ Stopped · 已停止"},
+                        "content": f"{old}'s reply was stopped when you switched. Your message waits in {old}'s "
+                                   f"box when you go back. · {old}的回复已停止；切回去时，你的话还在输入框里。"}]
+        pending = None
+    if pending and box_free:
+        return pending.get("text", ""), "", chat, drafts
+    if box_free and conv.role_id in drafts:
+        return drafts.pop(conv.role_id), "", chat, drafts
+    return gr.skip(), "", chat, drafts
 
 
 def remember_role(conv: Conversation | None):
@@ -440,7 +453,7 @@ def _turn(gate, conv, text, user_role, engine, model, base_url, api_key, story_t
         state = up.conversation if up.done else gr.skip()
         status = up.status if (up.status or up.done or first) else gr.skip()
         # the message in flight, put back in the box if the visitor switches character before the reply is done
-        pending = "" if (up.done or regenerate) else (text if first else gr.skip())
+        pending = "" if (up.done or regenerate) else ({"role": conv.role_id, "text": text} if first else gr.skip())
         first = False
         yield up.messages, box, state, status, pending
 
@@ -656,13 +669,19 @@ def _chat_side(first, first_view) -> SimpleNamespace:
 def _chat_main(first, first_view) -> SimpleNamespace:
     """The chat tab's main column: the chat, the message box, and what goes with a reply."""
     with gr.Column(scale=2, elem_id="chat-main"):
-        about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
+        with gr.Row(elem_id="about-row", equal_height=False):
+            about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
+            # the scene the last reply drew on, beside the name: in sight without scrolling
+            scene_picture = gr.HTML(visible=False, elem_id="scene-image", min_height=0)
         chat = gr.Chatbot(first_view[3], label="Chat", elem_id="chat", height=520, buttons=["copy"],
                           editable="all", avatar_images=(None, portrait_of(first)),
                           feedback_options=("Like", "Dislike"))
         reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
         language_note = gr.Markdown(visible=False, elem_id="language-note")
         use_offline = gr.Button("Use the offline engine · 改用离线引擎", size="sm", visible=False, elem_id="use-offline")
+        # what to ask, right above the box (a click fills it)
+        examples = gr.Dataset(components=["textbox"], samples=[[q] for q in first.examples], label="Try asking · 试着问",
+                              visible=bool(first.examples), elem_id="examples")
         with gr.Row(elem_id="message-row"):
             text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…", scale=6, elem_id="message",
                               max_lines=6)
@@ -671,9 +690,6 @@ def _chat_main(first, first_view) -> SimpleNamespace:
         sign_in = gr.Markdown(elem_id="sign-in-note")
         feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
                                     elem_id="feedback-note", elem_classes=["reply-stats"])
-        scene_picture = gr.HTML(visible=False, elem_id="scene-image")
-        examples = gr.Dataset(components=[text], samples=[[q] for q in first.examples], label="Try asking · 试着问",
-                              visible=bool(first.examples), elem_id="examples")
         with gr.Row():
             regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
             clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
@@ -777,10 +793,12 @@ def _wire_session(p: SimpleNamespace) -> None:
     p.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name", secret=sealed)  # their name
     p.avatar = (set_avatar, p.conv, [p.chat, p.scene_picture])
     p.saved_chats = gr.BrowserState({}, storage_key="chatharuhi-chats", secret=sealed)  # its chats, for a reload
+    # the visit's start fills every panel at once: no "processing" veil over them (the page is usable meanwhile)
     p.demo.load(start_session, [p.last_role, p.saved_name, p.saved_chats],
                 view + [p.chooser, p.picker, p.added, p.engine, *engine_view, p.fold, p.scene_user, p.sign_in,
-                        p.role_status, p.base_url, p.speak_on, p.forget_me]).then(
-        lambda name: (name or "").strip(), p.saved_name, p.visitor, api_name=False).then(*p.avatar, api_name=False)
+                        p.role_status, p.base_url, p.speak_on, p.forget_me], show_progress="hidden").then(
+        lambda name: (name or "").strip(), p.saved_name, p.visitor, api_name=False, show_progress="hidden").then(
+        *p.avatar, api_name=False, show_progress="hidden")
     p.conv.change(remember_role, p.conv, p.last_role, api_name=False, show_progress="hidden")
     # a reply, a switch, a clear, an import, a memory; another engine or any of its settings (never the key). One
     # event for all of them: separate ones could finish out of order and leave an older record in the browser.
@@ -835,7 +853,8 @@ def _wire_switches(p: SimpleNamespace, turns: list) -> None:
     view = _view(p)
     cleared = [p.conv, p.portrait, p.about, p.chat, p.scenes, p.reply_stats]
     with_chats = [p.conv, p.chats, p.visitor, p.gate]
-    after_switch = (give_back, [p.pending, p.text, p.conv, p.user_role], [p.text, p.pending, p.chat])
+    after_switch = (give_back, [p.pending, p.text, p.conv, p.user_role, p.drafts],
+                    [p.text, p.pending, p.chat, p.drafts])
     stops = {"cancels": turns}
     switched = [
         p.hub_list.click(pick_hub_role, [p.hub_list, *with_chats], view + [p.chooser, p.role_status], api_name=False,
@@ -933,7 +952,8 @@ def build_demo() -> gr.Blocks:
             handled=gr.State(None),  # the last reply whose scenes, picture and voice were shown
             chats=gr.State({}),  # role id -> this visitor's earlier chat with that character, in this session
             visitor=gr.State(""),  # the name the visitor gave themselves in the story ("": none yet)
-            pending=gr.State(""),  # the message whose reply is streaming
+            pending=gr.State(""),  # the message whose reply is streaming, and whose it is
+            drafts=gr.State({}),  # messages whose reply a switch stopped, by character: back in its box on return
             gate=gr.State(TurnGate()),  # which reply may still draw in the chat
         )
         gr.Markdown(

@@ -230,7 +230,7 @@ def _voice(role_id: str, text: str):
     from chatharuhi_core.roles.sources import load_role
 
     speech = speak(load_role(role_id), text, Settings.from_env())
-    return (str(speech.path) if speech.path else None), speech.notice
+    return (gr.Audio(value=str(speech.path), visible=True) if speech.path else gr.skip()), speech.notice
 
 
 def speak_clicked(state: SceneState | None, evt: gr.SelectData):
@@ -352,7 +352,8 @@ def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[g
                 import_btn = gr.UploadButton("Import scene · 导入", size="sm", elem_id="scene-import",
                                              file_types=[".jsonl"], type="filepath")
             speak_on = gr.Checkbox(label="Speak lines, each in its own voice · 朗读台词", elem_id="scene-speak")
-            voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False,
+            # hidden until it has a line to play: Gradio's empty player is a div with a prohibited aria-label
+            voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False, visible=False,
                              elem_id="scene-voice", buttons=["download"],
                              waveform_options=gr.WaveformOptions(show_recording_waveform=False))
             voice_note = gr.Markdown(elem_id="scene-voice-note")

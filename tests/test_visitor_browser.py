@@ -68,17 +68,21 @@ def test_switching_mid_reply_stops_it_and_keeps_each_characters_chat(browser, ap
         page.locator("#picker [data-ref=sunwukong]").click()
         page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('孙悟空')")
         time.sleep(3)  # the old reply would have gone on streaming here
-        assert [t[:10] for t in settled_bot_texts(page)] == ["师父！俺老孙刚从南山"]  # 孙悟空's own chat, nothing of Holmes
-        assert page.input_value("#message textarea") == long  # the cut message is back in the box
+        shown = settled_bot_texts(page)
+        assert shown[0][:10] == "师父！俺老孙刚从南山" and "Echo" not in " ".join(shown)  # nothing of Holmes's reply
+        assert "Sherlock Holmes's reply was stopped when you switched" in shown[-1]  # said in the chat
+        assert page.input_value("#message textarea") == ""  # Holmes's question is not left under 孙悟空
         page.fill("#message textarea", "你是谁？")
         page.click("#send")
         texts, _ = wait_reply(page, 2)
         assert texts[-1] == "Echo: 唐僧:「你是谁？」"
         system = slow.requests[-1]["body"]["messages"][0]["content"]
         assert "孙悟空" in system and "Sherlock" not in system  # answered as the character on screen
+        assert "stopped" not in " ".join(settled_bot_texts(page))  # the notice went with the next reply
         page.locator("#picker [data-ref=sherlock]").click()  # back: Holmes's chat, whole exchanges only
         page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
         assert settled_bot_texts(page)[1:] == [kept]
+        assert page.input_value("#message textarea") == long  # and his question waits in his box
         page.close()
 
 

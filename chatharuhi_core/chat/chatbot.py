@@ -10,6 +10,7 @@ shared read-only caches, so creating many objects is cheap.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -113,6 +114,7 @@ class ReplyStats:
     first_token_s: float  # from the message to the first visible text (retrieval included)
     total_s: float
     tokens: int  # reply length, counted with the engine's own tokenizer when it has one
+    cut_at: int = 0  # the length limit (tokens) the engine reached mid-sentence; the reply ends at its last full one
 
     @property
     def tokens_per_s(self) -> float:
@@ -491,6 +493,10 @@ class ChatHaruhi:
                 yield now[len(shown):]
                 shown = now
         final = self.fill(clean_reply(raw, name), request.user_name)
+        cap = reply_cap(self.engine)
+        cut = bool(cap) and not request.plain and not ends_sentence(final) and self.count_tokens(raw) >= cap - 2
+        if cut:  # the engine stopped at its length limit mid-sentence: end at the last full one
+            final = at_last_sentence(final)
         if not final:
             raise EngineError("The model returned an empty reply. Try again, or pick another model.")
         if final.startswith(shown) and len(final) > len(shown):
@@ -498,7 +504,7 @@ class ChatHaruhi:
             yield final[len(shown):]
         end = time.perf_counter()
         stats = ReplyStats(self.engine_label, self.model_label, (first or end) - started, end - started,
-                           self.count_tokens(final))
+                           self.count_tokens(final), cap if cut else 0)
         return Reply(final, raw, request.messages, request.scenes, request.packed, request.lore, stats,
                      request.recalled, request.pinned, request.notes, request.window, request.indexed)
 
@@ -542,3 +548,31 @@ def _visible(raw: str, name: str) -> str:
     if cut >= 0 and len(text) - cut <= 25 and "「" not in text[cut:]:
         text = text[:cut]
     return text.rstrip("」").rstrip()
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？…~～](?:[」』”’\"')\]）]*)")
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether a reply ends as a sentence does (a full stop, a question or exclamation mark, an ellipsis)."""
+    return bool(re.search(_SENTENCE_END.pattern + r"\s*$", text.strip())) or text.rstrip().endswith(("」", "*"))
+
+
+def at_last_sentence(text: str) -> str:
+    """A reply cut mid-sentence, ended at its last full sentence; when that would keep less than 30% of it,
+    the whole text with "…" to show it stops short."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    if ends and ends[-1] >= len(text) * 0.3:
+        return text[: ends[-1]].rstrip()
+    return text.rstrip(" ,，、;；:：-—") + "…"
+
+
+def reply_cap(engine) -> int:
+    """The longest reply the engine writes, in its own tokens (0: no limit, as for the script engine)."""
+    own = getattr(engine, "reply_cap", None)
+    if callable(own):
+        return int(own() or 0)
+    if not writes(engine):
+        return 0
+    options = getattr(engine, "options", None)
+    return int(getattr(options, "max_tokens", 0) or 0)

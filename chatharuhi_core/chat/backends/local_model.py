@@ -263,6 +263,10 @@ class LocalModelEngine:
         loaded = _LOADED.get(self._key())
         return f"{self.spec.label} ({loaded.runtime}, {loaded.device})" if loaded else self.spec.label
 
+    def reply_cap(self) -> int:
+        """The longest line it writes, in its tokens: the visitor's limit within the engine's own."""
+        return min(self.options.max_tokens, self.sampling.max_tokens)
+
     def sampling_for(self, request: ChatRequest) -> Sampling:
         """The engine's sampling within the visitor's reply length; a character line ends when it is closed."""
         stop = () if request.plain else (LINE_END, "\n\n")
