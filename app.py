@@ -83,7 +83,7 @@ def _role_view(conv: Conversation, chats: dict | None = None, visitor: str | Non
     visitor's other chats (kept for when they come back to a character). `visitor` is the name the
     visitor typed for themselves; without one, the character's usual partner (Watson for Holmes)."""
     role = load_role(conv.role_id)
-    user_name = (visitor or "").strip() or role.user_name
+    user_name = (visitor or "").strip() or role.visitor_name
     return (
         conv,
         portrait_html(role),
@@ -237,7 +237,7 @@ def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
     is just the character's usual partner, it is the visitor's own and stays theirs when they switch
     character, in the Scene tab, and after a reload (this browser's local storage)."""
     name = (user_name or "").strip()
-    mine = "" if name == load_role(_current(conv).role_id).user_name else name
+    mine = "" if name == load_role(_current(conv).role_id).visitor_name else name
     scene = scene_name(mine)
     return mine, (scene if scene != (in_scene or "").strip() else gr.skip())
 
@@ -658,7 +658,7 @@ def _chat_side(first, first_view) -> SimpleNamespace:
         chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
                               filterable=True, elem_id="role-choice")
         role_status = gr.Markdown(elem_id="role-status")
-        user_role = gr.Textbox(first.user_name, label="Your name in the story · 你在故事里的名字", elem_id="user-role")
+        user_role = gr.Textbox(first.visitor_name, label="Your name in the story · 你在故事里的名字", elem_id="user-role")
         settings = _settings_panel()
         hub_list = _hub_panel()
         portrait = gr.HTML(first_view[1], elem_id="portrait")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -103,7 +104,11 @@ def test_post_history_instructions_come_after_the_history(ash, settings, embedde
 
 def test_user_placeholder_is_the_visitors_name_everywhere_and_goes_back_on_export(ash, settings, embedder, tmp_path):
     assert greeting_messages(ash, "Sam")[0]["content"] == "Welcome aboard, Sam. Mind the ropes."
-    assert greeting_messages(ash)[0]["content"] == "Welcome aboard, User. Mind the ropes."  # before a name is given
+    # before a name is given: a word that reads naturally, not the card's "User" (issue 41)
+    assert greeting_messages(ash)[0]["content"] == "Welcome aboard, friend. Mind the ropes."
+    assert ash.user_name == "User" and ash.visitor_name == "friend"  # the card's own field is kept for export
+    zh = replace(ash, language="zh", greeting="{{user}}，头一回来吧？")
+    assert greeting_messages(zh)[0]["content"] == "朋友，头一回来吧？"
     assert "owes Sam a favour" in describe_role(ash, "Sam")
     bot = bot_for(ash, settings, embedder)
     request = bot.prepare("Where are we headed?")

@@ -203,7 +203,7 @@ class ChatHaruhi:
             else:
                 raise ValueError("Give role_name=..., role=..., or both system_prompt= and story_db=.")
         self.role = role
-        self.user_role = user_role or role.user_name
+        self.user_role = user_role or role.visitor_name
         self.embedder = embedder or get_embedder(self.settings.embedder)
         self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
         # the engine's own budgets unless given: a small local model reads a short prompt far sooner
@@ -427,7 +427,7 @@ class ChatHaruhi:
 
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
         text = check_input(text)
-        user_role = (role or self.user_role).strip() or self.role.user_name
+        user_role = (role or self.user_role).strip() or self.role.visitor_name
         remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1
         # one embedding call: the message (scenes and memory) and the forms memory also asks with
         forms = [text, *query_forms(text, self._visitor(user_role), self.role.name)] if remembering else [text]

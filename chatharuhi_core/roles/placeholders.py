@@ -15,11 +15,30 @@ CHAR = re.compile(r"\{\{\s*char\s*\}\}|<bot>", re.IGNORECASE)
 _PARTIAL = re.compile(r"(\{\{?\s*[A-Za-z]{0,4}\s*\}?|<[A-Za-z]{0,4})$")
 
 
+GENERIC_VISITORS = frozenset({"", "user", "you", "{{user}}", "<user>", "visitor", "player"})
+_OPENS = re.compile(r"(?:^|[.!?。！？]\s*)[\"'“‘「(]*\s*$")  # a sentence starts where the name goes
+
+
+def natural_visitor(name: str, language: str) -> str:
+    """The visitor's name in the story before they type one: the role's own ("唐僧" for 孙悟空); for a role
+    that names nobody (a card's "User"), a word that reads naturally in the role's language: "朋友", "friend"."""
+    if (name or "").strip().lower() not in GENERIC_VISITORS:
+        return name
+    return "朋友" if (language or "").lower().startswith(("zh", "ja")) else "friend"
+
+
 def fill(text: str, char: str, user: str) -> str:
-    """The text with the placeholders replaced by the character's and the visitor's names."""
+    """The text with the placeholders replaced by the character's and the visitor's names (a lower-case name
+    opening a sentence gets its capital: "Friend, you came!")."""
     if "{" not in text and "<" not in text:
         return text
-    return USER.sub(lambda _: user, CHAR.sub(lambda _: char, text))
+    text = CHAR.sub(lambda _: char, text)
+
+    def name_at(m: re.Match) -> str:
+        opens = user[:1].islower() and _OPENS.search(text[: m.start()])
+        return user[:1].upper() + user[1:] if opens else user
+
+    return USER.sub(name_at, text)
 
 
 def hold_partial(text: str) -> str:

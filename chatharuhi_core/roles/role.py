@@ -26,6 +26,7 @@ from .address import Addressing
 from .address import learn as learn_addressing
 from .lorebook import Lorebook, book_from_json
 from .names import HAN, with_derived
+from .placeholders import natural_visitor
 
 FORMAT_VERSION = 3
 # Han characters are allowed (蓝掌柜-53c060d601): they have no decomposed form, so an id reads the
@@ -113,6 +114,12 @@ class Role:
     def addressing(self) -> Addressing:
         """Who the character's lines call by name or nickname (roles/address.py), learned once from its scenes."""
         return learn_addressing((s.text for s in self.stories), self.speaker_names)
+
+    @property
+    def visitor_name(self) -> str:
+        """Who the visitor is in the story until they type a name: the role's partner, or a natural word for a
+        role that names none ("朋友", "friend"; roles/placeholders.py)."""
+        return natural_visitor(self.user_name, self.language)
 
     @property
     def speaker_names(self) -> frozenset[str]:

@@ -92,7 +92,7 @@ def run_scene(args: argparse.Namespace) -> int:
             scene.state.order = args.order
     else:
         roles = [load_role(r) for r in args.role]
-        user = args.user_role or roles[0].user_name
+        user = args.user_role or roles[0].visitor_name
         scene = Scene(roles, llm=engine, user_role=user, order=args.order or "natural",
                       allow_self=args.allow_self, **common)
     scene.check_cast()

@@ -93,7 +93,7 @@ class TurnGate:
 def as_shown(role: Role, text: str, user: str | None = None) -> str:
     """A role's text as the page shows it: `{{user}}` as the visitor's name in the story (the role's
     default name until one is typed)."""
-    return fill(text, role.name, (user or "").strip() or role.user_name)
+    return fill(text, role.name, (user or "").strip() or role.visitor_name)
 
 
 def greeting_messages(role: Role, user: str | None = None) -> list[dict]:
@@ -399,7 +399,7 @@ def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) 
     """The conversation as a .jsonl file for download."""
     role = load_role(conv.role_id)
     full = conv.copy()
-    text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.user_name, full.history, full.meta,
+    text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.visitor_name, full.history, full.meta,
                                 list(conv.memory.pins), valid_notes(conv.memory.notes, full.history)))
     folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-chat-"))
     stamp = time.strftime("%Y%m%d-%H%M%S")

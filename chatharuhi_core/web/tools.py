@@ -80,7 +80,7 @@ def chat_with_character(role: str, message: str, history: list[dict] | None = No
         raise ToolError(f"The message is {len(text)} characters long; the most is {MAX_MESSAGE_CHARS}.")
     settings = Settings.from_env()
     found = _role(role, settings)
-    who = (user_name or "").strip() or found.user_name
+    who = (user_name or "").strip() or found.visitor_name
     exchanges = _exchanges(history or [], who, Exchange)
     try:
         bot = ChatHaruhi(role=found, llm=settings.default_engine, user_role=who, settings=settings,
