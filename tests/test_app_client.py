@@ -108,7 +108,7 @@ def test_add_a_character_by_upload_and_chat_with_it(app_server, tmp_path):
     out = client.predict("", handle_file(str(tmp_path / "mira.json")), "", api_name="/add_character")
     status = out[-2]
     assert "Added **Mira**" in status
-    assert text_of(out[2][0]) == "Shut the door, User, the wind bites."  # the greeting opens the chat
+    assert text_of(out[2][0]) == "Shut the door, friend, the wind bites."  # the greeting opens the chat
     choices = [c[1] if isinstance(c, (list, tuple)) else c for c in out[7]["choices"]]
     assert any(str(c).startswith("mira-") for c in choices)  # the new role is in this visitor's list
     frames, (chat, box, scenes) = send(client, "Are you lonely here?")

@@ -18,7 +18,7 @@ def test_upload_a_card_type_a_name_see_it_greeted_and_the_lore_marked(browser, a
     card = write_card_png(load_role(tmp_path / "ash.json", settings=_throwaway(tmp_path)), tmp_path / "ash.png")
     page = open_page(browser, app_server)
     add_file(page, card, "", expect="Added Captain Ash")
-    page.wait_for_function("() => document.querySelector('#chat')?.innerText.includes('Welcome aboard, User.')")
+    page.wait_for_function("() => document.querySelector('#chat')?.innerText.includes('Welcome aboard, friend.')")
     page.locator("#user-role textarea").fill("")
     page.locator("#user-role textarea").press_sequentially("Sam", delay=60)
     page.wait_for_function("() => document.querySelector('#chat')?.innerText.includes('Welcome aboard, Sam.')",
