@@ -37,6 +37,18 @@ def test_the_message_box_and_the_greeting_are_on_the_first_screen(browser, app_s
     assert inside_viewport(page, "#message textarea"), "the message box is below the first screen"
     assert inside_viewport(page, "#chat .message.bot"), "the greeting is below the first screen"
     assert inside_viewport(page, "#about h2"), "the character's name is below the first screen"
+    assert inside_viewport(page, "#examples"), "the questions to try are below the first screen"
+    assert inside_viewport(page, "#scene-image img"), "the scene picture is below the first screen"
+    tiles = page.evaluate("""() => { const box = document.querySelector('#picker .tiles').getBoundingClientRect();
+        return [...document.querySelectorAll('#picker .thumbnail-item')].map(t => { const r = t.getBoundingClientRect();
+          return {ref: t.dataset.ref, seen: r.left < box.right && r.right > box.left,
+                  whole: r.top >= box.top - 1 && r.bottom <= box.bottom + 1 && r.left >= box.left - 1
+                         && r.right <= box.right + 1 && r.bottom <= innerHeight}; });
+        }""")
+    if name == "laptop":  # every bundled character in sight, none cut off between rows
+        assert len(tiles) == 8 and all(t["whole"] for t in tiles), tiles
+    else:  # one strip of faces: the next one peeks at the edge, so the strip is clearly scrollable
+        assert any(t["seen"] and not t["whole"] for t in tiles), tiles
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"first-screen-{name}.png"))
     # the README's pictures: 林黛玉 answering, as a visitor sees it at this size
