@@ -107,3 +107,12 @@ def _lines(text):
     from chatharuhi_core.roles.lines import parse_scene_lines
 
     return parse_scene_lines(text)
+
+
+def test_the_greeting_fits_the_visitor_who_named_themself():
+    from chatharuhi_core.web.chat import greeting_messages
+
+    wukong = load_role("sunwukong")
+    assert greeting_messages(wukong)[0]["content"] == wukong.greeting  # to 唐僧: "师父！…"
+    other = greeting_messages(wukong, "小明")[0]["content"]
+    assert other == wukong.alternate_greetings[0] and not wukong.addressing.elsewhere(other, "小明")

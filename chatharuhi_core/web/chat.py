@@ -97,8 +97,12 @@ def as_shown(role: Role, text: str, user: str | None = None) -> str:
 
 
 def greeting_messages(role: Role, user: str | None = None) -> list[dict]:
-    """The greeting, with `{{user}}` as the visitor's name in the story."""
-    text = as_shown(role, role.greeting, user)
+    """The greeting, with `{{user}}` as the visitor's name in the story: the role's first one, or, when that one
+    calls someone the visitor is not ("师父！" to a visitor who named themself 小明), the first of its other
+    greetings that does not."""
+    visitor = (user or "").strip() or role.visitor_name
+    shown = [as_shown(role, g, user) for g in (role.greeting, *role.alternate_greetings) if g]
+    text = next((g for g in shown if not role.addressing.elsewhere(g, visitor)), shown[0] if shown else "")
     return [{"role": "assistant", "content": text}] if text else []
 
 
