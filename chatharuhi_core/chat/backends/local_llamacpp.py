@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ...errors import EngineError
 from ...jsonl import read_object, replace_text
+from .cpu_share import free_cores
 from .llama_cpu import build_name, cpu_name, llama
 from .local_runtime import (
     NEEDS_EXTRA,
@@ -109,6 +110,27 @@ class LlamaHandle:
     prefill: object | None = None  # a 16-bit copy of the same weights that reads prompts (see above)
     states: PromptStates = field(default_factory=PromptStates)
     fresh: tuple[tuple[int, ...], bytes] | None = None  # the last prompt read afresh for a seeded reply, its state
+    threads: int = 0  # how many threads the contexts run now (set per reply: cpu_share.py)
+    most: int = 1  # the process's cores: the threads it was opened with
+
+
+def use_free_cores(handle: LlamaHandle, seeded: bool = False) -> int:
+    """Run the contexts on as many threads as cores are free now: a thread whose core another process holds
+    stalls the others at every layer. A seeded reply (eval's, a test's) runs on all of them, whatever else runs:
+    the thread count changes the last digits of the sums, and a seed promises the same words on one build.
+    Called with the handle's lock held."""
+    import llama_cpp
+
+    most = handle.most
+    threads = most if seeded else min(most, free_cores())
+    if threads != handle.threads:
+        for model in (handle.llm, handle.prefill):
+            if model is not None:
+                llama_cpp.llama_set_n_threads(model._ctx.ctx, threads, threads)
+        log.info("llama.cpp now runs on %d of %d threads (the other cores are busy)" if threads < most else
+                 "llama.cpp now runs on all %d of %d threads", threads, most)
+        handle.threads = threads
+    return threads
 
 
 def gguf_path(spec: ModelSpec) -> Path:
@@ -444,7 +466,8 @@ class LlamaCppRuntime:
         log.info("llama.cpp's CPU kernels: %s; prompts read by %s", build_name(),
                  Path(prefill.model_path).name if prefill is not None else "the model itself")
         return LoadedModel(spec, self.name, device, context, time.perf_counter() - started,
-                           LlamaHandle(llm, threading.Lock(), prefill), count, template)
+                           LlamaHandle(llm, threading.Lock(), prefill, threads=threads, most=threads), count,
+                           template)
 
     def generate(self, lm: LoadedModel, messages: list[dict], opening: str, sampling: Sampling,
                  emit: Emit, should_stop: Callable[[], bool]) -> None:
@@ -458,6 +481,7 @@ class LlamaCppRuntime:
         with handle.lock:
             if should_stop():  # the visitor left while another reply held the model
                 return
+            use_free_cores(handle, seeded=sampling.seed is not None)
             (read_fresh if sampling.seed is not None else read_prompt)(handle, tokens)
             pieces = llm.create_completion(
                 tokens, max_tokens=sampling.max_tokens, temperature=sampling.temperature, top_p=sampling.top_p,

@@ -1,0 +1,75 @@
+"""How many of this process's cores are free right now, so llama.cpp runs on those only.
+
+llama.cpp's threads meet at a barrier at every layer: when one of them is not scheduled because another
+process holds its core, all of them wait. On 2 cores with one busy (`yes > /dev/null`), the bundled model
+decodes 33 tokens/s with 2 threads and 83 with 1; quiet, 2 threads give 100-104 and 1 gives 79-81
+(bench/shared_cpu.py). So before each reply the engine looks at a few tens of milliseconds of /proc/stat,
+less what this process itself used meanwhile, and uses as many threads as there are cores no other process
+is using, at least one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+WINDOW_S = 0.04  # long enough for a few scheduler ticks (10 ms each), short beside a reply
+STAT = "/proc/stat"
+
+
+def our_cores() -> list[int]:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def _ticks(text: str) -> dict[int, tuple[int, int]]:
+    """(busy, total) jiffies per core from /proc/stat's `cpuN` lines."""
+    out = {}
+    for line in text.splitlines():
+        name, *fields = line.split()
+        if not name.startswith("cpu") or name == "cpu" or not name[3:].isdigit():
+            continue
+        values = [int(v) for v in fields[:8]]
+        idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
+        out[int(name[3:])] = (sum(values) - idle, sum(values))
+    return out
+
+
+def busy_share(before: str, after: str, cores: list[int]) -> float:
+    """How many of `cores` other work kept busy between two readings of /proc/stat (0.0 to len(cores))."""
+    a, b = _ticks(before), _ticks(after)
+    share = 0.0
+    for core in cores:
+        if core in a and core in b and b[core][1] > a[core][1]:
+            share += (b[core][0] - a[core][0]) / (b[core][1] - a[core][1])
+    return share
+
+
+def free_cores(cores: list[int] | None = None, window_s: float = WINDOW_S,
+               read: Callable[[], str] | None = None) -> int:
+    """The cores free right now, at least 1; all of them where /proc/stat cannot be read."""
+    cores = cores or our_cores()
+    read = read or _read_stat
+    try:
+        own, start, before = _own_cpu(), time.perf_counter(), read()
+        time.sleep(window_s)
+        after, spent, elapsed = read(), _own_cpu() - own, time.perf_counter() - start
+    except OSError:
+        return len(cores)
+    # this process's own threads (the embedder that just read the message, the page) are not "other work"
+    busy = busy_share(before, after, cores) - (spent / elapsed if elapsed > 0 else 0.0)
+    return max(1, min(len(cores), len(cores) - round(max(0.0, busy))))
+
+
+def _own_cpu() -> float:
+    """CPU seconds this process has used, all its threads together."""
+    t = os.times()
+    return t.user + t.system
+
+
+def _read_stat() -> str:
+    with open(STAT, encoding="ascii") as f:
+        return f.read()
