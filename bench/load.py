@@ -266,7 +266,9 @@ def queue_section(rows: list[dict], command: str) -> str:
              "(with an estimate once the lane has served someone) before their reply; \"places counted down\": "
              "their places only ever went down. "
              "First token is from submit, so it includes the wait. The estimate's error is the first estimate a "
-             "visitor was shown against their real wait.", "",
+             "visitor was shown against their real wait. The two engines are not on equal footing, so their rows "
+             "are not to be compared with each other: the server (llama-cpp-python's, stock build, one slot) is "
+             "sent the API engines' prompt budgets, the local model its own small ones (256/192 tokens).", "",
              "| engine | visitors | errors | shown a place | places counted down | first token p50 | "
              "p95 | whole reply p95 | estimate off (p50) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

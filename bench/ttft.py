@@ -31,7 +31,7 @@ def measure(cache: Path) -> dict:
     from openai import OpenAI
 
     from chatharuhi_core import ChatHaruhi
-    from chatharuhi_core.config import Settings
+    from chatharuhi_core.config import Budgets, Settings
 
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(cache)})
     out: dict = {}
@@ -56,8 +56,9 @@ def measure(cache: Path) -> dict:
         with app_process(cache, "bench/streaming_app.py", **env) as (bare_url, _, _), \
                 app_process(cache, "app.py") as (app_url, _, _):
             bare, app = Client(bare_url, verbose=False), Client(app_url, verbose=False)
-            app_args = ("What is your method?", "Watson", "openai", "plain", srv.base_url, GOOD_KEY, 1500, 1200,
-                        False, False, "/send")
+            b = Budgets()  # the page's /send: message, name, engine, model, base URL, key, then the budgets and fold
+            app_args = ("What is your method?", "Watson", "openai", "plain", srv.base_url, GOOD_KEY, b.story_tokens,
+                        b.history_tokens, False, b.memory_tokens, b.recall_tokens, "/send")
             bare_args = ("What is your method?", "/send")
             for _ in range(3):  # warm both
                 _timed_submit(bare, bare_args)

@@ -30,7 +30,7 @@ if [ ! -f "$stamp" ] || [ "$newest" -nt "$stamp" ]; then
     if ! .venv/bin/python -m pip install --quiet --disable-pip-version-check "$LLAMA_CPP"; then
       [ "$req" = requirements-dev.txt ] && exit 1  # the tests need it
       echo "llama.cpp could not be built here (is a C++ compiler installed?): the local engine will use" \
-           "transformers, about six times slower. Install g++; the next set-up tries again." >&2
+           "transformers, about a third as fast. Install g++; the next set-up tries again." >&2
       exit 0  # no stamp: the next run tries the build again
     fi
   fi
