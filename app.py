@@ -15,8 +15,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 import gradio as gr  # noqa: E402
 from gradio.data_classes import FileData  # noqa: E402
 
-from chatharuhi_core.chat.backends import default_budgets, engine_info, engine_names  # noqa: E402
-from chatharuhi_core.chat.backends.local_model import on_gpu  # noqa: E402
+from chatharuhi_core.chat.engines import default_budgets, engine_info, engine_names  # noqa: E402
+from chatharuhi_core.chat.engines.local_model import on_gpu  # noqa: E402
 from chatharuhi_core.chat.voice import speak  # noqa: E402
 from chatharuhi_core.config import Budgets, Settings, gpu_runtime  # noqa: E402
 from chatharuhi_core.errors import ChatHaruhiError  # noqa: E402

@@ -290,8 +290,8 @@ def main() -> int:
                         help="tuning: also run memory.py's constants set so (e.g. W_DAY=2,FUSE_K=20); API budgets")
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
-    from chatharuhi_core.chat.backends import options_for
-    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS, LocalModelEngine
+    from chatharuhi_core.chat.engines import options_for
+    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS, LocalModelEngine
     from chatharuhi_core.config import Budgets
 
     started = time.time()

@@ -142,8 +142,8 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="conversations per size and role (different facts)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
-    from chatharuhi_core.chat.backends import options_for
-    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS, LocalModelEngine
+    from chatharuhi_core.chat.engines import options_for
+    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS, LocalModelEngine
     from chatharuhi_core.config import Budgets
 
     settings, embedder = cached_settings(args.cache)

@@ -34,7 +34,7 @@ ROLE = "sherlock"
 
 def answers(size: int, seed: int, settings, embedder, engine) -> list[dict]:
     from chatharuhi_core import ChatHaruhi
-    from chatharuhi_core.chat.backends.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS
     from chatharuhi_core.chat.memory import Memory
     from chatharuhi_core.roles.sources import load_role
 
@@ -68,7 +68,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="conversations (ten questions each)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
-    from chatharuhi_core.chat.backends import open_engine
+    from chatharuhi_core.chat.engines import open_engine
     from chatharuhi_core.data.metrics import paired_bootstrap
 
     settings, embedder = cached_settings(args.cache)

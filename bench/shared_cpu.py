@@ -1,6 +1,6 @@
 """The local engine on a shared CPU: decode speed and first token with 0, 1 and 2 cores kept busy by other
 processes (`yes > /dev/null`, one per core), the engine choosing its threads from the cores free before each
-reply (chat/backends/cpu_share.py) against the same engine on all its threads, in the same run.
+reply (chat/engines/cpu_share.py) against the same engine on all its threads, in the same run.
 
     .venv/bin/python bench/shared_cpu.py [--rounds 3]
 
@@ -28,8 +28,8 @@ QUESTIONS = ["Tell me about your method.", "What do you make of Moriarty?", "How
 
 def measure(rounds: int, busy: int, choose: bool) -> tuple[float, float, int]:
     """(decode tokens/s, first token s, threads used) medians with `busy` cores kept busy."""
-    from chatharuhi_core.chat.backends import cpu_share, local_llamacpp, open_engine
     from chatharuhi_core.chat.chatbot import ChatHaruhi
+    from chatharuhi_core.chat.engines import cpu_share, local_llamacpp, open_engine
     from chatharuhi_core.config import Settings
 
     original = cpu_share.free_cores

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .chat.backends import engine_info, engine_names
+from .chat.engines import engine_info, engine_names
 from .config import Settings
 from .errors import ChatHaruhiError, InputError
 from .scene.order import order_names
@@ -326,7 +326,7 @@ def cmd_speak(args: argparse.Namespace) -> int:
 
 def cmd_engines(args: argparse.Namespace) -> int:
     if args.gguf:  # the bundled model file, e.g. for llama.cpp's server
-        from .chat.backends.local_model import bundled_spec
+        from .chat.engines.local_model import bundled_spec
 
         spec = bundled_spec()
         print(Path(spec.source) / spec.gguf_file)

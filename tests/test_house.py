@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chatharuhi_core.chat.backends import engine_info
+from chatharuhi_core.chat.engines import engine_info
 from chatharuhi_core.embedding import get_embedder
 from chatharuhi_core.errors import ChatHaruhiError, UnknownNameError
 from chatharuhi_core.scene.order import get_order

@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from chatharuhi_core.chat import lanes as lanes_mod
-from chatharuhi_core.chat.backends import create_engine
-from chatharuhi_core.chat.backends.base import EngineOptions
-from chatharuhi_core.chat.backends.server_slots import forget_servers, server_lane, server_root, server_slots
+from chatharuhi_core.chat.engines import create_engine
+from chatharuhi_core.chat.engines.base import EngineOptions
+from chatharuhi_core.chat.engines.server_slots import forget_servers, server_lane, server_root, server_slots
 from chatharuhi_core.chat.lanes import Lane, Lanes, LaneSpec, ticket_for, waiting_line
 
 

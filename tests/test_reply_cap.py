@@ -2,8 +2,8 @@
 
 import pytest
 
-from chatharuhi_core.chat.backends import open_engine
 from chatharuhi_core.chat.chatbot import ChatHaruhi, at_last_sentence, ends_sentence, reply_cap
+from chatharuhi_core.chat.engines import open_engine
 from chatharuhi_core.web.chat import stats_line
 
 

@@ -8,8 +8,8 @@ bundled characters' real Chroma stores.
 import pytest
 
 from chatharuhi_core.chat.asking import asked, fit
-from chatharuhi_core.chat.backends.script import score_lines
 from chatharuhi_core.chat.chatbot import ChatHaruhi
+from chatharuhi_core.chat.engines.script import score_lines
 from chatharuhi_core.roles.address import learn, said_to
 from chatharuhi_core.roles.sources import load_role
 

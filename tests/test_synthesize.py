@@ -69,7 +69,7 @@ def test_rerunning_skips_what_is_done_and_an_interrupted_run_goes_on(settings, t
         name = "script"
 
         def __init__(self):
-            from chatharuhi_core.chat.backends import create_engine
+            from chatharuhi_core.chat.engines import create_engine
 
             self.inner, self.calls = create_engine("script"), 0
 
@@ -154,7 +154,7 @@ def test_local_model_writes_questions_and_answers_them(settings, tmp_path):
 
 
 def test_script_engine_refuses_a_writing_task():
-    from chatharuhi_core.chat.backends import ChatRequest, create_engine
+    from chatharuhi_core.chat.engines import ChatRequest, create_engine
 
     request = ChatRequest(messages=[{"role": "user", "content": "Write questions."}], role=load_role("alice"),
                           user_role="", text="", plain=True)

@@ -14,7 +14,7 @@ from loopback import gradio_app
 from test_app_client import text_of
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.backends import local_model, zerogpu
+from chatharuhi_core.chat.engines import local_model, zerogpu
 from chatharuhi_core.config import Settings
 
 FAKE = Path(__file__).resolve().parent / "fake_spaces"

@@ -29,7 +29,7 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .backends import ChatRequest, Engine, default_budgets, open_engine, registered, writes
+from .engines import ChatRequest, Engine, default_budgets, open_engine, registered, writes
 from .lanes import process_lanes
 from .memory import (
     Memory,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chat.backends import Engine, default_budgets, engine_info, engine_names, open_engine, writes
+from ..chat.engines import Engine, default_budgets, engine_info, engine_names, open_engine, writes
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.backends import ChatRequest, Engine, open_engine, writes
+from ..chat.engines import ChatRequest, Engine, open_engine, writes
 from ..chat.prompt import Exchange
 from ..config import Settings
 from ..embedding import Embedder

@@ -22,8 +22,8 @@ import random
 import re
 from collections.abc import Generator, Iterator, Sequence
 
-from ..chat.backends import ChatRequest, Engine, open_engine, writes
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
+from ..chat.engines import ChatRequest, Engine, open_engine, writes
 from ..chat.lexical import tokens
 from ..chat.memory import Memory, Recalled, RecallQuery, in_background, recall_block
 from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from ..chat.backends import default_budgets, engine_info
+from ..chat.engines import default_budgets, engine_info
 from ..config import Budgets, Settings
 from ..data.feedback import feedback_record
 from ..errors import UnknownNameError

@@ -8,7 +8,7 @@ that event only: it is never kept in the page's state, logged, exported or writt
 
 from __future__ import annotations
 
-from ..chat.backends import engine_info, engine_names, open_engine
+from ..chat.engines import engine_info, engine_names, open_engine
 from ..chat.languages import language_gap
 from ..config import Settings
 from ..errors import ChatHaruhiError

@@ -1,12 +1,12 @@
 """The llama.cpp runtime of the local engine: a GGUF file run in this process by llama-cpp-python.
 
-It reads the quantised weights as they are (the bundled SmolLM2 is 4-bit), so on a CPU a token costs
-a quarter of the bytes transformers reads after dequantising: about 2.8 times the decode speed
-(bench/RESULTS.md, 68-70 against 24-25 tokens/s). Reading a prompt is another matter: llama.cpp multiplies a batch of tokens by
-4-bit Q4_1 weights at about 200 tokens/s here, and by 16-bit ones at about 430. So for a small model
-in such a format the runtime keeps a 16-bit copy of the same weights (written once into the cache)
-to read prompts with, and hands the prompt's keys and values to the 4-bit model to write the reply. On
-some CPUs an 8-bit copy reads faster still (an Intel Xeon host of this machine kind: 1.15x), on others
+It reads the quantised weights as they are (the bundled SmolLM2 is 4-bit), so on a CPU a token costs a
+quarter of the bytes transformers reads after dequantising: about 2.8 times the decode speed
+(bench/RESULTS.md, 68-70 against 24-25 tokens/s). Reading a prompt is another matter: llama.cpp multiplies a
+batch of tokens by 4-bit Q4_1 weights at about 200 tokens/s here, and by 16-bit ones at about 430. So for a
+small model in such a format the runtime keeps a 16-bit copy of the same weights (written once into the
+cache) to read prompts with, and hands the prompt's keys and values to the 4-bit model to write the reply.
+On some CPUs an 8-bit copy reads faster still (an Intel Xeon host of this machine kind: 1.15x), on others
 slower (an AMD EPYC host: 0.7x); which one reads is measured once per CPU and remembered in the cache.
 
 A fine-tuned LoRA adapter from `finetune` is merged once into both copies of the weights (for a
