@@ -16,10 +16,9 @@ from ..roles.role import Role
 from .common import EnginePanel
 
 SIGN_IN = "[**Sign in with Hugging Face**](/login/huggingface)"
-OFFLINE_NOW = ("**Now:** the offline engine: the character answers with its own lines from the book; no model "
-               "writes them. " + SIGN_IN + " and a capable model writes the replies, in Chinese or English, paid from "
-               "your own Hugging Face account (its free monthly Inference credits first). · "
-               "现在是离线引擎，只引用原著台词；登录 Hugging Face，由强大的模型来写回复，费用记在你自己的账户上。")
+OFFLINE_NOW = ("**Now:** the offline engine, quoting the book. " + SIGN_IN + " and a capable model writes the replies, "
+               "in Chinese or English, paid from your own Hugging Face account (its free monthly Inference credits "
+               "first). · 现在是离线引擎，只引用原著；登录后由强大的模型来写，费用记在你自己的账户上。")
 
 
 def signed_out_note(settings: Settings, engine: str) -> str:
