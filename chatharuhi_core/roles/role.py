@@ -116,6 +116,16 @@ class Role:
         return learn_addressing((s.text for s in self.stories), self.speaker_names)
 
     @property
+    def greetings(self) -> list[str]:
+        """The greeting and the alternate ones, blanks left out."""
+        return [g for g in (self.greeting, *self.alternate_greetings) if g]
+
+    def fitting_greeting(self, visitor: str) -> str:
+        """The first of the role's greetings that calls nobody but `visitor` ("师父！" is for 唐僧; 小明 gets the
+        next one); "" when none does."""
+        return next((g for g in self.greetings if not self.addressing.elsewhere(g, visitor)), "")
+
+    @property
     def visitor_name(self) -> str:
         """Who the visitor is in the story until they type a name: the role's partner, or a natural word for a
         role that names none ("朋友", "friend"; roles/placeholders.py)."""

@@ -100,9 +100,8 @@ def greeting_messages(role: Role, user: str | None = None) -> list[dict]:
     """The greeting, with `{{user}}` as the visitor's name in the story: the role's first one, or, when that one
     calls someone the visitor is not ("师父！" to a visitor who named themself 小明), the first of its other
     greetings that does not."""
-    visitor = (user or "").strip() or role.visitor_name
-    shown = [as_shown(role, g, user) for g in (role.greeting, *role.alternate_greetings) if g]
-    text = next((g for g in shown if not role.addressing.elsewhere(g, visitor)), shown[0] if shown else "")
+    greeting = role.fitting_greeting((user or "").strip() or role.visitor_name) or next(iter(role.greetings), "")
+    text = as_shown(role, greeting, user)
     return [{"role": "assistant", "content": text}] if text else []
 
 

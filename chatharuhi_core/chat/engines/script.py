@@ -103,19 +103,19 @@ def _word_overlap(request: ChatRequest, lines: list[str]) -> list[float]:
     return [sum(rarity.get(t, unknown) for t in asked_words & set(tokens(line))) / total for line in lines]
 
 
-def calls_elsewhere(request: ChatRequest, line: str) -> bool:
-    """Whether a line calls someone by name who is not the one it would be said to (roles/address.py)."""
-    return bool(request.role.addressing.elsewhere(line, said_to(request.text, request.user_role)))
+def _said_to(request: ChatRequest) -> str:
+    """Who the reply is said to (roles/address.py), by the scenes' name for them; "" for no one in particular."""
+    return request.role.addressing.speaker(said_to(request.text, request.user_role))
 
 
-def _what_it_says(request: ChatRequest, lines: list[str], meaning: np.ndarray, context: np.ndarray) -> list[float]:
+def _what_it_says(request: ChatRequest, lines: list[str], meaning: np.ndarray, context: np.ndarray,
+                  to: str) -> list[float]:
     """Each line's score from its own words: likeness to the message and to the exchange before it, words
-    repeated, shape, and whom it calls."""
+    repeated, shape, and whom it calls (`to`: who the reply is said to)."""
     ask = asked(request.text)
     own = request.role.speaker_names
     words = _word_overlap(request, lines)
     addressing = request.role.addressing
-    to = addressing.speaker(said_to(request.text, request.user_role))
     out = []
     for line, sim, before, overlap in zip(lines, meaning, context, words):
         score = W_MEANING * float(sim) + W_CONTEXT * float(before) + W_WORDS * overlap + W_SHAPE * fit(ask, line, own)
@@ -142,7 +142,7 @@ def _likeness(request: ChatRequest, texts: list[str], lines: list[str]) -> tuple
     return sims[0][:n], sims[0][n:], after
 
 
-def _rank(request: ChatRequest, cands: list[Candidate]) -> list[float]:
+def _rank(request: ChatRequest, cands: list[Candidate], to: str) -> list[float]:
     """Each candidate's score as the answer: what it says, and (for a line found in a scene) where it was said.
     A cue like the message means the answer fits the turn; an answer like the message means it is on the
     topic (the cue "Who is your enemy?" is answered with "Moriarty...")."""
@@ -150,13 +150,12 @@ def _rank(request: ChatRequest, cands: list[Candidate]) -> list[float]:
     flat = [p for ps in pieces for p in ps]
     lines = [c.line for c in cands]
     cue_sims, line_sims, context = _likeness(request, flat, lines)
-    scores = _what_it_says(request, lines, line_sims, context)
-    visitor = request.role.addressing.speaker(said_to(request.text, request.user_role))
+    scores = _what_it_says(request, lines, line_sims, context, to)
     at = 0
     for i, (c, ps) in enumerate(zip(cands, pieces)):
         if ps:
             scores[i] += W_CUE * float(cue_sims[at : at + len(ps)].max()) + W_SCENE * c.scene_similarity
-            scores[i] += W_FROM_VISITOR * (c.cue_by == visitor)
+            scores[i] += W_FROM_VISITOR * (c.cue_by == to)
         at += len(ps)
     return scores
 
@@ -172,31 +171,28 @@ def _spare_lines(request: ChatRequest, taken: set[str]) -> list[Candidate]:
 def choose_line(request: ChatRequest) -> str:
     """The role's line that best answers the query, avoiding the last few answers given; never one calling
     someone other than the one it answers while a line that does not is at hand."""
+    role, to = request.role, _said_to(request)
+
+    def elsewhere(line: str) -> bool:
+        return bool(role.addressing.elsewhere(line, to))
+
     cands = _candidates(request)
     recent = {ex.reply for ex in request.history[-4:]} | set(request.avoid)
     fresh = [c for c in cands if c.line not in recent] or cands
     if fresh and request.embedder is not None:
-        if all(calls_elsewhere(request, c.line) for c in fresh):
-            fresh += [c for c in _spare_lines(request, recent | {c.line for c in fresh})
-                      if not calls_elsewhere(request, c.line)]
-        scores = _rank(request, fresh)
+        if all(elsewhere(c.line) for c in fresh):
+            fresh += [c for c in _spare_lines(request, recent | {c.line for c in fresh}) if not elsewhere(c.line)]
+        scores = _rank(request, fresh, to)
         best = fresh[max(range(len(fresh)), key=scores.__getitem__)].line
-        if calls_elsewhere(request, best):
-            return next((g for g in _greetings(request) if not calls_elsewhere(request, g)), best)
-        return best
-    fit_for_visitor = [c for c in fresh if not calls_elsewhere(request, c.line)]
+        return (role.fitting_greeting(to) or best) if elsewhere(best) else best
+    fit_for_visitor = [c for c in fresh if not elsewhere(c.line)]
     if fit_for_visitor or fresh:
         return (fit_for_visitor or fresh)[0].line
     for hit in _sent(request):  # no exchange found: any line of the role
         for spk, text in parse_scene_lines(hit.text):
-            if spk in request.role.speaker_names and text and text not in recent:
+            if spk in role.speaker_names and text and text not in recent:
                 return text
-    greetings = _greetings(request)
-    return next((g for g in greetings if not calls_elsewhere(request, g)), greetings[0] if greetings else "……")
-
-
-def _greetings(request: ChatRequest) -> list[str]:
-    return [g for g in (request.role.greeting, *request.role.alternate_greetings) if g]
+    return role.fitting_greeting(to) or next(iter(role.greetings), "……")
 
 
 def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
@@ -207,7 +203,7 @@ def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
     if not lines:
         return []
     _, meaning, context = _likeness(request, [], list(lines))
-    return _what_it_says(request, list(lines), meaning, context)
+    return _what_it_says(request, list(lines), meaning, context, _said_to(request))
 
 
 @register_engine(
