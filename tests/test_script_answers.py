@@ -40,6 +40,15 @@ def test_nicknames_are_learned_from_whom_they_open_answers_to():
     assert addressing.elsewhere("呆子，走！", "") == ""  # said to no one in particular
 
 
+def test_the_visitors_placeholder_is_never_someone_else():
+    """In a card's examples `{{user}}` speaks: that is the visitor, whatever name they give."""
+    card = learn(["{{user}}:「Hello?」\nMira:「Shut the door, {{user}}, the wind bites.」",
+                  "{{user}}:「Again?」\nMira:「Quiet, Captain, quiet.」", "{{user}}:「Well?」\nMira:「No, Captain.」"],
+                 ["Mira"])
+    assert card.terms == {}  # no speaker but the visitor, and no word learned towards them
+    assert card.elsewhere("Shut the door, {{user}}, the wind bites.", "friend") == ""
+
+
 def test_a_reply_is_said_to_the_last_one_speaking_in_a_bit_of_scene():
     assert said_to("你好", "唐僧") == "唐僧"
     assert said_to("旁白:「大雾弥江。」\n赵云:「军师，这是何意？」", "旁白") == "赵云"

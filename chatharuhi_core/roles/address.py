@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .lines import NARRATOR_ROLES, parse_scene_lines
 from .names import derived_names, is_cjk
+from .placeholders import USER
 
 MIN_LEARNED = 2  # an opening word seen this often, always towards one speaker, is that speaker's
 _PUNCT = "，,。.！!？?；;：:…—、"
@@ -92,9 +93,10 @@ def learn(scenes: Iterable[str], own: Iterable[str]) -> Addressing:
     openings: defaultdict[str, Counter[str]] = defaultdict(Counter)
     for scene in scenes:
         spoken = [(s, t) for s, t in parse_scene_lines(scene) if s]
-        speakers.update(s for s, _ in spoken if s not in own and s.lower() not in NARRATOR_ROLES)
+        # `{{user}}` speaking in a card's example is the visitor, whatever name they give: never someone else
+        speakers.update(s for s, _ in spoken if s not in own and s.lower() not in NARRATOR_ROLES and not USER.fullmatch(s))
         for (cue_by, _), (by, line) in zip(spoken, spoken[1:]):
-            if by not in own or cue_by in own:
+            if by not in own or cue_by in own or USER.fullmatch(cue_by):
                 continue
             m = _OPENING.match(line)
             if m and m.group(0)[0] != m.group(0)[1]:
