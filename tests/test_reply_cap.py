@@ -1,19 +1,14 @@
-"""A reply cut by the engine's length limit ends at its last full sentence, and the page says why (issue 41)."""
+"""A reply cut by the engine's length limit is marked as cut ("…"), what was shown stays, and the page says why
+(issue 41)."""
 
 import pytest
 
-from chatharuhi_core.chat.chatbot import ChatHaruhi, at_last_sentence, ends_sentence, reply_cap
+from chatharuhi_core.chat.chatbot import ChatHaruhi, ends_sentence, reply_cap
 from chatharuhi_core.chat.engines import open_engine
 from chatharuhi_core.web.chat import stats_line
 
 
-def test_a_cut_reply_ends_at_its_last_full_sentence():
-    assert at_last_sentence("I saw it at once. The mud on your boots was") == "I saw it at once."
-    assert at_last_sentence("师父莫怕！俺老孙这就去。那妖精住在") == "师父莫怕！俺老孙这就去。"
-    assert at_last_sentence("「Quite so.」 And then the") == "「Quite so.」"
-    # less than half would be left: the whole text, marked as stopping short
-    assert at_last_sentence("Yes. The whole of the long and winding matter of the Baskerville hound was") == (
-        "Yes. The whole of the long and winding matter of the Baskerville hound was…")
+def test_a_sentence_end_is_recognised():
     assert ends_sentence("Elementary.") and ends_sentence("真的吗？」") and not ends_sentence("and then the")
 
 
@@ -25,12 +20,15 @@ def test_the_cap_is_the_engines_own(settings):
 
 
 @pytest.mark.local_model
-def test_the_local_model_cut_at_its_limit_ends_at_a_sentence_and_says_so(settings):
+def test_the_local_model_cut_at_its_limit_is_marked_and_says_so(settings):
     engine = open_engine("local", settings, seed=0, temperature=0.0, max_tokens=40)
     bot = ChatHaruhi(role_name="sherlock", llm=engine, settings=settings)
-    said = bot.answer("Tell me everything about your method, from the beginning, in detail.")
-    if said.stats.cut_at:  # it wrote up to the limit: the reply ends as a sentence does, or says it stops short
-        assert said.stats.cut_at == 40 and (ends_sentence(said.text) or said.text.endswith("…")), said.text
+    streaming = bot.stream("Tell me everything about your method, from the beginning, in detail.")
+    shown = "".join(streaming)
+    said = streaming.reply
+    assert shown == said.text  # what was shown is what is kept
+    if said.stats.cut_at:  # it wrote up to the limit mid-sentence: marked as cut
+        assert said.stats.cut_at == 40 and said.text.endswith("…"), said.text
         assert "length limit (40 tokens)" in stats_line(said.stats)
     else:  # it finished by itself
         assert bot.count_tokens(said.raw) < 40

@@ -114,7 +114,7 @@ class ReplyStats:
     first_token_s: float  # from the message to the first visible text (retrieval included)
     total_s: float
     tokens: int  # reply length, counted with the engine's own tokenizer when it has one
-    cut_at: int = 0  # the length limit (tokens) the engine reached mid-sentence; the reply ends at its last full one
+    cut_at: int = 0  # the length limit (tokens) the engine reached mid-sentence; the reply ends with "…"
 
     @property
     def tokens_per_s(self) -> float:
@@ -495,8 +495,8 @@ class ChatHaruhi:
         final = self.fill(clean_reply(raw, name), request.user_name)
         cap = reply_cap(self.engine)
         cut = bool(cap) and not request.plain and not ends_sentence(final) and self.count_tokens(raw) >= cap - 2
-        if cut:  # the engine stopped at its length limit mid-sentence: end at the last full one
-            final = at_last_sentence(final)
+        if cut:  # the engine stopped at its length limit mid-sentence: marked as cut, what was shown kept
+            final = final.rstrip(" ,，、;；:：-—") + "…"
         if not final:
             raise EngineError("The model returned an empty reply. Try again, or pick another model.")
         if final.startswith(shown) and len(final) > len(shown):
@@ -556,15 +556,6 @@ _SENTENCE_END = re.compile(r"[.!?。！？…~～](?:[」』”’\"')\]）]*)")
 def ends_sentence(text: str) -> bool:
     """Whether a reply ends as a sentence does (a full stop, a question or exclamation mark, an ellipsis)."""
     return bool(re.search(_SENTENCE_END.pattern + r"\s*$", text.strip())) or text.rstrip().endswith(("」", "*"))
-
-
-def at_last_sentence(text: str) -> str:
-    """A reply cut mid-sentence, ended at its last full sentence; when that would keep less than 30% of it,
-    the whole text with "…" to show it stops short."""
-    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
-    if ends and ends[-1] >= len(text) * 0.3:
-        return text[: ends[-1]].rstrip()
-    return text.rstrip(" ,，、;；:：-—") + "…"
 
 
 def reply_cap(engine) -> int:

@@ -127,7 +127,7 @@ def stats_line(stats: ReplyStats | None) -> str:
         return ""
     model = f" · `{html.escape(stats.model)}`" if stats.model else ""
     speed = f"{stats.tokens_per_s:.1f} tokens/s" if stats.tokens_per_s else "–"
-    cut = (f" · ✂️ ended at its last full sentence: the model reached its length limit ({stats.cut_at} tokens)"
+    cut = (f" · ✂️ cut short (…): the model reached its length limit ({stats.cut_at} tokens); Regenerate for another"
            if stats.cut_at else "")
     return (f"Answered by **{html.escape(stats.engine)}**{model} · first token {stats.first_token_s:.2f} s · "
             f"{speed} ({stats.tokens} tokens in {stats.total_s:.1f} s){cut}")
