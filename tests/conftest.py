@@ -1,4 +1,9 @@
-"""Shared fixtures: a per-run cache, the real embedder, servers on loopback."""
+"""Shared fixtures: a per-run cache, the real embedder, servers on loopback; and each test's lane, by its folder.
+
+    tests/unit         no app, no browser, no model server: the fast lane (`pytest tests/unit`, under 3 minutes)
+    tests/integration  the app on loopback (gradio_client), model servers, the local model, training
+    tests/browser      Debian's Chromium driving the app (Playwright)
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,17 @@ from loopback import ROOT, free_port, gradio_app, wait_http  # noqa: F401  (test
 
 ARTIFACTS = ROOT / "test-artifacts"
 sys.path.insert(0, str(ROOT))
+
+
+LANES = ("unit", "integration", "browser")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with its lane (its folder under tests/), so `-m unit` and the folders agree."""
+    for item in items:
+        lane = Path(item.path).parent.name
+        if lane in LANES:
+            item.add_marker(getattr(pytest.mark, lane))
 
 
 @pytest.fixture(scope="session")

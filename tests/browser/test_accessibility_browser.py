@@ -1,0 +1,86 @@
+"""Accessibility in Chromium: axe-core (bundled by axe-playwright-python) on the chat, the scene view and
+the add-a-character tab, at a laptop's and a phone's size; and the keyboard path through a chat."""
+
+import time
+
+import pytest
+from conftest import ARTIFACTS
+from test_browser import browser, wait_reply  # noqa: F401  (the module's browser fixture)
+from test_scene_browser import cast_scene
+
+BLOCKING = ("critical", "serious")
+
+
+def blocking_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    return [f"{v['impact']} {v['id']}: {node['target']} {node['html'][:120]}"
+            for v in Axe().run(page).response["violations"] if v["impact"] in BLOCKING for node in v["nodes"]]
+
+
+def open_every_panel(page) -> int:
+    """Unfold every folded panel in sight (Settings, Memories, the scenes used, the Hub's list…)."""
+    opened = 0
+    for _ in range(20):  # one at a time: each one opened changes which are left
+        folded = [f for f in page.locator(".label-wrap:not(.open)").all() if f.is_visible()]
+        if not folded:
+            break
+        folded[0].click()
+        opened += 1
+        page.wait_for_timeout(250)
+    page.wait_for_timeout(600)
+    return opened
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1366, "height": 850}, {"width": 390, "height": 844}])
+def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_server, viewport):  # noqa: F811
+    page = browser.new_page(viewport=viewport)
+    page.goto(app_server)
+    page.wait_for_selector("#chat .message.bot", timeout=60_000)
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
+    time.sleep(1)
+    assert page.evaluate("document.documentElement.lang")  # the page says its language
+    assert page.locator("#about [lang=zh]").count() == 1  # 孙悟空's name and line are marked Chinese
+    problems = {"chat": blocking_violations(page)}
+    assert open_every_panel(page) >= 3
+    problems["chat, every panel open"] = blocking_violations(page)
+    page.get_by_role("tab", name="Scene · 群戏").click()
+    page.wait_for_timeout(800)
+    problems["scene, empty"] = blocking_violations(page)
+    cast_scene(page, ("孙悟空", "诸葛亮"))
+    problems["scene"] = blocking_violations(page)
+    open_every_panel(page)
+    problems["scene, every panel open"] = blocking_violations(page)
+    add_tab = page.get_by_role("tab", name="Add a character · 添加角色")
+    if add_tab.count() and add_tab.is_visible():
+        add_tab.click()
+    else:  # on a phone the third tab sits under Gradio's "More tabs" button
+        page.get_by_role("button", name="More tabs").click()
+        page.locator(".overflow-dropdown button", has_text="Add a character").click()
+    page.wait_for_selector("#add-role", state="visible")
+    time.sleep(0.5)
+    problems["add"] = blocking_violations(page)
+    open_every_panel(page)
+    problems["add, every panel open"] = blocking_violations(page)
+    page.close()
+    assert problems == {key: [] for key in problems}
+
+
+def test_the_keyboard_path_enter_sends_and_focus_comes_back_to_the_box(browser, app_server):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(app_server)
+    page.wait_for_selector("#chat .message.bot", timeout=60_000)
+    page.wait_for_selector("#engine-note strong", timeout=60_000)
+    box = page.locator("#message textarea")
+    box.focus()
+    page.keyboard.type("你的金箍棒有多重？")
+    page.keyboard.press("Enter")  # Enter sends
+    wait_reply(page, 2)
+    page.wait_for_function("() => document.activeElement === document.querySelector('#message textarea')",
+                           timeout=10_000)
+    page.keyboard.press("Tab")  # the next stop after the box is its Send button
+    assert page.evaluate("document.activeElement.id") == "send"
+    assert "Portrait of 孙悟空" in page.locator("#portrait img").get_attribute("alt")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "keyboard.png"))
+    page.close()

@@ -1,0 +1,33 @@
+"""A character card in a real browser: the visitor's name in the greeting, lorebook entries in the scenes panel."""
+
+import json
+
+from conftest import ARTIFACTS
+from test_browser import _throwaway, add_file, browser, open_page, say, wait_reply  # noqa: F401
+from test_cards import ASH_CARD
+
+from chatharuhi_core.roles.cards import write_card_png
+from chatharuhi_core.roles.sources import load_role
+
+
+def test_upload_a_card_type_a_name_see_it_greeted_and_the_lore_marked(browser, app_server, tmp_path):  # noqa: F811
+    (tmp_path / "ash.json").write_text(json.dumps(ASH_CARD), encoding="utf-8")
+    card = write_card_png(load_role(tmp_path / "ash.json", settings=_throwaway(tmp_path)), tmp_path / "ash.png")
+    page = open_page(browser, app_server)
+    add_file(page, card, "", expect="Added Captain Ash")
+    page.wait_for_function("() => document.querySelector('#chat')?.innerText.includes('Welcome aboard, friend.')")
+    page.locator("#user-role textarea").fill("")
+    page.locator("#user-role textarea").press_sequentially("Sam", delay=60)
+    page.wait_for_function("() => document.querySelector('#chat')?.innerText.includes('Welcome aboard, Sam.')",
+                           timeout=15_000)
+    assert "owes Sam a favour" in page.locator("#about").inner_text()
+    say(page, "Set course for Ashfall at first light.")
+    texts, _ = wait_reply(page, 2)
+    assert "{{user}}" not in texts[-1] and "⚠️" not in texts[-1]
+    page.get_by_text("Scenes retrieved for the last reply").click()
+    page.wait_for_function("() => (document.querySelector('#scenes')?.innerText || '').includes('Lorebook entries')")
+    panel = page.locator("#scenes").inner_text()
+    assert "📖 Ashfall · key 'Ashfall' in the message being answered" in panel
+    assert "📖 The crew never flies through storms. · constant" in panel
+    page.screenshot(path=str(ARTIFACTS / "card-lore.png"), full_page=True)
+    page.close()

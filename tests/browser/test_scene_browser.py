@@ -1,0 +1,158 @@
+"""The Scene · 群戏 tab in a real browser (Debian's Chromium driven by Playwright)."""
+
+import time
+
+from conftest import ARTIFACTS
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from test_browser import browser  # noqa: F401  (the module's browser fixture)
+from test_engines import lines_of
+
+
+def cast_scene(page, names):
+    """Add characters to the scene by typing their names in the cast picker (the Scene tab is open)."""
+    box = page.locator("#scene-cast input")
+    for name in names:
+        present = page.locator(f"#scene-present li:has-text('{name}')").first
+        for _ in range(3):  # on a busy machine the list's choices may still be arriving when Enter is pressed
+            box.click()
+            box.fill(name)
+            time.sleep(0.3)
+            page.keyboard.press("Enter")  # the first match: the bundled role
+            try:
+                present.wait_for(timeout=10_000)
+                break
+            except PlaywrightTimeout:
+                if page.locator(f"#scene-cast .token:has-text('{name}')").count():
+                    break  # picked, the cast line is slow: pressing Enter again would take it out
+                page.keyboard.press("Escape")
+        present.wait_for(timeout=30_000)
+    page.keyboard.press("Escape")
+
+
+def open_scene(context, url, names, user_role=None):
+    page = context.new_page()
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#chat .message", timeout=60_000)
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
+    page.get_by_role("tab", name="Scene · 群戏").click()
+    cast_scene(page, names)
+    if user_role:
+        page.fill("#scene-user textarea", user_role)
+    return page
+
+
+def lines(page) -> list[tuple[str | None, str]]:
+    """(role id or None for the visitor, text) of every bubble in the scene."""
+    out = []
+    for msg in page.locator("#scene-chat .message").all():
+        role = msg.locator(".speaker").first
+        classes = (role.get_attribute("class") or "").split() if role.count() else []
+        rid = next((c[5:] for c in classes if c.startswith("role-")), None)
+        text = msg.inner_text().strip()
+        if rid:
+            text = text.split("\n", 1)[1].strip() if "\n" in text else ""
+        out.append((rid, text))
+    return out
+
+
+def wait_lines(page, count, timeout=60):
+    """At least `count` bubbles once the event is over (the status line leaves its busy mark)."""
+    deadline = time.time() + timeout
+    time.sleep(0.3)
+    while time.time() < deadline:
+        now = lines(page)
+        if len(now) >= count and "进行中" not in page.locator("#scene-status").inner_text():
+            return lines(page)
+        time.sleep(0.25)
+    raise AssertionError(f"the scene has {len(lines(page))} lines, expected {count}: {lines(page)}; "
+                         f"status: {page.locator('#scene-status').inner_text()}")
+
+
+def test_a_three_character_scene_answers_by_name_with_the_right_portrait(browser, app_server):  # noqa: F811
+    context = browser.new_context()
+    page = open_scene(context, app_server, ["孙悟空", "诸葛亮", "林黛玉"], "唐僧")
+    page.fill("#scene-message textarea", "悟空，前面是不是有妖怪？")
+    page.click("#scene-send")
+    got = wait_lines(page, 2)
+    assert got[0] == (None, "悟空，前面是不是有妖怪？")
+    rid, text = got[1]
+    assert rid == "sunwukong" and text in lines_of("sunwukong")
+    face = page.locator("#scene-chat .message .speaker img").first
+    assert "/characters/sunwukong/image" in face.get_attribute("src")
+    assert face.evaluate("img => img.naturalWidth > 0 && img.getBoundingClientRect().width <= 40")
+    page.locator("#scene-scenes-panel").click()
+    page.wait_for_selector("#scene-scenes:has-text('similarity')", timeout=10_000)
+
+    # let them talk for 3 lines, each one its speaker's own words
+    before = len(lines(page))
+    page.fill("#scene-turns input", "3")
+    page.click("#scene-talk-btn")
+    got = wait_lines(page, before + 3)
+    assert len(got) == before + 3, got
+    for rid, text in got[before:]:
+        assert text in lines_of(rid)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "scene-zh.png"), full_page=True)
+
+    # a long run, stopped after its first line: it stops, and no half line is left on screen
+    page.fill("#scene-turns input", "20")
+    page.click("#scene-talk-btn")
+    page.wait_for_function(f"document.querySelectorAll('#scene-chat .message').length > {len(got)}",
+                           timeout=20_000)
+    page.click("#scene-stop")
+    page.wait_for_selector("#scene-status:has-text('Stopped')", timeout=10_000)
+    stopped = wait_lines(page, len(got))  # the line cut by Stop is dropped; the ones before it stay
+    assert stopped[: len(got)] == got and len(stopped) < len(got) + 20
+    time.sleep(2)
+    assert lines(page) == stopped  # nothing more arrives
+    for rid, text in stopped[len(got):]:
+        assert text in lines_of(rid)  # whole lines only
+    context.close()
+
+
+def test_two_visitors_scenes_never_see_each_other(browser, app_server):  # noqa: F811
+    ctx_a, ctx_b = browser.new_context(), browser.new_context()
+    a = open_scene(ctx_a, app_server, ["Sherlock Holmes", "Elizabeth Bennet", "Count Dracula"], "Watson")
+    b = open_scene(ctx_b, app_server, ["孙悟空", "林黛玉"], "唐僧")
+    a.fill("#scene-message textarea", "Count Dracula, why are you here?")
+    a.click("#scene-send")
+    b.fill("#scene-message textarea", "林妹妹，你好。")
+    b.click("#scene-send")
+    got_a, got_b = wait_lines(a, 2), wait_lines(b, 2)
+    assert got_a[1][0] == "dracula" and got_b[1][0] == "lindaiyu"
+    assert {rid for rid, _ in got_a if rid} <= {"sherlock", "elizabeth", "dracula"}
+    assert {rid for rid, _ in got_b if rid} <= {"sunwukong", "lindaiyu"}
+    assert "林妹妹" not in a.locator("#scene-chat").inner_text()
+    assert "Dracula" not in b.locator("#scene-chat").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    a.screenshot(path=str(ARTIFACTS / "scene-en.png"), full_page=True)
+    b.set_viewport_size({"width": 390, "height": 844})
+    b.screenshot(path=str(ARTIFACTS / "scene-zh-phone.png"), full_page=True)
+    ctx_a.close()
+    ctx_b.close()
+
+
+def test_a_whisper_to_one_character(browser, app_server):  # noqa: F811
+    """The "to" picker beside the box: the line is marked as a whisper, only that character answers, and its
+    answer is marked as heard by the visitor alone; laptop and phone."""
+    context = browser.new_context()
+    page = open_scene(context, app_server, ["Sherlock Holmes", "Elizabeth Bennet", "Count Dracula"], "Watson")
+    page.click("#scene-to input")
+    page.locator("ul[role='listbox'] li:has-text('Elizabeth Bennet')").first.click()
+    page.wait_for_selector("#scene-message textarea[placeholder*='Whisper to Elizabeth Bennet']", timeout=10_000)
+    page.fill("#scene-message textarea", "Do you trust the Count?")
+    page.click("#scene-send")
+    got = wait_lines(page, 2)
+    assert len(got) == 2, got  # nobody else answered
+    assert got[0][0] is None and "Whispered to Elizabeth Bennet" in got[0][1]
+    assert got[1][0] == "elizabeth" and "Only you heard this" in got[1][1]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "scene-whisper.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    time.sleep(0.5)
+    page.locator("#scene-send").scroll_into_view_if_needed()
+    box = page.locator("#scene-to").bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390  # the picker fits a phone's width
+    page.screenshot(path=str(ARTIFACTS / "scene-whisper-phone.png"))
+    context.close()
