@@ -90,6 +90,18 @@ class TurnGate:
         return ticket == self.ticket
 
 
+def reopen(current: Conversation | None, chats: dict | None, role_id: str) -> tuple[Conversation, dict]:
+    """Put the chat on screen away (whole exchanges only: a reply cut off by the switch was never
+    added) and bring out the chat with `role_id`: the one this visitor had before, or a new one."""
+    chats = dict(chats or {})
+    if current is not None:
+        if current.history:
+            chats[current.role_id] = current
+        else:
+            chats.pop(current.role_id, None)
+    return chats.get(role_id) or Conversation(role_id), chats
+
+
 def as_shown(role: Role, text: str, user: str | None = None) -> str:
     """A role's text as the page shows it: `{{user}}` as the visitor's name in the story (the role's
     default name until one is typed)."""
