@@ -1,4 +1,4 @@
-"""The Backend protocol and the registry that maps a name to a backend class."""
+"""The Engine protocol (what an engine must and may offer) and the registry that maps a name to an engine."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ...errors import look_up
-from ..prompt import Exchange
+from ..prompt import Exchange, Layout
 
 if TYPE_CHECKING:
     from ...config import Budgets, Settings
@@ -70,13 +70,19 @@ def api_sampling(options: EngineOptions) -> dict[str, float | int]:
 
 
 class Engine(Protocol):
-    """Streams the text of a reply, delta by delta. Raises BackendError with a plain sentence.
+    """Streams the text of a reply, delta by delta. Raises EngineError with a plain sentence.
 
-    A backend may also offer (all optional, looked up with getattr):
+    An engine may also offer (all optional; the built-in engines document theirs):
+      layout: Layout                    how it reads a prompt (prompt.Layout; read with `layout_of`)
+      options: EngineOptions            what it was opened with (its max_tokens caps a reply)
+      reply_cap: int                    the longest reply it writes, in tokens, when not options.max_tokens
       loading_message() -> str | None   a sentence while something heavy loads on first use
       load() -> None                    do that loading now
       count_tokens(text) -> int         its own tokenizer, for the prompt budgets
       model_label() -> str              which model answered, for the page
+      languages() -> frozenset | None   the languages its model speaks (chat/languages.py); None: any
+      warm(messages) -> Thread | None   read a prompt's start ahead, while the visitor types (layout.scenes_last)
+      lane() -> LaneSpec | None         the queue its visitors wait in when it answers one at a time (chat/lanes.py)
       score(request, lines) -> [float]  how strongly it would give each line as the reply (eval's next-line
                                         choice: a model's mean log-probability, the script engine's ranking)
     """
@@ -84,6 +90,12 @@ class Engine(Protocol):
     name: str
 
     def stream(self, request: ChatRequest) -> Iterator[str]: ...
+
+
+def layout_of(engine: object) -> Layout:
+    """The engine's prompt layout: its own `layout`, else the paper's (scenes right after the system prompt)."""
+    layout = getattr(engine, "layout", None)
+    return layout if isinstance(layout, Layout) else Layout()
 
 
 Defaults = Callable[["Settings"], dict]

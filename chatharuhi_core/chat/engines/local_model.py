@@ -29,6 +29,7 @@ from ...errors import EngineError
 from ...roles.lines import format_reply
 from ..lanes import LaneSpec
 from ..languages import EN, IN_LANGUAGE_MIN, family_languages
+from ..prompt import Layout
 from .base import ChatRequest, EngineOptions, register_engine
 from .local_runtime import (
     BUNDLED_FILE,
@@ -215,7 +216,7 @@ class LocalModelEngine:
     sampling = Sampling(max_tokens=160)  # a script line, not an essay
     # the scenes after the history (prompt.py), so the next turn's start can be read ahead (`warm`): an ordinary
     # turn then reads only its scenes and message (on 2 cores 0.5-0.7 s instead of 0.9-1.4 s, bench/RESULTS.md)
-    scenes_after_history = True
+    layout = Layout(scenes_last=True)
 
     def __init__(self, options: EngineOptions | None = None):
         self.options = options or EngineOptions()
