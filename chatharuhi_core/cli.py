@@ -79,7 +79,7 @@ class _Session:
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
     from .chat.languages import warn_language
-    from .chat.memory import Memory, in_background
+    from .chat.memory import Memory
 
     if len(args.role) > 1 or args.order or args.to:
         from .scene.cli import run_scene
@@ -93,20 +93,32 @@ def cmd_chat(args: argparse.Namespace) -> int:
                      user_role=args.user_role or saved_user, model=args.model, base_url=args.base_url,
                      api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history,
                      memory=Memory(list(pins), notes=list(notes)))
-    name = bot.role.name
     warn_language(bot.engine, bot.role)  # before the first message
     loading = bot.loading_message()
     if loading:
         print(loading, file=sys.stderr, flush=True)
         bot.load()
     if args.text:
-        streaming = bot.stream(" ".join(args.text))
-        for delta in streaming:
-            print(delta, end="", flush=True)
-        print()
-        _print_stats(streaming.reply, args.stats)
-        session.save(bot, streaming.reply)
+        _answer(bot, " ".join(args.text), args.stats, session)
         return 0
+    return _chat_loop(bot, args.stats, session)
+
+
+def _answer(bot, text: str, stats: bool, session: _Session) -> None:
+    """Stream one reply to stdout, then its stats (with --stats) and the session file."""
+    streaming = bot.stream(text)
+    for delta in streaming:
+        print(delta, end="", flush=True)
+    print()
+    _print_stats(streaming.reply, stats)
+    session.save(bot, streaming.reply)
+
+
+def _chat_loop(bot, stats: bool, session: _Session) -> int:
+    """The interactive loop: a line, a reply, until Ctrl-D or /quit; a failed reply is a sentence in brackets."""
+    from .chat.memory import in_background
+
+    name = bot.role.name
     if bot.history:
         print(f"(going on from {len(bot.history)} saved exchanges in {session.path})")
         last = bot.history[-1]
@@ -133,12 +145,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             continue
         try:
             print(f"{name}: ", end="", flush=True)
-            streaming = bot.stream(text)
-            for delta in streaming:
-                print(delta, end="", flush=True)
-            print()
-            _print_stats(streaming.reply, args.stats)
-            session.save(bot, streaming.reply)
+            _answer(bot, text, stats, session)
         except ChatHaruhiError as exc:
             print(f"\n[{exc}]")
 
@@ -525,7 +532,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chatharuhi_core",
                                      description="Role-play chat grounded in a character's classic scenes.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_chat_command, _add_lookup_commands, _add_eval_command, _add_synthesize_command,
+                _add_finetune_command, _add_feedback_commands, _add_role_commands):
+        add(sub)
+    return parser
 
+
+def _add_chat_command(sub) -> None:
+    """`chat`: one message or a loop, with one character or a group scene."""
     p = sub.add_parser("chat", help="talk to a character (or a scene of several): one message, or a loop",
                        description="Answer one message (TEXT) in character, or open an interactive loop. "
                                    "Give --role two to six times for a scene with several characters; in its "
@@ -550,6 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
     p.set_defaults(func=cmd_chat)
 
+
+def _add_lookup_commands(sub) -> None:
+    """`roles`, `speak`, `engines` and `validate`: what is here, and a quick check."""
     p = sub.add_parser("roles", help="list the bundled characters", description="List the bundled characters.")
     p.add_argument("--hub", action="store_true", help="also list the ChatHaruhi roles offered from the Hub")
     p.set_defaults(func=cmd_roles)
@@ -572,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="for a script: the character's name")
     p.set_defaults(func=cmd_validate)
 
+
+def _add_eval_command(sub) -> None:
+    """`eval`: the paper's metric, systems compared on held-out cases."""
     p = sub.add_parser("eval", help="score role-play: engines and models, system prompt only vs full ChatHaruhi",
                        description="The paper's automatic metric and its Figure 9 comparison. For each role, scenes "
                                    "ending in a long line of the role are held out (and removed from retrieval); each "
@@ -619,6 +639,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="eval-results", help="output folder (default ./eval-results)")
     p.set_defaults(func=cmd_eval)
 
+
+def _add_synthesize_command(sub) -> None:
+    """`synthesize`: fine-tuning dialogues answered by the chatbot."""
     p = sub.add_parser("synthesize", help="make fine-tuning dialogues answered by the chatbot",
                        description="Answer each scene's opening lines and new questions (written Alpaca-style by "
                                    "the engine from the role's exchanges) with ChatHaruhi. Writes openai.jsonl and "
@@ -635,6 +658,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
     p.set_defaults(func=cmd_synthesize)
 
+
+def _add_finetune_command(sub) -> None:
+    """`finetune`: a LoRA adapter for the local engine."""
     p = sub.add_parser("finetune", help="train a LoRA adapter on the roles' lines for the local engine",
                        description="Supervised fine-tuning (TRL SFTTrainer + peft LoRA) of a local model on every line "
                                    "of the roles in the ChatHaruhi prompt format, with the scenes eval holds out left "
@@ -667,6 +693,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weights and training in fp32 or bf16 (default auto: bf16 on a GPU, fp32 on a CPU)")
     p.set_defaults(func=cmd_finetune)
 
+
+def _add_feedback_commands(sub) -> None:
+    """`feedback export`: the page's ratings and corrections as training data."""
     fb = sub.add_parser("feedback", help="turn the page's ratings and corrections into fine-tuning data",
                         description="Work with the feedback file the page writes (likes, dislikes, edits).")
     fsub = fb.add_subparsers(dest="feedback_command", required=True, metavar="ACTION")
@@ -677,9 +706,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--in", dest="input", help="the feedback file (default: CHATHARUHI_FEEDBACK or the cache's)")
     p.add_argument("--out", default="feedback-data", help="output folder (default ./feedback-data)")
     p.set_defaults(func=cmd_feedback_export)
-
-    _add_role_commands(sub)
-    return parser
 
 
 SOURCES_HELP = ("a role package folder or .zip, a character card (.png/.json), a ChatHaruhi .jsonl, "
