@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .chat.engines import engine_info, engine_names
+from .chat.engines import EngineChoice, engine_info, engine_names
 from .config import Settings
 from .errors import ChatHaruhiError, InputError
 from .scene.order import order_names
@@ -81,18 +81,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.languages import warn_language
     from .chat.memory import Memory
 
+    settings = Settings.from_env()
+    engine = engine_choice(args, settings)
     if len(args.role) > 1 or args.order or args.to:
         from .scene.cli import run_scene
 
-        return run_scene(args)
+        return run_scene(args, engine, settings)
     args.role = args.role[0]
-    settings = Settings.from_env()
     session = _Session(args.session)
     history, saved_user, pins, notes = session.load(args.role)
-    bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_engine,
-                     user_role=args.user_role or saved_user, model=args.model, base_url=args.base_url,
-                     api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history,
-                     memory=Memory(list(pins), notes=list(notes)))
+    bot = ChatHaruhi(role_name=args.role, llm=engine, user_role=args.user_role or saved_user, settings=settings,
+                     history=history, memory=Memory(list(pins), notes=list(notes)))
     warn_language(bot.engine, bot.role)  # before the first message
     loading = bot.loading_message()
     if loading:
@@ -350,6 +349,12 @@ def _engine(args: argparse.Namespace, settings: Settings) -> str:
     return engine_info(args.llm or settings.default_engine).name
 
 
+def engine_choice(args: argparse.Namespace, settings: Settings) -> EngineChoice:
+    """The engine the flags choose (--llm, --model, --base-url, --api-key, --fold-prompt), built once per command."""
+    return EngineChoice(_engine(args, settings), args.model, args.base_url, args.api_key,
+                        fold_prompt=getattr(args, "fold_prompt", None))
+
+
 def _roles(refs: Sequence[str] | None, settings: Settings):
     """The roles named (any source `role import` takes), or every bundled one."""
     from .roles.sources import bundled_roles, load_role
@@ -370,7 +375,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         systems = [SystemSpec(_engine(args, settings), args.model or "")]
     roles = _roles(args.roles, settings)
-    comparison = compare(roles, systems, settings=settings, base_url=args.base_url, api_key=args.api_key,
+    server = EngineChoice(base_url=args.base_url, api_key=args.api_key)  # every system's server and key, if given
+    comparison = compare(roles, systems, settings=settings, options=server,
                          conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
                          seed=args.seed, deep=args.deep_cases, baselines=not args.no_baselines,
                          next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
@@ -444,14 +450,14 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from .data.synthesize import synthesize
 
     settings = Settings.from_env()
-    engine = _engine(args, settings)
+    engine = engine_choice(args, settings)
     roles = _roles(args.roles, settings)
     out = Path(args.out)
     from .data.holdout import HoldOut
 
     try:
-        result = synthesize(roles, out, engine, settings=settings, model=args.model, base_url=args.base_url,
-                            api_key=args.api_key, scenes=args.scenes, questions=args.questions, seed=args.seed,
+        result = synthesize(roles, out, engine, settings=settings, scenes=args.scenes, questions=args.questions,
+                            seed=args.seed,
                             progress=progress_bar("answering", "dialogue"),
                             holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed, args.holdout_deep_cases))
     except KeyboardInterrupt:
@@ -590,6 +596,14 @@ def _add_lookup_commands(sub) -> None:
     p.set_defaults(func=cmd_validate)
 
 
+def _add_holdout_args(p: argparse.ArgumentParser) -> None:
+    """The scenes eval holds out, which synthesize and finetune leave out of their rows (as eval's flags)."""
+    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
+    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
+    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out for eval (as eval --seed)")
+    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
+
+
 def _add_eval_command(sub) -> None:
     """`eval`: the paper's metric, systems compared on held-out cases."""
     p = sub.add_parser("eval", help="score role-play: engines and models, system prompt only vs full ChatHaruhi",
@@ -651,10 +665,7 @@ def _add_synthesize_command(sub) -> None:
     p.add_argument("--scenes", type=int, default=None, help="scene openings per role (default: all)")
     p.add_argument("--questions", type=int, default=10, help="new questions per role (default 10)")
     p.add_argument("--seed", type=int, default=0, help="which examples are shown when asking (default 0)")
-    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
-    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
-    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out (as eval --seed)")
-    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
+    _add_holdout_args(p)
     p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
     p.set_defaults(func=cmd_synthesize)
 
@@ -682,10 +693,7 @@ def _add_finetune_command(sub) -> None:
     p.add_argument("--max-length", type=int, default=1024, help="longest row in tokens; longer ones are left out")
     p.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps (default: the epochs decide)")
     p.add_argument("--save-steps", type=int, default=10, help="checkpoint every N steps (default 10)")
-    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
-    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
-    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out for eval (as eval --seed)")
-    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
+    _add_holdout_args(p)
     p.add_argument("--seed", type=int, default=0, help="the training's seed (row order, LoRA's first weights)")
     p.add_argument("--batch-size", type=int, default=1, help="rows per step on the device (default 1: fastest on a CPU)")
     p.add_argument("--grad-accum", type=int, default=8, help="steps whose gradients add up to one update (default 8)")

@@ -9,6 +9,7 @@ import gradio as gr
 from chatharuhi_core.chat.engines import default_budgets, engine_info, engine_names
 from chatharuhi_core.config import Budgets, Settings
 from chatharuhi_core.web.common import EnginePanel, engine_note
+from chatharuhi_core.web.panel_hints import panel_hints
 from chatharuhi_core.web.signin import token_of
 
 
@@ -73,13 +74,13 @@ def change_engine(engine: str, kept: dict | None = None):
     """The settings an engine needs: a model field (its hint, and the models it suggests, such as the
     fine-tuned ones found on disk; free text still goes), a server's URL, key and fold, and the
     prompt budgets sized to the engine; `kept`: the model and budgets this browser kept for it."""
-    info = engine_info(engine)
+    hints = panel_hints(engine)
     settings = Settings.from_env()
     kept = kept or {}
-    choices = info.suggest_models(settings) if info.suggest_models else []
-    model = gr.Dropdown(choices=choices, value=kept.get("model", ""), visible=info.uses_model, info=info.model_hint)
-    key = gr.Textbox(label=f"{info.key_label} (this session only, never stored)")
+    choices = hints.suggest_models(settings) if hints.suggest_models else []
+    model = gr.Dropdown(choices=choices, value=kept.get("model", ""), visible=hints.uses_model, info=hints.model_hint)
+    key = gr.Textbox(label=f"{hints.key_label} (this session only, never stored)")
     budgets = default_budgets(engine, settings)
-    return (engine_note(engine), model, gr.Group(visible=info.uses_server), key,
+    return (engine_note(engine), model, gr.Group(visible=hints.uses_server), key,
             kept.get("story_tokens", budgets.story_tokens), kept.get("history_tokens", budgets.history_tokens),
             kept.get("memory_tokens", budgets.memory_tokens), kept.get("recall_tokens", budgets.recall_tokens))

@@ -29,7 +29,7 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .engines import ChatRequest, Engine, default_budgets, layout_of, open_engine, registered, writes
+from .engines import ChatRequest, Engine, EngineChoice, as_choice, default_budgets, layout_of, registered, writes
 from .lanes import process_lanes
 from .memory import (
     Memory,
@@ -182,15 +182,16 @@ class Drawn:
 class ChatHaruhi:
     """A conversation: role + engine + history. Not shared between visitors.
 
-    `llm` is the engine that answers: a registered name (`engines` on the command line lists them) or an
-    Engine object; the argument keeps the name the paper's API gave it.
+    `llm` is the engine that answers: a registered name (`engines` on the command line lists them), an Engine
+    object, or an EngineChoice (the engine with its options, budgets and fold, as one value); the argument keeps
+    the name the paper's API gave it, and model, base_url, api_key, budgets and fold_prompt beside it still work.
     """
 
     def __init__(
         self,
         system_prompt: str | Path | None = None,
         story_db: str | Path | None = None,
-        llm: str | Engine = "script",
+        llm: str | Engine | EngineChoice = "script",
         *,
         role_name: str | None = None,
         role: Role | None = None,
@@ -221,10 +222,12 @@ class ChatHaruhi:
         self.role = role
         self.user_role = user_role or role.visitor_name
         self.embedder = embedder or get_embedder(self.settings.embedder)
-        self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
+        choice = as_choice(llm, model=model, base_url=base_url, api_key=api_key, budgets=budgets,
+                           fold_prompt=fold_prompt)
+        self.engine: Engine = choice.open(self.settings)
         # the engine's own budgets unless given: a small local model reads a short prompt far sooner
-        self.budgets = budgets or default_budgets(self.engine.name, self.settings)
-        self.fold_prompt = self.settings.fold_prompt if fold_prompt is None else fold_prompt
+        self.budgets = choice.budgets or default_budgets(self.engine.name, self.settings)
+        self.fold_prompt = self.settings.fold_prompt if choice.fold_prompt is None else choice.fold_prompt
         # how the engine reads a prompt (prompt.Layout): the engine's own unless given (training rows are laid out
         # as the local model reads them, without one)
         self._scenes_last = (layout or layout_of(self.engine)).scenes_last

@@ -22,12 +22,12 @@ from __future__ import annotations
 import csv
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..chat.engines import Engine, default_budgets, engine_info, engine_names, open_engine, writes
+from ..chat.engines import Engine, EngineChoice, as_choice, default_budgets, engine_info, engine_names, writes
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
@@ -105,15 +105,15 @@ def parse_system(text: str) -> SystemSpec:
 Progress = Callable[[int, int], None]
 
 
-def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: Settings | None = None,
-             model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script", *, settings: Settings | None = None,
              conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
              min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, deep: int = DEEP_CASES_PER_ROLE,
              scorer: Embedder | None = None,
              progress: Progress | None = None, next_line: Sequence[str] = tuple(VARIANTS),
              distractors: int = DISTRACTORS, others: Sequence[Role] = (), allow_trained: bool = False,
              samples: int = 1, greedy: bool = False, budgets: Budgets | None = None) -> Report:
-    """Answer every held-out case under every condition with one engine (or a baseline), and score the replies;
+    """Answer every held-out case under every condition with one engine (`llm`: a name, an Engine, or an
+    EngineChoice with its model, server and key; or a baseline's name), and score the replies;
     then, for each next-line variant, let the engine rank the original line among `distractors` others
     (`others`: roles whose lines may serve as another character's, besides `roles`). An engine that samples
     answers each case `samples` times, each with its own seed, or once with the most likely tokens (`greedy`:
@@ -131,14 +131,9 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
     scorer = scorer or embedder
     if isinstance(llm, str) and llm in BASELINES:
         return _baseline_report(llm, cases, holdout, seed, conditions, scorer, progress)
-    trained = trained_on(model, cases) if model and getattr(llm, "name", llm) == "local" else []
-    if trained and not allow_trained:
-        roles_hit = sorted({c.role.id for c in trained})
-        raise InputError(f"The model {model} trained on the scenes of {len(trained)} of these {len(cases)} cases "
-                         f"({', '.join(roles_hit)}): its score would be on lines it has learned. Evaluate with the "
-                         "hold-out it was trained with (its chatharuhi-finetune.json: --cases, --deep-cases, --min-tokens, "
-                         "--seed), or add --allow-trained to show that score, marked.")
-    run = _Run(llm, settings, embedder, dict(model=model, base_url=base_url, api_key=api_key), budgets)
+    choice = as_choice(llm)
+    trained = _trained(choice, cases, allow_trained)
+    run = _Run(choice, settings, embedder, budgets)
     draws, greedy = run.draws(seed, samples, greedy)
     report = Report(run.probe_label(roles[0]), "", scorer.name, list(conditions), system=run.system,
                     distractors=distractors, trained_cases=len(trained), samples=len(draws), greedy=greedy,
@@ -165,6 +160,19 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
     if not any(not r.error for r in report.results):
         raise _failed(report.failures[0].error)
     return _scored(report, cases, scorer, raw)
+
+
+def _trained(choice: EngineChoice, cases: Sequence[Case], allow_trained: bool) -> list[Case]:
+    """The cases whose scenes a fine-tuned local model trained on: refused with a sentence unless allowed."""
+    model = choice.model
+    trained = trained_on(model, cases) if model and choice.name == "local" else []
+    if trained and not allow_trained:
+        roles_hit = sorted({c.role.id for c in trained})
+        raise InputError(f"The model {model} trained on the scenes of {len(trained)} of these {len(cases)} cases "
+                         f"({', '.join(roles_hit)}): its score would be on lines it has learned. Evaluate with the "
+                         "hold-out it was trained with (its chatharuhi-finetune.json: --cases, --deep-cases, --min-tokens, "
+                         "--seed), or add --allow-trained to show that score, marked.")
+    return trained
 
 
 class _Counted:
@@ -199,13 +207,12 @@ def _baseline_report(name: str, cases: Sequence[Case], holdout: HoldOut, seed: i
 class _Run:
     """One system's run: its engine (one per seeded draw), its budgets and ruler, and each case's conversation."""
 
-    def __init__(self, llm: str | Engine, settings: Settings, embedder: Embedder, given: dict,
-                 budgets: Budgets | None):
-        self.llm, self.settings, self.embedder, self.given = llm, settings, embedder, given
-        self.engine = open_engine(llm, settings, **given)
+    def __init__(self, choice: EngineChoice, settings: Settings, embedder: Embedder, budgets: Budgets | None):
+        self.choice, self.settings, self.embedder = choice, settings, embedder
+        self.engine = choice.open(settings)
         self.ruler = count_tokens if budgets is not None else None
         self.budgets = budgets or default_budgets(self.engine.name, settings)
-        self.system = self.engine.name + (f":{given['model']}" if given.get("model") else "")
+        self.system = self.engine.name + (f":{choice.model}" if choice.model else "")
         self.engines: dict[int | None, Engine] = {None: self.engine}
 
     def probe_label(self, role: Role) -> str:
@@ -219,7 +226,7 @@ class _Run:
     def draws(self, seed: int, samples: int, greedy: bool) -> tuple[list[int | None], bool]:
         """The seeds each case is answered with: one reply from an engine that does not sample (or an object as
         is), one greedy reply, or `samples` seeded draws; and whether the run is greedy."""
-        sampled = isinstance(self.llm, str) and writes(self.engine)
+        sampled = isinstance(self.choice.engine, str) and writes(self.engine)
         greedy = greedy and sampled
         draws: list[int | None] = [None]
         if greedy:  # seeded as well: the local engine then reads each prompt afresh, the same way on every run
@@ -229,7 +236,7 @@ class _Run:
         temperature = 0.0 if greedy else None
         for d in draws:
             if d is not None:
-                self.engines[d] = open_engine(self.llm, self.settings, **self.given, seed=d, temperature=temperature)
+                self.engines[d] = self.choice.open(self.settings, seed=d, temperature=temperature)
         return draws, greedy
 
     def bot(self, case: Case, answering: Engine, cond: str):
@@ -302,10 +309,11 @@ def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[i
 
 
 def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, settings: Settings | None = None,
-            base_url: str | None = None, api_key: str | None = None, progress_for: Callable[[str], Progress] | None
-            = None, baselines: bool = True, **kwargs) -> Comparison:
+            options: EngineChoice = EngineChoice(), progress_for: Callable[[str], Progress] | None = None,
+            baselines: bool = True, **kwargs) -> Comparison:
     """The same held-out cases answered by several systems, each under every condition; the baselines
-    (greeting, random line) beside them unless `baselines` is False or they were named."""
+    (greeting, random line) beside them unless `baselines` is False or they were named. `options`: what every
+    system is opened with besides its engine and model (a server's URL and key)."""
     settings = settings or Settings.from_env()
     specs = [s if isinstance(s, SystemSpec) else parse_system(s) for s in systems]
     if baselines:
@@ -322,8 +330,9 @@ def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, setti
     reports = []
     for spec in specs:
         progress = progress_for(spec.text) if progress_for and spec.engine not in BASELINES else None
-        reports.append(run_eval(roles, spec.engine, settings=settings, model=spec.model or None, base_url=base_url,
-                                api_key=api_key, progress=progress, **kwargs))
+        system = spec.engine if spec.engine in BASELINES else replace(options, engine=spec.engine,
+                                                                        model=spec.model or None)
+        reports.append(run_eval(roles, system, settings=settings, progress=progress, **kwargs))
     return Comparison(reports)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.engines import ChatRequest, Engine, open_engine, writes
+from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.prompt import Exchange
 from ..config import Settings
 from ..embedding import Embedder
@@ -212,9 +212,8 @@ def _questions_for(role: Role, engine: Engine, can_write: bool, wanted: int, out
     return kept[:wanted]
 
 
-def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *,
-               settings: Settings | None = None, model: str | None = None, base_url: str | None = None,
-               api_key: str | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
+def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoice = "script", *,
+               settings: Settings | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
                progress: Progress | None = None, holdout: HoldOut | None = HoldOut()) -> SynthesisResult:
     """Answer every scene opening and question of these roles; append each to `out/dialogues.jsonl`.
 
@@ -226,7 +225,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
     settings = settings or Settings.from_env()
     if not roles:
         raise InputError("No roles to synthesize dialogues for.")
-    engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
+    engine = as_choice(llm).open(settings)
     can_write = writes(engine)
     out.mkdir(parents=True, exist_ok=True)
     result = SynthesisResult(out)

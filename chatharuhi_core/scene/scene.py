@@ -24,7 +24,7 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import replace
 
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
-from ..chat.engines import ChatRequest, Engine, open_engine, writes
+from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.lexical import tokens
 from ..chat.memory import Memory, Recalled, RecallQuery, in_background, recall_block
 from ..chat.prompt import Exchange, PromptParts, lay_out
@@ -49,14 +49,11 @@ class Scene:
     def __init__(
         self,
         roles: Sequence[str | Role | ChatHaruhi] = (),
-        llm: str | Engine = "script",
+        llm: str | Engine | EngineChoice = "script",
         *,
         user_role: str = "You",
         order: str = "natural",
         allow_self: bool = False,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
         budgets: Budgets | None = None,
         settings: Settings | None = None,
         embedder: Embedder | None = None,
@@ -67,9 +64,10 @@ class Scene:
     ):
         self.settings = settings or Settings.from_env()
         self.embedder = embedder or get_embedder(self.settings.embedder)
-        # one engine for the whole cast
-        self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
-        self._budgets, self._fold = budgets, fold_prompt
+        # one engine for the whole cast (`llm`: a name, an Engine, or an EngineChoice with its options)
+        choice = as_choice(llm, budgets=budgets, fold_prompt=fold_prompt)
+        self.engine: Engine = choice.open(self.settings)
+        self._budgets, self._fold = choice.budgets, choice.fold_prompt
         # after each line, each member's memory embeds it in the background (index_ahead)
         self.read_ahead = read_ahead
         self.rng = random.Random(seed)
@@ -403,7 +401,7 @@ class Scene:
         return dump_scene(self.state)
 
     @classmethod
-    def load(cls, data: bytes | str, llm: str | Engine = "script", **kwargs) -> Scene:
+    def load(cls, data: bytes | str, llm: str | Engine | EngineChoice = "script", **kwargs) -> Scene:
         """A saved scene, with the same cast, presence, order and transcript."""
         from .saved import load_scene
 

@@ -1,6 +1,6 @@
 """What the page does for one visitor, as plain functions over a Conversation value.
 
-app.py keeps a Conversation in gr.State (one per browser session) and calls these; nothing
+The page (page/) keeps a Conversation in gr.State (one per browser session) and calls these; nothing
 here is per-visitor module state. The API key arrives with each event and is never stored.
 """
 
@@ -198,7 +198,7 @@ def _quoted(text: str) -> str:
 def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: Settings) -> ChatHaruhi:
     """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
     return ChatHaruhi(role=load_role(conv.role_id), user_role=user_role or None, history=conv.history,
-                      memory=conv.memory, **engine.kwargs(settings))
+                      memory=conv.memory, llm=engine.choice(settings), settings=settings)
 
 
 def read_ahead(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> threading.Thread | None:

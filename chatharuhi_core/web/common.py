@@ -1,5 +1,5 @@
 """What the chat and group-scene pages share: the settings panel as sent, portraits and file links,
-the frame throttle, and saving a visitor's feedback. Plain Python: the Gradio layout is in app.py."""
+the frame throttle, and saving a visitor's feedback. Plain Python: the Gradio layout is in page/."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from ..chat.engines import default_budgets, engine_info
+from ..chat.engines import EngineChoice, default_budgets, engine_info
 from ..config import Budgets, Settings
 from ..data.feedback import feedback_record
 from ..errors import UnknownNameError
@@ -135,10 +135,10 @@ class EnginePanel:
     def folds(self, settings: Settings) -> bool:
         return bool(self.fold_prompt) or settings.fold_prompt
 
-    def kwargs(self, settings: Settings) -> dict:
-        """What a ChatHaruhi or a Scene is opened with for this panel."""
-        return dict(llm=engine_info(self.engine).name, **self.options(), budgets=self.budgets(settings),
-                    settings=settings, fold_prompt=self.folds(settings))
+    def choice(self, settings: Settings) -> EngineChoice:
+        """The engine choice a ChatHaruhi or a Scene is opened with for this panel."""
+        return EngineChoice(engine_info(self.engine).name, **self.options(), budgets=self.budgets(settings),
+                            fold_prompt=self.folds(settings))
 
 
 EXPORT_DIR_NAME = "chatharuhi-exports"

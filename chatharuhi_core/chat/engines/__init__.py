@@ -10,8 +10,10 @@ from . import hf_inference as _hf  # noqa: F401  (registers "hf")
 from .base import (
     ChatRequest,
     Engine,
+    EngineChoice,
     EngineInfo,
     EngineOptions,
+    as_choice,
     create_engine,
     default_budgets,
     engine_info,
@@ -26,6 +28,8 @@ from .base import (
 
 __all__ = [
     "Engine",
+    "EngineChoice",
+    "as_choice",
     "EngineInfo",
     "EngineOptions",
     "ChatRequest",

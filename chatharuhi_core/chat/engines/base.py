@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -103,36 +103,28 @@ Defaults = Callable[["Settings"], dict]
 
 @dataclass(frozen=True)
 class EngineInfo:
-    """A registered engine and what its settings panel needs."""
+    """A registered engine: its name, label and description, how it is built, and what it can do (what the
+    page's settings panel shows for it is web/panel_hints.py's)."""
 
     name: str
     label: str
     description: str
     factory: Callable[[EngineOptions], Engine]
-    uses_model: bool = True  # shows the model field
-    uses_server: bool = False  # shows base URL and key
-    model_hint: str = ""  # placeholder of the model field
-    key_label: str = "API key"
     defaults: Defaults | None = None  # operator settings that fill blank options
     writes: bool = True  # can write new text (False for the script engine, which only quotes)
     budgets: Budgets | None = None  # prompt budgets sized to the engine (None: the paper's, for big models)
-    suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None  # (label, value) for the model field
     signs_in: bool = False  # a visitor signed in with Hugging Face is its key (their own Inference Providers account)
 
 
 _REGISTRY: dict[str, EngineInfo] = {}
 
 
-def register_engine(name: str, label: str, description: str, *, uses_model: bool = True,
-                     uses_server: bool = False, model_hint: str = "", key_label: str = "API key",
-                     defaults: Defaults | None = None, writes: bool = True, budgets: Budgets | None = None,
-                     suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None,
-                     signs_in: bool = False):
-    """Class decorator: the class is built with a BackendOptions."""
+def register_engine(name: str, label: str, description: str, *, defaults: Defaults | None = None,
+                    writes: bool = True, budgets: Budgets | None = None, signs_in: bool = False):
+    """Class decorator: the class is built with an EngineOptions."""
 
     def wrap(cls):
-        _REGISTRY[name] = EngineInfo(name, label, description, cls, uses_model, uses_server, model_hint,
-                                      key_label, defaults, writes, budgets, suggest_models, signs_in)
+        _REGISTRY[name] = EngineInfo(name, label, description, cls, defaults, writes, budgets, signs_in)
         cls.name = name
         return cls
 
@@ -176,6 +168,40 @@ def default_budgets(name: str, settings: Settings) -> Budgets:
 
 def create_engine(name: str, options: EngineOptions | None = None) -> Engine:
     return engine_info(name).factory(options or EngineOptions())
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine answers, and how: one value, chosen once (the page's settings panel, the command line's
+    flags, each system eval compares) and passed down whole to a conversation, a group scene, eval or synthesis.
+
+    engine: a registered name or an Engine object; model, base_url, api_key: what the visitor gave (blanks are
+    filled from the operator's settings when the engine opens); budgets: the prompt budgets (None: the engine's
+    own); fold_prompt: no system message and no two user messages in a row (None: the operator's setting).
+    """
+
+    engine: str | Engine = "script"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    budgets: Budgets | None = None
+    fold_prompt: bool | None = None
+
+    def open(self, settings: Settings, **extra) -> Engine:
+        """The engine, opened with these options (and `extra` ones: eval's seed and temperature)."""
+        return open_engine(self.engine, settings, model=self.model, base_url=self.base_url, api_key=self.api_key,
+                           **extra)
+
+    @property
+    def name(self) -> str:
+        return self.engine if isinstance(self.engine, str) else self.engine.name
+
+
+def as_choice(llm: str | Engine | EngineChoice, **given) -> EngineChoice:
+    """`llm` as an EngineChoice: a choice as it is (an option given beside it, not None, wins), or a name or an
+    engine object with the options given beside it (the paper's API: `ChatHaruhi(llm=..., model=...)`)."""
+    given = {k: v for k, v in given.items() if v is not None}
+    return replace(llm, **given) if isinstance(llm, EngineChoice) else EngineChoice(llm, **given)
 
 
 def open_engine(engine: str | Engine, settings: Settings, **overrides: str | None) -> Engine:

@@ -207,9 +207,7 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
     "network) run by llama.cpp; or a fine-tuned folder from `finetune`, a model folder, a .gguf file or a "
     "Hub id. Loaded once, on first use.",
     defaults=lambda settings: {"model": settings.gpu_model} if settings.gpu_model else {},
-    model_hint=f"blank = bundled {BUNDLED_LABEL}; or a fine-tuned folder (runs/…), a model folder, .gguf file or Hub id",
     budgets=LOCAL_BUDGETS,
-    suggest_models=suggested_models,
 )
 class LocalModelEngine:
     name = "local"
