@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .chat.engines import engine_info, engine_names
+from .chat.engines import EngineChoice, engine_info, engine_names
 from .config import Settings
 from .errors import ChatHaruhiError, InputError
 from .scene.order import order_names
@@ -79,34 +79,45 @@ class _Session:
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
     from .chat.languages import warn_language
-    from .chat.memory import Memory, in_background
+    from .chat.memory import Memory
 
+    settings = Settings.from_env()
+    engine = engine_choice(args, settings)
     if len(args.role) > 1 or args.order or args.to:
         from .scene.cli import run_scene
 
-        return run_scene(args)
+        return run_scene(args, engine, settings)
     args.role = args.role[0]
-    settings = Settings.from_env()
     session = _Session(args.session)
     history, saved_user, pins, notes = session.load(args.role)
-    bot = ChatHaruhi(role_name=args.role, llm=args.llm or settings.default_engine,
-                     user_role=args.user_role or saved_user, model=args.model, base_url=args.base_url,
-                     api_key=args.api_key, settings=settings, fold_prompt=args.fold_prompt, history=history,
-                     memory=Memory(list(pins), notes=list(notes)))
-    name = bot.role.name
+    bot = ChatHaruhi(role_name=args.role, llm=engine, user_role=args.user_role or saved_user, settings=settings,
+                     history=history, memory=Memory(list(pins), notes=list(notes)))
     warn_language(bot.engine, bot.role)  # before the first message
     loading = bot.loading_message()
     if loading:
         print(loading, file=sys.stderr, flush=True)
         bot.load()
     if args.text:
-        streaming = bot.stream(" ".join(args.text))
-        for delta in streaming:
-            print(delta, end="", flush=True)
-        print()
-        _print_stats(streaming.reply, args.stats)
-        session.save(bot, streaming.reply)
+        _answer(bot, " ".join(args.text), args.stats, session)
         return 0
+    return _chat_loop(bot, args.stats, session)
+
+
+def _answer(bot, text: str, stats: bool, session: _Session) -> None:
+    """Stream one reply to stdout, then its stats (with --stats) and the session file."""
+    streaming = bot.stream(text)
+    for delta in streaming:
+        print(delta, end="", flush=True)
+    print()
+    _print_stats(streaming.reply, stats)
+    session.save(bot, streaming.reply)
+
+
+def _chat_loop(bot, stats: bool, session: _Session) -> int:
+    """The interactive loop: a line, a reply, until Ctrl-D or /quit; a failed reply is a sentence in brackets."""
+    from .chat.memory import in_background
+
+    name = bot.role.name
     if bot.history:
         print(f"(going on from {len(bot.history)} saved exchanges in {session.path})")
         last = bot.history[-1]
@@ -133,12 +144,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             continue
         try:
             print(f"{name}: ", end="", flush=True)
-            streaming = bot.stream(text)
-            for delta in streaming:
-                print(delta, end="", flush=True)
-            print()
-            _print_stats(streaming.reply, args.stats)
-            session.save(bot, streaming.reply)
+            _answer(bot, text, stats, session)
         except ChatHaruhiError as exc:
             print(f"\n[{exc}]")
 
@@ -343,6 +349,12 @@ def _engine(args: argparse.Namespace, settings: Settings) -> str:
     return engine_info(args.llm or settings.default_engine).name
 
 
+def engine_choice(args: argparse.Namespace, settings: Settings) -> EngineChoice:
+    """The engine the flags choose (--llm, --model, --base-url, --api-key, --fold-prompt), built once per command."""
+    return EngineChoice(_engine(args, settings), args.model, args.base_url, args.api_key,
+                        fold_prompt=getattr(args, "fold_prompt", None))
+
+
 def _roles(refs: Sequence[str] | None, settings: Settings):
     """The roles named (any source `role import` takes), or every bundled one."""
     from .roles.sources import bundled_roles, load_role
@@ -363,7 +375,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         systems = [SystemSpec(_engine(args, settings), args.model or "")]
     roles = _roles(args.roles, settings)
-    comparison = compare(roles, systems, settings=settings, base_url=args.base_url, api_key=args.api_key,
+    server = EngineChoice(base_url=args.base_url, api_key=args.api_key)  # every system's server and key, if given
+    comparison = compare(roles, systems, settings=settings, options=server,
                          conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
                          seed=args.seed, deep=args.deep_cases, baselines=not args.no_baselines,
                          next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
@@ -437,14 +450,14 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from .data.synthesize import synthesize
 
     settings = Settings.from_env()
-    engine = _engine(args, settings)
+    engine = engine_choice(args, settings)
     roles = _roles(args.roles, settings)
     out = Path(args.out)
     from .data.holdout import HoldOut
 
     try:
-        result = synthesize(roles, out, engine, settings=settings, model=args.model, base_url=args.base_url,
-                            api_key=args.api_key, scenes=args.scenes, questions=args.questions, seed=args.seed,
+        result = synthesize(roles, out, engine, settings=settings, scenes=args.scenes, questions=args.questions,
+                            seed=args.seed,
                             progress=progress_bar("answering", "dialogue"),
                             holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed, args.holdout_deep_cases))
     except KeyboardInterrupt:
@@ -525,7 +538,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chatharuhi_core",
                                      description="Role-play chat grounded in a character's classic scenes.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_chat_command, _add_lookup_commands, _add_eval_command, _add_synthesize_command,
+                _add_finetune_command, _add_feedback_commands, _add_role_commands):
+        add(sub)
+    return parser
 
+
+def _add_chat_command(sub) -> None:
+    """`chat`: one message or a loop, with one character or a group scene."""
     p = sub.add_parser("chat", help="talk to a character (or a scene of several): one message, or a loop",
                        description="Answer one message (TEXT) in character, or open an interactive loop. "
                                    "Give --role two to six times for a scene with several characters; in its "
@@ -550,6 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
     p.set_defaults(func=cmd_chat)
 
+
+def _add_lookup_commands(sub) -> None:
+    """`roles`, `speak`, `engines` and `validate`: what is here, and a quick check."""
     p = sub.add_parser("roles", help="list the bundled characters", description="List the bundled characters.")
     p.add_argument("--hub", action="store_true", help="also list the ChatHaruhi roles offered from the Hub")
     p.set_defaults(func=cmd_roles)
@@ -572,6 +595,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="for a script: the character's name")
     p.set_defaults(func=cmd_validate)
 
+
+def _add_holdout_args(p: argparse.ArgumentParser) -> None:
+    """The scenes eval holds out, which synthesize and finetune leave out of their rows (as eval's flags)."""
+    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
+    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
+    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out for eval (as eval --seed)")
+    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
+
+
+def _add_eval_command(sub) -> None:
+    """`eval`: the paper's metric, systems compared on held-out cases."""
     p = sub.add_parser("eval", help="score role-play: engines and models, system prompt only vs full ChatHaruhi",
                        description="The paper's automatic metric and its Figure 9 comparison. For each role, scenes "
                                    "ending in a long line of the role are held out (and removed from retrieval); each "
@@ -619,6 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="eval-results", help="output folder (default ./eval-results)")
     p.set_defaults(func=cmd_eval)
 
+
+def _add_synthesize_command(sub) -> None:
+    """`synthesize`: fine-tuning dialogues answered by the chatbot."""
     p = sub.add_parser("synthesize", help="make fine-tuning dialogues answered by the chatbot",
                        description="Answer each scene's opening lines and new questions (written Alpaca-style by "
                                    "the engine from the role's exchanges) with ChatHaruhi. Writes openai.jsonl and "
@@ -628,13 +665,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenes", type=int, default=None, help="scene openings per role (default: all)")
     p.add_argument("--questions", type=int, default=10, help="new questions per role (default 10)")
     p.add_argument("--seed", type=int, default=0, help="which examples are shown when asking (default 0)")
-    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
-    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
-    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out (as eval --seed)")
-    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
+    _add_holdout_args(p)
     p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
     p.set_defaults(func=cmd_synthesize)
 
+
+def _add_finetune_command(sub) -> None:
+    """`finetune`: a LoRA adapter for the local engine."""
     p = sub.add_parser("finetune", help="train a LoRA adapter on the roles' lines for the local engine",
                        description="Supervised fine-tuning (TRL SFTTrainer + peft LoRA) of a local model on every line "
                                    "of the roles in the ChatHaruhi prompt format, with the scenes eval holds out left "
@@ -656,10 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-length", type=int, default=1024, help="longest row in tokens; longer ones are left out")
     p.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps (default: the epochs decide)")
     p.add_argument("--save-steps", type=int, default=10, help="checkpoint every N steps (default 10)")
-    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
-    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
-    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out for eval (as eval --seed)")
-    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
+    _add_holdout_args(p)
     p.add_argument("--seed", type=int, default=0, help="the training's seed (row order, LoRA's first weights)")
     p.add_argument("--batch-size", type=int, default=1, help="rows per step on the device (default 1: fastest on a CPU)")
     p.add_argument("--grad-accum", type=int, default=8, help="steps whose gradients add up to one update (default 8)")
@@ -667,6 +701,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weights and training in fp32 or bf16 (default auto: bf16 on a GPU, fp32 on a CPU)")
     p.set_defaults(func=cmd_finetune)
 
+
+def _add_feedback_commands(sub) -> None:
+    """`feedback export`: the page's ratings and corrections as training data."""
     fb = sub.add_parser("feedback", help="turn the page's ratings and corrections into fine-tuning data",
                         description="Work with the feedback file the page writes (likes, dislikes, edits).")
     fsub = fb.add_subparsers(dest="feedback_command", required=True, metavar="ACTION")
@@ -677,9 +714,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--in", dest="input", help="the feedback file (default: CHATHARUHI_FEEDBACK or the cache's)")
     p.add_argument("--out", default="feedback-data", help="output folder (default ./feedback-data)")
     p.set_defaults(func=cmd_feedback_export)
-
-    _add_role_commands(sub)
-    return parser
 
 
 SOURCES_HELP = ("a role package folder or .zip, a character card (.png/.json), a ChatHaruhi .jsonl, "

@@ -1,4 +1,5 @@
-"""Draw the package's import graph by floor and name every arrow that points up or closes a circle.
+"""Draw the import graph by floor (the package's families, then the page and app.py) and name every arrow that
+points up or closes a circle.
 
     python tools/import_graph.py          # floors, upward arrows, circles (exit 1 if any)
     python tools/import_graph.py --edges  # every module-to-module arrow as well
@@ -25,10 +26,18 @@ FLOORS = [
     ("data", {"data"}),
     ("web", {"web"}),
     ("entry", {"cli", "__main__", "__init__"}),
+    ("page", set()),  # page/: the Gradio page's parts (outside the package: the library never imports Gradio)
+    ("app", set()),  # app.py: builds the page and launches it
 ]
+PAGE = "page"
+APP = "app"
 
 
 def floor_of(module: str) -> int:
+    if module == APP:
+        return len(FLOORS) - 1
+    if module == PAGE or module.startswith(PAGE + "."):
+        return len(FLOORS) - 2
     head = module.split(".")[1] if module.count(".") else "__init__"
     for i, (_, names) in enumerate(FLOORS):
         if head in names:
@@ -59,11 +68,12 @@ def imports_of(path: Path, name: str) -> set[str]:
                 target = node.module or ""
             found.add(target)
             found |= {f"{target}.{a.name}" for a in node.names}
-    return {t for t in found if t == PACKAGE or t.startswith(PACKAGE + ".")}
+    return {t for t in found if any(t == top or t.startswith(top + ".") for top in (PACKAGE, PAGE, APP))}
 
 
 def graph() -> dict[str, set[str]]:
-    files = {module_name(p): p for p in (ROOT / PACKAGE).rglob("*.py")}
+    paths = [*(ROOT / PACKAGE).rglob("*.py"), *(ROOT / PAGE).glob("*.py"), ROOT / f"{APP}.py"]
+    files = {module_name(p): p for p in paths}
     edges = {}
     for name, path in files.items():
         targets = set()
@@ -117,9 +127,10 @@ def main() -> int:
     for i, (floor, _) in enumerate(FLOORS):
         names = sorted(m for m in edges if floor_of(m) == i)
         print(f"{floor:7} {len(names):3} modules")
+    tops = {PACKAGE, PAGE}  # a package's __init__ may gather what is below it
     up = sorted((a, b) for a, targets in edges.items() for b in targets
-                if floor_of(b) > floor_of(a) and not a.endswith("__init__") and a != PACKAGE)
-    rings = circles({a: {b for b in t if a != PACKAGE} for a, t in edges.items() if a != PACKAGE})
+                if floor_of(b) > floor_of(a) and not a.endswith("__init__") and a not in tops)
+    rings = circles({a: set(t) for a, t in edges.items() if a not in tops})
     if args.edges:
         for a in sorted(edges):
             for b in sorted(edges[a]):

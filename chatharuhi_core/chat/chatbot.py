@@ -22,14 +22,14 @@ import numpy as np
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import EngineError, InputError, RoleFormatError
-from ..roles.lines import main_speaker
+from ..roles.lines import format_query, main_speaker
 from ..roles.lorebook import Fired, activate, lore_block
 from ..roles.placeholders import fill, hold_partial
 from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .engines import ChatRequest, Engine, default_budgets, open_engine, registered, writes
+from .engines import ChatRequest, Engine, EngineChoice, as_choice, default_budgets, layout_of, registered, writes
 from .lanes import process_lanes
 from .memory import (
     Memory,
@@ -45,12 +45,14 @@ from .memory import (
 from .notes import MAX_NOTES, Note, due, notes_block, valid_notes, write_note
 from .prompt import (
     Exchange,
-    assemble_messages,
+    Layout,
+    PromptParts,
     clean_reply,
-    fold_messages,
-    history_messages,
+    exchange_messages,
+    lay_out,
     pack_stories,
     pending_prefix,
+    prompt_start,
     trim_history,
 )
 from .when import day_of, now_iso
@@ -164,18 +166,32 @@ class Streaming(Iterator[str]):
         self._steps.close()
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """What a turn draws from the character, whoever asks (the chat or a group scene): the classic scenes
+    retrieved for it, those packed into the scene budget, and the persona (system message, post-history text
+    and the lore called up)."""
+
+    scenes: list[Hit]
+    packed: list[str]
+    system: str
+    after: str
+    lore: list[Fired]
+
+
 class ChatHaruhi:
     """A conversation: role + engine + history. Not shared between visitors.
 
-    `llm` is the engine that answers: a registered name (`engines` on the command line lists them) or an
-    Engine object; the argument keeps the name the paper's API gave it.
+    `llm` is the engine that answers: a registered name (`engines` on the command line lists them), an Engine
+    object, or an EngineChoice (the engine with its options, budgets and fold, as one value); the argument keeps
+    the name the paper's API gave it, and model, base_url, api_key, budgets and fold_prompt beside it still work.
     """
 
     def __init__(
         self,
         system_prompt: str | Path | None = None,
         story_db: str | Path | None = None,
-        llm: str | Engine = "script",
+        llm: str | Engine | EngineChoice = "script",
         *,
         role_name: str | None = None,
         role: Role | None = None,
@@ -193,6 +209,7 @@ class ChatHaruhi:
         ruler: Callable[[str], int] | None = None,
         memory: Memory | None = None,
         read_ahead: bool = True,
+        layout: Layout | None = None,
     ):
         self.settings = settings or Settings.from_env()
         if role is None:
@@ -205,10 +222,15 @@ class ChatHaruhi:
         self.role = role
         self.user_role = user_role or role.visitor_name
         self.embedder = embedder or get_embedder(self.settings.embedder)
-        self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
+        choice = as_choice(llm, model=model, base_url=base_url, api_key=api_key, budgets=budgets,
+                           fold_prompt=fold_prompt)
+        self.engine: Engine = choice.open(self.settings)
         # the engine's own budgets unless given: a small local model reads a short prompt far sooner
-        self.budgets = budgets or default_budgets(self.engine.name, self.settings)
-        self.fold_prompt = self.settings.fold_prompt if fold_prompt is None else fold_prompt
+        self.budgets = choice.budgets or default_budgets(self.engine.name, self.settings)
+        self.fold_prompt = self.settings.fold_prompt if choice.fold_prompt is None else choice.fold_prompt
+        # how the engine reads a prompt (prompt.Layout): the engine's own unless given (training rows are laid out
+        # as the local model reads them, without one)
+        self._scenes_last = (layout or layout_of(self.engine)).scenes_last
         self.history: list[Exchange] = list(history or [])
         # scenes never to retrieve: evaluation holds the scene it asks about out of the store
         self.exclude_scenes = frozenset(exclude_scenes)
@@ -392,16 +414,23 @@ class ChatHaruhi:
 
     @property
     def scenes_last(self) -> bool:
-        """Whether the engine reads the scenes after the history (prompt.py): the local model does, and reads
+        """Whether the scenes come after the history (prompt.Layout): the local model's layout, which reads
         the next turn's start while the visitor types."""
-        return bool(getattr(self.engine, "scenes_after_history", False))
+        return self._scenes_last
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(scenes_last=self._scenes_last, fold=bool(self.fold_prompt))
 
     def next_prompt_start(self) -> list[dict]:
         """How the next turn's messages begin when the scenes come last: the system prompt (lore called up
         by the conversation so far), the history within its budget and the post-history text."""
         user_role = self.history[-1].user_role if self.history else self.user_role
         system, after, _ = self.persona(user_role, [t for ex in self.history for t in (ex.text, ex.reply)])
-        return history_messages(system, self.role.name, self.history, self.budgets, self.count_tokens, after)
+        return prompt_start(PromptParts(system, self._history_part(), after))
+
+    def _history_part(self) -> list[dict]:
+        return exchange_messages(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens)
 
     @property
     def reads_ahead(self) -> bool:
@@ -425,29 +454,39 @@ class ChatHaruhi:
         scenes and itself. As after each reply; a model not loaded yet is left alone. Never fails."""
         return self._warm() if self.read_ahead else None
 
+    # ------------------------------------------------------------ one turn's prompt (the chat's and a group scene's)
+
+    def embed_turn(self, texts: Sequence[str], remembering: bool) -> np.ndarray | None:
+        """One embedding call per turn: the text the scenes are retrieved for first, then the other texts memory
+        asks with; None when neither scenes nor memory need it."""
+        return self.embedder.embed(list(texts)) if self.budgets.top_k > 0 or remembering else None
+
+    def draw(self, query: str, vectors: np.ndarray | None, user_role: str, said: Sequence[str]) -> Drawn:
+        """The classic scenes for `query` (its vector: the first of `vectors`), packed to their budget, and the
+        persona for this turn (the lore that `said`, the conversation's last messages, calls up)."""
+        scenes = self.scenes_for(query, user_role, vectors[0] if vectors is not None else None)
+        packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
+        system, after, lore = self.persona(user_role, said)
+        return Drawn(scenes, packed, system, after, lore)
+
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
+        """The request for one message: embed once, draw scenes and persona, recall memory, lay out (prompt.py)."""
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.visitor_name
         remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1
         # one embedding call: the message (scenes and memory) and the forms memory also asks with
         forms = [text, *query_forms(text, self._visitor(user_role), self.role.name)] if remembering else [text]
-        vectors = self.embedder.embed(forms) if self.budgets.top_k > 0 or remembering else None
-        vector = vectors[0] if vectors is not None else None
-        scenes = self.scenes_for(text, user_role, vector)
-        packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
-        said = [t for ex in self.history for t in (ex.text, ex.reply)] + [text]
-        system, after, lore = self.persona(user_role, said)
+        vectors = self.embed_turn(forms, remembering)
+        drawn = self.draw(text, vectors, user_role, [t for ex in self.history for t in (ex.text, ex.reply)] + [text])
         in_window = self._in_window()
         recalled, notes, written = (self._remembered(text, vectors, user_role, self.clock(), in_window)
                                     if remembering else ([], [], ""))
         memory = "\n\n".join(b for b in (written, recall_block(recalled)) if b)
-        messages = assemble_messages(system, self.role.name, packed, self.history, user_role, text,
-                                     self.budgets, self.count_tokens, after, self.scenes_last, memory)
-        if self.fold_prompt:
-            messages = fold_messages(messages)
-        return ChatRequest(messages=messages, role=self.role, user_role=user_role, text=text,
-                           scenes=scenes, history=list(self.history), embedder=self.embedder,
-                           avoid=tuple(avoid), packed=len(packed), lore=lore, recalled=recalled,
+        parts = PromptParts(drawn.system, self._history_part(), drawn.after, drawn.packed, memory,
+                            format_query(user_role, text))
+        return ChatRequest(messages=lay_out(parts, self.layout), role=self.role, user_role=user_role, text=text,
+                           scenes=drawn.scenes, history=list(self.history), embedder=self.embedder,
+                           avoid=tuple(avoid), packed=len(drawn.packed), lore=drawn.lore, recalled=recalled,
                            pinned=len(self.pinned()), notes=notes, window=in_window,
                            indexed=self.memory.index.progress() if remembering else (0, 0))
 

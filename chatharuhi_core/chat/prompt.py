@@ -6,12 +6,13 @@ messages = [system: s_R]
          + kept history pairs as user/assistant messages
          + [system: post-history instructions, when a character card has them]
          + [user: "{user_role}:「{text}」"]
-Scenes are added in order of similarity until the story budget would be exceeded; history is
+A group scene lays out its members' prompts the same way (`lay_out`), with the lines a member witnessed as
+its history. Scenes are added in order of similarity until the story budget would be exceeded; history is
 walked back from the newest whole pair while it fits the history budget. Both stop at the first
 item that does not fit, and either may end up empty.
 
-An engine may ask for the scenes after the history instead (`scenes_last`), just before the message
-being answered: the same messages in another order. The local engine does, because a prompt that
+An engine may ask for the scenes after the history instead (its Layout's `scenes_last`), just before the
+message being answered: the same messages in another order. The local engine does, because a prompt that
 starts with what the last turn already had (system prompt and history) can be read while the visitor
 types, and only the new scenes and message are left to read when they send it (bench/RESULTS.md).
 """
@@ -71,49 +72,82 @@ def trim_history(history: Sequence[Exchange], character: str, budget: int,
     return kept
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How an engine reads a prompt: an explicit value, declared by the engine (its `layout`) or given to a
+    conversation (ChatHaruhi's `layout=`: training rows are laid out as the local model reads them).
+
+    scenes_last: the classic scenes (and memory) after the history and post-history text, just before the
+    message (the local engine: the prompt's start is then the same from turn to turn and read ahead).
+    fold: no system message and no two user messages in a row (`fold_messages`), for servers that reject them.
+    """
+
+    scenes_last: bool = False
+    fold: bool = False
+
+
+@dataclass(frozen=True)
+class PromptParts:
+    """What one turn's prompt is made of, gathered by the chat (ChatHaruhi.prepare) or a group scene
+    (Scene.prepare); `lay_out` is the one place that orders them."""
+
+    system: str  # the persona: system prompt, lore called up, pinned memories
+    history: Sequence[dict] = ()  # the recent messages kept within the history budget
+    post_history: str = ""  # a card's post-history instructions
+    scenes: Sequence[str] = ()  # the classic scenes, packed to their budget
+    memory: str = ""  # notes and earlier exchanges (or lines) recalled from beyond the history
+    message: str = ""  # what the character answers, as the last user message
+
+
+def prompt_start(parts: PromptParts) -> list[dict]:
+    """The system prompt, the history and the post-history text: with `scenes_last`, how the prompt starts,
+    known as soon as the last reply is complete."""
+    messages: list[dict] = [{"role": "system", "content": parts.system}, *parts.history]
+    if parts.post_history.strip():
+        messages.append({"role": "system", "content": parts.post_history.strip()})
+    return messages
+
+
+def lay_out(parts: PromptParts, layout: Layout = Layout()) -> list[dict]:
+    """The message list: the prompt's start, with the scenes and memory after the system prompt (the paper's
+    order) or after the post-history text (`scenes_last`), then the message; folded when the layout says so."""
+    messages = prompt_start(parts)
+    extra = [{"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(parts.scenes)}] if parts.scenes else []
+    if parts.memory:
+        extra.append({"role": "user", "content": parts.memory})
+    at = len(messages) if layout.scenes_last else 1
+    messages[at:at] = extra
+    messages.append({"role": "user", "content": parts.message})
+    return fold_messages(messages) if layout.fold else messages
+
+
+def exchange_messages(history: Sequence[Exchange], character: str, budget: int,
+                      count: Counter = count_tokens) -> list[dict]:
+    """The history kept within its budget (trim_history), as user and assistant messages."""
+    messages: list[dict] = []
+    for ex in trim_history(history, character, budget, count):
+        messages.append({"role": "user", "content": format_query(ex.user_role, ex.text)})
+        messages.append({"role": "assistant", "content": format_reply(character, ex.reply)})
+    return messages
+
+
 def build_messages(system_prompt: str, character: str, stories: Sequence[str],
                    history: Sequence[Exchange], user_role: str, text: str,
                    budgets: Budgets = Budgets(), count: Counter = count_tokens, post_history: str = "",
                    scenes_last: bool = False) -> list[dict]:
-    """The full message list for one turn, budgets applied."""
-    packed = pack_stories(stories, budgets.story_tokens, count)
-    return assemble_messages(system_prompt, character, packed, history, user_role, text, budgets, count,
-                             post_history, scenes_last)
-
-
-def assemble_messages(system_prompt: str, character: str, packed: Sequence[str],
-                      history: Sequence[Exchange], user_role: str, text: str,
-                      budgets: Budgets = Budgets(), count: Counter = count_tokens,
-                      post_history: str = "", scenes_last: bool = False, recall: str = "") -> list[dict]:
-    """The message list from scenes already packed to the budget; history is trimmed here.
-
-    `post_history` (a card's post_history_instructions) goes after the history, just before the
-    message being answered, where card authors expect it. `scenes_last`: the scenes after the history
-    and post-history text (see the module's docstring). `recall`: earlier exchanges of this conversation
-    (memory.py), a message right after the scenes.
-    """
-    messages = history_messages(system_prompt, character, history, budgets, count, post_history)
-    scenes = [{"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)}] if packed else []
-    if recall:
-        scenes.append({"role": "user", "content": recall})
-    at = len(messages) if scenes_last else 1
-    messages[at:at] = scenes
-    messages.append({"role": "user", "content": format_query(user_role, text)})
-    return messages
+    """The full message list for one turn, budgets applied (scenes packed, history trimmed)."""
+    parts = PromptParts(system_prompt, exchange_messages(history, character, budgets.history_tokens, count),
+                        post_history, pack_stories(stories, budgets.story_tokens, count),
+                        message=format_query(user_role, text))
+    return lay_out(parts, Layout(scenes_last=scenes_last))
 
 
 def history_messages(system_prompt: str, character: str, history: Sequence[Exchange],
                      budgets: Budgets = Budgets(), count: Counter = count_tokens,
                      post_history: str = "") -> list[dict]:
-    """The system prompt, the history kept within its budget and the post-history text: with
-    `scenes_last`, how the next turn's prompt starts, known as soon as a reply is complete."""
-    messages: list[dict] = [{"role": "system", "content": system_prompt}]
-    for ex in trim_history(history, character, budgets.history_tokens, count):
-        messages.append({"role": "user", "content": format_query(ex.user_role, ex.text)})
-        messages.append({"role": "assistant", "content": format_reply(character, ex.reply)})
-    if post_history.strip():
-        messages.append({"role": "system", "content": post_history.strip()})
-    return messages
+    """How a prompt with `scenes_last` starts (prompt_start), from the conversation's history."""
+    history_part = exchange_messages(history, character, budgets.history_tokens, count)
+    return prompt_start(PromptParts(system_prompt, history_part, post_history))
 
 
 def fold_messages(messages: Sequence[dict]) -> list[dict]:

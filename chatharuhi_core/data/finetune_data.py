@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..chat.prompt import Layout
 from ..config import Budgets, Settings
 from ..errors import InputError
 from ..roles.lines import format_reply
@@ -68,35 +69,23 @@ class Pair:
         return "\n".join(m["content"] for m in [*self.prompt, *self.chosen, *self.rejected])
 
 
-class _PromptOnly:
-    """Stands in for the local engine while prompts are built: it counts tokens with the base model's tokenizer
-    and orders the prompt as the engine does (scenes after the history), so a model trains on what it is shown."""
-
-    name = "local"
-    scenes_after_history = True
-
-    def __init__(self, count: Counter):
-        self.count_tokens = count
-
-    def stream(self, request):  # pragma: no cover - rows never ask for a reply
-        raise RuntimeError("training rows are built without a model")
-
-
 def scene_rows(role: Role, holdout: HoldOut, budgets: Budgets, count: Counter,
                settings: Settings | None = None, embedder=None) -> list[Row]:
     """Every answer of the role in the scenes eval does not hold out, with the prompt the chat path builds."""
     from ..chat.chatbot import ChatHaruhi
 
     held = holdout.scene_ids(role)
-    engine = _PromptOnly(count)
+    # laid out as the local engine lays out a prompt and counted with the base model's tokenizer (no model is
+    # opened: the script engine stands by, and rows never ask for a reply), so a model trains on what it is shown
+    layout = Layout(scenes_last=True)
     rows = []
     for story in role.stories:
         if story.id in held:
             continue
         for turn in scene_turns(role, story):
-            bot = ChatHaruhi(role=role, llm=engine, settings=settings, embedder=embedder, budgets=budgets,
+            bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder, budgets=budgets,
                              history=list(turn.context), user_role=turn.user_role,
-                             exclude_scenes=[*held, story.id])
+                             exclude_scenes=[*held, story.id], ruler=count, layout=layout, read_ahead=False)
             request = bot.prepare(turn.text, turn.user_role)
             rows.append(Row(f"scene:{role.id}:{story.id}:{turn.index}", role.id, request.messages,
                             [{"role": "assistant", "content": format_reply(role.name, turn.reply)}]))

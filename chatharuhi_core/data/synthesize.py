@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.engines import ChatRequest, Engine, open_engine, writes
+from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.prompt import Exchange
 from ..config import Settings
 from ..embedding import Embedder
@@ -212,9 +212,8 @@ def _questions_for(role: Role, engine: Engine, can_write: bool, wanted: int, out
     return kept[:wanted]
 
 
-def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *,
-               settings: Settings | None = None, model: str | None = None, base_url: str | None = None,
-               api_key: str | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
+def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoice = "script", *,
+               settings: Settings | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
                progress: Progress | None = None, holdout: HoldOut | None = HoldOut()) -> SynthesisResult:
     """Answer every scene opening and question of these roles; append each to `out/dialogues.jsonl`.
 
@@ -226,7 +225,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
     settings = settings or Settings.from_env()
     if not roles:
         raise InputError("No roles to synthesize dialogues for.")
-    engine = open_engine(llm, settings, model=model, base_url=base_url, api_key=api_key)
+    engine = as_choice(llm).open(settings)
     can_write = writes(engine)
     out.mkdir(parents=True, exist_ok=True)
     result = SynthesisResult(out)
@@ -235,32 +234,17 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
                             "from the scenes' later cues and the roles' example questions.")
     done = {r["id"] for r in read_records(out / DIALOGUES).records if "id" in r}
     result.done_before = len(done)
-    tasks: list[Task] = []
-    seen_tasks: set[tuple[str, str]] = set()
     probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings)
     probe.load()
     held_cases = {r.id: holdout.cases(r) if holdout else [] for r in roles}
     held: dict[str, set[str]] = {rid: {c.turn.scene_id for c in cs} for rid, cs in held_cases.items()}
-    full = {r.id: r for r in roles}
-    for role in roles:
-        role = replace(role, stories=[s for s in role.stories if s.id not in held[role.id]])  # what synthesis sees
-        openings = scene_tasks(role)
-        seen = {normalize(t.text) for t in openings}
-        role_tasks = openings[:scenes] if scenes is not None else openings
-        if questions:
-            qs = _questions_for(role, engine, can_write, questions, out, seed, seen, result, probe.embedder)
-            role_tasks += [Task(role, "question", role.user_name, q) for q in qs]
-        for t in role_tasks:
-            key = (role.id, normalize(t.text))
-            if key in seen_tasks:
-                result.duplicates += 1
-                continue
-            seen_tasks.add(key)
-            tasks.append(t)
+    tasks = _tasks(roles, held, scenes, lambda role, seen: _questions_for(
+        role, engine, can_write, questions, out, seed, seen, result, probe.embedder) if questions else [], result)
     todo = [t for t in tasks if t.id not in done]
     total = len(tasks)
     if progress:
         progress(total - len(todo), total)
+    full = {r.id: r for r in roles}
     try:
         for i, task in enumerate(todo):
             role = full[task.role.id]
@@ -268,29 +252,56 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine = "script", *
                              history=list(task.context), user_role=task.user_role,
                              exclude_scenes=[*held[role.id], *([task.scene_id] if task.scene_id else ())],
                              read_ahead=False)
-            try:
-                said = bot.answer(task.text, role=task.user_role)
-            except ChatHaruhiError as exc:
-                result.failed += 1
-                log.warning("%s: %s", task.role.id, exc)
-                if result.failed == i + 1 >= 3:  # nothing has worked: the engine is down
-                    raise ChatHaruhiError(f"The first {result.failed} answers all failed; stopping. {exc}") from None
-                continue
-            if leaked_lines(held_cases[role.id], said.text):  # eval would score a line the model was taught
-                result.leaked += 1
-                continue
-            append_record(out / DIALOGUES, {
-                "id": task.id, "role": task.role.id, "name": task.role.name, "kind": task.kind,
-                "scene": task.scene_id, "user_role": task.user_role, "text": task.text, "reply": said.text,
-                "engine": bot.engine_label, "model": bot.model_label,
-                "messages": training_messages(said.messages, task.role.name, said.text),
-            })
-            result.answered += 1
-            if progress:
+            if _answer_task(bot, task, i, held_cases[role.id], out, result) and progress:
                 progress(total - len(todo) + i + 1, total)
     finally:
         export_formats(out, result)
     return result
+
+
+def _tasks(roles: Sequence[Role], held: dict[str, set[str]], scenes: int | None, questions_for,
+           result: SynthesisResult) -> list[Task]:
+    """Each role's scene openings (up to `scenes`) and new questions (`questions_for(role, seen)`), once each,
+    from the scenes eval does not hold out."""
+    tasks: list[Task] = []
+    seen_tasks: set[tuple[str, str]] = set()
+    for role in roles:
+        role = replace(role, stories=[s for s in role.stories if s.id not in held[role.id]])  # what synthesis sees
+        openings = scene_tasks(role)
+        seen = {normalize(t.text) for t in openings}
+        role_tasks = openings[:scenes] if scenes is not None else openings
+        role_tasks += [Task(role, "question", role.user_name, q) for q in questions_for(role, seen)]
+        for t in role_tasks:
+            key = (role.id, normalize(t.text))
+            if key in seen_tasks:
+                result.duplicates += 1
+                continue
+            seen_tasks.add(key)
+            tasks.append(t)
+    return tasks
+
+
+def _answer_task(bot, task: Task, i: int, held_cases: list, out: Path, result: SynthesisResult) -> bool:
+    """Answer one task and append it to dialogues.jsonl, unless it failed or quotes a held-out line (False)."""
+    try:
+        said = bot.answer(task.text, role=task.user_role)
+    except ChatHaruhiError as exc:
+        result.failed += 1
+        log.warning("%s: %s", task.role.id, exc)
+        if result.failed == i + 1 >= 3:  # nothing has worked: the engine is down
+            raise ChatHaruhiError(f"The first {result.failed} answers all failed; stopping. {exc}") from None
+        return False
+    if leaked_lines(held_cases, said.text):  # eval would score a line the model was taught
+        result.leaked += 1
+        return False
+    append_record(out / DIALOGUES, {
+        "id": task.id, "role": task.role.id, "name": task.role.name, "kind": task.kind,
+        "scene": task.scene_id, "user_role": task.user_role, "text": task.text, "reply": said.text,
+        "engine": bot.engine_label, "model": bot.model_label,
+        "messages": training_messages(said.messages, task.role.name, said.text),
+    })
+    result.answered += 1
+    return True
 
 
 def export_formats(out: Path, result: SynthesisResult | None = None) -> dict[str, Path]:

@@ -55,6 +55,24 @@ def _row_text(row: dict, where: str) -> str:
     raise ImportProblem(f"{where}: the row has neither 'text' nor 'enc_text'.")
 
 
+def _add_vectors(columns: dict[str, list[np.ndarray]], marks: dict, where: str, embedder: Embedder | None,
+                 active: str | None) -> None:
+    """A row's embedding columns, each checked for its length (the active embedder's, a known column's, or the
+    column's first row's), added to `columns`."""
+    for col, value in marks.items():
+        if not isinstance(value, str):
+            continue
+        vec = decode_vector(value, f"{where}, column '{col}'")
+        want = embedder.dim if col == active and embedder else KNOWN_DIMS.get(col)
+        seen = columns.get(col)
+        expected = want or (len(seen[0]) if seen else None)
+        if expected is not None and len(vec) != expected:
+            raise ImportProblem(
+                f"{where}, column '{col}': the embedding has {len(vec)} dimensions, expected {expected}."
+            )
+        columns.setdefault(col, []).append(vec)  # a column missing on some rows is dropped below
+
+
 def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, role_name: str | None = None,
                            embedder: Embedder | None = None, source: str = "") -> Role:
     """Turn the text of a ChatHaruhi 2.0 jsonl into a Role, keeping usable embedding columns."""
@@ -72,18 +90,7 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
             continue
         if not body.strip():
             continue
-        for col, value in marks.items():
-            if not isinstance(value, str):
-                continue
-            vec = decode_vector(value, f"{where}, column '{col}'")
-            want = embedder.dim if col == active and embedder else KNOWN_DIMS.get(col)
-            seen = columns.get(col)
-            expected = want or (len(seen[0]) if seen else None)
-            if expected is not None and len(vec) != expected:
-                raise ImportProblem(
-                    f"{where}, column '{col}': the embedding has {len(vec)} dimensions, expected {expected}."
-                )
-            columns.setdefault(col, []).append(vec)  # a column missing on some rows is dropped below
+        _add_vectors(columns, marks, where, embedder, active)
         stories.append(Story(id=f"{len(stories) + 1:05d}", text=body.strip()))
     if not stories:
         raise ImportProblem(f"{name} holds no scenes: after the system prompt and config rows there is no story text.")

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..chat.engines import EngineChoice
 from ..chat.languages import warn_language
 from ..config import Settings
 from ..errors import ChatHaruhiError
@@ -80,12 +81,10 @@ def _save(scene: Scene, path: Path | None) -> None:
         replace_text(path, scene.dump())
 
 
-def run_scene(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
+def run_scene(args: argparse.Namespace, engine: EngineChoice, settings: Settings) -> int:
+    """`chat` with several --role: a group scene, answered by `engine` (the command's choice)."""
     path = Path(args.session) if args.session else None
-    common = dict(model=args.model, base_url=args.base_url, api_key=args.api_key, settings=settings,
-                  fold_prompt=args.fold_prompt, seed=args.seed)
-    engine = args.llm or settings.default_engine
+    common = dict(settings=settings, seed=args.seed)
     if path is not None and path.exists():
         scene = Scene.load(path.read_bytes(), llm=engine, **common)
         if args.order:

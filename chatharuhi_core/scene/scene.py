@@ -21,12 +21,13 @@ import logging
 import random
 import re
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import replace
 
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
-from ..chat.engines import ChatRequest, Engine, open_engine, writes
+from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.lexical import tokens
 from ..chat.memory import Memory, Recalled, RecallQuery, in_background, recall_block
-from ..chat.prompt import SCENE_SEPARATOR, SCENES_HEADER, Exchange, fold_messages, pack_stories
+from ..chat.prompt import Exchange, PromptParts, lay_out
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
@@ -48,14 +49,11 @@ class Scene:
     def __init__(
         self,
         roles: Sequence[str | Role | ChatHaruhi] = (),
-        llm: str | Engine = "script",
+        llm: str | Engine | EngineChoice = "script",
         *,
         user_role: str = "You",
         order: str = "natural",
         allow_self: bool = False,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
         budgets: Budgets | None = None,
         settings: Settings | None = None,
         embedder: Embedder | None = None,
@@ -66,9 +64,10 @@ class Scene:
     ):
         self.settings = settings or Settings.from_env()
         self.embedder = embedder or get_embedder(self.settings.embedder)
-        # one engine for the whole cast
-        self.engine: Engine = open_engine(llm, self.settings, model=model, base_url=base_url, api_key=api_key)
-        self._budgets, self._fold = budgets, fold_prompt
+        # one engine for the whole cast (`llm`: a name, an Engine, or an EngineChoice with its options)
+        choice = as_choice(llm, budgets=budgets, fold_prompt=fold_prompt)
+        self.engine: Engine = choice.open(self.settings)
+        self._budgets, self._fold = choice.budgets, choice.fold_prompt
         # after each line, each member's memory embeds it in the background (index_ahead)
         self.read_ahead = read_ahead
         self.rng = random.Random(seed)
@@ -291,37 +290,28 @@ class Scene:
         # everyone after Holmes was named): the earlier lines nearest either come back
         newest = fresh[-1].text if fresh and fresh[-1].text != query else None
         texts = [query, newest] if remembering and newest else [query]
-        vectors = bot.embedder.embed(texts) if bot.budgets.top_k > 0 or remembering else None
-        vector = vectors[0] if vectors is not None else None
-        scenes = bot.scenes_for(query, self.user_role, vector)
-        packed = pack_stories([h.text for h in scenes], bot.budgets.story_tokens, bot.count_tokens)
+        vectors = bot.embed_turn(texts, remembering)
+        drawn = bot.draw(query, vectors, self.user_role, [ln.text for ln in seen])
         recalled = self.recall(member, older, vectors[::-1], texts) if remembering else []  # the newest line first
         others = [m.name for m in self.present if m.role_id != member.role_id]
         note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
                 "one line, and never write the others' lines.")
-        system, after, lore = bot.persona(self.user_role, [ln.text for ln in seen])
-        messages: list[dict] = [{"role": "system", "content": system + note}]
-        if packed:
-            messages.append({"role": "user", "content": SCENES_HEADER + SCENE_SEPARATOR.join(packed)})
-        if recalled:
-            messages.append({"role": "user", "content": recall_block(recalled, SCENE_RECALL_HEADER, "line")})
-        messages += recent
         if fresh:
             last = "\n".join(format_query(ln.speaker, ln.text) for ln in fresh)
         else:  # it spoke last (a forced turn) or nothing was said yet: the narrator hands it the word
             last = (f"旁白:{role.name}接着说。" if role.language.startswith("zh")
                     else f"narrator:{role.name} speaks next.")
-        if after:
-            messages.append({"role": "system", "content": after})
-        messages.append({"role": "user", "content": last})
-        if bot.fold_prompt:
-            messages = fold_messages(messages)
+        memory = recall_block(recalled, SCENE_RECALL_HEADER, "line") if recalled else ""
+        parts = PromptParts(drawn.system + note, recent, drawn.after, drawn.packed, memory, last)
+        # the classic scenes right after the system prompt, whatever the engine: a member's prompt changes with
+        # every line, so there is no start to read ahead
+        messages = lay_out(parts, replace(bot.layout, scenes_last=False))
         history = [Exchange(a.speaker, a.text, b.text) for a, b in zip(seen, seen[1:])
                    if b.role_id == member.role_id and a.role_id != member.role_id]
         return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else self.user_role,
-                           text=query, scenes=scenes, history=history, embedder=bot.embedder, avoid=tuple(avoid),
-                           visitor=self.user_role, packed=len(packed), lore=lore, recalled=recalled,
-                           pinned=len(bot.pinned()))
+                           text=query, scenes=drawn.scenes, history=history, embedder=bot.embedder,
+                           avoid=tuple(avoid), visitor=self.user_role, packed=len(drawn.packed), lore=drawn.lore,
+                           recalled=recalled, pinned=len(bot.pinned()))
 
     def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Generator[str, None, Reply]:
         """Stream one character's line (`who`, or the order's pick); it joins the transcript when complete.
@@ -411,7 +401,7 @@ class Scene:
         return dump_scene(self.state)
 
     @classmethod
-    def load(cls, data: bytes | str, llm: str | Engine = "script", **kwargs) -> Scene:
+    def load(cls, data: bytes | str, llm: str | Engine | EngineChoice = "script", **kwargs) -> Scene:
         """A saved scene, with the same cast, presence, order and transcript."""
         from .saved import load_scene
 

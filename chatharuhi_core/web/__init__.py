@@ -1,3 +1,3 @@
 """What the page does for one visitor, as plain functions over plain values, with no Gradio import:
 common (the settings panel as sent, portraits, the frame throttle, feedback), picker, chat (one character)
-and scene (a group scene). app.py and scene_page.py hold only the Gradio layout and the event wiring."""
+and scene (a group scene). The page (page/, one module per part) holds the Gradio layout and the event wiring."""

@@ -1,6 +1,6 @@
 """What the page does for one visitor, as plain functions over a Conversation value.
 
-app.py keeps a Conversation in gr.State (one per browser session) and calls these; nothing
+The page (page/) keeps a Conversation in gr.State (one per browser session) and calls these; nothing
 here is per-visitor module state. The API key arrives with each event and is never stored.
 """
 
@@ -88,6 +88,18 @@ class TurnGate:
 
     def is_open(self, ticket: int) -> bool:
         return ticket == self.ticket
+
+
+def reopen(current: Conversation | None, chats: dict | None, role_id: str) -> tuple[Conversation, dict]:
+    """Put the chat on screen away (whole exchanges only: a reply cut off by the switch was never
+    added) and bring out the chat with `role_id`: the one this visitor had before, or a new one."""
+    chats = dict(chats or {})
+    if current is not None:
+        if current.history:
+            chats[current.role_id] = current
+        else:
+            chats.pop(current.role_id, None)
+    return chats.get(role_id) or Conversation(role_id), chats
 
 
 def as_shown(role: Role, text: str, user: str | None = None) -> str:
@@ -186,7 +198,7 @@ def _quoted(text: str) -> str:
 def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: Settings) -> ChatHaruhi:
     """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
     return ChatHaruhi(role=load_role(conv.role_id), user_role=user_role or None, history=conv.history,
-                      memory=conv.memory, **engine.kwargs(settings))
+                      memory=conv.memory, llm=engine.choice(settings), settings=settings)
 
 
 def read_ahead(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> threading.Thread | None:

@@ -1,18 +1,19 @@
 """What the chat and group-scene pages share: the settings panel as sent, portraits and file links,
-the frame throttle, and saving a visitor's feedback. Plain Python: the Gradio layout is in app.py."""
+the frame throttle, and saving a visitor's feedback. Plain Python: the Gradio layout is in page/."""
 
 from __future__ import annotations
 
 import html
 import logging
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from ..chat.engines import default_budgets, engine_info
+from ..chat.engines import EngineChoice, default_budgets, engine_info
 from ..config import Budgets, Settings
 from ..data.feedback import feedback_record
 from ..errors import UnknownNameError
@@ -75,6 +76,11 @@ def scene_picture_html(path: str, caption: str) -> str:
             f"<figcaption>Scene · 场景: {text}</figcaption></figure>")
 
 
+# the settings panel's fields in the order the page sends them (app's API keeps this order)
+PANEL_FIELDS = ("engine", "model", "base_url", "api_key", "story_tokens", "history_tokens", "fold_prompt",
+                "memory_tokens", "recall_tokens")
+
+
 @dataclass(frozen=True)
 class EnginePanel:
     """The visitor's settings panel, as sent with each event."""
@@ -89,6 +95,25 @@ class EnginePanel:
     memory_tokens: int | None = None  # pinned memories; None: the engine's own
     recall_tokens: int | None = None  # earlier exchanges recalled from beyond the history; None: the engine's own
     signed_in: str = field(default="", repr=False)  # the visitor's Hugging Face sign-in token, for engines it pays
+
+    @classmethod
+    def from_page(cls, values: Sequence[object], signed_in: str = "", key: bool = True) -> EnginePanel:
+        """The panel from its fields' values in PANEL_FIELDS order (without the key: as a browser keeps them),
+        blanks as the defaults; the one place that reads the settings panel's order."""
+        names = PANEL_FIELDS if key else tuple(n for n in PANEL_FIELDS if n != "api_key")
+        given = {n: v for n, v in zip(names, values) if v is not None}
+        for name in ("engine", "model", "base_url", "api_key"):
+            if name in given:
+                given[name] = str(given[name] or "")
+        given["engine"] = given.get("engine") or "script"
+        given["fold_prompt"] = bool(given.get("fold_prompt", False))
+        return cls(**given, signed_in=signed_in or "")
+
+    def kept(self) -> dict:
+        """The settings as a browser keeps them for the next visit (browser_store): never the key."""
+        return {"model": self.model, "base_url": self.base_url, "story_tokens": self.story_tokens,
+                "history_tokens": self.history_tokens, "memory_tokens": self.memory_tokens,
+                "recall_tokens": self.recall_tokens, "fold": bool(self.fold_prompt)}
 
     def budgets(self, settings: Settings) -> Budgets:
         """The panel's prompt budgets over the engine's own (how many scenes are retrieved stays the
@@ -110,10 +135,34 @@ class EnginePanel:
     def folds(self, settings: Settings) -> bool:
         return bool(self.fold_prompt) or settings.fold_prompt
 
-    def kwargs(self, settings: Settings) -> dict:
-        """What a ChatHaruhi or a Scene is opened with for this panel."""
-        return dict(llm=engine_info(self.engine).name, **self.options(), budgets=self.budgets(settings),
-                    settings=settings, fold_prompt=self.folds(settings))
+    def choice(self, settings: Settings) -> EngineChoice:
+        """The engine choice a ChatHaruhi or a Scene is opened with for this panel."""
+        return EngineChoice(engine_info(self.engine).name, **self.options(), budgets=self.budgets(settings),
+                            fold_prompt=self.folds(settings))
+
+
+EXPORT_DIR_NAME = "chatharuhi-exports"
+EXPORT_MAX_AGE_S = 3600
+
+
+def export_dir() -> Path:
+    """A fresh folder for an exported chat or scene; files older than an hour are removed (Gradio keeps its
+    own copy)."""
+    folder = Path(tempfile.gettempdir()) / EXPORT_DIR_NAME
+    folder.mkdir(exist_ok=True)
+    now = time.time()
+    marker = folder / ".pruned"  # prune at most once a minute, not on every turn of every visitor
+    if marker.exists() and now - marker.stat().st_mtime < 60:
+        return Path(tempfile.mkdtemp(dir=folder))
+    marker.touch()
+    for old in folder.glob("*/*.jsonl"):
+        try:
+            if now - old.stat().st_mtime > EXPORT_MAX_AGE_S:
+                old.unlink()
+                old.parent.rmdir()
+        except OSError:
+            pass
+    return Path(tempfile.mkdtemp(dir=folder))
 
 
 def engine_note(engine: str) -> str:

@@ -1,6 +1,6 @@
 """What the scene tab does for one visitor, as plain functions over a SceneState value.
 
-app.py keeps the SceneState in gr.State (one per browser session); every event builds a Scene
+The page (page/group_scene.py) keeps the SceneState in gr.State (one per browser session); every event builds a Scene
 around a copy of it with the visitor's engine settings, so nothing per visitor lives in this
 module and a failed or stopped turn leaves the visitor's state as it was.
 """
@@ -46,7 +46,7 @@ PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let t
 
 def make_scene(state: SceneState, engine: EnginePanel, settings: Settings, seed: int | None = None) -> Scene:
     """A Scene for one event, around a copy of the visitor's state."""
-    return Scene(seed=seed, state=state.copy(), **engine.kwargs(settings))
+    return Scene(llm=engine.choice(settings), settings=settings, seed=seed, state=state.copy())
 
 
 # ------------------------------------------------------------ how the scene looks

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.cli import main
 from chatharuhi_core.data.baselines import BASELINES, role_lines
 from chatharuhi_core.data.evaluate import Comparison, compare, cosine_scores, held_out_cases, run_eval
@@ -311,8 +312,8 @@ def test_an_engine_that_is_down_stops_with_a_sentence(settings):
 def test_eval_through_an_openai_compatible_server(settings, fake_openai):
     from fake_openai import GOOD_KEY
 
-    report = run_eval([load_role("elizabeth")], "openai", settings=settings, model="echo",
-                      base_url=fake_openai.base_url, api_key=GOOD_KEY, per_role=2, deep=1, samples=2)
+    echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
+    report = run_eval([load_role("elizabeth")], echo, settings=settings, per_role=2, deep=1, samples=2)
     assert not report.failures and report.model == "echo"
     # an engine that writes answers each case twice, each draw with its own recorded seed; figures per case
     assert len(report.results) == 2 * 2 * 2 and {r.seed for r in report.results} == {0, 1}
@@ -328,8 +329,9 @@ def test_eval_through_an_openai_compatible_server(settings, fake_openai):
 def test_greedy_eval_asks_once_per_case_at_temperature_zero(settings, fake_openai):
     from fake_openai import GOOD_KEY
 
-    report = run_eval([load_role("elizabeth")], "openai", settings=settings, model="echo", base_url=fake_openai.base_url,
-                      api_key=GOOD_KEY, per_role=2, deep=0, samples=3, greedy=True, next_line=())
+    echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
+    report = run_eval([load_role("elizabeth")], echo, settings=settings, per_role=2, deep=0, samples=3, greedy=True,
+                      next_line=())
     assert len(report.results) == 2 * 2 and report.greedy and report.samples == 1
     asked = [r["body"] for r in fake_openai.requests if r["path"].endswith("/chat/completions")]
     assert len(asked) == 4 and all(b["temperature"] == 0 for b in asked)

@@ -111,9 +111,9 @@ def test_the_visitor_may_edit_their_own_line(settings):
 
 
 def test_the_scene_tab_calls_the_visitor_by_their_own_name(monkeypatch):
-    import scene_page
+    from page import group_scene
 
-    view = scene_page.change_cast(["sunwukong", "zhugeliang"], None, "", progress=lambda *a, **k: None)
+    view = group_scene.change_cast(["sunwukong", "zhugeliang"], None, "", progress=lambda *a, **k: None)
     assert view[0].user_role == "You"  # not 唐僧, the first character's partner
-    view = scene_page.change_cast(["sherlock", "elizabeth"], None, "Sam", progress=lambda *a, **k: None)
+    view = group_scene.change_cast(["sherlock", "elizabeth"], None, "Sam", progress=lambda *a, **k: None)
     assert view[0].user_role == "Sam"

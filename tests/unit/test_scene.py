@@ -5,6 +5,7 @@ import random
 import pytest
 from fake_openai import GOOD_KEY
 
+from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.errors import EngineError, InputError, UnknownNameError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.sources import load_role
@@ -204,7 +205,7 @@ def test_script_engine_characters_quote_their_own_lines(settings, embedder):
 
 
 def test_a_stopped_or_failed_turn_leaves_the_transcript_whole(fake_openai, settings, embedder):
-    scene = Scene(EN, llm="openai", model="cut", base_url=fake_openai.base_url, api_key=GOOD_KEY,
+    scene = Scene(EN, llm=EngineChoice("openai", model="cut", base_url=fake_openai.base_url, api_key=GOOD_KEY),
                   user_role="Watson", settings=settings, embedder=embedder, seed=4)
     said(scene, None, "Holmes, a word?")
     before = [(ln.speaker, ln.text) for ln in scene.lines]
@@ -212,7 +213,7 @@ def test_a_stopped_or_failed_turn_leaves_the_transcript_whole(fake_openai, setti
         for _ in scene.stream_turn("sherlock"):
             pass
     assert [(ln.speaker, ln.text) for ln in scene.lines] == before
-    scene_ok = Scene(llm="openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY,
+    scene_ok = Scene(llm=EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY),
                      settings=settings, embedder=embedder, state=scene.state)
     stream = scene_ok.stream_turn("sherlock")
     next(stream)
@@ -226,7 +227,7 @@ def test_a_server_that_dies_mid_scene_gets_a_sentence(settings, embedder):
     from fake_openai import FakeOpenAI
 
     with FakeOpenAI() as srv:
-        scene = Scene(EN, llm="openai", model="echo", base_url=srv.base_url, api_key=GOOD_KEY,
+        scene = Scene(EN, llm=EngineChoice("openai", model="echo", base_url=srv.base_url, api_key=GOOD_KEY),
                       settings=settings, embedder=embedder, seed=5)
         scene.chat("Holmes?")
         kept = len(scene.lines)
@@ -237,7 +238,7 @@ def test_a_server_that_dies_mid_scene_gets_a_sentence(settings, embedder):
 
 
 def test_the_director_picks_the_next_speaker_or_ends_the_scene(fake_openai, settings, embedder):
-    scene = Scene(EN, llm="openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY,
+    scene = Scene(EN, llm=EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY),
                   order="director", user_role="Watson", settings=settings, embedder=embedder, seed=6)
     fake_openai.httpd.director_answer = "Dracula."
     assert [ln.role_id for ln in scene.chat("Good evening.")] == ["dracula"]

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.cli import main
 from chatharuhi_core.data.scene_turns import scene_turns
 from chatharuhi_core.data.synthesize import parse_questions, synthesize
@@ -156,8 +157,8 @@ def test_script_engine_refuses_a_writing_task():
 def test_synthesis_through_an_openai_compatible_server(settings, tmp_path, fake_openai):
     from fake_openai import GOOD_KEY
 
-    result = synthesize([load_role("dracula")], tmp_path, "openai", settings=settings, model="echo",
-                        base_url=fake_openai.base_url, api_key=GOOD_KEY, scenes=2, questions=1)
+    echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
+    result = synthesize([load_role("dracula")], tmp_path, echo, settings=settings, scenes=2, questions=1)
     # the echo server repeats the request, whose numbered lines are the role's own cues: at most one
     # of them (a later turn's cue, not a scene opening) can pass as new
     assert result.failed == 0 and result.rows in (2, 3)

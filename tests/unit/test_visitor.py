@@ -51,15 +51,15 @@ def test_a_long_load_yields_its_seconds_and_hands_back_its_failure():
 
 
 def test_switching_keeps_each_characters_chat(settings):
-    import app
+    from chatharuhi_core.web.chat import reopen
 
     holmes = _last(Conversation("sherlock"), "What is your method?", settings)
-    wukong, chats = app._reopen(holmes, {}, "sunwukong")
+    wukong, chats = reopen(holmes, {}, "sunwukong")
     assert wukong.history == [] and chats["sherlock"] is holmes
     wukong = _last(wukong, "你是谁？", settings)
-    back, chats = app._reopen(wukong, chats, "sherlock")
+    back, chats = reopen(wukong, chats, "sherlock")
     assert back.history == holmes.history and chats["sunwukong"] is wukong
-    cleared, chats = app._reopen(Conversation("sherlock"), chats, "sunwukong")  # a cleared chat is not kept
+    cleared, chats = reopen(Conversation("sherlock"), chats, "sunwukong")  # a cleared chat is not kept
     assert "sherlock" not in chats and cleared is wukong
 
 

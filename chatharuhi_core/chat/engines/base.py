@@ -1,14 +1,14 @@
-"""The Backend protocol and the registry that maps a name to a backend class."""
+"""The Engine protocol (what an engine must and may offer) and the registry that maps a name to an engine."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ...errors import look_up
-from ..prompt import Exchange
+from ..prompt import Exchange, Layout
 
 if TYPE_CHECKING:
     from ...config import Budgets, Settings
@@ -70,13 +70,19 @@ def api_sampling(options: EngineOptions) -> dict[str, float | int]:
 
 
 class Engine(Protocol):
-    """Streams the text of a reply, delta by delta. Raises BackendError with a plain sentence.
+    """Streams the text of a reply, delta by delta. Raises EngineError with a plain sentence.
 
-    A backend may also offer (all optional, looked up with getattr):
+    An engine may also offer (all optional; the built-in engines document theirs):
+      layout: Layout                    how it reads a prompt (prompt.Layout; read with `layout_of`)
+      options: EngineOptions            what it was opened with (its max_tokens caps a reply)
+      reply_cap: int                    the longest reply it writes, in tokens, when not options.max_tokens
       loading_message() -> str | None   a sentence while something heavy loads on first use
       load() -> None                    do that loading now
       count_tokens(text) -> int         its own tokenizer, for the prompt budgets
       model_label() -> str              which model answered, for the page
+      languages() -> frozenset | None   the languages its model speaks (chat/languages.py); None: any
+      warm(messages) -> Thread | None   read a prompt's start ahead, while the visitor types (layout.scenes_last)
+      lane() -> LaneSpec | None         the queue its visitors wait in when it answers one at a time (chat/lanes.py)
       score(request, lines) -> [float]  how strongly it would give each line as the reply (eval's next-line
                                         choice: a model's mean log-probability, the script engine's ranking)
     """
@@ -86,41 +92,39 @@ class Engine(Protocol):
     def stream(self, request: ChatRequest) -> Iterator[str]: ...
 
 
+def layout_of(engine: object) -> Layout:
+    """The engine's prompt layout: its own `layout`, else the paper's (scenes right after the system prompt)."""
+    layout = getattr(engine, "layout", None)
+    return layout if isinstance(layout, Layout) else Layout()
+
+
 Defaults = Callable[["Settings"], dict]
 
 
 @dataclass(frozen=True)
 class EngineInfo:
-    """A registered engine and what its settings panel needs."""
+    """A registered engine: its name, label and description, how it is built, and what it can do (what the
+    page's settings panel shows for it is web/panel_hints.py's)."""
 
     name: str
     label: str
     description: str
     factory: Callable[[EngineOptions], Engine]
-    uses_model: bool = True  # shows the model field
-    uses_server: bool = False  # shows base URL and key
-    model_hint: str = ""  # placeholder of the model field
-    key_label: str = "API key"
     defaults: Defaults | None = None  # operator settings that fill blank options
     writes: bool = True  # can write new text (False for the script engine, which only quotes)
     budgets: Budgets | None = None  # prompt budgets sized to the engine (None: the paper's, for big models)
-    suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None  # (label, value) for the model field
     signs_in: bool = False  # a visitor signed in with Hugging Face is its key (their own Inference Providers account)
 
 
 _REGISTRY: dict[str, EngineInfo] = {}
 
 
-def register_engine(name: str, label: str, description: str, *, uses_model: bool = True,
-                     uses_server: bool = False, model_hint: str = "", key_label: str = "API key",
-                     defaults: Defaults | None = None, writes: bool = True, budgets: Budgets | None = None,
-                     suggest_models: Callable[[Settings], list[tuple[str, str]]] | None = None,
-                     signs_in: bool = False):
-    """Class decorator: the class is built with a BackendOptions."""
+def register_engine(name: str, label: str, description: str, *, defaults: Defaults | None = None,
+                    writes: bool = True, budgets: Budgets | None = None, signs_in: bool = False):
+    """Class decorator: the class is built with an EngineOptions."""
 
     def wrap(cls):
-        _REGISTRY[name] = EngineInfo(name, label, description, cls, uses_model, uses_server, model_hint,
-                                      key_label, defaults, writes, budgets, suggest_models, signs_in)
+        _REGISTRY[name] = EngineInfo(name, label, description, cls, defaults, writes, budgets, signs_in)
         cls.name = name
         return cls
 
@@ -164,6 +168,40 @@ def default_budgets(name: str, settings: Settings) -> Budgets:
 
 def create_engine(name: str, options: EngineOptions | None = None) -> Engine:
     return engine_info(name).factory(options or EngineOptions())
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine answers, and how: one value, chosen once (the page's settings panel, the command line's
+    flags, each system eval compares) and passed down whole to a conversation, a group scene, eval or synthesis.
+
+    engine: a registered name or an Engine object; model, base_url, api_key: what the visitor gave (blanks are
+    filled from the operator's settings when the engine opens); budgets: the prompt budgets (None: the engine's
+    own); fold_prompt: no system message and no two user messages in a row (None: the operator's setting).
+    """
+
+    engine: str | Engine = "script"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    budgets: Budgets | None = None
+    fold_prompt: bool | None = None
+
+    def open(self, settings: Settings, **extra) -> Engine:
+        """The engine, opened with these options (and `extra` ones: eval's seed and temperature)."""
+        return open_engine(self.engine, settings, model=self.model, base_url=self.base_url, api_key=self.api_key,
+                           **extra)
+
+    @property
+    def name(self) -> str:
+        return self.engine if isinstance(self.engine, str) else self.engine.name
+
+
+def as_choice(llm: str | Engine | EngineChoice, **given) -> EngineChoice:
+    """`llm` as an EngineChoice: a choice as it is (an option given beside it, not None, wins), or a name or an
+    engine object with the options given beside it (the paper's API: `ChatHaruhi(llm=..., model=...)`)."""
+    given = {k: v for k, v in given.items() if v is not None}
+    return replace(llm, **given) if isinstance(llm, EngineChoice) else EngineChoice(llm, **given)
 
 
 def open_engine(engine: str | Engine, settings: Settings, **overrides: str | None) -> Engine:

@@ -96,7 +96,7 @@ def _defaults(settings) -> dict:
     return {"api_key": settings.hf_token, "router": settings.hf_router, "model": settings.hf_models[0]}
 
 
-def _suggested(settings) -> list[tuple[str, str]]:
+def suggested_hf_models(settings) -> list[tuple[str, str]]:
     """The models offered in Settings: chat models that answer in Chinese and English (CHATHARUHI_HF_MODELS)."""
     return [(name, name) for name in settings.hf_models]
 
@@ -106,8 +106,7 @@ def _suggested(settings) -> list[tuple[str, str]]:
     "Hugging Face Inference",
     "A chat model on the Hugging Face Hub through Inference Providers, billed to the account of the HF token "
     "(or of the visitor signed in with Hugging Face), or the URL of an Inference Endpoint or a TGI server.",
-    uses_server=True, model_hint=DEFAULT_MODEL, key_label="HF token", defaults=_defaults, suggest_models=_suggested,
-    signs_in=True,
+    defaults=_defaults, signs_in=True,
 )
 class HFInferenceEngine:
     name = "hf"

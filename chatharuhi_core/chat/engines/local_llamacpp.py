@@ -396,6 +396,25 @@ def ngram_ban(size: int):
     return process
 
 
+def _files(spec: ModelSpec, path: Path, device: str, threads: int) -> tuple[Path, Path | None, Path | None, bool]:
+    """Which files a model opens: (the weights that write replies, a LoRA file applied at load, the copy that reads
+    prompts, whether the weights read prompts themselves). On a CPU a wider copy reads prompts faster
+    (prefill_copy, prompt_reader); an adapter is merged into the weights there, else applied at load."""
+    f16 = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
+    copy = prompt_reader(f16, threads) if f16 is not None else None
+    eight_reads = copy is not None and copy != f16
+    weights, lora = path, None
+    if spec.adapter:
+        from .gguf_lora import lora_for, merged_for
+
+        if f16 is not None:  # small: merged into the weights, as fast as the base
+            wide, weights = merged_for(Path(spec.adapter), path, f16, spec.cache_folder("lora-gguf"))
+            copy = None if eight_reads else wide  # the 8-bit merged model reads faster itself
+        else:
+            lora = lora_for(Path(spec.adapter), path, spec.cache_folder("lora-gguf"))
+    return weights, lora, copy, copy is None and eight_reads
+
+
 class LlamaCppRuntime:
     name = "llama.cpp"
 
@@ -417,19 +436,7 @@ class LlamaCppRuntime:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError:
             raise EngineError(NEEDS_EXTRA) from None
-        f16 = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
-        copy = prompt_reader(f16, threads) if f16 is not None else None
-        eight_reads = copy is not None and copy != f16
-        weights, lora = path, None
-        if spec.adapter:
-            from .gguf_lora import lora_for, merged_for
-
-            if f16 is not None:  # small: merged into the weights, as fast as the base
-                wide, weights = merged_for(Path(spec.adapter), path, f16, spec.cache_folder("lora-gguf"))
-                copy = None if eight_reads else wide  # the 8-bit merged model reads faster itself
-            else:
-                lora = lora_for(Path(spec.adapter), path, spec.cache_folder("lora-gguf"))
-        reads_itself = copy is None and eight_reads
+        weights, lora, copy, reads_itself = _files(spec, path, device, threads)
 
         def open_model(file: Path, **tuned):
             return Llama(model_path=str(file), n_ctx=MAX_CONTEXT, n_threads=threads, n_threads_batch=threads,

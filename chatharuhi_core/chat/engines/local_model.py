@@ -29,6 +29,7 @@ from ...errors import EngineError
 from ...roles.lines import format_reply
 from ..lanes import LaneSpec
 from ..languages import EN, IN_LANGUAGE_MIN, family_languages
+from ..prompt import Layout
 from .base import ChatRequest, EngineOptions, register_engine
 from .local_runtime import (
     BUNDLED_FILE,
@@ -206,16 +207,14 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
     "network) run by llama.cpp; or a fine-tuned folder from `finetune`, a model folder, a .gguf file or a "
     "Hub id. Loaded once, on first use.",
     defaults=lambda settings: {"model": settings.gpu_model} if settings.gpu_model else {},
-    model_hint=f"blank = bundled {BUNDLED_LABEL}; or a fine-tuned folder (runs/…), a model folder, .gguf file or Hub id",
     budgets=LOCAL_BUDGETS,
-    suggest_models=suggested_models,
 )
 class LocalModelEngine:
     name = "local"
     sampling = Sampling(max_tokens=160)  # a script line, not an essay
     # the scenes after the history (prompt.py), so the next turn's start can be read ahead (`warm`): an ordinary
     # turn then reads only its scenes and message (on 2 cores 0.5-0.7 s instead of 0.9-1.4 s, bench/RESULTS.md)
-    scenes_after_history = True
+    layout = Layout(scenes_last=True)
 
     def __init__(self, options: EngineOptions | None = None):
         self.options = options or EngineOptions()

@@ -128,7 +128,7 @@ def _defaults(settings) -> dict:
     "openai",
     "OpenAI-compatible server",
     "OpenAI, or any server that speaks its chat API (vLLM, TGI, Ollama, llama.cpp) at a base URL.",
-    uses_server=True, model_hint="gpt-4o-mini", defaults=_defaults,
+    defaults=_defaults,
 )
 class OpenAIEngine:
     name = "openai"

@@ -211,7 +211,6 @@ def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
     "Offline: quote the script",
     "No language model. The character answers with its own line from the original scenes that "
     "best follows your message: it quotes the script, it does not invent.",
-    uses_model=False,
     writes=False,
 )
 class ScriptEngine:

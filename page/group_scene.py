@@ -1,6 +1,7 @@
-"""The Scene · 群戏 tab of the page: layout and event wiring only; the work is in chatharuhi_core.scene.
+"""The group-scene tab (Scene · 群戏): 2 to 6 characters and the visitor; the work is in chatharuhi_core.scene
+and chatharuhi_core.web.scene.
 
-The visitor's scene is a SceneState in gr.State. The engine comes from the Chat tab's settings,
+The visitor's group scene is a SceneState in gr.State. The engine comes from the chat tab's settings panel,
 sent with each event like the chat's own.
 """
 
@@ -14,7 +15,7 @@ from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import load_role, open_role
 from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
-from chatharuhi_core.web.common import WARNING_MARK, EnginePanel
+from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir
 from chatharuhi_core.web.picker import picker_choices, picker_entries
 from chatharuhi_core.web.scene import (
     PLACEHOLDER,
@@ -31,7 +32,9 @@ from chatharuhi_core.web.scene import (
     stream_scene,
     target_choices,
 )
-from chatharuhi_core.web.signin import language_warnings, token_of
+from chatharuhi_core.web.signin import language_warnings
+
+from .settings_panel import choice
 
 SLOTS = MAX_MEMBERS
 BUSY = "⏳ The scene goes on… · 进行中…"
@@ -127,11 +130,15 @@ def set_options(user_role: str, order: str, allow_self: bool, state: SceneState 
     return state
 
 
-def _run(state, engine_args, signed_in, **kw):
-    """Stream a scene event: chat every frame; state, box and status when they change. `signed_in`: the
-    visitor's Hugging Face sign-in (Gradio hands it to each handler), the key of the engine it pays for."""
-    engine = EnginePanel(*engine_args[:6], bool(engine_args[6]) if len(engine_args) > 6 else False, *engine_args[7:9],
-                         signed_in=token_of(signed_in))
+def _play(state: SceneState | None, values, signed_in: gr.OAuthToken | None) -> tuple[SceneState, EnginePanel]:
+    """The scene's options and the engine choice, from `GroupSceneTab.play()`'s values: the visitor's name, the
+    order and whether a character may answer itself, then the settings panel's fields."""
+    user_role, order, allow_self, *panel = values
+    return set_options(user_role, order, allow_self, state), choice(panel, signed_in)
+
+
+def _run(state: SceneState, engine: EnginePanel, **kw):
+    """Stream a group-scene event: chat every frame; state, box and status when they change."""
     state = _state(state)
     first, spoke = True, -1
     for up in stream_scene(state, engine, Settings.from_env(), **kw):
@@ -154,31 +161,31 @@ def _run(state, engine_args, signed_in, **kw):
         yield up.messages, box, new_state, status
 
 
-def send_line(signed_in: gr.OAuthToken | None, state, text, to, user_role, order, allow_self, *engine_args):
+def send_line(signed_in: gr.OAuthToken | None, state, text, to, *play):
     """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
-    state = set_options(user_role, order, allow_self, state)
-    yield from _run(state, engine_args, signed_in, text=text or "", to=to or None)
+    state, engine = _play(state, play, signed_in)
+    yield from _run(state, engine, text=text or "", to=to or None)
 
 
 def speak_now(k: int):
-    def handler(signed_in: gr.OAuthToken | None, state, user_role, order, allow_self, *engine_args):
-        state = set_options(user_role, order, allow_self, state)
+    def handler(signed_in: gr.OAuthToken | None, state, *play):
+        state, engine = _play(state, play, signed_in)
         present = [m for m in state.members if m.present]
         if k >= len(present):
             yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
             return
-        yield from _run(state, engine_args, signed_in, who=present[k].role_id)
+        yield from _run(state, engine, who=present[k].role_id)
     return handler
 
 
-def let_them_talk(signed_in: gr.OAuthToken | None, state, turns, user_role, order, allow_self, *engine_args):
-    state = set_options(user_role, order, allow_self, state)
-    yield from _run(state, engine_args, signed_in, turns=max(1, min(20, int(turns or 3))))
+def let_them_talk(signed_in: gr.OAuthToken | None, state, turns, *play):
+    state, engine = _play(state, play, signed_in)
+    yield from _run(state, engine, turns=max(1, min(20, int(turns or 3))))
 
 
-def regenerate_line(signed_in: gr.OAuthToken | None, state, user_role, order, allow_self, *engine_args):
-    state = set_options(user_role, order, allow_self, state)
-    yield from _run(state, engine_args, signed_in, regenerate=True)
+def regenerate_line(signed_in: gr.OAuthToken | None, state, *play):
+    state, engine = _play(state, play, signed_in)
+    yield from _run(state, engine, regenerate=True)
 
 
 def scene_language(state: SceneState | None, engine: str, model: str | None, base_url: str | None,
@@ -262,12 +269,10 @@ def clear_scene(state: SceneState | None):
     return _view(fresh, "")
 
 
-def refresh_export(export_dir):
-    def handler(state: SceneState | None):
-        if state is None or not state.lines:
-            return gr.DownloadButton(value=None, interactive=False)
-        return gr.DownloadButton(value=str(export_scene(state, export_dir())), interactive=True)
-    return handler
+def refresh_export(state: SceneState | None):
+    if state is None or not state.lines:
+        return gr.DownloadButton(value=None, interactive=False)
+    return gr.DownloadButton(value=str(export_scene(state, export_dir())), interactive=True)
 
 
 def import_file(path: str | None, state: SceneState | None):
@@ -289,114 +294,142 @@ def cast_choices(added: list[str] | None, chosen: list[str] | None):
     return gr.Dropdown(choices=picker_choices(picker_entries(added)), value=chosen or [])
 
 
-def build_scene_tab(engine_inputs: list, added: gr.State, export_dir) -> tuple[gr.Dropdown, gr.Textbox]:
-    """The tab's components and events; call inside `with gr.Tab(...)`. Returns the cast picker, whose
-    full list the caller fills when the tab is opened (`cast_choices`), and the visitor's name field,
-    which the caller keeps in step with the chat's.
+class GroupSceneTab:
+    """The tab's components, as attributes; `render` inside `with gr.Tab(...)`, `wire` once the page is built.
+    The cast picker's full list is filled when the tab is opened (`cast_choices`); the visitor's name field is
+    kept in step with the chat's (chat_tab)."""
 
-    engine_inputs: the Chat tab's engine settings; export_dir: makes a folder for an exported file.
-    """
-    entries = picker_entries()
-    state = gr.State(None)
-    handled = gr.State(None)
-    with gr.Row(elem_id="scene-row"):
+    def render(self) -> GroupSceneTab:
+        self.state = gr.State(None)
+        self.handled = gr.State(None)
+        with gr.Row(elem_id="scene-row"):
+            self._side()
+            self._main()
+        return self
+
+    def _side(self) -> None:
+        entries = picker_entries()
         with gr.Column(scale=1, min_width=300, elem_id="scene-side"):
             # the bundled characters at first; the whole list (yours, the Hub's) when the tab is opened,
             # which keeps 150 labels out of the page's first paint. Any id is taken (the API, an import)
             # and checked when the cast changes.
-            cast = gr.Dropdown(picker_choices([e for e in entries if not e.online]), multiselect=True,
-                               max_choices=SLOTS, value=[], label="Characters in the scene (2 to 6) · 群戏角色",
-                               filterable=True, allow_custom_value=True, elem_id="scene-cast")
-            present = gr.HTML(present_html(SceneState()), elem_id="scene-present")
-            user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", value="You",
-                                   elem_id="scene-user")
-            order = gr.Dropdown([(o.label, o.name) for o in ORDERS.values()], value="natural",
-                                label="Who speaks next · 发言顺序", elem_id="scene-order")
-            allow_self = gr.Checkbox(label="A character may answer its own line", elem_id="scene-allow-self")
+            self.cast = gr.Dropdown(picker_choices([e for e in entries if not e.online]), multiselect=True,
+                                    max_choices=SLOTS, value=[], label="Characters in the scene (2 to 6) · 群戏角色",
+                                    filterable=True, allow_custom_value=True, elem_id="scene-cast")
+            self.present = gr.HTML(present_html(SceneState()), elem_id="scene-present")
+            self.user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", value="You",
+                                        elem_id="scene-user")
+            self.order = gr.Dropdown([(o.label, o.name) for o in ORDERS.values()], value="natural",
+                                     label="Who speaks next · 发言顺序", elem_id="scene-order")
+            self.allow_self = gr.Checkbox(label="A character may answer its own line", elem_id="scene-allow-self")
             with gr.Accordion("Talkativeness and mute · 话痨度与静音", open=False, elem_id="scene-talk"):
-                sliders, mutes = [], []
+                self.sliders, self.mutes = [], []
                 for k in range(SLOTS):
-                    sliders.append(gr.Slider(0, 1, value=DEFAULT_TALKATIVENESS, step=0.1, visible=False,
-                                             elem_id=f"scene-talk-{k}"))
-                    mutes.append(gr.Checkbox(visible=False, elem_id=f"scene-mute-{k}"))
+                    self.sliders.append(gr.Slider(0, 1, value=DEFAULT_TALKATIVENESS, step=0.1, visible=False,
+                                                  elem_id=f"scene-talk-{k}"))
+                    self.mutes.append(gr.Checkbox(visible=False, elem_id=f"scene-mute-{k}"))
             gr.Markdown("The engine is the one chosen in **Chat › Settings**. · 引擎沿用聊天页的设置。",
                         elem_classes=["reply-stats"])
+
+    def _main(self) -> None:
         with gr.Column(scale=2, elem_id="scene-main"):
-            chat = gr.Chatbot(label="Scene", elem_id="scene-chat", height=520, editable="all",
-                              feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
-                              group_consecutive_messages=False)
-            status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
-            language_note = gr.Markdown(visible=False, elem_id="scene-language-note")
+            self.chat = gr.Chatbot(label="Scene", elem_id="scene-chat", height=520, editable="all",
+                                   feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
+                                   group_consecutive_messages=False)
+            self.status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
+            self.language_note = gr.Markdown(visible=False, elem_id="scene-language-note")
             with gr.Row(elem_id="scene-message-row"):
                 # a whisper: the line goes to one character alone (the box says so); a column of its own keeps
                 # it out of the text box's form, so a phone can put it beside Send under the box
                 with gr.Column(scale=3, min_width=180, elem_id="scene-to-col"):
-                    to = gr.Dropdown(target_choices(SceneState()), value="", label="To · 说给谁听",
-                                     elem_id="scene-to", interactive=True)
-                text = gr.Textbox(show_label=False, placeholder="Say something to the scene… · 对大家说点什么…",
-                                  scale=6, elem_id="scene-message", max_lines=6)
-                send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="scene-send")
+                    self.to = gr.Dropdown(target_choices(SceneState()), value="", label="To · 说给谁听",
+                                          elem_id="scene-to", interactive=True)
+                self.text = gr.Textbox(show_label=False, placeholder="Say something to the scene… · 对大家说点什么…",
+                                       scale=6, elem_id="scene-message", max_lines=6)
+                self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="scene-send")
             with gr.Row(elem_id="scene-next"):
                 gr.Markdown("Speak now · 让谁说：", elem_classes=["reply-stats"])
-                buttons = [gr.Button(visible=False, size="sm", elem_id=f"scene-speak-{k}") for k in range(SLOTS)]
+                self.buttons = [gr.Button(visible=False, size="sm", elem_id=f"scene-speak-{k}") for k in range(SLOTS)]
             with gr.Row(equal_height=True):
-                turns = gr.Number(3, minimum=1, maximum=20, precision=0, label="Lines", elem_id="scene-turns",
-                                  scale=1, min_width=80)
-                talk_btn = gr.Button("Let them talk · 让他们聊", elem_id="scene-talk-btn", scale=2)
-                stop_btn = gr.Button("■ Stop · 停止", variant="stop", elem_id="scene-stop", scale=1)
-            with gr.Row():
-                regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="scene-regenerate")
-                clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="scene-clear")
-                export_btn = gr.DownloadButton("Export scene · 导出", size="sm", elem_id="scene-export",
-                                               interactive=False)
-                import_btn = gr.UploadButton("Import scene · 导入", size="sm", elem_id="scene-import",
-                                             file_types=[".jsonl"], type="filepath")
-            speak_on = gr.Checkbox(label="Speak lines, each in its own voice · 朗读台词", elem_id="scene-speak")
-            # hidden until it has a line to play: Gradio's empty player is a div with a prohibited aria-label
-            voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False, visible=False,
-                             elem_id="scene-voice", buttons=["download"],
-                             waveform_options=gr.WaveformOptions(show_recording_waveform=False))
-            voice_note = gr.Markdown(elem_id="scene-voice-note")
-            with gr.Accordion("Scenes retrieved for each reply · 每句检索到的场景", open=False,
-                              elem_id="scene-scenes-panel"):
-                scenes = gr.Markdown(scenes_markdown(SceneState(), 0), elem_id="scene-scenes")
+                self.turns = gr.Number(3, minimum=1, maximum=20, precision=0, label="Lines", elem_id="scene-turns",
+                                       scale=1, min_width=80)
+                self.talk_btn = gr.Button("Let them talk · 让他们聊", elem_id="scene-talk-btn", scale=2)
+                self.stop_btn = gr.Button("■ Stop · 停止", variant="stop", elem_id="scene-stop", scale=1)
+            self._files_and_voice()
 
-    view = [state, present, chat, *sliders, *mutes, *buttons, user_role, order, allow_self, status, to]
-    options = [user_role, order, allow_self]
-    out = [chat, text, state, status]
-    after = (after_scene, [state, speak_on, handled], [scenes, voice, voice_note, handled])
-    cast.change(change_cast, [cast, state, user_role, to], view, api_name="scene_cast")
-    for changed in (state, *engine_inputs[:3]):  # the cast, or the engine, model and server chosen in Chat
-        changed.change(scene_language, [state, *engine_inputs[:3]], language_note, api_name=False,
-                       show_progress="hidden")
-    to.change(whisper_hint, [to, state], text, api_name=False)
-    for k in range(SLOTS):
-        sliders[k].input(set_talk(k), [sliders[k], state], state, api_name=False)
-        mutes[k].input(set_mute(k), [mutes[k], state], [state, present, chat], api_name=False)
-    events = [
-        text.submit(send_line, [state, text, to, *options, *engine_inputs], out, api_name="scene_send"),
-        send_btn.click(send_line, [state, text, to, *options, *engine_inputs], out, api_name=False),
-        talk_btn.click(let_them_talk, [state, turns, *options, *engine_inputs], out, api_name="scene_talk"),
-        regen_btn.click(regenerate_line, [state, *options, *engine_inputs], out, api_name="scene_regenerate"),
-    ]
-    events += [buttons[k].click(speak_now(k), [state, *options, *engine_inputs], out,
-                                api_name="scene_speak" if k == 0 else False) for k in range(SLOTS)]
-    for ev in events:
-        ev.then(*after, api_name=False)
-    # a new line, a forced speaker or another run cuts in: whatever is still running stops first
-    # (its whole lines are kept in the state; a half line is dropped)
-    triggers = [text.submit, send_btn.click, talk_btn.click, regen_btn.click, *(b.click for b in buttons)]
-    for trigger, own in zip(triggers, events):
-        trigger(None, None, None, cancels=[e for e in events if e is not own], queue=False, api_name=False)
-    # Stop: cancel first, then redraw from the state, so a frame still in flight cannot leave a half line
-    stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False).then(
-        show_state, state, [chat, status], api_name="scene_stop").then(*after, api_name=False)
-    clear_btn.click(clear_scene, state, view, api_name="scene_clear")
-    chat.clear(clear_scene, state, view, api_name=False)
-    chat.like(rate, state, [state, status], api_name=False)
-    chat.edit(edit, state, [state, chat, status], api_name=False)
-    chat.select(speak_clicked, state, [voice, voice_note], api_name=False)
-    state.change(refresh_export(export_dir), state, export_btn, api_name=False)
-    import_btn.upload(import_file, [import_btn, state], [cast, *view], api_name="scene_import")
-    added.change(cast_choices, [added, cast], cast, api_name=False)
-    return cast, user_role
+    def _files_and_voice(self) -> None:
+        with gr.Row():
+            self.regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="scene-regenerate")
+            self.clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="scene-clear")
+            self.export_btn = gr.DownloadButton("Export scene · 导出", size="sm", elem_id="scene-export",
+                                                interactive=False)
+            self.import_btn = gr.UploadButton("Import scene · 导入", size="sm", elem_id="scene-import",
+                                              file_types=[".jsonl"], type="filepath")
+        self.speak_on = gr.Checkbox(label="Speak lines, each in its own voice · 朗读台词", elem_id="scene-speak")
+        # hidden until it has a line to play: Gradio's empty player is a div with a prohibited aria-label
+        self.voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False, visible=False,
+                              elem_id="scene-voice", buttons=["download"],
+                              waveform_options=gr.WaveformOptions(show_recording_waveform=False))
+        self.voice_note = gr.Markdown(elem_id="scene-voice-note")
+        with gr.Accordion("Scenes retrieved for each reply · 每句检索到的场景", open=False,
+                          elem_id="scene-scenes-panel"):
+            self.scenes = gr.Markdown(scenes_markdown(SceneState(), 0), elem_id="scene-scenes")
+
+    def view(self) -> list:
+        return [self.state, self.present, self.chat, *self.sliders, *self.mutes, *self.buttons, self.user_role,
+                self.order, self.allow_self, self.status, self.to]
+
+    def play(self, settings) -> list:
+        """What a line or a turn reads besides the state: the scene's options, then the settings panel (`_play`)."""
+        return [self.user_role, self.order, self.allow_self, *settings.inputs()]
+
+    def wire(self, page) -> None:
+        settings = page.chat.settings
+        view = self.view()
+        self.cast.change(change_cast, [self.cast, self.state, self.user_role, self.to], view, api_name="scene_cast")
+        where = [settings.engine, settings.model, settings.base_url]  # the cast, or the engine chosen in Chat
+        for changed in (self.state, *where):
+            changed.change(scene_language, [self.state, *where], self.language_note, api_name=False,
+                           show_progress="hidden")
+        self.to.change(whisper_hint, [self.to, self.state], self.text, api_name=False)
+        for k in range(SLOTS):
+            self.sliders[k].input(set_talk(k), [self.sliders[k], self.state], self.state, api_name=False)
+            self.mutes[k].input(set_mute(k), [self.mutes[k], self.state], [self.state, self.present, self.chat],
+                                api_name=False)
+        self._wire_runs(self.play(settings))
+        self.clear_btn.click(clear_scene, self.state, view, api_name="scene_clear")
+        self.chat.clear(clear_scene, self.state, view, api_name=False)
+        self.chat.like(rate, self.state, [self.state, self.status], api_name=False)
+        self.chat.edit(edit, self.state, [self.state, self.chat, self.status], api_name=False)
+        self.chat.select(speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
+        self.state.change(refresh_export, self.state, self.export_btn, api_name=False)
+        self.import_btn.upload(import_file, [self.import_btn, self.state], [self.cast, *view], api_name="scene_import")
+        page.visit.added.change(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False)
+        page.scene_tab.select(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False,
+                              show_progress="hidden")
+
+    def _wire_runs(self, play: list) -> None:
+        """A line, a forced speaker, a run of lines, a regenerate; Stop."""
+        out = [self.chat, self.text, self.state, self.status]
+        after = (after_scene, [self.state, self.speak_on, self.handled],
+                 [self.scenes, self.voice, self.voice_note, self.handled])
+        line = [self.state, self.text, self.to, *play]
+        events = [
+            self.text.submit(send_line, line, out, api_name="scene_send"),
+            self.send_btn.click(send_line, line, out, api_name=False),
+            self.talk_btn.click(let_them_talk, [self.state, self.turns, *play], out, api_name="scene_talk"),
+            self.regen_btn.click(regenerate_line, [self.state, *play], out, api_name="scene_regenerate"),
+        ]
+        events += [b.click(speak_now(k), [self.state, *play], out, api_name="scene_speak" if k == 0 else False)
+                   for k, b in enumerate(self.buttons)]
+        for ev in events:
+            ev.then(*after, api_name=False)
+        # a new line, a forced speaker or another run cuts in: whatever is still running stops first
+        # (its whole lines are kept in the state; a half line is dropped)
+        triggers = [self.text.submit, self.send_btn.click, self.talk_btn.click, self.regen_btn.click,
+                    *(b.click for b in self.buttons)]
+        for trigger, own in zip(triggers, events):
+            trigger(None, None, None, cancels=[e for e in events if e is not own], queue=False, api_name=False)
+        # Stop: cancel first, then redraw from the state, so a frame still in flight cannot leave a half line
+        self.stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False).then(
+            show_state, self.state, [self.chat, self.status], api_name="scene_stop").then(*after, api_name=False)

@@ -1,0 +1,67 @@
+"""The 'Add a character' tab: a character from the Hugging Face Hub or from a file, added to this visitor's
+picker only."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from chatharuhi_core.config import Settings
+from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.roles.safety import DEFAULT_LIMITS
+from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids
+from chatharuhi_core.web.chat import reopen
+from chatharuhi_core.web.common import WARNING_MARK
+from chatharuhi_core.web.picker import add_character, picker_choices, picker_entries
+
+from .visit import VIEW_SIZE, Seat, close, progress_cb, role_view, tiles
+
+HELP = (
+    "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"
+    "- **Hub id**: a dataset with a role package (`owner/name`), or a ChatHaruhi role "
+    "(`silk-road/ChatHaruhi-RolePlaying/haruhi`); add `@revision` to pin one.\n"
+    "- **File**: a character card (`.png` or `.json`, V1/V2/V3), a ChatHaruhi `.jsonl`, "
+    "a role package `.zip`, or a script `.txt` (`Name:「line」`, `NAME: line` or screenplay).\n\n"
+    f"Files up to {DEFAULT_LIMITS.max_file_bytes // (1024 * 1024)} MB. The character is added to "
+    "your picker only."
+)
+
+
+class AddTab:
+    def render(self) -> AddTab:
+        gr.Markdown(HELP)
+        with gr.Row():
+            with gr.Column():
+                self.hub_id = gr.Textbox(label="Hub id", placeholder="silk-road/ChatHaruhi-RolePlaying/haruhi",
+                                         elem_id="hub-id")
+                self.script_name = gr.Textbox(label="Character's name (scripts only; default: who speaks most)",
+                                              elem_id="script-name")
+            with gr.Column():
+                self.upload = gr.File(label="Upload a file · 上传文件", file_types=accepted_suffixes(),
+                                      type="filepath", elem_id="upload")
+        self.add_btn = gr.Button("Add character · 添加", variant="primary", elem_id="add-role")
+        self.add_status = gr.Markdown(elem_id="add-status")
+        return self
+
+    def inputs(self) -> list:
+        return [self.hub_id, self.upload, self.script_name]
+
+
+def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None, progress=gr.Progress(), *seat):
+    """Import, then show the new role in this visitor's picker and open its chat (`seat`: Visit.seat())."""
+    at = Seat(*seat)
+    close(at.gate)
+    added = list(added or [])
+    try:
+        role = add_character(hub_id, upload, name, Settings.from_env(), progress_cb(progress))
+    except ChatHaruhiError as exc:
+        return (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "",
+                gr.skip())
+    if role.id not in added and role.id not in bundled_ids():
+        added.append(role.id)
+    entries = picker_entries(added)
+    status = (f"✓ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
+              f"· 已添加，可在角色列表中找到。")
+    chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
+    new, chats = reopen(at.conv, at.chats, role.id)
+    return (*role_view(new, chats, at.visitor), chooser, tiles(entries), added, status, gr.Tabs(selected="chat-tab"),
+            status, None)  # the upload box is emptied for the next file

@@ -1,0 +1,241 @@
+"""The chat tab: who to talk to (the picker), as whom, with which engine; the chat and the message box; voice,
+thumbs, the export, and the visitor's name in the story."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from chatharuhi_core.config import Settings
+from chatharuhi_core.roles.hub import hub_roles
+from chatharuhi_core.roles.placeholders import has_placeholder
+from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.chat import (
+    Conversation,
+    chat_messages,
+    describe_role,
+    export_chat,
+    feedback_values,
+    greeting_messages,
+    rate_reply,
+)
+from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, message_text, portrait_of
+from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
+from chatharuhi_core.web.signin import language_warnings
+
+from .memory_panel import MemoryPanel
+from .settings_panel import SettingsPanel, change_engine
+from .turns import read_ahead_for, scene_picture, spoken
+from .visit import current, scene_name, tiles
+
+FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
+                 "server to improve the character. · 对回复的赞、踩和修改会被保存，用于改进角色。")
+
+
+class ChatTab:
+    """The chat tab's components, as attributes; `render` inside the tab, `wire` once the page is built."""
+
+    def render(self, first, first_view) -> ChatTab:
+        with gr.Row(elem_id="chat-row"):
+            self._side(first, first_view)
+            self._main(first, first_view)
+        return self
+
+    def _side(self, first, first_view) -> None:
+        """The left column: who to talk to, as whom, with which engine."""
+        entries = picker_entries()
+        with gr.Column(scale=1, min_width=300, elem_id="chat-side"):
+            self.picker = gr.HTML(tiles(entries), js_on_load=PICKER_JS, elem_id="picker")
+            self.chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
+                                       filterable=True, elem_id="role-choice")
+            self.role_status = gr.Markdown(elem_id="role-status")
+            self.user_role = gr.Textbox(first.visitor_name, label="Your name in the story · 你在故事里的名字",
+                                        elem_id="user-role")
+            self.settings = SettingsPanel().render()
+            self.hub_list = _hub_list()
+            self.portrait = gr.HTML(first_view[1], elem_id="portrait")
+
+    def _main(self, first, first_view) -> None:
+        """The main column: the chat, the message box, and what goes with a reply."""
+        with gr.Column(scale=2, elem_id="chat-main"):
+            with gr.Row(elem_id="about-row", equal_height=False):
+                self.about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
+                # the scene the last reply drew on, beside the name: in sight without scrolling
+                self.scene_picture = gr.HTML(visible=False, elem_id="scene-image", min_height=0)
+            self.chat = gr.Chatbot(first_view[3], label="Chat", elem_id="chat", height=520, buttons=["copy"],
+                                   editable="all", avatar_images=(None, portrait_of(first)),
+                                   feedback_options=("Like", "Dislike"))
+            self.reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
+            self.language_note = gr.Markdown(visible=False, elem_id="language-note")
+            self.use_offline = gr.Button("Use the offline engine · 改用离线引擎", size="sm", visible=False,
+                                         elem_id="use-offline")
+            # what to ask, right above the box (a click fills it)
+            self.examples = gr.Dataset(components=["textbox"], samples=[[q] for q in first.examples],
+                                       label="Try asking · 试着问", visible=bool(first.examples), elem_id="examples")
+            with gr.Row(elem_id="message-row"):
+                self.text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…", scale=6,
+                                       elem_id="message", max_lines=6)
+                self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
+            self.note = self.settings.note = gr.Markdown(elem_id="engine-note")
+            self.sign_in = gr.Markdown(elem_id="sign-in-note")
+            self.feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
+                                             elem_id="feedback-note", elem_classes=["reply-stats"])
+            self._buttons()
+            with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
+                              elem_id="scenes-panel"):
+                self.scenes = gr.Markdown(elem_id="scenes")
+            self.memory = MemoryPanel().render()
+
+    def _buttons(self) -> None:
+        with gr.Row():
+            self.regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
+            self.clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
+            self.export_btn = gr.DownloadButton("Export chat · 导出", size="sm", elem_id="export-chat",
+                                                interactive=False)
+            self.import_btn = gr.UploadButton("Import chat · 导入", size="sm", elem_id="import-chat",
+                                              file_types=[".jsonl"], type="filepath")
+        with gr.Row(equal_height=True):
+            self.speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
+            self.speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
+        self.voice_audio = gr.Audio(visible=False, label="Voice · 语音", type="filepath", autoplay=True,
+                                    interactive=False, elem_id="voice-audio", buttons=["download"],
+                                    waveform_options=gr.WaveformOptions(show_recording_waveform=False))
+        self.voice_note = gr.Markdown(elem_id="voice-note")
+
+    def view(self, visit) -> list:
+        """The outputs of visit.role_view, in its order."""
+        return [visit.conv, self.portrait, self.about, self.chat, self.examples, self.user_role, self.scenes,
+                self.reply_stats, visit.chats]
+
+    def wire(self, page) -> None:
+        """The engine's guard and read-ahead, the voice, the thumbs, the export, and the name in the story."""
+        v, s = page.visit, self.settings
+        s.wire()
+        # the language guard follows the character and the engine's model (a switch, a new engine, a typed model)
+        guard = (language_view, [v.conv, s.engine, s.model, s.base_url], [self.language_note, self.use_offline])
+        for changed in (v.conv, s.engine, s.model, s.base_url):
+            changed.change(*guard, api_name=False, show_progress="hidden")
+        # the local model reads the next prompt's start while the visitor types the message (chat/chatbot.py)
+        gr.on([c.change for c in (v.conv, s.engine, s.model)], read_ahead_for,
+              [v.conv, self.user_role, *s.inputs(key=False)], None, api_name=False, show_progress="hidden",
+              trigger_mode="always_last")
+        self.use_offline.click(lambda: "script", None, s.engine, api_name=False).then(
+            change_engine, s.engine, s.view(), api_name=False)
+        self.examples.click(lambda sample: sample[0], self.examples, self.text)
+        self._wire_voice_feedback(page)
+        self._wire_names(page)
+        self.memory.wire(page)
+
+    def _wire_voice_feedback(self, page) -> None:
+        v = page.visit
+        self.speak_btn.click(speak_last, [v.conv, self.user_role], [self.voice_audio, self.voice_note],
+                             api_name="speak_last").then(*page.reveal, api_name=False, show_progress="hidden")
+        self.chat.select(speak_clicked, v.conv, [self.voice_audio, self.voice_note], api_name=False).then(
+            *page.reveal, api_name=False, show_progress="hidden")
+        v.conv.change(refresh_export, [v.conv, self.user_role], self.export_btn, api_name=False)
+        self.chat.like(rate, v.conv, [v.conv, self.feedback_note], api_name=False)
+
+    def _wire_names(self, page) -> None:
+        """The name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
+        (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill)."""
+        v, scene_user = page.visit, page.group.user_role
+        named = (rename_visitor, [v.conv, self.user_role], [self.about, self.chat])  # the greeting says it again
+        self.user_role.change(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
+        keep = (lambda name: name, v.visitor, page.session.saved_name)
+        self.user_role.change(remember_name, [self.user_role, scene_user, v.conv], [v.visitor, scene_user],
+                              api_name=False, show_progress="hidden").then(*keep, api_name=False,
+                                                                           show_progress="hidden")
+        scene_user.change(name_from_scene, [scene_user, self.user_role], [v.visitor, self.user_role],
+                          api_name=False, show_progress="hidden").then(*keep, api_name=False,
+                                                                       show_progress="hidden")
+
+
+def _hub_list() -> gr.Dataset:
+    """ChatHaruhi's own roles on the Hub, folded: fetched on first pick."""
+    listed = hub_roles()
+    with gr.Accordion(f"☁ ChatHaruhi on the Hub · {len(listed)} roles", open=False, elem_id="hub-panel"):
+        return gr.Dataset(
+            components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
+            headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
+            samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
+            elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
+
+
+def language_view(conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
+                  profile: gr.OAuthProfile | None = None):
+    """Before the first message: a warning, and the offline engine offered, when the chosen model cannot
+    speak the character's language (the bundled SmolLM2 and 孙悟空)."""
+    panel = EnginePanel(engine or "script", model or "", base_url or "")
+    found = language_warnings(panel, [load_role(current(conv).role_id)], Settings.from_env(), profile)
+    if not found:
+        return gr.Markdown(value="", visible=False), gr.Button(visible=False)
+    return gr.Markdown(value=WARNING_MARK + found[0][1], visible=True), gr.Button(visible=True)
+
+
+def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
+    """The name in the story changed (typed, pasted, filled in by the browser, or set by a switch): unless it
+    is just the character's usual partner, it is the visitor's own and stays theirs when they switch
+    character, in the group-scene tab, and after a reload (this browser's local storage)."""
+    name = (user_name or "").strip()
+    mine = "" if name == load_role(current(conv).role_id).visitor_name else name
+    scene = scene_name(mine)
+    return mine, (scene if scene != (in_scene or "").strip() else gr.skip())
+
+
+def name_from_scene(in_scene: str, in_chat: str):
+    """The name typed in the group-scene tab is the visitor's name in the chat too."""
+    name = (in_scene or "").strip()
+    mine = "" if name == scene_name("") else name
+    return mine, (mine if mine and mine != (in_chat or "").strip() else gr.skip())
+
+
+def set_avatar(conv: Conversation | None):
+    """The portrait as the avatar of the chat bubbles, the thumbs of rated replies (an imported chat)
+    and the role's first scene picture: a follow-up, so the API outputs stay plain."""
+    if conv is None:
+        return gr.skip(), gr.skip()
+    role = load_role(conv.role_id)
+    reply = conv.history[-1].reply if conv.history else ""
+    chat = gr.Chatbot(avatar_images=(None, portrait_of(role)), feedback_value=feedback_values(conv, role))
+    return chat, scene_picture(role, reply)
+
+
+def rename_visitor(conv: Conversation | None, user_name: str):
+    """The visitor typed a name in the story: the greeting and description say it (a card's {{user}})."""
+    if conv is None:
+        return gr.skip(), gr.skip()
+    role = load_role(conv.role_id)
+    if not any(has_placeholder(t) for t in (role.greeting, role.description)):
+        return gr.skip(), gr.skip()
+    chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+    return describe_role(role, user_name), chat
+
+
+def refresh_export(conv: Conversation | None, user_role: str):
+    """Keep the export button's file in step with the conversation, so one click downloads it."""
+    if conv is None or not conv.history:
+        return gr.DownloadButton(value=None, interactive=False)
+    return gr.DownloadButton(value=str(export_chat(conv, user_role, export_dir())), interactive=True)
+
+
+def rate(conv: Conversation | None, evt: gr.LikeData):
+    if conv is None:
+        return gr.skip(), gr.skip()
+    return rate_reply(conv, evt.index, evt.liked, Settings.from_env())
+
+
+def speak_last(conv: Conversation | None, user_name: str = ""):
+    """The speak button: read the newest reply (or the greeting) aloud."""
+    conv = current(conv)
+    role = load_role(conv.role_id)
+    greeting = greeting_messages(role, user_name)
+    text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
+    return spoken(conv, text) if text else (gr.skip(), "Nothing to read aloud yet.")
+
+
+def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
+    """A click on any message of the character reads that one aloud (the page's first character
+    before the session has loaded: its greeting is drawn into the page)."""
+    if not isinstance(evt.value, (str, dict, list)):
+        return gr.skip(), gr.skip()
+    return spoken(current(conv), message_text(evt.value))
+

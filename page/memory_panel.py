@@ -1,0 +1,57 @@
+"""What the character keeps of this conversation: the list, a fact to add, one to forget or rewrite."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.memory import (
+    forget_memory,
+    memory_choices,
+    memory_markdown,
+    pin_last_message,
+    remember_fact,
+    rewrite_memory,
+)
+
+
+class MemoryPanel:
+    def render(self) -> MemoryPanel:
+        with gr.Accordion("Memories · 记忆", open=False, elem_id="memory-panel"):
+            self.listed = gr.Markdown(memory_markdown(None), elem_id="memories")
+            self.text = gr.Textbox(label="Remember · 记住", placeholder="my sister is Anna · 我妹妹叫小红", max_lines=3,
+                                   elem_id="memory-text")
+            with gr.Row():
+                self.remember = gr.Button("Remember · 记住", size="sm", elem_id="remember")
+                self.pin = gr.Button("Pin my last message · 记住我上一句", size="sm", elem_id="pin-last")
+            self.pick = gr.Dropdown(label="A memory · 一条记忆", choices=[], value=None, elem_id="memory-pick")
+            with gr.Row():
+                self.forget = gr.Button("Forget · 忘记", size="sm", elem_id="forget")
+                self.rewrite = gr.Button("Rewrite with the text above · 改写", size="sm", elem_id="rewrite-memory")
+            self.note = gr.Markdown(elem_id="memory-note")
+        return self
+
+    def wire(self, page) -> None:
+        """The buttons, and the list following the conversation (a switch, an import, a reply)."""
+        conv, user_role = page.visit.conv, page.chat.user_role
+        out = [conv, self.listed, self.pick, self.note, self.text]
+        self.remember.click(_event(remember_fact), [conv, self.text], out, api_name="remember")
+        self.text.submit(_event(remember_fact), [conv, self.text], out, api_name=False)
+        self.pin.click(_event(pin_last_message), [conv, user_role], out, api_name="pin_last")
+        self.forget.click(_event(forget_memory), [conv, self.pick], out, api_name="forget_memory")
+        self.rewrite.click(_event(rewrite_memory), [conv, self.pick, self.text], out, api_name="rewrite_memory")
+        conv.change(_view, conv, [self.listed, self.pick], api_name=False, show_progress="hidden")
+
+
+def _view(conv: Conversation | None):
+    return memory_markdown(conv), gr.Dropdown(choices=memory_choices(conv), value=None)
+
+
+def _event(change):
+    """A memory change as the page runs it: the new conversation, the list, the sentence; the text box is
+    emptied only when the change was made."""
+    def run(conv, *args):
+        new, said = change(conv, *args)
+        done = new is not conv
+        return (new, *_view(new), said, "" if done else gr.skip())
+    return run

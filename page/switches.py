@@ -1,0 +1,141 @@
+"""Another character (a tile, the search list, the Hub list, an added character, an imported chat) or a cleared
+chat: a reply still streaming stops first, so it can neither finish in the new chat nor answer as the old
+character; its message goes back into the box unless the visitor has typed something new."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from chatharuhi_core.config import Settings
+from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.roles.hub import hub_roles
+from chatharuhi_core.roles.sources import bundled_ids, load_role, open_role
+from chatharuhi_core.web.chat import Conversation, chat_messages, import_chat, reopen
+from chatharuhi_core.web.common import WARNING_MARK
+from chatharuhi_core.web.picker import picker_choices, picker_entries
+
+from .add_tab import add_role
+from .chat_tab import set_avatar
+from .visit import VIEW_SIZE, Seat, close, current, progress_cb, role_name, role_view, tiles
+
+
+def _switch(ref: str, at: Seat, progress: gr.Progress):
+    """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
+    page, and put the search list back on the character still on screen."""
+    close(at.gate)
+    try:
+        role = open_role(ref, Settings.from_env(), progress_cb(progress))
+    except ChatHaruhiError as exc:
+        back = gr.Dropdown(value=at.conv.role_id) if at.conv is not None else gr.skip()
+        return (*(gr.skip(),) * VIEW_SIZE, back, WARNING_MARK + str(exc))
+    new, chats = reopen(at.conv, at.chats, role.id)
+    return (*role_view(new, chats, at.visitor), ref, "")
+
+
+def pick_role(evt: gr.EventData, added: list[str] | None, progress=gr.Progress(), *seat):
+    """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
+    data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
+    ref = data.get("ref") if isinstance(data, dict) else None
+    if ref not in {e.ref for e in picker_entries(added) if not e.online}:
+        close(Seat(*seat).gate)
+        return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
+    return _switch(ref, Seat(*seat), progress)
+
+
+def pick_hub_role(index: int | None, progress=gr.Progress(), *seat):
+    """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
+    listed = hub_roles()
+    if not isinstance(index, int) or not 0 <= index < len(listed):
+        close(Seat(*seat).gate)
+        return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
+    return _switch(listed[index].ref, Seat(*seat), progress)
+
+
+def switch_role(role_id: str, progress=gr.Progress(), *seat):
+    """The searchable list (and the API): the character's chat opens (this session's earlier one with it,
+    or a fresh one); the chat on screen is kept for when the visitor comes back."""
+    return _switch(role_id or "", Seat(*seat), progress)
+
+
+def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None):
+    """Back to the greeting with the same character."""
+    close(gate)
+    view = role_view(Conversation(current(conv).role_id), None, visitor)
+    return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
+
+
+def import_chat_file(path: str | None, added: list[str] | None, *seat):
+    """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
+
+    A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
+    on screen is kept for when the visitor comes back to its character."""
+    at = Seat(*seat)
+    close(at.gate)
+    skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
+    if not path:
+        return (*skip, "")
+    try:
+        conv, user_name = import_chat(path)
+    except ChatHaruhiError as exc:
+        return (*skip, WARNING_MARK + str(exc))
+    _, chats = reopen(at.conv, at.chats, conv.role_id)
+    added = list(added or [])
+    if conv.role_id not in bundled_ids() and conv.role_id not in added:
+        added.append(conv.role_id)
+    entries = picker_entries(added)
+    chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
+    turns = len(conv.history)
+    note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
+    if turns > 50:
+        note += " Its memory is indexed in the background; the Memories panel shows how far it has got."
+    return (*role_view(conv, chats, user_name), chooser, tiles(entries), added, note)
+
+
+def give_back(pending: dict | None, box: str | None, conv: Conversation | None, user_name: str,
+              drafts: dict | None):
+    """After a switch or a clear: the chat on screen is drawn once more from the conversation, over any frame
+    of a cut reply that reached the page after it. A message whose reply was cut off stays with its character:
+    a clear puts it back in the box; a switch says in the new chat that the reply was stopped and keeps the
+    message as that character's draft, back in the box when the visitor returns (never under someone else)."""
+    conv = current(conv)
+    chat = chat_messages(conv, load_role(conv.role_id), user_name)
+    drafts = dict(drafts or {})
+    box_free = not (box or "").strip()
+    if pending and pending.get("role") not in (None, conv.role_id):
+        old = role_name(pending["role"])
+        drafts[pending["role"]] = pending.get("text", "")
+        chat = chat + [{"role": "assistant", "metadata": {"title": "⏹ Stopped · 已停止"},
+                        "content": f"{old}'s reply was stopped when you switched. Your message waits in {old}'s "
+                                   f"box when you go back. · {old}的回复已停止；切回去时，你的话还在输入框里。"}]
+        pending = None
+    if pending and box_free:
+        return pending.get("text", ""), "", chat, drafts
+    if box_free and conv.role_id in drafts:
+        return drafts.pop(conv.role_id), "", chat, drafts
+    return gr.skip(), "", chat, drafts
+
+
+def wire(page, turns: list) -> None:
+    v, c, a = page.visit, page.chat, page.add
+    view = c.view(v)
+    cleared = [v.conv, c.portrait, c.about, c.chat, c.scenes, c.reply_stats]
+    after_switch = (give_back, [v.pending, c.text, v.conv, c.user_role, v.drafts],
+                    [c.text, v.pending, c.chat, v.drafts])
+    stops = {"cancels": turns}
+    switched = [
+        c.hub_list.click(pick_hub_role, [c.hub_list, *v.seat()], view + [c.chooser, c.role_status], api_name=False,
+                         **stops),
+        c.picker.click(pick_role, [v.added, *v.seat()], view + [c.chooser, c.role_status], api_name=False, **stops),
+        c.chooser.input(switch_role, [c.chooser, *v.seat()], view + [c.chooser, c.role_status],
+                        api_name="switch_role", **stops),
+        a.add_btn.click(add_role, [*a.inputs(), v.added, *v.seat()],
+                        view + [c.chooser, c.picker, v.added, a.add_status, page.tabs, c.role_status, a.upload],
+                        api_name="add_character", **stops),
+        c.import_btn.upload(import_chat_file, [c.import_btn, v.added, *v.seat()],
+                            view + [c.chooser, c.picker, v.added, c.feedback_note], api_name="import_chat", **stops),
+        c.clear_btn.click(clear_chat, [v.conv, v.visitor, v.gate], cleared, **stops),
+        c.chat.clear(clear_chat, [v.conv, v.visitor, v.gate], cleared, api_name=False, **stops),
+    ]
+    avatar = (set_avatar, v.conv, [c.chat, c.scene_picture])
+    for ev in switched:
+        ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)

@@ -1,0 +1,158 @@
+"""A reply streamed into the chat: Send, Regenerate and an edited last message; then what follows a reply
+(the scenes it drew on, its scene picture, its voice), and the local model reading ahead while the visitor types."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from chatharuhi_core.chat.voice import speak
+from chatharuhi_core.config import Settings
+from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.chat import (
+    Conversation,
+    TurnGate,
+    answers_again,
+    chat_messages,
+    edit_message,
+    feedback_values,
+    read_ahead,
+    scene_image_for,
+    scenes_markdown,
+    stream_turn,
+)
+from chatharuhi_core.web.common import EnginePanel, scene_picture_html
+
+from .settings_panel import choice
+from .visit import current
+
+
+def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role: str, engine: EnginePanel,
+          regenerate: bool):
+    """Stream one reply: the chat, the message box, the conversation and the stats line only.
+
+    Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
+    every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
+    CPU under load; the scenes, picture and voice come once, from `after_turn`.
+    """
+    conv = current(conv)
+    gate = gate if gate is not None else TurnGate()
+    ticket = gate.open()
+    first = True
+    for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
+        if not gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
+            return
+        if up.error:
+            gr.Warning(up.error)
+        # A sent message leaves the box with the first frame, and whatever the visitor types while the
+        # reply streams is theirs: the box is never emptied again. After a failure the words come back.
+        # A regenerate leaves the box alone.
+        if regenerate:
+            box = gr.skip()
+        elif up.error:
+            box = text
+        else:
+            box = "" if first else gr.skip()
+        state = up.conversation if up.done else gr.skip()
+        status = up.status if (up.status or up.done or first) else gr.skip()
+        # the message in flight, put back in the box if the visitor switches character before the reply is done
+        pending = "" if (up.done or regenerate) else ({"role": conv.role_id, "text": text} if first else gr.skip())
+        first = False
+        yield up.messages, box, state, status, pending
+
+
+def send(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
+    """`panel`: the settings panel's values (SettingsPanel.inputs); `signed_in` is the visitor's Hugging Face
+    sign-in, handed in by Gradio from their session (None when signed out)."""
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), False)
+
+
+def regenerate(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), True)
+
+
+def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text, user_role, *panel):
+    """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
+    if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
+        yield (gr.skip(),) * 5
+        return
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), True)
+
+
+def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
+    """A corrected reply replaces the old one (and is saved as feedback); an edited message of the visitor's
+    replaces their words, and when it is their last one the character answers it again (`answer_again`)."""
+    conv = current(conv)
+    asked = conv.history[-1].text if conv.history else None
+    conv, note = edit_message(conv, evt.index, evt.value, Settings.from_env())
+    role = load_role(conv.role_id)
+    chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+    return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked
+
+
+def read_ahead_for(conv, user_role, *panel):
+    """A character opened, a conversation taken up or an engine picked: the local model loads and reads how the
+    next prompt starts while the visitor types (the engines that read nothing ahead do nothing here).
+    `panel`: the settings as a browser keeps them (no key)."""
+    if conv is None:
+        return
+    read_ahead(conv, user_role, choice(panel, key=False), Settings.from_env())
+
+
+def scene_picture(role, reply: str):
+    found = scene_image_for(role, reply, Settings.from_env())
+    if found is None:
+        return gr.HTML(value="", visible=False)
+    return gr.HTML(value=scene_picture_html(*found), visible=True)
+
+
+def spoken(conv: Conversation, text: str):
+    """Audio and a note for the page; the reply stays text when no voice is available."""
+    speech = speak(load_role(conv.role_id), text, Settings.from_env())
+    return (str(speech.path) if speech.path else None), speech.notice
+
+
+def reveal_player(audio: str | None):
+    """The voice player appears once it has something to play: an empty audio player is the costliest
+    part of the page's first paint (about a quarter of a second here, bench/first_screen.py)."""
+    return gr.Audio(visible=True) if audio else gr.skip()
+
+
+def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
+    """Once a reply is complete: the scenes it drew on, its scene picture and, if asked, its voice.
+
+    `handled` remembers the last reply dealt with, so a failed turn (which leaves the
+    conversation as it was) does not show or speak the previous reply again.
+    """
+    if conv is None or not conv.history:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
+    reply = conv.history[-1].reply
+    key = f"{conv.role_id}:{len(conv.history)}:{reply}"
+    if key == handled:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
+    picture = scene_picture(load_role(conv.role_id), reply)
+    audio, voice_note = spoken(conv, reply) if speak_on else (gr.skip(), gr.skip())
+    return scenes_markdown(conv), audio, voice_note, picture, key
+
+
+def wire(page) -> list:
+    """Send, Regenerate and an edited last message: each streams a turn into the chat (`pending` holds its
+    message until the reply is complete). Returns the turn events, for switches to cancel."""
+    v, c = page.visit, page.chat
+    turn_out = [c.chat, c.text, v.conv, c.reply_stats, v.pending]
+    turn_in = [v.gate, v.conv, c.text, c.user_role, *page.chat.settings.inputs()]
+    after = (after_turn, [v.conv, c.speak_on, v.handled],
+             [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
+    focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
+    reveal = page.reveal
+    turns = []
+    for ev in (c.text.submit(send, turn_in, turn_out, api_name="submit"), c.send_btn.click(send, turn_in, turn_out)):
+        turns.append(ev)
+        ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
+            None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+    turns.append(c.regen_btn.click(regenerate, turn_in, turn_out))
+    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+    again = gr.State(False)  # the visitor edited their last message: it is answered again
+    edited = c.chat.edit(edit, [v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again], api_name=False)
+    turns.append(edited.then(answer_again, [again, *turn_in], turn_out, api_name=False))
+    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+    return turns

@@ -1,0 +1,96 @@
+"""One visitor's states, created inside the page, and the character view that every switch draws."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.roles.sources import bundled_ids, load_role
+from chatharuhi_core.web.chat import Conversation, TurnGate, chat_messages, describe_role, scenes_markdown
+from chatharuhi_core.web.common import portrait_html
+from chatharuhi_core.web.picker import tiles_html
+
+VIEW_SIZE = 9  # role_view's outputs
+
+
+class Visit:
+    """What the page keeps for one visitor while the page is open (gr.State: per session, never shared)."""
+
+    def __init__(self) -> None:
+        self.conv = gr.State(None)
+        self.added = gr.State([])  # ids of the characters this visitor added
+        self.handled = gr.State(None)  # the last reply whose scenes, picture and voice were shown
+        self.chats = gr.State({})  # role id -> this visitor's earlier chat with that character, in this session
+        self.visitor = gr.State("")  # the name the visitor gave themselves in the story ("": none yet)
+        self.pending = gr.State("")  # the message whose reply is streaming, and whose it is
+        self.drafts = gr.State({})  # messages whose reply a switch stopped, by character: back in its box on return
+        self.gate = gr.State(TurnGate())  # which reply may still draw in the chat
+
+    def seat(self) -> list:
+        """Where the visitor sits, as a switch reads it (Seat's fields, in order)."""
+        return [self.conv, self.chats, self.visitor, self.gate]
+
+
+@dataclass
+class Seat:
+    """Where the visitor sits when they switch: the chat on screen, their other chats, their name, and the
+    gate of the reply in flight (Visit.seat gives the states in this order)."""
+
+    conv: Conversation | None = None
+    chats: dict | None = None
+    visitor: str | None = None
+    gate: TurnGate | None = None
+
+
+def role_view(conv: Conversation, chats: dict | None = None, visitor: str | None = None):
+    """Everything that changes with the character: portrait, text, chat, examples, name, and the
+    visitor's other chats (kept for when they come back to a character). `visitor` is the name the
+    visitor typed for themselves; without one, the character's usual partner (Watson for Holmes)."""
+    role = load_role(conv.role_id)
+    user_name = (visitor or "").strip() or role.visitor_name
+    return (
+        conv,
+        portrait_html(role),
+        describe_role(role, user_name),
+        chat_messages(conv, role, user_name),
+        gr.Dataset(samples=[[q] for q in role.examples], visible=bool(role.examples)),
+        user_name,
+        scenes_markdown(conv),
+        "",  # the last reply's engine and speed
+        chats if chats is not None else gr.skip(),
+    )
+
+
+def current(conv: Conversation | None) -> Conversation:
+    """The visitor's conversation; before the session has loaded, the page's first character, whose
+    greeting is drawn into the page."""
+    return conv if conv is not None else Conversation(bundled_ids()[0])
+
+
+def tiles(entries) -> str:
+    """The picker's tiles: bundled characters and the visitor's own; the Hub's are in their own folded list."""
+    return tiles_html([e for e in entries if not e.online])
+
+
+def role_name(role_id: str) -> str:
+    try:
+        return load_role(role_id).name
+    except ChatHaruhiError:
+        return role_id
+
+
+def close(gate: TurnGate | None) -> None:
+    """A switch or a cleared chat: the reply still streaming may not draw in the chat any more."""
+    if gate is not None:
+        gate.close()
+
+
+def progress_cb(progress: gr.Progress):
+    return lambda done, total: progress((done, total), desc="Embedding scenes · 正在嵌入场景", unit="scenes")
+
+
+def scene_name(visitor: str | None) -> str:
+    """The visitor's name in a group scene: the one they gave themselves, never a character's usual partner."""
+    return (visitor or "").strip() or "You"
