@@ -11,9 +11,18 @@ from test_scene_browser import cast_scene
 BLOCKING = ("critical", "serious")
 
 
+SETTLED = """() => [...document.querySelectorAll('.reply-stats')].every(el => el.scrollHeight <= el.clientHeight + 1)"""
+
+
 def blocking_violations(page) -> list[str]:
+    """axe's critical and serious findings on the page once it has settled: while an event runs, Gradio's progress
+    line can make a status block scroll for a moment (a busy machine makes that moment long)."""
     from axe_playwright_python.sync_playwright import Axe
 
+    try:
+        page.wait_for_function(SETTLED, timeout=15_000)
+    except Exception:  # still scrolling: axe says so below
+        pass
     return [f"{v['impact']} {v['id']}: {node['target']} {node['html'][:120]}"
             for v in Axe().run(page).response["violations"] if v["impact"] in BLOCKING for node in v["nodes"]]
 
