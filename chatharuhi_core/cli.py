@@ -546,9 +546,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_chat_command(sub) -> None:
     """`chat`: one message or a loop, with one character or a group scene."""
-    p = sub.add_parser("chat", help="talk to a character (or a scene of several): one message, or a loop",
+    p = sub.add_parser("chat", help="talk to a character (or a group scene of several): one message, or a loop",
                        description="Answer one message (TEXT) in character, or open an interactive loop. "
-                                   "Give --role two to six times for a scene with several characters; in its "
+                                   "Give --role two to six times for a group scene with several characters; in its "
                                    "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE, "
                                    "/leave NAME and /whisper NAME TEXT steer it.")
     p.add_argument("--role", required=True, action="append",
@@ -556,16 +556,16 @@ def _add_chat_command(sub) -> None:
                         "repeat it for a scene")
     p.add_argument("--user-role", help="who you are in the story (default: the role's usual partner, e.g. Watson)")
     p.add_argument("--order", choices=order_names(),
-                   help="in a scene, who speaks next: natural (named ones first, then the talkative; default), "
+                   help="in a group scene, who speaks next: natural (named ones first, then the talkative; default), "
                         "list, pooled (everyone once before anyone twice), manual (you pick with /next), "
                         "director (the engine picks)")
-    p.add_argument("--allow-self", action="store_true", help="in a scene, a character may answer its own line")
-    p.add_argument("--seed", type=int, help="in a scene, seed the speaker choice (for repeatable runs)")
-    p.add_argument("--to", metavar="NAME", help="in a scene, whisper TEXT to one character: only it hears, "
+    p.add_argument("--allow-self", action="store_true", help="in a group scene, a character may answer its own line")
+    p.add_argument("--seed", type=int, help="in a group scene, seed the speaker choice (for repeatable runs)")
+    p.add_argument("--to", metavar="NAME", help="in a group scene, whisper TEXT to one character: only it hears, "
                                                "answers and remembers it (in the loop: /whisper NAME TEXT)")
     _add_engine_args(p)
     p.add_argument("--session", metavar="FILE",
-                   help="a chat or scene file (.jsonl, the page's export format): go on from it if it exists, "
+                   help="a chat or group-scene file (.jsonl, the page's export format): go on from it if it exists, "
                         "and save it after every reply")
     p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
     p.set_defaults(func=cmd_chat)
@@ -638,7 +638,7 @@ def _add_eval_command(sub) -> None:
     p.add_argument("--greedy", action="store_true",
                    help="instead of --samples: one reply per case with the most likely tokens (temperature 0), the "
                         "same on every run")
-    p.add_argument("--story-tokens", type=int, help="scene budget for every system, in cl100k tokens (default: the "
+    p.add_argument("--story-tokens", type=int, help="classic-scene budget for every system, in cl100k tokens (default: the "
                                                      "smallest of the compared systems' own)")
     p.add_argument("--history-tokens", type=int, help="history budget for every system, likewise")
     p.add_argument("--allow-trained", action="store_true",

@@ -80,7 +80,7 @@ class ChatTab:
             self.feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
                                              elem_id="feedback-note", elem_classes=["reply-stats"])
             self._buttons()
-            with gr.Accordion("Scenes retrieved for the last reply · 检索到的场景", open=False,
+            with gr.Accordion("Classic scenes retrieved for the last reply · 检索到的经典场景", open=False,
                               elem_id="scenes-panel"):
                 self.scenes = gr.Markdown(elem_id="scenes")
             self.memory = MemoryPanel().render()

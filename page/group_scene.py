@@ -1,4 +1,4 @@
-"""The group-scene tab (Scene · 群戏): 2 to 6 characters and the visitor; the work is in chatharuhi_core.scene
+"""The group-scene tab (Group scene · 群戏): 2 to 6 characters and the visitor; the work is in chatharuhi_core.scene
 and chatharuhi_core.web.scene.
 
 The visitor's group scene is a SceneState in gr.State. The engine comes from the chat tab's settings panel,
@@ -314,7 +314,7 @@ class GroupSceneTab:
             # which keeps 150 labels out of the page's first paint. Any id is taken (the API, an import)
             # and checked when the cast changes.
             self.cast = gr.Dropdown(picker_choices([e for e in entries if not e.online]), multiselect=True,
-                                    max_choices=SLOTS, value=[], label="Characters in the scene (2 to 6) · 群戏角色",
+                                    max_choices=SLOTS, value=[], label="Characters in the group scene (2 to 6) · 群戏角色",
                                     filterable=True, allow_custom_value=True, elem_id="scene-cast")
             self.present = gr.HTML(present_html(SceneState()), elem_id="scene-present")
             self.user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", value="You",
@@ -333,7 +333,7 @@ class GroupSceneTab:
 
     def _main(self) -> None:
         with gr.Column(scale=2, elem_id="scene-main"):
-            self.chat = gr.Chatbot(label="Scene", elem_id="scene-chat", height=520, editable="all",
+            self.chat = gr.Chatbot(label="Group scene", elem_id="scene-chat", height=520, editable="all",
                                    feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
                                    group_consecutive_messages=False)
             self.status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
@@ -371,7 +371,7 @@ class GroupSceneTab:
                               elem_id="scene-voice", buttons=["download"],
                               waveform_options=gr.WaveformOptions(show_recording_waveform=False))
         self.voice_note = gr.Markdown(elem_id="scene-voice-note")
-        with gr.Accordion("Scenes retrieved for each reply · 每句检索到的场景", open=False,
+        with gr.Accordion("Classic scenes retrieved for each line · 每句检索到的经典场景", open=False,
                           elem_id="scene-scenes-panel"):
             self.scenes = gr.Markdown(scenes_markdown(SceneState(), 0), elem_id="scene-scenes")
 

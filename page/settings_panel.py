@@ -38,7 +38,7 @@ class SettingsPanel:
                 self.fold = gr.Checkbox(label="Fold the prompt: no system message, no two user messages in a "
                                         "row (for servers that reject them)", elem_id="fold")
             self.story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=16,
-                                          label="Scene budget (tokens)", elem_id="story-tokens")
+                                          label="Classic scenes budget (tokens)", elem_id="story-tokens")
             self.history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
                                             label="History budget (tokens)", elem_id="history-tokens")
             self.memory_tokens = gr.Slider(0, 2000, value=budgets.memory_tokens, step=16,

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import html
 import logging
-import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -34,7 +32,9 @@ from .common import (
     EnginePanel,
     Throttle,
     correct,
+    export_file,
     lang_of,
+    message_index,
     message_text,
     rate,
     record_feedback,
@@ -313,9 +313,8 @@ def scene_image_for(role: Role, reply: str, settings: Settings) -> tuple[str, st
 
 def _exchange_at(conv: Conversation, role: Role, index: object) -> tuple[int, int] | None:
     """(exchange, 0 for the visitor's message or 1 for the reply) shown at chat `index`, or None."""
-    if isinstance(index, (list, tuple)):  # Gradio gives (message, part) for multi-part messages
-        index = index[0] if index else -1
-    if not isinstance(index, int):
+    index = message_index(index)
+    if index is None:
         return None
     k, rest = divmod(index - len(greeting_messages(role)), 2)
     return (k, rest) if 0 <= k < len(conv.history) else None
@@ -416,11 +415,7 @@ def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) 
     full = conv.copy()
     text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.visitor_name, full.history, full.meta,
                                 list(conv.memory.pins), valid_notes(conv.memory.notes, full.history)))
-    folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-chat-"))
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = folder / f"chat-{conv.role_id}-{stamp}.jsonl"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return export_file(text, f"chat-{conv.role_id}", folder)
 
 
 def import_chat(path: str | Path, settings: Settings | None = None) -> tuple[Conversation, str]:

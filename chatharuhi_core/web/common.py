@@ -165,6 +165,22 @@ def export_dir() -> Path:
     return Path(tempfile.mkdtemp(dir=folder))
 
 
+def export_file(text: str, name: str, folder: Path | None = None) -> Path:
+    """A chat or a group scene written for download as `name-DATE-TIME.jsonl` (in a fresh temporary folder
+    unless given one)."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-"))
+    path = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def message_index(index: object) -> int | None:
+    """The chat message a Gradio event names: an int, or (message, part) for a message of several parts."""
+    if isinstance(index, (list, tuple)):
+        index = index[0] if index else -1
+    return index if isinstance(index, int) else None
+
+
 def engine_note(engine: str) -> str:
     try:
         info = engine_info(engine)

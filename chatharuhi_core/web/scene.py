@@ -10,8 +10,6 @@ from __future__ import annotations
 import html
 import logging
 import re
-import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,9 @@ from .common import (
     EnginePanel,
     Throttle,
     correct,
+    export_file,
     file_url,
+    message_index,
     message_text,
     portrait_of,
     rate,
@@ -336,10 +336,9 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
 
 def shown_line(state: SceneState, index: object) -> int | None:
     """The transcript line shown at chat `index` (None for a quiet line or an index out of range)."""
-    if isinstance(index, (list, tuple)):
-        index = index[0] if index else -1
+    index = message_index(index)
     items = shown_items(state)
-    if not isinstance(index, int) or not 0 <= index < len(items):
+    if index is None or not 0 <= index < len(items):
         return None
     item = items[index]
     return item if isinstance(item, int) else None
@@ -397,11 +396,8 @@ def edit_line(state: SceneState, index: object, new_text: object, settings: Sett
 def export_scene(state: SceneState, folder: Path | None = None) -> Path:
     from ..scene.saved import dump_scene
 
-    folder = folder or Path(tempfile.mkdtemp(prefix="chatharuhi-scene-"))
     ids = "-".join(m.role_id for m in state.members if m.present)[:60] or "scene"
-    path = folder / f"scene-{ids}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-    path.write_text(dump_scene(state), encoding="utf-8")
-    return path
+    return export_file(dump_scene(state), f"scene-{ids}", folder)
 
 
 def import_scene(path: str | Path) -> SceneState:

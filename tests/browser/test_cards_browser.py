@@ -24,7 +24,7 @@ def test_upload_a_card_type_a_name_see_it_greeted_and_the_lore_marked(browser, a
     say(page, "Set course for Ashfall at first light.")
     texts, _ = wait_reply(page, 2)
     assert "{{user}}" not in texts[-1] and "⚠️" not in texts[-1]
-    page.get_by_text("Scenes retrieved for the last reply").click()
+    page.get_by_text("Classic scenes retrieved for the last reply").click()
     page.wait_for_function("() => (document.querySelector('#scenes')?.innerText || '').includes('Lorebook entries')")
     panel = page.locator("#scenes").inner_text()
     assert "📖 Ashfall · key 'Ashfall' in the message being answered" in panel

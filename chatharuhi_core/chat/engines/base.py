@@ -92,6 +92,18 @@ class Engine(Protocol):
     def stream(self, request: ChatRequest) -> Iterator[str]: ...
 
 
+class EngineBase:
+    """What the built-in engines share: each is opened with the options it was chosen with (`options`; its
+    max_tokens caps a reply), and register_engine gives it its name. An engine may also be any object that
+    has `name` and `stream` (Engine)."""
+
+    name = ""
+    layout = Layout()
+
+    def __init__(self, options: EngineOptions | None = None):
+        self.options = options or EngineOptions()
+
+
 def layout_of(engine: object) -> Layout:
     """The engine's prompt layout: its own `layout`, else the paper's (scenes right after the system prompt)."""
     layout = getattr(engine, "layout", None)

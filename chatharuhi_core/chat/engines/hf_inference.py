@@ -13,7 +13,7 @@ from ...config import DEFAULT_HF_MODELS
 from ...errors import EngineError
 from ..lanes import LaneSpec
 from ..languages import family_languages
-from .base import ChatRequest, EngineOptions, api_sampling, register_engine
+from .base import ChatRequest, EngineBase, EngineOptions, api_sampling, register_engine
 from .openai_compat import CUT_MESSAGE, ChunkReader, bad_request
 from .server_slots import server_lane
 
@@ -108,12 +108,7 @@ def suggested_hf_models(settings) -> list[tuple[str, str]]:
     "(or of the visitor signed in with Hugging Face), or the URL of an Inference Endpoint or a TGI server.",
     defaults=_defaults, signs_in=True,
 )
-class HFInferenceEngine:
-    name = "hf"
-
-    def __init__(self, options: EngineOptions | None = None):
-        self.options = options or EngineOptions()
-
+class HFInferenceEngine(EngineBase):
     def model_label(self) -> str:
         return self.options.model or DEFAULT_MODEL
 

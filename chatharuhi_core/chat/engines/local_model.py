@@ -30,7 +30,7 @@ from ...roles.lines import format_reply
 from ..lanes import LaneSpec
 from ..languages import EN, IN_LANGUAGE_MIN, family_languages
 from ..prompt import Layout
-from .base import ChatRequest, EngineOptions, register_engine
+from .base import ChatRequest, EngineBase, EngineOptions, register_engine
 from .local_runtime import (
     BUNDLED_FILE,
     BUNDLED_LABEL,
@@ -209,15 +209,14 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
     defaults=lambda settings: {"model": settings.gpu_model} if settings.gpu_model else {},
     budgets=LOCAL_BUDGETS,
 )
-class LocalModelEngine:
-    name = "local"
+class LocalModelEngine(EngineBase):
     sampling = Sampling(max_tokens=160)  # a script line, not an essay
     # the scenes after the history (prompt.py), so the next turn's start can be read ahead (`warm`): an ordinary
     # turn then reads only its scenes and message (on 2 cores 0.5-0.7 s instead of 0.9-1.4 s, bench/RESULTS.md)
     layout = Layout(scenes_last=True)
 
     def __init__(self, options: EngineOptions | None = None):
-        self.options = options or EngineOptions()
+        super().__init__(options)
         self._spec: ModelSpec | None = None
 
     @property

@@ -16,20 +16,21 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import EngineError
 from .local_runtime import (
     NEEDS_EXTRA,
-    Emit,
     LoadedModel,
-    ModelSpec,
-    Sampling,
     check_length,
     continuation_tokens,
     mean_logprob,
     plain_prompt,
     register_runtime,
 )
+
+if TYPE_CHECKING:
+    from .local_runtime import Emit, ModelSpec, Sampling
 
 log = logging.getLogger(__name__)
 PREFIX_CACHE_SIZE = 16  # system prompts whose attention cache is kept (about 15 MB each for SmolLM2)

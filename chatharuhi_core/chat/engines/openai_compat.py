@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from ...errors import EngineError
 from ..lanes import LaneSpec
-from .base import ChatRequest, EngineOptions, api_sampling, register_engine
+from .base import ChatRequest, EngineBase, EngineOptions, api_sampling, register_engine
 from .server_slots import server_lane
 
 log = logging.getLogger(__name__)
@@ -130,12 +130,7 @@ def _defaults(settings) -> dict:
     "OpenAI, or any server that speaks its chat API (vLLM, TGI, Ollama, llama.cpp) at a base URL.",
     defaults=_defaults,
 )
-class OpenAIEngine:
-    name = "openai"
-
-    def __init__(self, options: EngineOptions | None = None):
-        self.options = options or EngineOptions()
-
+class OpenAIEngine(EngineBase):
     def model_label(self) -> str:
         return self.options.model or "gpt-4o-mini"
 

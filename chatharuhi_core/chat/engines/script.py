@@ -24,7 +24,7 @@ from ...roles.address import said_to
 from ...roles.lines import parse_scene_lines
 from ..asking import asked, fit, is_question
 from ..lexical import tokens
-from .base import ChatRequest, EngineOptions, register_engine
+from .base import ChatRequest, EngineBase, register_engine
 
 CHUNK_CHARS = 3
 CHUNK_DELAY_S = 0.012
@@ -213,12 +213,7 @@ def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
     "best follows your message: it quotes the script, it does not invent.",
     writes=False,
 )
-class ScriptEngine:
-    name = "script"
-
-    def __init__(self, options: EngineOptions | None = None):
-        self.options = options or EngineOptions()
-
+class ScriptEngine(EngineBase):
     def languages(self) -> None:
         """Any: it quotes the character's own lines, in the character's own language."""
         return None
