@@ -78,7 +78,7 @@ def whisper_hint(to: str | None, state: SceneState | None):
     """The box says who will hear the next line."""
     name = next((m.name for m in _state(state).members if m.role_id == to), None)
     return gr.Textbox(placeholder=f"Whisper to {name}: only they hear it… · 悄悄对{name}说…" if name
-                      else "Say something to the scene… · 对大家说点什么…")
+                      else "Say something to everyone… · 对大家说点什么…")
 
 
 def change_cast(refs: list[str] | None, state: SceneState | None, user_role: str, to: str | None = "",
@@ -344,7 +344,7 @@ class GroupSceneTab:
                 with gr.Column(scale=3, min_width=180, elem_id="scene-to-col"):
                     self.to = gr.Dropdown(target_choices(SceneState()), value="", label="To · 说给谁听",
                                           elem_id="scene-to", interactive=True)
-                self.text = gr.Textbox(show_label=False, placeholder="Say something to the scene… · 对大家说点什么…",
+                self.text = gr.Textbox(show_label=False, placeholder="Say something to everyone… · 对大家说点什么…",
                                        scale=6, elem_id="scene-message", max_lines=6)
                 self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="scene-send")
             with gr.Row(elem_id="scene-next"):
