@@ -25,7 +25,7 @@ from chatharuhi_core.web.signin import language_warnings
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel, change_engine
 from .turns import read_ahead_for, scene_picture, spoken
-from .visit import current, scene_name, tiles
+from .visit import conversation_buttons, current, scene_name, tiles
 
 FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
                  "server to improve the character. · 对回复的赞、踩和修改会被保存，用于改进角色。")
@@ -86,13 +86,8 @@ class ChatTab:
             self.memory = MemoryPanel().render()
 
     def _buttons(self) -> None:
-        with gr.Row():
-            self.regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate")
-            self.clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear")
-            self.export_btn = gr.DownloadButton("Export chat · 导出", size="sm", elem_id="export-chat",
-                                                interactive=False)
-            self.import_btn = gr.UploadButton("Import chat · 导入", size="sm", elem_id="import-chat",
-                                              file_types=[".jsonl"], type="filepath")
+        self.regen_btn, self.clear_btn, self.export_btn, self.import_btn = conversation_buttons(
+            "chat", ("regenerate", "clear", "export-chat", "import-chat"))
         with gr.Row(equal_height=True):
             self.speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
             self.speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)

@@ -35,6 +35,7 @@ from chatharuhi_core.web.scene import (
 from chatharuhi_core.web.signin import language_warnings
 
 from .settings_panel import choice
+from .visit import conversation_buttons
 
 SLOTS = MAX_MEMBERS
 BUSY = "⏳ The scene goes on… · 进行中…"
@@ -358,13 +359,8 @@ class GroupSceneTab:
             self._files_and_voice()
 
     def _files_and_voice(self) -> None:
-        with gr.Row():
-            self.regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="scene-regenerate")
-            self.clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="scene-clear")
-            self.export_btn = gr.DownloadButton("Export scene · 导出", size="sm", elem_id="scene-export",
-                                                interactive=False)
-            self.import_btn = gr.UploadButton("Import scene · 导入", size="sm", elem_id="scene-import",
-                                              file_types=[".jsonl"], type="filepath")
+        self.regen_btn, self.clear_btn, self.export_btn, self.import_btn = conversation_buttons(
+            "scene", ("scene-regenerate", "scene-clear", "scene-export", "scene-import"))
         self.speak_on = gr.Checkbox(label="Speak lines, each in its own voice · 朗读台词", elem_id="scene-speak")
         # hidden until it has a line to play: Gradio's empty player is a div with a prohibited aria-label
         self.voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False, visible=False,

@@ -94,3 +94,15 @@ def progress_cb(progress: gr.Progress):
 def scene_name(visitor: str | None) -> str:
     """The visitor's name in a group scene: the one they gave themselves, never a character's usual partner."""
     return (visitor or "").strip() or "You"
+
+
+def conversation_buttons(what: str, ids: tuple[str, str, str, str]) -> tuple:
+    """The row a chat and a group scene both have: Regenerate, Clear, Export and Import (`what`: "chat" or
+    "scene", in the labels; `ids`: the four buttons' element ids)."""
+    with gr.Row():
+        regen = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id=ids[0])
+        clear = gr.Button("Clear · 清空", size="sm", elem_id=ids[1])
+        export = gr.DownloadButton(f"Export {what} · 导出", size="sm", elem_id=ids[2], interactive=False)
+        load = gr.UploadButton(f"Import {what} · 导入", size="sm", elem_id=ids[3], file_types=[".jsonl"],
+                               type="filepath")
+    return regen, clear, export, load
