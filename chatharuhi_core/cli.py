@@ -546,14 +546,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_chat_command(sub) -> None:
     """`chat`: one message or a loop, with one character or a group scene."""
-    p = sub.add_parser("chat", help="talk to a character (or a group scene of several): one message, or a loop",
-                       description="Answer one message (TEXT) in character, or open an interactive loop. "
-                                   "Give --role two to six times for a group scene with several characters; in its "
-                                   "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE, "
-                                   "/leave NAME and /whisper NAME TEXT steer it.")
+    p = _command(sub, "chat", cmd_chat, help="talk to a character (or a group scene of several): one message, or a loop",
+                 description="Answer one message (TEXT) in character, or open an interactive loop. "
+                             "Give --role two to six times for a group scene with several characters; in its "
+                             "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE, "
+                             "/leave NAME and /whisper NAME TEXT steer it.")
     p.add_argument("--role", required=True, action="append",
                    help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes; "
-                        "repeat it for a scene")
+                        "repeat it for a group scene")
     p.add_argument("--user-role", help="who you are in the story (default: the role's usual partner, e.g. Watson)")
     p.add_argument("--order", choices=order_names(),
                    help="in a group scene, who speaks next: natural (named ones first, then the talkative; default), "
@@ -568,32 +568,34 @@ def _add_chat_command(sub) -> None:
                    help="a chat or group-scene file (.jsonl, the page's export format): go on from it if it exists, "
                         "and save it after every reply")
     p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
-    p.set_defaults(func=cmd_chat)
 
 
 def _add_lookup_commands(sub) -> None:
     """`roles`, `speak`, `engines` and `validate`: what is here, and a quick check."""
-    p = sub.add_parser("roles", help="list the bundled characters", description="List the bundled characters.")
+    p = _command(sub, "roles", cmd_roles, help="list the bundled characters", description="List the bundled characters.")
     p.add_argument("--hub", action="store_true", help="also list the ChatHaruhi roles offered from the Hub")
-    p.set_defaults(func=cmd_roles)
 
-    p = sub.add_parser("speak", help="read a line aloud in a character's voice",
-                       description="Speak TEXT in the role's voice: edge-tts when online, else espeak-ng.")
+    p = _command(sub, "speak", cmd_speak, help="read a line aloud in a character's voice",
+                 description="Speak TEXT in the role's voice: edge-tts when online, else espeak-ng.")
     p.add_argument("--role", required=True, help="a bundled or imported id, or any source `role import` takes")
     p.add_argument("-o", "--output", required=True, help="audio file to write (.mp3 from edge-tts, .wav from espeak-ng)")
     p.add_argument("--engine", choices=["edge-tts", "espeak-ng"], help="use only this voice engine")
     p.add_argument("text", nargs="+", metavar="TEXT", help="what to say")
-    p.set_defaults(func=cmd_speak)
 
-    p = sub.add_parser("engines", help="list the reply engines", description="List the reply engines.")
+    p = _command(sub, "engines", cmd_engines, help="list the reply engines", description="List the reply engines.")
     p.add_argument("--gguf", action="store_true", help="print the path of the bundled SmolLM2 GGUF file instead")
-    p.set_defaults(func=cmd_engines)
 
-    p = sub.add_parser("validate", help="check a role source (same as `role validate`)",
-                       description="Validate a role package folder, zip, card, jsonl, script or Hub id.")
+    p = _command(sub, "validate", cmd_validate, help="check a role source (same as `role validate`)",
+                 description="Validate a role package folder, zip, card, jsonl, script or Hub id.")
     p.add_argument("source", help="what to check")
     p.add_argument("--name", help="for a script: the character's name")
-    p.set_defaults(func=cmd_validate)
+
+
+def _command(sub, name: str, func, **texts) -> argparse.ArgumentParser:
+    """A command's parser (`texts`: its help and description) that runs `func` with the parsed arguments."""
+    p = sub.add_parser(name, **texts)
+    p.set_defaults(func=func)
+    return p
 
 
 def _add_holdout_args(p: argparse.ArgumentParser) -> None:
@@ -606,12 +608,12 @@ def _add_holdout_args(p: argparse.ArgumentParser) -> None:
 
 def _add_eval_command(sub) -> None:
     """`eval`: the paper's metric, systems compared on held-out cases."""
-    p = sub.add_parser("eval", help="score role-play: engines and models, system prompt only vs full ChatHaruhi",
-                       description="The paper's automatic metric and its Figure 9 comparison. For each role, scenes "
-                                   "ending in a long line of the role are held out (and removed from retrieval); each "
-                                   "system answers what came before, and the reply is scored against the original "
-                                   "line: cosine similarity, ROUGE-L, out-of-character rate and distinct-2, with 95% "
-                                   "bootstrap intervals. Writes results.md, results.csv, cases.csv and results.png.")
+    p = _command(sub, "eval", cmd_eval, help="score role-play: engines and models, system prompt only vs full ChatHaruhi",
+                 description="The paper's automatic metric and its Figure 9 comparison. For each role, scenes "
+                             "ending in a long line of the role are held out (and removed from retrieval); each "
+                             "system answers what came before, and the reply is scored against the original "
+                             "line: cosine similarity, ROUGE-L, out-of-character rate and distinct-2, with 95% "
+                             "bootstrap intervals. Writes results.md, results.csv, cases.csv and results.png.")
     _add_engine_args(p)
     p.add_argument("--compare", nargs="+", metavar="SYSTEM",
                    help="several systems on the same cases, each as ENGINE or ENGINE:MODEL, e.g. "
@@ -651,15 +653,14 @@ def _add_eval_command(sub) -> None:
                         "without running any model; give the run's --cases, --deep-cases, --min-tokens, --seed and --roles")
     p.add_argument("--label", nargs="+", metavar="SYSTEM=LABEL", help="with --rescore: names for the tables")
     p.add_argument("--out", default="eval-results", help="output folder (default ./eval-results)")
-    p.set_defaults(func=cmd_eval)
 
 
 def _add_synthesize_command(sub) -> None:
     """`synthesize`: fine-tuning dialogues answered by the chatbot."""
-    p = sub.add_parser("synthesize", help="make fine-tuning dialogues answered by the chatbot",
-                       description="Answer each scene's opening lines and new questions (written Alpaca-style by "
-                                   "the engine from the role's exchanges) with ChatHaruhi. Writes openai.jsonl and "
-                                   "sharegpt.jsonl (alternating turns, de-duplicated). Re-running skips what is done.")
+    p = _command(sub, "synthesize", cmd_synthesize, help="make fine-tuning dialogues answered by the chatbot",
+                 description="Answer each scene's opening lines and new questions (written Alpaca-style by "
+                             "the engine from the role's exchanges) with ChatHaruhi. Writes openai.jsonl and "
+                             "sharegpt.jsonl (alternating turns, de-duplicated). Re-running skips what is done.")
     _add_engine_args(p)
     p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles (default: every bundled role)")
     p.add_argument("--scenes", type=int, default=None, help="scene openings per role (default: all)")
@@ -667,17 +668,16 @@ def _add_synthesize_command(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="which examples are shown when asking (default 0)")
     _add_holdout_args(p)
     p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
-    p.set_defaults(func=cmd_synthesize)
 
 
 def _add_finetune_command(sub) -> None:
     """`finetune`: a LoRA adapter for the local engine."""
-    p = sub.add_parser("finetune", help="train a LoRA adapter on the roles' lines for the local engine",
-                       description="Supervised fine-tuning (TRL SFTTrainer + peft LoRA) of a local model on every line "
-                                   "of the roles in the ChatHaruhi prompt format, with the scenes eval holds out left "
-                                   "out of every row. Optional extra rows (synthesize's openai.jsonl, feedback export's "
-                                   "sft-openai.jsonl) and a DPO pass on the visitors' corrections (preference.jsonl). "
-                                   "Ctrl-C keeps the last checkpoint; the same command goes on from it.")
+    p = _command(sub, "finetune", cmd_finetune, help="train a LoRA adapter on the roles' lines for the local engine",
+                 description="Supervised fine-tuning (TRL SFTTrainer + peft LoRA) of a local model on every line "
+                             "of the roles in the ChatHaruhi prompt format, with the scenes eval holds out left "
+                             "out of every row. Optional extra rows (synthesize's openai.jsonl, feedback export's "
+                             "sft-openai.jsonl) and a DPO pass on the visitors' corrections (preference.jsonl). "
+                             "Ctrl-C keeps the last checkpoint; the same command goes on from it.")
     p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to train on (default: every bundled role)")
     p.add_argument("--base", default="", help="base model: blank = the bundled SmolLM2-135M-Instruct; or a model "
                                                "folder, a .gguf file, or a Hub id read from the cache")
@@ -699,7 +699,6 @@ def _add_finetune_command(sub) -> None:
     p.add_argument("--grad-accum", type=int, default=8, help="steps whose gradients add up to one update (default 8)")
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                    help="weights and training in fp32 or bf16 (default auto: bf16 on a GPU, fp32 on a CPU)")
-    p.set_defaults(func=cmd_finetune)
 
 
 def _add_feedback_commands(sub) -> None:
@@ -707,13 +706,12 @@ def _add_feedback_commands(sub) -> None:
     fb = sub.add_parser("feedback", help="turn the page's ratings and corrections into fine-tuning data",
                         description="Work with the feedback file the page writes (likes, dislikes, edits).")
     fsub = fb.add_subparsers(dest="feedback_command", required=True, metavar="ACTION")
-    p = fsub.add_parser("export", help="write SFT rows (OpenAI and ShareGPT) and preference pairs",
-                        description="Corrected replies, and liked ones as they were, become SFT conversations "
-                                    "(sft-openai.jsonl, sft-sharegpt.jsonl); each correction is also a preference "
-                                    "pair, chosen = the correction, rejected = the model's reply (preference.jsonl).")
+    p = _command(fsub, "export", cmd_feedback_export, help="write SFT rows (OpenAI and ShareGPT) and preference pairs",
+                 description="Corrected replies, and liked ones as they were, become SFT conversations "
+                             "(sft-openai.jsonl, sft-sharegpt.jsonl); each correction is also a preference "
+                             "pair, chosen = the correction, rejected = the model's reply (preference.jsonl).")
     p.add_argument("--in", dest="input", help="the feedback file (default: CHATHARUHI_FEEDBACK or the cache's)")
     p.add_argument("--out", default="feedback-data", help="output folder (default ./feedback-data)")
-    p.set_defaults(func=cmd_feedback_export)
 
 
 SOURCES_HELP = ("a role package folder or .zip, a character card (.png/.json), a ChatHaruhi .jsonl, "
@@ -731,48 +729,43 @@ def _add_role_commands(sub) -> None:
                           description="Build, import, export, push and validate characters.")
     rsub = role.add_subparsers(dest="role_command", required=True, metavar="ACTION")
 
-    p = rsub.add_parser("build", help="build a role package from a script",
-                        description="Cut a script (Name:「line」, NAME: line, or screenplay blocks) into scenes "
-                                    "and write a role package with a prebuilt store.")
+    p = _command(rsub, "build", cmd_role_build, help="build a role package from a script",
+                 description="Cut a script (Name:「line」, NAME: line, or screenplay blocks) into scenes "
+                             "and write a role package with a prebuilt store.")
     p.add_argument("script", help="the script, a UTF-8 .txt file")
     p.add_argument("--id", help="the role id (default: derived from the name and the script)")
     p.add_argument("--personality", help="a note on personality and verbal tics for the system prompt")
     p.add_argument("--max-tokens", type=int, default=500, help="longest scene in cl100k tokens (default 500)")
     p.add_argument("--out", help="output folder, or a .zip (default: ./ROLE_ID)")
     _add_import_args(p)
-    p.set_defaults(func=cmd_role_build)
 
-    p = rsub.add_parser("import", help="import a character from anywhere into the cache",
-                        description=f"Import {SOURCES_HELP}; the scenes are embedded once and cached.")
+    p = _command(rsub, "import", cmd_role_import, help="import a character from anywhere into the cache",
+                 description=f"Import {SOURCES_HELP}; the scenes are embedded once and cached.")
     p.add_argument("source", help="what to import")
     p.add_argument("--out", help="also write it as a package folder, .zip, card .png/.json or .jsonl")
     _add_import_args(p)
-    p.set_defaults(func=cmd_role_import)
 
-    p = rsub.add_parser("export", help="write a character as a card, package, zip or jsonl",
-                        description="Export a character. The format follows the suffix: .png (card V2+V3), "
-                                    ".json (card V3), .zip (package with store), .jsonl (ChatHaruhi 2.0), "
-                                    "anything else a package folder with a prebuilt store.")
+    p = _command(rsub, "export", cmd_role_export, help="write a character as a card, package, zip or jsonl",
+                 description="Export a character. The format follows the suffix: .png (card V2+V3), "
+                             ".json (card V3), .zip (package with store), .jsonl (ChatHaruhi 2.0), "
+                             "anything else a package folder with a prebuilt store.")
     p.add_argument("role", help="a bundled or imported id, or any source `import` takes")
     p.add_argument("--to", required=True, help="where to write")
     p.add_argument("--format", choices=["card-png", "card-json", "card-json-v2", "folder", "folder-no-store",
                                         "zip", "jsonl"], help="override the format the suffix implies")
-    p.set_defaults(func=cmd_role_export)
 
-    p = rsub.add_parser("push", help="upload a character to a Hugging Face dataset repo",
-                        description="Upload a character as a role package to a dataset repo (needs HF_TOKEN).")
+    p = _command(rsub, "push", cmd_role_push, help="upload a character to a Hugging Face dataset repo",
+                 description="Upload a character as a role package to a dataset repo (needs HF_TOKEN).")
     p.add_argument("role", help="a bundled or imported id, or any source `import` takes")
     p.add_argument("--repo", required=True, help="owner/name of the dataset repo (created if missing)")
     p.add_argument("--dry-run", action="store_true", help="list what would be uploaded and stop")
     p.add_argument("--private", action="store_true", help="create the repo as private")
     p.add_argument("--no-store", dest="store", action="store_false", help="leave out the prebuilt store")
-    p.set_defaults(func=cmd_role_push)
 
-    p = rsub.add_parser("validate", help="check any role source without keeping it",
-                        description=f"Check {SOURCES_HELP}; nothing is kept.")
+    p = _command(rsub, "validate", cmd_validate, help="check any role source without keeping it",
+                 description=f"Check {SOURCES_HELP}; nothing is kept.")
     p.add_argument("source", help="what to check")
     p.add_argument("--name", help="for a script: the character's name")
-    p.set_defaults(func=cmd_validate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
