@@ -50,7 +50,7 @@ class Page:
             gr.Markdown(INTRO, elem_id="intro")
             with gr.Tabs(elem_id="tabs") as self.tabs, gr.Tab("Chat · 聊天", id="chat-tab"):
                 self.chat = ChatTab().render(first, first_view)
-            with self.tabs, gr.Tab("Group scene · 群戏", id="scene-tab") as self.scene_tab:
+            with self.tabs, gr.Tab("Group · 群戏", id="scene-tab") as self.scene_tab:
                 self.group = GroupSceneTab().render()
             with self.tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
                 self.add = AddTab().render()

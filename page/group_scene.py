@@ -1,4 +1,4 @@
-"""The group-scene tab (Group scene · 群戏): 2 to 6 characters and the visitor; the work is in chatharuhi_core.scene
+"""The group-scene tab (Group · 群戏): 2 to 6 characters and the visitor; the work is in chatharuhi_core.scene
 and chatharuhi_core.web.scene.
 
 The visitor's group scene is a SceneState in gr.State. The engine comes from the chat tab's settings panel,

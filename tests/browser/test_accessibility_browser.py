@@ -53,7 +53,7 @@ def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_se
     problems = {"chat": blocking_violations(page)}
     assert open_every_panel(page) >= 3
     problems["chat, every panel open"] = blocking_violations(page)
-    page.get_by_role("tab", name="Group scene · 群戏").click()
+    page.get_by_role("tab", name="Group · 群戏").click()
     page.wait_for_timeout(800)
     problems["scene, empty"] = blocking_violations(page)
     cast_scene(page, ("孙悟空", "诸葛亮"))

@@ -1,4 +1,4 @@
-"""The Group scene · 群戏 tab in a real browser (Debian's Chromium driven by Playwright)."""
+"""The Group · 群戏 tab in a real browser (Debian's Chromium driven by Playwright)."""
 
 import time
 
@@ -35,7 +35,7 @@ def open_scene(context, url, names, user_role=None):
     page.goto(url)
     page.wait_for_selector("#chat .message", timeout=60_000)
     page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
-    page.get_by_role("tab", name="Group scene · 群戏").click()
+    page.get_by_role("tab", name="Group · 群戏").click()
     cast_scene(page, names)
     if user_role:
         page.fill("#scene-user textarea", user_role)
