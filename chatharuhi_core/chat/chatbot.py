@@ -9,6 +9,7 @@ shared read-only caches, so creating many objects is cheap.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import threading
@@ -29,6 +30,7 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
+from .continuation import continue_messages, impersonate_request, impersonate_system, joined
 from .engines import ChatRequest, Engine, EngineChoice, as_choice, default_budgets, layout_of, registered, writes
 from .lanes import process_lanes
 from .memory import (
@@ -43,6 +45,7 @@ from .memory import (
     recall_query,
 )
 from .notes import MAX_NOTES, Note, due, notes_block, valid_notes, write_note
+from .persona import AuthorsNote, Persona
 from .prompt import (
     Exchange,
     Layout,
@@ -55,6 +58,7 @@ from .prompt import (
     prompt_start,
     trim_history,
 )
+from .swipes import added, flipped, kept, replies_of, rewritten
 from .when import day_of, now_iso
 
 log = logging.getLogger(__name__)
@@ -210,6 +214,8 @@ class ChatHaruhi:
         memory: Memory | None = None,
         read_ahead: bool = True,
         layout: Layout | None = None,
+        persona: Persona | None = None,
+        note: AuthorsNote | None = None,
     ):
         self.settings = settings or Settings.from_env()
         if role is None:
@@ -220,7 +226,11 @@ class ChatHaruhi:
             else:
                 raise ValueError("Give role_name=..., role=..., or both system_prompt= and story_db=.")
         self.role = role
-        self.user_role = user_role or role.visitor_name
+        # who the player plays (persona.py): their name is {{user}} unless a name is given, their description is
+        # in the system message; the author's note goes `note.depth` messages from the end of every prompt
+        self.player = persona
+        self.note = note
+        self.user_role = user_role or (persona.name if persona else "") or role.visitor_name
         self.embedder = embedder or get_embedder(self.settings.embedder)
         choice = as_choice(llm, model=model, base_url=base_url, api_key=api_key, budgets=budgets,
                            fold_prompt=fold_prompt)
@@ -312,9 +322,10 @@ class ChatHaruhi:
         lore = activate(self.role.lorebook, conversation, self.count_tokens)
         system = self.fill(self.role.system_prompt, user_role)
         notes = lore_block(lore, lambda t: self.fill(t, user_role))
+        player = self.fill(self.player.block(self.role.language), user_role) if self.player else ""
         pinned = pinned_block(self.role.name, self.pinned())
         after = self.fill(self.role.post_history_instructions, user_role)
-        return "\n\n".join(part for part in (system, notes, pinned) if part), after, lore
+        return "\n\n".join(part for part in (system, notes, player, pinned) if part), after, lore
 
     # ------------------------------------------------------------ memory
 
@@ -482,8 +493,9 @@ class ChatHaruhi:
         recalled, notes, written = (self._remembered(text, vectors, user_role, self.clock(), in_window)
                                     if remembering else ([], [], ""))
         memory = "\n\n".join(b for b in (written, recall_block(recalled)) if b)
+        note = self.fill(self.note.text, user_role) if self.note else ""
         parts = PromptParts(drawn.system, self._history_part(), drawn.after, drawn.packed, memory,
-                            format_query(user_role, text))
+                            format_query(user_role, text), note, self.note.depth if self.note else 0)
         return ChatRequest(messages=lay_out(parts, self.layout), role=self.role, user_role=user_role, text=text,
                            scenes=drawn.scenes, history=list(self.history), embedder=self.embedder,
                            avoid=tuple(avoid), packed=len(drawn.packed), lore=drawn.lore, recalled=recalled,
@@ -511,16 +523,18 @@ class ChatHaruhi:
             self._ahead()
         return reply
 
-    def respond(self, request: ChatRequest, started: float | None = None) -> Generator[str, None, Reply]:
+    def respond(self, request: ChatRequest, started: float | None = None,
+                speaker: str | None = None) -> Generator[str, None, Reply]:
         """Stream the character's line for a prepared request and return its Reply; no history change.
 
         A scene with several characters prepares its own requests and calls this, so both paths
-        share the clean-up of the `Name:「…」` wrapper and the timing.
+        share the clean-up of the `Name:「…」` wrapper and the timing. `speaker`: whose line it is when not the
+        character's (impersonate writes the visitor's).
         """
         self.load()
         started = started or time.perf_counter()
         first: float | None = None
-        name = self.role.name
+        name = speaker or self.role.name
         raw, shown = "", ""
         for delta in self.engine.stream(request):
             raw += delta
@@ -571,6 +585,114 @@ class ChatHaruhi:
         except Exception:
             self.history.append(last)
             raise
+
+    # ------------------------------------------------------------ the player's controls
+
+    def swipe(self) -> Streaming:
+        """Another reply to the last message, kept beside the ones before it (swipes.py): the new one is kept, and
+        `keep` or `flip` brings back any other."""
+        if not self.history:
+            raise InputError("There is no reply to swipe yet.")
+        last = self.history[-1]
+        return Streaming(self._swipe(last))
+
+    def _swipe(self, last: Exchange) -> Generator[str, None, Reply]:
+        self.history.pop()
+        try:  # every reply the message has had is avoided, so a quoting engine goes through all its candidates
+            reply = yield from self._turn(last.text, last.user_role, replies_of(last))
+        except BaseException:  # failed, or closed mid-stream: the exchange stays as it was
+            self.history.append(last)
+            raise
+        self.history[-1] = added(replace(self.history[-1], reply=last.reply, alternatives=last.alternatives),
+                                 reply.text)
+        return reply
+
+    def keep(self, number: int, turn: int | None = None) -> Exchange:
+        """Keep alternative `number` (1-based) of exchange `turn` (1-based; the last by default): the
+        conversation goes on from it."""
+        k = self._turn_index(turn)
+        self.history[k] = kept(self.history[k], number)
+        return self.history[k]
+
+    def flip(self, step: int = 1, turn: int | None = None) -> Exchange:
+        """Keep the next (`step` 1) or previous (-1) alternative of exchange `turn` (the last by default)."""
+        k = self._turn_index(turn)
+        self.history[k] = flipped(self.history[k], step)
+        return self.history[k]
+
+    def _turn_index(self, turn: int | None) -> int:
+        if not self.history:
+            raise InputError("There is no reply yet.")
+        turn = len(self.history) if turn is None else turn
+        if not 1 <= turn <= len(self.history):
+            raise InputError(f"There is no exchange {turn}; the conversation has {len(self.history)}.")
+        return turn - 1
+
+    def branch(self, at: int | None = None) -> ChatHaruhi:
+        """A new conversation that shares the first `at` exchanges (all by default) and goes its own way from
+        there; its memory keeps what belongs to those exchanges (Memory.branched). This one is left as it is."""
+        at = len(self.history) if at is None else at
+        if not 0 <= at <= len(self.history):
+            raise InputError(f"A branch starts after one of the {len(self.history)} exchanges, not after {at}.")
+        other = copy.copy(self)
+        other.history = list(self.history[:at])
+        other.memory = self.memory.branched(other.history)
+        return other
+
+    def continue_reply(self) -> Streaming:
+        """The last reply goes on from where it stopped (a model asked to continue it; the offline engine quotes
+        the next line of the same scene). Iterating gives what is added; `reply.text` is the whole reply."""
+        if not self.history:
+            raise InputError("There is no reply to continue yet.")
+        return Streaming(self._continue(self.history[-1]))
+
+    def _continue(self, last: Exchange) -> Generator[str, None, Reply]:
+        self.load()
+        started = time.perf_counter()
+        self.history.pop()
+        try:
+            request = self.prepare(last.text, last.user_role)
+        finally:
+            self.history.append(last)
+        messages = continue_messages(request.messages, self.role.name, last.reply, self.role.language,
+                                     self.layout.fold)
+        request = replace(request, messages=messages, task="continue", continuing=last.reply)
+        steps, first = self.respond(request, started), True
+        try:
+            while True:
+                piece = next(steps)
+                if first:  # a Latin continuation starts after a space (continuation.joined)
+                    bare = piece.lstrip()
+                    sep = " " if bare and joined(last.reply, bare).startswith(last.reply.rstrip() + " ") else ""
+                    piece, first = sep + bare, not bare
+                yield piece
+        except StopIteration as done:
+            more: Reply = done.value
+        whole = joined(last.reply, more.text)
+        self.history[-1] = rewritten(last, whole)
+        return replace(more, text=whole)
+
+    def impersonate(self) -> Streaming:
+        """The visitor's next line written for them, in their persona, for them to edit and send: nothing joins
+        the history. The offline engine quotes a line of the visitor's role from the scenes, or says it cannot."""
+        return Streaming(self._impersonate())
+
+    def _impersonate(self) -> Generator[str, None, Reply]:
+        self.load()
+        started = time.perf_counter()
+        user = self.user_role
+        last = self.history[-1].reply if self.history else self.fill(self.role.fitting_greeting(user) or "")
+        query = last or self.role.name
+        vectors = self.embed_turn([query], False)
+        drawn = self.draw(query, vectors, user, [t for ex in self.history for t in (ex.text, ex.reply)])
+        about = self.fill(self.player.block(self.role.language), user) if self.player else ""
+        system = impersonate_system(self.role.name, user, about, self.role.language)
+        parts = PromptParts(system, self._history_part(), "", drawn.packed,
+                            message=impersonate_request(user, self.role.language))
+        request = ChatRequest(messages=lay_out(parts, self.layout), role=self.role, user_role=user, text=query,
+                              scenes=drawn.scenes, history=list(self.history), embedder=self.embedder,
+                              packed=len(drawn.packed), task="impersonate")
+        return (yield from self.respond(request, started, speaker=user))
 
     def reset(self) -> None:
         self.history.clear()

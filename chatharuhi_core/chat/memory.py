@@ -274,6 +274,13 @@ class Memory:
         shared (each search brings them up to the state that asks)."""
         return Memory(list(self.pins), self.index, list(self.notes), self.note_index)
 
+    def branched(self, history: Sequence[Exchange]) -> Memory:
+        """The memory of a branch that keeps `history`, the first exchanges of this conversation: the pins made
+        or pinned from within them and the notes on them; what came later belongs to the line it came in."""
+        at = len(history)
+        pins = [p for p in self.pins if (p.turn if p.turn is not None else p.made_at) <= at]
+        return Memory(pins, self.index, valid_notes(self.notes, history), self.note_index)
+
     def recall_notes(self, history: Sequence[Exchange], query: RecallQuery | None, embedder: Embedder,
                      budget: int, count: Counter, wait: float | None = WAIT_S) -> list[Note]:
         """The valid notes (every exchange they cover still as it was) the message brings up, best first while

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import Budgets
 from ..roles.lines import format_query, format_reply
@@ -36,12 +36,15 @@ Counter = Callable[[str], int]
 @dataclass(frozen=True)
 class Exchange:
     """One finished round: who the visitor played, what they said, what the character said, and when
-    (`at`, ISO 8601: the page's clock, or an imported chat's session date; "" when unknown, see when.py)."""
+    (`at`, ISO 8601: the page's clock, or an imported chat's session date; "" when unknown, see when.py).
+    `alternatives`: every reply this message has had ("swipes", swipes.py), the kept one (`reply`) among them;
+    empty while it has had one. Only `reply` reaches a prompt."""
 
     user_role: str
     text: str
     reply: str
     at: str = ""
+    alternatives: tuple[str, ...] = field(default=(), compare=False)
 
 
 def pack_stories(stories: Sequence[str], budget: int, count: Counter = count_tokens) -> list[str]:
@@ -97,6 +100,8 @@ class PromptParts:
     scenes: Sequence[str] = ()  # the classic scenes, packed to their budget
     memory: str = ""  # notes and earlier exchanges (or lines) recalled from beyond the history
     message: str = ""  # what the character answers, as the last user message
+    note: str = ""  # the player's author's note (persona.py), `note_depth` messages from the end
+    note_depth: int = 4
 
 
 def prompt_start(parts: PromptParts) -> list[dict]:
@@ -118,7 +123,19 @@ def lay_out(parts: PromptParts, layout: Layout = Layout()) -> list[dict]:
     at = len(messages) if layout.scenes_last else 1
     messages[at:at] = extra
     messages.append({"role": "user", "content": parts.message})
+    if parts.note:
+        _insert_note(messages, parts, 1 + (0 if layout.scenes_last else len(extra)))
     return fold_messages(messages) if layout.fold else messages
+
+
+def _insert_note(messages: list[dict], parts: PromptParts, first: int) -> None:
+    """The author's note as a system message `note_depth` messages from the end of the conversation (the history
+    and the message; the scenes and memory are not counted): 0 after the message, 1 just before it, and before
+    the oldest message kept when the conversation is shorter."""
+    said = [first + i for i in range(len(parts.history))] + [len(messages) - 1]
+    depth = min(parts.note_depth, len(said))
+    at = len(messages) if depth == 0 else said[-depth]
+    messages.insert(at, {"role": "system", "content": parts.note})
 
 
 def exchange_messages(history: Sequence[Exchange], character: str, budget: int,

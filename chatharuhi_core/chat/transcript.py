@@ -4,8 +4,14 @@ Line 1 is a header (format, version, role, the visitor's name in the story, and 
 character's pinned memories and its dated notes on older stretches, each with the ids of what it covers).
 Each further line is one exchange with everything needed to go on from it: who spoke, what was said, the
 reply, when ("at", ISO 8601, optional: memory finds what was said on a day by it), and the reply's id,
-prompt, engine, rating and correction (so feedback works on an imported chat). Version 1 files (no
-memories) are still read.
+prompt, engine, rating and correction (so feedback works on an imported chat), and since version 3 the
+other replies it had ("alternatives", swipes.py).
+
+Version 3 keeps the whole tree of a chat: the header names the line on screen (`line`: its id, name, parent and
+where it left the parent), the player's persona and author's note, and the other lines (`branches`, each with its
+own memories and notes); the exchanges of the line on screen come first, in full, then each branch's own
+exchanges after the point where it left its parent, each marked with its `branch` id. Versions 1 and 2 (one
+line; version 1 without memories) are still read.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from .memory import MAX_PINS, Pin, check_pin
 from .notes import MAX_NOTES, Note, note_from, note_record
+from .persona import AuthorsNote, Persona, authors_note, persona
 from .prompt import Exchange
+from .swipes import check_alternatives
 from .when import as_iso
 
 FORMAT = "chatharuhi-chat"
-VERSION = 2  # 2: pinned memories in the header
+VERSION = 3  # 2: pinned memories in the header; 3: alternatives, branches, persona, author's note
 MAX_BYTES = 20 * 1024 * 1024
+MAX_BRANCHES = 16  # lines of one chat besides the one on screen
+MAIN = "main"
 
 
 @dataclass
@@ -38,6 +48,22 @@ class ReplyMeta:
 
 
 @dataclass
+class Branch:
+    """A line of a chat's story: its id and name, the line it left (`parent`, None for the first) and after how
+    many of that line's exchanges (`at`), with its own exchanges and memory (its history includes the shared
+    start)."""
+
+    id: str = MAIN
+    name: str = "Main"
+    parent: str | None = None
+    at: int = 0
+    history: list[Exchange] = field(default_factory=list)
+    meta: list[ReplyMeta] = field(default_factory=list)
+    pins: list[Pin] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+
+@dataclass
 class Transcript:
     role_id: str
     role_name: str
@@ -46,18 +72,41 @@ class Transcript:
     meta: list[ReplyMeta]
     pins: list[Pin] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    line: Branch = field(default_factory=Branch)  # the line on screen (its id, name, parent, at)
+    branches: list[Branch] = field(default_factory=list)  # the chat's other lines
+    persona: Persona | None = None
+    note: AuthorsNote | None = None
+
+
+def _line_header(b: Branch) -> dict:
+    return {"id": b.id, "name": b.name, "parent": b.parent, "at": b.at}
+
+
+def _exchange_rows(history: list[Exchange], meta: list[ReplyMeta], branch: str | None = None) -> list[dict]:
+    rows = []
+    for ex, m in zip(history, meta):
+        row = {"user_role": ex.user_role, "text": ex.text, "reply": ex.reply, "at": ex.at or None, "id": m.id,
+               "engine": m.engine, "model": m.model, "rating": m.rating, "original": m.original, "prompt": m.messages}
+        if ex.alternatives:
+            row["alternatives"] = list(ex.alternatives)
+        if branch is not None:
+            row["branch"] = branch
+        rows.append(row)
+    return rows
 
 
 def dump_chat(t: Transcript) -> str:
     header = {"format": FORMAT, "version": VERSION, "role": t.role_id, "name": t.role_name,
               "user_role": t.user_role, "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "memories": [{"text": p.text, "turn": p.turn} for p in t.pins],
-              "notes": [note_record(n) for n in t.notes]}
-    lines = [header]
-    for ex, meta in zip(t.history, t.meta):
-        lines.append({"user_role": ex.user_role, "text": ex.text, "reply": ex.reply, "at": ex.at or None, "id": meta.id,
-                      "engine": meta.engine, "model": meta.model, "rating": meta.rating,
-                      "original": meta.original, "prompt": meta.messages})
+              "notes": [note_record(n) for n in t.notes], "line": _line_header(t.line),
+              "persona": {"name": t.persona.name, "description": t.persona.description} if t.persona else None,
+              "note": {"text": t.note.text, "depth": t.note.depth} if t.note else None,
+              "branches": [{**_line_header(b), "memories": [{"text": p.text, "turn": p.turn} for p in b.pins],
+                            "notes": [note_record(n) for n in b.notes]} for b in t.branches]}
+    lines = [header, *_exchange_rows(t.history, t.meta)]
+    for b in t.branches:
+        lines += _exchange_rows(b.history[b.at:], b.meta[b.at:], b.id)
     return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
 
 
@@ -129,16 +178,90 @@ def load_chat(data: bytes | str) -> Transcript:
     def _str(obj: dict, key: str, line: int, required: bool = True) -> str:
         return text_field(obj, key, f"Line {line}", "chat", required)
 
-    history, meta = [], []
+    own: dict[str | None, tuple[list[Exchange], list[ReplyMeta]]] = {None: ([], [])}
     for n, obj in rows[1:]:
-        history.append(Exchange(_str(obj, "user_role", n, False), _str(obj, "text", n), _str(obj, "reply", n),
-                                _when(obj, n)))
+        branch = obj.get("branch")
+        history, meta = own.setdefault(branch if isinstance(branch, str) else None, ([], []))
+        reply = _str(obj, "reply", n)
+        history.append(Exchange(_str(obj, "user_role", n, False), _str(obj, "text", n), reply, _when(obj, n),
+                                check_alternatives(obj.get("alternatives"), reply, f"Line {n} of the chat file")))
         prompt = prompt_field(obj, f"Line {n}", "chat")
         meta.append(ReplyMeta(_str(obj, "id", n, False) or f"imported-{n}", prompt, _str(obj, "engine", n, False),
                               _str(obj, "model", n, False), rating_field(obj), obj.get("original") or None))
-    return Transcript(_str(header, "role", first), _str(header, "name", first, False),
-                      _str(header, "user_role", first, False), history, meta, _pins(header, first, len(history)),
-                      _notes(header, first))
+    history, meta = own.pop(None)
+    line = _line(header.get("line"), first)
+    t = Transcript(_str(header, "role", first), _str(header, "name", first, False),
+                   _str(header, "user_role", first, False), history, meta, _pins(header, first, len(history)),
+                   _notes(header, first), line, _branches(header, first, line, history, meta, own),
+                   _persona(header.get("persona"), first), _note(header.get("note"), first))
+    return t
+
+
+def _line(raw: object, first: int, where: str = "the line on screen") -> Branch:
+    """A line's id, name, parent and fork point from the header (the first line of a chat without them)."""
+    if raw is None:
+        return Branch()
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"]:
+        raise InputError(f"Line {first} of the chat file: {where} has no 'id'.")
+    at, parent = raw.get("at", 0), raw.get("parent")
+    if not isinstance(at, int) or isinstance(at, bool) or at < 0 or (parent is not None and not isinstance(parent, str)):
+        raise InputError(f"Line {first} of the chat file: {where} ('{raw['id']}') has a malformed 'parent' or 'at'.")
+    return Branch(raw["id"], str(raw.get("name") or raw["id"])[:60], parent, at)
+
+
+def _branches(header: dict, first: int, line: Branch, history: list[Exchange], meta: list[ReplyMeta],
+              own: dict) -> list[Branch]:
+    """The other lines, each built from its parent's start and its own exchanges; a sentence for a branch that
+    does not match its parent (an unknown parent, a fork past its parent's end) or exchanges of no branch."""
+    raw = header.get("branches") or []
+    if not isinstance(raw, list) or len(raw) > MAX_BRANCHES:
+        raise InputError(f"Line {first} of the chat file: 'branches' should be a list of at most {MAX_BRANCHES}.")
+    known = {line.id: history}
+    out = []
+    for n, item in enumerate(raw, 1):
+        b = _line(item, first, f"branch {n}")
+        if b.id in known:
+            raise InputError(f"Line {first} of the chat file: branch {n} repeats the id '{b.id}'.")
+        if b.parent not in known:
+            raise InputError(f"Line {first} of the chat file: branch '{b.name}' leaves '{b.parent}', which the file "
+                             "does not have before it; the tree is malformed.")
+        parent = known[b.parent]
+        if b.at > len(parent):
+            raise InputError(f"Line {first} of the chat file: branch '{b.name}' leaves its parent after exchange "
+                             f"{b.at}, but the parent has {len(parent)}: the branch does not match its parent.")
+        mine, mine_meta = own.pop(b.id, ([], []))
+        b.history = [*parent[:b.at], *mine]
+        parent_meta = meta if b.parent == line.id else next(x.meta for x in out if x.id == b.parent)
+        b.meta = [*parent_meta[:b.at], *mine_meta]
+        b.pins, b.notes = _pins(item, first, len(b.history)), _notes(item, first)
+        known[b.id] = b.history
+        out.append(b)
+    if own:
+        raise InputError(f"The chat file has exchanges of branch '{next(iter(own))}', which its header does not "
+                         "list; the tree is malformed.")
+    return out
+
+
+def _persona(raw: object, first: int) -> Persona | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(f"Line {first} of the chat file: 'persona' should be {{\"name\", \"description\"}}.")
+    try:
+        return persona(raw.get("name"), raw.get("description"))
+    except InputError as exc:
+        raise InputError(f"Line {first} of the chat file: {exc}") from None
+
+
+def _note(raw: object, first: int) -> AuthorsNote | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(f"Line {first} of the chat file: 'note' should be {{\"text\", \"depth\"}}.")
+    try:
+        return authors_note(raw.get("text"), raw.get("depth", 4))
+    except InputError as exc:
+        raise InputError(f"Line {first} of the chat file: {exc}") from None
 
 
 def _notes(header: dict, line: int) -> list[Note]:

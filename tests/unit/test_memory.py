@@ -144,7 +144,7 @@ def test_memories_travel_with_the_chat_file_and_older_files_still_open():
     t = Transcript("sherlock", "Sherlock Holmes", "Watson", history, [ReplyMeta("r1", [])],
                    [Pin("My sister is called Anna."), Pin("Watson: Hello", 1)])
     text = dump_chat(t)
-    assert json.loads(text.splitlines()[0])["version"] == 2
+    assert json.loads(text.splitlines()[0])["version"] == 3
     back = load_chat(text)
     assert back.pins == t.pins and back.history == history
     header, *rest = text.splitlines()

@@ -41,6 +41,10 @@ class ChatRequest:
     notes: list[Note] = field(default_factory=list)  # dated notes on older stretches in `messages`
     window: int = 0  # how many of the last exchanges the history window holds in `messages`
     indexed: tuple[int, int] = (0, 0)  # (exchanges embedded, exchanges beyond the window) when memory was searched
+    # what is asked: the character's next line (""), its last reply going on ("continue", from `continuing`), or
+    # the visitor's next line written for them ("impersonate"); the messages already say so, for a model
+    task: str = ""
+    continuing: str = ""
 
     @property
     def user_name(self) -> str:

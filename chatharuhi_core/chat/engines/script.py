@@ -206,6 +206,44 @@ def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
     return _what_it_says(request, list(lines), meaning, context, _said_to(request))
 
 
+def next_line(request: ChatRequest) -> str:
+    """Continue: the character's next line in the scene the reply so far ends with (a line quoted from it)."""
+    names, reply = request.role.speaker_names, request.continuing.strip()
+    for story in request.role.stories:
+        own = [t for s, t in parse_scene_lines(story.text) if s in names and t]
+        for line, after in zip(own, own[1:]):
+            if reply.endswith(line.strip()):
+                return after
+    raise EngineError(f"The offline engine finds no next line of {request.role.name}'s after this reply in the "
+                      "classic scenes; Regenerate for another, or pick a model engine to continue it.")
+
+
+def visitor_line(request: ChatRequest) -> str:
+    """Impersonate: a line of the visitor's role from the scenes sent (else from any of the character's scenes),
+    not one they said already: the one most like the reply they answer (`request.text`), by the line or by the
+    character's line it answered, in the scenes most like it."""
+    who = request.role.addressing.speaker(request.user_role) or request.user_role
+    said = {ex.text for ex in request.history}
+    found: list[Candidate] = []
+    for texts in ([(h.text, h.similarity) for h in _sent(request)], [(s.text, 0.0) for s in request.role.stories]):
+        for text, similarity in texts:
+            spoken = [(s, t) for s, t in parse_scene_lines(text) if s is not None and t]
+            for (spk, cue), (nxt, line) in zip([(None, "")] + spoken, spoken):
+                if nxt == who and line not in said:
+                    found.append(Candidate(line, cue if spk in request.role.speaker_names else "", spk or "",
+                                           similarity))
+        if found:
+            break
+    if not found:
+        raise EngineError(f"The offline engine finds no line of {request.user_role}'s in "
+                          f"{request.role.name}'s classic scenes to offer; type your own, or pick a model engine.")
+    if request.embedder is None or len(found) == 1:
+        return found[0].line
+    vecs = request.embedder.embed([request.text, *(c.cue or c.line for c in found)])
+    sims = cosine(vecs[:1], vecs[1:])[0] + np.array([c.scene_similarity for c in found])
+    return found[int(np.argmax(sims))].line
+
+
 @register_engine(
     "script",
     "Offline: quote the script",
@@ -219,10 +257,15 @@ class ScriptEngine(EngineBase):
         return None
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
-        if request.plain:
+        if request.task == "continue":
+            line = next_line(request)
+        elif request.task == "impersonate":
+            line = visitor_line(request)
+        elif request.plain:
             raise EngineError("The offline script engine only quotes the character's lines; "
                                "it cannot write new text. Pick a model engine for this.")
-        line = choose_line(request)
+        else:
+            line = choose_line(request)
         for i in range(0, len(line), CHUNK_CHARS):
             if i:
                 time.sleep(CHUNK_DELAY_S)  # paced like typing, so the page shows it arrive
