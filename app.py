@@ -62,7 +62,9 @@ class Page:
         self.session.wire(self)
         self.chat.wire(self)
         self.group.wire(self)
-        switches.wire(self, turns.wire(self))
+        stops = turns.wire(self)
+        switches.wire(self, stops)
+        self.chat.story.wire(self, stops)
         api.wire(self.demo)
 
 

@@ -24,6 +24,7 @@ from chatharuhi_core.web.signin import language_warnings
 
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel, change_engine
+from .story_panel import StoryControls
 from .turns import read_ahead_for, scene_picture, spoken
 from .visit import conversation_buttons, current, scene_name, tiles
 
@@ -65,6 +66,7 @@ class ChatTab:
                                    editable="all", avatar_images=(None, portrait_of(first)),
                                    feedback_options=("Like", "Dislike"))
             self.reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
+            self.story = StoryControls().render_row()
             self.language_note = gr.Markdown(visible=False, elem_id="language-note")
             self.use_offline = gr.Button("Use the offline engine · 改用离线引擎", size="sm", visible=False,
                                          elem_id="use-offline")
@@ -84,6 +86,7 @@ class ChatTab:
                               elem_id="scenes-panel"):
                 self.scenes = gr.Markdown(elem_id="scenes")
             self.memory = MemoryPanel().render()
+            self.story.render_panel()
 
     def _buttons(self) -> None:
         self.regen_btn, self.clear_btn, self.export_btn, self.import_btn = conversation_buttons(

@@ -126,6 +126,8 @@ class Session:
         self.last_role = gr.BrowserState("", storage_key="chatharuhi-last-role", secret=sealed)  # the last pick
         self.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name", secret=sealed)  # their name
         self.saved_chats = gr.BrowserState({}, storage_key="chatharuhi-chats", secret=sealed)  # chats, for a reload
+        # whom the visitor plays, when they asked for it in every new chat
+        self.saved_persona = gr.BrowserState("", storage_key="chatharuhi-persona", secret=sealed)
         return self
 
     def wire(self, page) -> None:

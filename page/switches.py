@@ -60,7 +60,8 @@ def switch_role(role_id: str, progress=gr.Progress(), *seat):
 def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None):
     """Back to the greeting with the same character."""
     close(gate)
-    view = role_view(Conversation(current(conv).role_id), None, visitor)
+    now = current(conv)  # whom the visitor plays and their note stay; the lines of the story go
+    view = role_view(Conversation(now.role_id, persona=now.persona, note=now.note), None, visitor)
     return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
 
 

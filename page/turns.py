@@ -27,7 +27,7 @@ from .visit import current
 
 
 def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role: str, engine: EnginePanel,
-          regenerate: bool):
+          regenerate: bool, go_on: bool = False):
     """Stream one reply: the chat, the message box, the conversation and the stats line only.
 
     Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
@@ -38,15 +38,15 @@ def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role
     gate = gate if gate is not None else TurnGate()
     ticket = gate.open()
     first = True
-    for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate):
+    for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate, go_on=go_on):
         if not gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
             return
         if up.error:
             gr.Warning(up.error)
         # A sent message leaves the box with the first frame, and whatever the visitor types while the
         # reply streams is theirs: the box is never emptied again. After a failure the words come back.
-        # A regenerate leaves the box alone.
-        if regenerate:
+        # A regenerate or a continue leaves the box alone.
+        if regenerate or go_on:
             box = gr.skip()
         elif up.error:
             box = text
@@ -55,7 +55,7 @@ def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role
         state = up.conversation if up.done else gr.skip()
         status = up.status if (up.status or up.done or first) else gr.skip()
         # the message in flight, put back in the box if the visitor switches character before the reply is done
-        pending = "" if (up.done or regenerate) else ({"role": conv.role_id, "text": text} if first else gr.skip())
+        pending = "" if (up.done or regenerate or go_on) else ({"role": conv.role_id, "text": text} if first else gr.skip())
         first = False
         yield up.messages, box, state, status, pending
 
@@ -68,6 +68,11 @@ def send(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
 
 def regenerate(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
     yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), True)
+
+
+def go_on(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
+    """Continue: the last reply goes on from where it stopped, streamed after it."""
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), False, True)
 
 
 def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text, user_role, *panel):
@@ -150,6 +155,8 @@ def wire(page) -> list:
         ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
             None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
     turns.append(c.regen_btn.click(regenerate, turn_in, turn_out))
+    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+    turns.append(c.story.go_on.click(go_on, turn_in, turn_out, api_name=False))
     turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
     again = gr.State(False)  # the visitor edited their last message: it is answered again
     edited = c.chat.edit(edit, [v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again], api_name=False)

@@ -27,6 +27,8 @@ class Visit:
         self.pending = gr.State("")  # the message whose reply is streaming, and whose it is
         self.drafts = gr.State({})  # messages whose reply a switch stopped, by character: back in its box on return
         self.gate = gr.State(TurnGate())  # which reply may still draw in the chat
+        self.selected = gr.State(None)  # the chat message the visitor clicked: the story controls act on it
+        self.story_key = gr.State(None)  # which chat and line the Story panel's fields were last filled from
 
     def seat(self) -> list:
         """Where the visitor sits, as a switch reads it (Seat's fields, in order)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from .memory import MAX_PINS, Pin, check_pin
@@ -102,12 +102,37 @@ def dump_chat(t: Transcript) -> str:
               "notes": [note_record(n) for n in t.notes], "line": _line_header(t.line),
               "persona": {"name": t.persona.name, "description": t.persona.description} if t.persona else None,
               "note": {"text": t.note.text, "depth": t.note.depth} if t.note else None,
-              "branches": [{**_line_header(b), "memories": [{"text": p.text, "turn": p.turn} for p in b.pins],
-                            "notes": [note_record(n) for n in b.notes]} for b in t.branches]}
-    lines = [header, *_exchange_rows(t.history, t.meta)]
+              "branches": []}
+    t = replace(t, branches=_in_tree_order(t))
+    known = {t.line.id: t.history}
     for b in t.branches:
-        lines += _exchange_rows(b.history[b.at:], b.meta[b.at:], b.id)
+        header["branches"].append({**_line_header(b), "from": _stored_from(b, known[b.parent]),
+                                   "memories": [{"text": p.text, "turn": p.turn} for p in b.pins],
+                                   "notes": [note_record(n) for n in b.notes]})
+        known[b.id] = b.history
+    lines = [header, *_exchange_rows(t.history, t.meta)]
+    for b, entry in zip(t.branches, header["branches"]):
+        lines += _exchange_rows(b.history[entry["from"]:], b.meta[entry["from"]:], b.id)
     return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+
+
+def _in_tree_order(t: Transcript) -> list[Branch]:
+    """The branches with every parent before its children (a line whose parent is gone hangs off the line on
+    screen, from its start)."""
+    known, left, out = {t.line.id: t.history}, list(t.branches), []
+    while left:
+        ready = [b for b in left if b.parent in known] or [replace(left[0], parent=t.line.id, at=0)]
+        for b in ready:
+            known[b.id] = b.history
+            out.append(b)
+        left = [b for b in left if b.id not in known]
+    return out
+
+
+def _stored_from(b: Branch, parent: list[Exchange]) -> int:
+    """Where a branch's own rows start: at its fork, unless the shared start was edited since on one side (then
+    the branch is written whole)."""
+    return b.at if b.at <= len(parent) and parent[:b.at] == b.history[:b.at] else 0
 
 
 def text_field(obj: dict, key: str, where: str, kind: str, required: bool = True) -> str:
@@ -229,10 +254,16 @@ def _branches(header: dict, first: int, line: Branch, history: list[Exchange], m
         if b.at > len(parent):
             raise InputError(f"Line {first} of the chat file: branch '{b.name}' leaves its parent after exchange "
                              f"{b.at}, but the parent has {len(parent)}: the branch does not match its parent.")
+        stored_from = item.get("from", b.at)
+        if not isinstance(stored_from, int) or not 0 <= stored_from <= b.at:
+            raise InputError(f"Line {first} of the chat file: branch '{b.name}' has a malformed 'from'.")
         mine, mine_meta = own.pop(b.id, ([], []))
-        b.history = [*parent[:b.at], *mine]
+        b.history = [*parent[:stored_from], *mine]
         parent_meta = meta if b.parent == line.id else next(x.meta for x in out if x.id == b.parent)
-        b.meta = [*parent_meta[:b.at], *mine_meta]
+        b.meta = [*parent_meta[:stored_from], *mine_meta]
+        if b.at > len(b.history):
+            raise InputError(f"Line {first} of the chat file: branch '{b.name}' has {len(b.history)} exchanges but "
+                             f"leaves its parent after {b.at}: the branch does not match its parent.")
         b.pins, b.notes = _pins(item, first, len(b.history)), _notes(item, first)
         known[b.id] = b.history
         out.append(b)

@@ -4,8 +4,8 @@ CharacterGLM improves its model from users' corrections ("self-refinement"): a v
 dislikes a reply rewrites it as the character should have said it, and the corrected dialogue
 feeds the next fine-tune. Every rating or edit in the page appends one record to a JSON Lines
 file (crash-safe, see `jsonl`): the role, the prompt messages the model saw, the original reply,
-the correction and the rating. A reply rated and edited several times has several records; the
-newest one for a reply id holds its final state.
+the correction and the rating, and the alternatives the visitor passed over for it (swipes). A reply rated,
+edited or swiped several times has several records; the newest one for a reply id holds its final state.
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ from .training_data import (
 
 def feedback_record(*, reply_id: str, role_id: str, role_name: str, user_role: str, text: str,
                     messages: list[dict], original: str, corrected: str | None, rating: str | None,
-                    engine: str = "", model: str = "", event: str = "") -> dict:
-    """One line of the feedback file; `messages` is the prompt as the model received it."""
+                    engine: str = "", model: str = "", event: str = "",
+                    passed_over: list[str] | None = None) -> dict:
+    """One line of the feedback file; `messages` is the prompt as the model received it, `passed_over` the
+    other replies the message had, which the visitor did not keep."""
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "event": event, "reply_id": reply_id,
         "role": role_id, "name": role_name, "user_role": user_role, "text": text,
         "messages": messages, "original": original, "corrected": corrected, "rating": rating,
-        "engine": engine, "model": model,
+        "engine": engine, "model": model, "passed_over": list(passed_over or []),
     }
 
 
@@ -58,14 +60,22 @@ class FeedbackData:
     preference: list[dict] = field(default_factory=list)  # (prompt, chosen, rejected) for DPO-style training
     replies: int = 0
     corrected: int = 0
+    kept_over: int = 0  # pairs from an alternative kept over others (swipes)
     liked: int = 0
     disliked_uncorrected: int = 0
     unusable: int = 0  # no prompt recorded, or a row a trainer would reject
     torn_lines: int = 0
 
 
+def _pair(prompt: list[dict], name: str, chosen: str, rejected: str) -> dict:
+    return {"prompt": alternating(prompt),
+            "chosen": [{"role": "assistant", "content": format_reply(name, chosen)}],
+            "rejected": [{"role": "assistant", "content": format_reply(name, rejected)}]}
+
+
 def build_training_data(path: Path) -> FeedbackData:
-    """Corrected replies (and liked originals) as SFT rows; corrections also as preference pairs."""
+    """Corrected replies (and liked originals) as SFT rows; corrections also as preference pairs, and so is the
+    reply kept over each alternative passed over."""
     read = read_records(path)
     data = FeedbackData(torn_lines=read.skipped)
     for rec in latest_per_reply(read.records):
@@ -77,6 +87,11 @@ def build_training_data(path: Path) -> FeedbackData:
             data.unusable += 1
             continue
         is_correction = bool(corrected) and corrected != original
+        kept = corrected if is_correction else original
+        others = [r.strip() for r in rec.get("passed_over") or [] if isinstance(r, str) and r.strip()]
+        for other in dict.fromkeys(o for o in others if o not in (kept, original)):
+            data.preference.append(_pair(prompt, name, kept, other))
+            data.kept_over += 1
         if not is_correction and rec.get("rating") != "like":
             data.disliked_uncorrected += rec.get("rating") == "dislike"
             continue
@@ -89,11 +104,7 @@ def build_training_data(path: Path) -> FeedbackData:
             data.liked += 1
             continue
         data.corrected += 1
-        data.preference.append({
-            "prompt": alternating(prompt),
-            "chosen": [{"role": "assistant", "content": format_reply(name, corrected)}],
-            "rejected": [{"role": "assistant", "content": format_reply(name, original)}],
-        })
+        data.preference.append(_pair(prompt, name, corrected, original))
     return data
 
 

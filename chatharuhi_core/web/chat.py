@@ -10,16 +10,18 @@ import html
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats
+from ..chat.chatbot import ChatHaruhi, Reply, ReplyStats, Streaming
 from ..chat.lanes import ticket_for, waiting_line
 from ..chat.memory import Memory, in_background
 from ..chat.notes import valid_notes
+from ..chat.persona import AuthorsNote, persona
 from ..chat.prompt import Exchange
-from ..chat.transcript import ReplyMeta, Transcript, dump_chat, load_chat
+from ..chat.swipes import added, passed_over, replies_of, rewritten
+from ..chat.transcript import Branch, ReplyMeta, Transcript, dump_chat, load_chat
 from ..chat.when import shown
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
@@ -54,11 +56,17 @@ class Conversation:
     last: Reply | None = None  # the newest reply's record: the scenes and lore it drew on, its speed
     tried: list[str] = field(default_factory=list)  # every reply given to the last message, so Regenerate moves on
     memory: Memory = field(default_factory=Memory)  # pinned facts and the index of earlier exchanges
+    # the player's controls (web/story.py): who they play beyond a name, their author's note, which line of the
+    # story this is (its id, name, parent and fork point) and the chat's other lines
+    persona: str = ""  # the description of whom the visitor plays ("": none); the name is the name in the story
+    note: AuthorsNote | None = None
+    line: Branch = field(default_factory=Branch)
+    others: list[Conversation] = field(default_factory=list)
 
     def copy(self) -> Conversation:
         memory = self.memory.copy()  # its own pins and notes; the indexes are derived: shared, re-synced by text
         return Conversation(self.role_id, list(self.history), [replace(m) for m in self._full_meta()], self.last,
-                            list(self.tried), memory)
+                            list(self.tried), memory, self.persona, self.note, self.line, list(self.others))
 
     def _full_meta(self) -> list[ReplyMeta]:
         """Exchanges made without metadata (older states, the API) get an empty record."""
@@ -95,7 +103,7 @@ def reopen(current: Conversation | None, chats: dict | None, role_id: str) -> tu
     added) and bring out the chat with `role_id`: the one this visitor had before, or a new one."""
     chats = dict(chats or {})
     if current is not None:
-        if current.history:
+        if current.history or current.others:
             chats[current.role_id] = current
         else:
             chats.pop(current.role_id, None)
@@ -197,8 +205,10 @@ def _quoted(text: str) -> str:
 
 def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: Settings) -> ChatHaruhi:
     """A ChatHaruhi for this event; ChatHaruhi fills blanks from the operator's settings."""
-    return ChatHaruhi(role=load_role(conv.role_id), user_role=user_role or None, history=conv.history,
-                      memory=conv.memory, llm=engine.choice(settings), settings=settings)
+    role = load_role(conv.role_id)
+    player = persona(user_role or role.visitor_name, conv.persona) if conv.persona else None
+    return ChatHaruhi(role=role, user_role=user_role or None, history=conv.history, memory=conv.memory,
+                      llm=engine.choice(settings), settings=settings, persona=player, note=conv.note)
 
 
 def read_ahead(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> threading.Thread | None:
@@ -229,48 +239,67 @@ class TurnUpdate:
     status: str = ""  # a line under the chat: loading, or how the reply went
 
 
+def engine_frames(bot: ChatHaruhi, start: Callable[[], Streaming]) -> Iterator[tuple[str, str, Reply | None]]:
+    """(text so far, status, the reply once done) while an engine answers: a local model's first load with the
+    seconds so far, the place in line of an engine that answers one visitor at a time, then the text as it
+    streams (throttled), and last the whole reply. Errors are the caller's to say."""
+    loading = bot.loading_message()
+    if loading:  # a local model's first use: say so in the chat while it loads, with the seconds so far
+        yield loading, loading, None
+        for waited in while_running(bot.load):
+            yield f"{loading} {waited} s", f"{loading} {waited} s", None
+    # an engine that answers one visitor at a time (the local model, a one-slot server): in line, with the place
+    with ticket_for(bot.engine) as ticket:
+        for look in ticket.waiting():
+            line = waiting_line(look)
+            yield line, line, None
+        throttle, text = Throttle(), ""
+        streaming = start()
+        for delta in streaming:
+            text += delta
+            if throttle.due():
+                yield text, "", None
+        yield text, "", streaming.reply
+
+
 def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePanel,
-                settings: Settings, *, regenerate: bool = False) -> Iterator[TurnUpdate]:
-    """Stream one reply. On failure the history stays as it was and the error is one sentence."""
+                settings: Settings, *, regenerate: bool = False, go_on: bool = False) -> Iterator[TurnUpdate]:
+    """Stream one reply: to `text`, again to the last message (`regenerate`: the new reply joins the ones it
+    had, swipes.py), or the last reply going on (`go_on`: continue). On failure the history stays as it was
+    and the error is one sentence."""
     role = load_role(conv.role_id)
     base = conv.copy()
+    avoid: tuple[str, ...] = ()
+    last = base.history[-1] if base.history else None
+    if (regenerate or go_on) and last is None:
+        what = "regenerate" if regenerate else "continue"
+        yield TurnUpdate(chat_messages(base, role, user_role), base, f"There is no reply to {what} yet.", True)
+        return
     if regenerate:
-        if not base.history:
-            yield TurnUpdate(chat_messages(base, role, user_role), base, "There is no reply to regenerate yet.", True)
-            return
-        last = base.history.pop()
-        base.meta.pop()
+        base.history.pop()
+        slot = base.meta.pop()
         # every reply this message has had, so a quoting engine goes through all its candidates
         # instead of swinging between the best two
-        text, user_role, avoid = last.text, last.user_role, tuple(dict.fromkeys([*base.tried, last.reply]))
+        text, user_role, avoid = last.text, last.user_role, tuple(dict.fromkeys([*base.tried, *replies_of(last),
+                                                                                  last.reply]))
+    shown = chat_messages(base, role, user_role)
+    before = ""
+    if go_on:
+        before, shown = shown[-1]["content"].rstrip(), shown[:-1]
     else:
-        avoid = ()
-    shown = chat_messages(base, role, user_role) + [{"role": "user", "content": text}]
-    reply = ""
+        shown = shown + [{"role": "user", "content": text}]
+    reply, said = "", None
     try:
         bot = make_bot(base, engine, user_role, settings)
-        loading = bot.loading_message()
-        if loading:  # a local model's first use: say so in the chat while it loads, with the seconds so far
-            yield TurnUpdate(shown + [{"role": "assistant", "content": loading}], base, status=loading)
-            for waited in while_running(bot.load):
-                note = f"{loading} {waited} s"
-                yield TurnUpdate(shown + [{"role": "assistant", "content": note}], base, status=note)
-        # an engine that answers one visitor at a time (the local model, a one-slot server): in line, with the place
-        with ticket_for(bot.engine) as ticket:
-            for look in ticket.waiting():
-                line = waiting_line(look)
-                yield TurnUpdate(shown + [{"role": "assistant", "content": line}], base, status=line)
-            throttle = Throttle()
-            streaming = bot.stream(text, avoid=avoid)
-            for delta in streaming:
-                reply += delta
-                if throttle.due():
-                    yield TurnUpdate(shown + [{"role": "assistant", "content": reply}], base)
+        start = (bot.continue_reply if go_on else lambda: bot.stream(text, avoid=avoid))
+        for reply, status, said in engine_frames(bot, start):
+            if said is None:
+                yield TurnUpdate(shown + [{"role": "assistant", "content": before + reply}], base, status=status)
     except InputError as exc:
         yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
         return
     except ChatHaruhiError as exc:
-        partial = (reply + "\n\n") if reply else ""
+        partial = (before + reply + "\n\n") if (before + reply) else ""
         msg = shown + [{"role": "assistant", "content": partial + WARNING_MARK + str(exc)}]
         yield TurnUpdate(msg, conv, str(exc), True)
         return
@@ -279,10 +308,18 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
         sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
         yield TurnUpdate(shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
         return
-    said = streaming.reply
-    meta = ReplyMeta(uuid.uuid4().hex, said.messages, said.stats.engine, said.stats.model)
-    tried = [said.text] if said.text in avoid else [*avoid, said.text]  # all used up: a new round starts here
-    done = Conversation(conv.role_id, bot.history, [*base.meta, meta], said, tried, base.memory)
+    history, meta = bot.history, list(base.meta)
+    if go_on:
+        meta[-1] = replace(meta[-1], messages=said.messages)
+        tried = base.tried
+    else:
+        new = ReplyMeta(slot.id if regenerate else uuid.uuid4().hex, said.messages, said.stats.engine,
+                        said.stats.model)
+        meta.append(new)
+        if regenerate:  # the reply joins the ones the message had; the slot keeps its id for feedback
+            history[-1] = added(replace(history[-1], reply=last.reply, alternatives=last.alternatives), said.text)
+        tried = [said.text] if said.text in avoid else [*avoid, said.text]  # all used up: a new round starts here
+    done = replace(base, history=history, meta=meta, last=said, tried=tried)
     yield TurnUpdate(chat_messages(done, role, user_role), done, None, True,
                      stats_line(said.stats) + memory_line(said))
 
@@ -335,7 +372,7 @@ def question_at(conv: Conversation, role: Role, index: object) -> int | None:
 def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
     ex = conv.history[k]
     return record_feedback(settings, conv.meta[k], ex.reply, role_id=conv.role_id, role_name=role.name,
-                           user_role=ex.user_role, asked=ex.text, event=event)
+                           user_role=ex.user_role, asked=ex.text, event=event, passed_over=passed_over(ex))
 
 
 def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:
@@ -374,7 +411,7 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
     if text == ex.reply:
         return conv, ""
     correct(meta, ex.reply, text)
-    conv.history[k] = replace(ex, reply=text)
+    conv.history[k] = rewritten(ex, text)
     failed = _record(conv, role, k, "edit", settings)
     return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"
 
@@ -409,24 +446,41 @@ def feedback_values(conv: Conversation, role: Role) -> list[str | None]:
 # ------------------------------------------------------------ export and import
 
 
-def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) -> Path:
-    """The conversation as a .jsonl file for download."""
-    role = load_role(conv.role_id)
+def _line_of(conv: Conversation) -> Branch:
+    """A conversation as a line of the chat file (its exchanges, metadata and memory with its place in the tree)."""
     full = conv.copy()
-    text = dump_chat(Transcript(conv.role_id, role.name, user_role or role.visitor_name, full.history, full.meta,
-                                list(conv.memory.pins), valid_notes(conv.memory.notes, full.history)))
+    return Branch(conv.line.id, conv.line.name, conv.line.parent, conv.line.at, full.history, full.meta,
+                  list(conv.memory.pins), valid_notes(conv.memory.notes, full.history))
+
+
+def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) -> Path:
+    """The conversation, with its other lines, as a .jsonl file for download."""
+    role = load_role(conv.role_id)
+    name = user_role or role.visitor_name
+    line = _line_of(conv)
+    text = dump_chat(Transcript(conv.role_id, role.name, name, line.history, line.meta, line.pins, line.notes,
+                                replace(line, history=[], meta=[], pins=[], notes=[]),
+                                [_line_of(o) for o in conv.others], persona(name, conv.persona) if conv.persona
+                                else None, conv.note))
     return export_file(text, f"chat-{conv.role_id}", folder)
 
 
 def import_chat(path: str | Path, settings: Settings | None = None) -> tuple[Conversation, str]:
-    """(conversation, the visitor's name in it) from an exported file; InputError with a sentence."""
+    """(conversation, the visitor's name in it) from an exported file, with its other lines; InputError with a
+    sentence."""
     t = load_chat(Path(path).read_bytes())
     try:
         load_role(t.role_id)
     except ChatHaruhiError:
         raise InputError(f"This chat is with '{t.role_name or t.role_id}', who is not available here. Add the "
                          "character in the 'Add a character' tab first, then import the chat again.") from None
-    conv = Conversation(t.role_id, t.history, t.meta, memory=Memory(t.pins, notes=t.notes))
+    about = t.persona.description if t.persona else ""
+
+    def conversation(b: Branch) -> Conversation:
+        return Conversation(t.role_id, b.history, b.meta, memory=Memory(b.pins, notes=b.notes), persona=about,
+                            note=t.note, line=replace(b, history=[], meta=[], pins=[], notes=[]))
+    conv = conversation(replace(t.line, history=t.history, meta=t.meta, pins=t.pins, notes=t.notes))
+    conv.others = [conversation(b) for b in t.branches]
     index_in_background(conv, settings or Settings.from_env())
     return conv, t.user_role
 

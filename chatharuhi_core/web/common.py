@@ -239,7 +239,7 @@ def correct(said: Rated, current: str, new: str) -> None:
 
 
 def record_feedback(settings: Settings, said: Rated, text: str, *, role_id: str, role_name: str, user_role: str,
-                    asked: str, event: str) -> str | None:
+                    asked: str, event: str, passed_over: list[str] | None = None) -> str | None:
     """Append a reply's or line's current state (`text`, its rating, the correction) to the feedback file,
     paired with what it answered; a sentence if the disk refused it."""
     path = settings.feedback_path
@@ -248,7 +248,7 @@ def record_feedback(settings: Settings, said: Rated, text: str, *, role_id: str,
     rec = feedback_record(reply_id=said.id, role_id=role_id, role_name=role_name, user_role=user_role, text=asked,
                           messages=said.messages, original=said.original or text,
                           corrected=text if said.original is not None else None, rating=said.rating,
-                          engine=said.engine, model=said.model, event=event)
+                          engine=said.engine, model=said.model, event=event, passed_over=passed_over)
     try:
         append_record(path, rec)
     except OSError as exc:

@@ -1,0 +1,176 @@
+"""The player's controls on the page, as plain functions over a Conversation: alternatives browsed and kept,
+branches made and walked, a persona and an author's note set, and the visitor's next line written for them.
+
+A chat is a tree of lines. The line on screen is the Conversation; its `others` are the chat's other lines, each a
+whole Conversation with its own history and memory, and its `line` says where it left its parent. Continue is a
+turn (chat.stream_turn with go_on).
+"""
+
+from __future__ import annotations
+
+import html
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+
+from ..chat.persona import MAX_DESCRIPTION_CHARS, authors_note, persona
+from ..chat.swipes import flipped, passed_over, position, replies_of
+from ..chat.transcript import MAX_BRANCHES, Branch
+from ..config import Settings
+from ..errors import ChatHaruhiError, InputError
+from ..roles.sources import load_role
+from .chat import Conversation, _exchange_at, engine_frames, make_bot
+from .common import EnginePanel, record_feedback
+
+
+def selected_reply(conv: Conversation, index: object) -> int | None:
+    """The exchange whose reply the player selected (chat message `index`), else the last one; None without any."""
+    at = _exchange_at(conv, load_role(conv.role_id), index) if index is not None else None
+    if at is not None and at[1] == 1:
+        return at[0]
+    return len(conv.history) - 1 if conv.history else None
+
+
+def alternatives_label(conv: Conversation | None, index: object = None) -> str:
+    """"2 / 3" for the selected reply (the last by default), with which exchange it is when not the last."""
+    if conv is None or (k := selected_reply(conv, index)) is None:
+        return "**0 / 0**"
+    ex = conv.history[k]
+    which = "" if k == len(conv.history) - 1 else f" · reply {k + 1}"
+    return f"**{position(ex) + 1} / {len(replies_of(ex))}**{which}"
+
+
+def flip(conv: Conversation, index: object, step: int, settings: Settings) -> tuple[Conversation, str]:
+    """The next or previous alternative of the selected reply kept; the choice goes to the feedback file as the
+    kept reply against the ones passed over."""
+    conv = conv.copy()
+    k = selected_reply(conv, index)
+    if k is None:
+        return conv, "There is no reply to flip through yet."
+    ex = conv.history[k]
+    if len(replies_of(ex)) < 2:
+        return conv, "This reply has no alternatives yet: ↻ Regenerate adds one. · 重新生成可添加备选回复。"
+    conv.history[k] = ex = flipped(ex, step)
+    if k == len(conv.history) - 1:
+        conv.tried = list(replies_of(ex))
+    meta = conv.meta[k]
+    meta.rating, meta.original = None, None  # a rating or correction was of the reply that was on screen
+    role = load_role(conv.role_id)
+    failed = record_feedback(settings, meta, ex.reply, role_id=conv.role_id, role_name=role.name,
+                             user_role=ex.user_role, asked=ex.text, event="swipe", passed_over=passed_over(ex))
+    return conv, failed or ""
+
+
+def _bare(conv: Conversation) -> Conversation:
+    return replace(conv, others=[])
+
+
+def branch_from(conv: Conversation, index: object) -> tuple[Conversation, str, str]:
+    """(the new line, text for the message box, a sentence): a branch that shares everything up to the selected
+    message. From a reply, the branch goes on after it; from the visitor's own message, the branch stops before it
+    and the message is put back in the box to be said another way; without a selection, from the last reply."""
+    role = load_role(conv.role_id)
+    at = _exchange_at(conv, role, index) if index is not None else None
+    if at is None:
+        keep, box = len(conv.history), ""
+    else:
+        keep, box = (at[0] + 1, "") if at[1] == 1 else (at[0], conv.history[at[0]].text)
+    if len(conv.others) >= MAX_BRANCHES:
+        raise InputError(f"This chat has {len(conv.others) + 1} lines, the most it keeps; go to one you no longer "
+                         "need and clear it first.")
+    full = conv.copy()
+    used = {conv.line.id, *(o.line.id for o in conv.others)}
+    n = len(used) + 1
+    line = Branch(uuid.uuid4().hex[:8], f"Branch {n}", conv.line.id, keep)
+    history = full.history[:keep]
+    new = Conversation(conv.role_id, history, full.meta[:keep], memory=conv.memory.branched(history),
+                       persona=conv.persona, note=conv.note, line=line, others=[_bare(full), *conv.others])
+    where = f"after exchange {keep}" if keep else "from the greeting"
+    return new, box, f"↳ {line.name}: a new line of the story {where} of {conv.line.name}. · 已创建分支。"
+
+
+def switch_line(conv: Conversation, line_id: str | None) -> Conversation:
+    """The chat's line `line_id` on screen, the one before it kept among the others."""
+    if not line_id or line_id == conv.line.id:
+        return conv
+    target = next((o for o in conv.others if o.line.id == line_id), None)
+    if target is None:
+        raise InputError("That line of the story is not in this chat any more.")
+    rest = [o for o in conv.others if o.line.id != line_id]
+    return replace(target.copy(), others=[_bare(conv.copy()), *rest])
+
+
+def back_to_parent(conv: Conversation) -> Conversation:
+    if conv.line.parent is None:
+        raise InputError("This is the first line of the story; it has no parent to go back to.")
+    return switch_line(conv, conv.line.parent)
+
+
+def _label(conv: Conversation, names: dict[str, str]) -> str:
+    size = f"{len(conv.history)} exchange{'s' * (len(conv.history) != 1)}"
+    if conv.line.parent is None:
+        return f"{conv.line.name} · {size}"
+    return f"{conv.line.name} · from {names.get(conv.line.parent, '?')} after {conv.line.at} · {size}"
+
+
+def line_choices(conv: Conversation | None) -> tuple[list[tuple[str, str]], str | None]:
+    """The chat's lines for the picker (label, id), in the order they were made, and the one on screen."""
+    if conv is None:
+        return [], None
+    lines = sorted([conv, *conv.others], key=lambda c: (c.line.parent is not None, c.line.name))
+    names = {c.line.id: c.line.name for c in lines}
+    return [(_label(c, names), c.line.id) for c in lines], conv.line.id
+
+
+def set_note(conv: Conversation, text: str, depth: object) -> tuple[Conversation, str]:
+    """The author's note of this line (off when empty); a sentence when it is too long."""
+    conv = conv.copy()
+    try:
+        conv.note = authors_note(text, depth if depth is not None else 4)
+    except InputError as exc:
+        return conv, str(exc)
+    return conv, ""
+
+
+def set_persona(conv: Conversation, description: str) -> tuple[Conversation, str]:
+    """Whom the visitor plays, beyond their name: a description (capped) for this chat."""
+    conv = conv.copy()
+    text = (description or "").strip()
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        return conv, (f"That description is {len(text):,} characters long; a persona holds {MAX_DESCRIPTION_CHARS}. "
+                      "It was not used; please shorten it.")
+    conv.persona = text
+    return conv, ""
+
+
+def story_state(conv: Conversation | None, user: str) -> str:
+    """One line under the chat: which line of the story this is, whom the visitor plays, and the author's note."""
+    if conv is None:
+        return ""
+    parts = []
+    if conv.others or conv.line.parent:
+        parts.append(f"↳ {html.escape(conv.line.name)}")
+    if conv.persona:
+        parts.append(f"as {html.escape(user)}: {html.escape(conv.persona[:60])}{'…' * (len(conv.persona) > 60)}")
+    if conv.note:
+        note = conv.note.text
+        parts.append(f"✎ note at depth {conv.note.depth}: {html.escape(note[:60])}{'…' * (len(note) > 60)}")
+    return " · ".join(parts)
+
+
+def impersonate(conv: Conversation, user_role: str, engine: EnginePanel,
+                settings: Settings) -> Iterator[tuple[str, str | None]]:
+    """(the visitor's next line so far, None) as the engine writes it for them, then (line, error sentence or
+    None) once; the chat is not changed, the line goes in the box and is never sent by itself."""
+    text = ""
+    try:
+        bot = make_bot(conv, engine, user_role, settings)
+        persona(bot.user_role, conv.persona or "")  # a name too long is a sentence before any work
+        for text, _, done in engine_frames(bot, bot.impersonate):
+            if done is None:
+                yield text, None
+        yield done.text, None
+    except ChatHaruhiError as exc:
+        yield text, str(exc)
+    except Exception as exc:  # never a traceback in the page
+        yield text, f"Something went wrong while writing your line ({type(exc).__name__}). Please try again."

@@ -1,0 +1,189 @@
+"""The player's controls: a row under the chat (alternatives ◀ n/m ▶, branch from here, continue, write my line)
+and the Story panel (whom the visitor plays, the author's note, the lines of the story)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from chatharuhi_core.chat.persona import DEFAULT_DEPTH, MAX_DEPTH, MAX_DESCRIPTION_CHARS, MAX_NOTE_CHARS
+from chatharuhi_core.config import Settings
+from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.chat import Conversation, chat_messages, feedback_values
+from chatharuhi_core.web.common import WARNING_MARK
+from chatharuhi_core.web.story import (
+    alternatives_label,
+    back_to_parent,
+    branch_from,
+    flip,
+    impersonate,
+    line_choices,
+    set_note,
+    set_persona,
+    story_state,
+    switch_line,
+)
+
+from .settings_panel import choice
+from .visit import current
+
+
+class StoryControls:
+    """The row under the chat, and the Story panel; components as attributes."""
+
+    def render_row(self) -> StoryControls:
+        with gr.Row(elem_id="story-controls", equal_height=True):
+            self.prev = gr.Button("◀", size="sm", min_width=40, elem_id="swipe-prev", scale=0)
+            self.count = gr.Markdown(alternatives_label(None), elem_id="swipe-count", min_height=0)
+            self.next = gr.Button("▶", size="sm", min_width=40, elem_id="swipe-next", scale=0)
+            self.branch = gr.Button("↳ Branch · 分支", size="sm", elem_id="branch-here", scale=1)
+            self.go_on = gr.Button("↪ Continue · 继续", size="sm", elem_id="continue", scale=1)
+            self.my_line = gr.Button("✍ My line · 替我写", size="sm", elem_id="impersonate", scale=1)
+        self.state = gr.Markdown(elem_id="story-state", elem_classes=["reply-stats"])
+        return self
+
+    def render_panel(self) -> StoryControls:
+        with gr.Accordion("Story · 故事设定", open=False, elem_id="story-panel"):
+            self.persona = gr.Textbox(label="Who you play · 你扮演的人", max_lines=4, elem_id="persona",
+                                      placeholder="A retired army doctor, back from Afghanistan… · 一位云游的书生…",
+                                      info=f"Your name is the name in the story above; the character reads this too "
+                                           f"(at most {MAX_DESCRIPTION_CHARS} characters).")
+            self.persona_default = gr.Checkbox(label="Use for every new chat · 作为默认", value=False,
+                                               elem_id="persona-default")
+            self.note = gr.Textbox(label="Author's note · 作者注", max_lines=3, elem_id="author-note",
+                                   placeholder="Keep it tense: it is raining and the lamp is failing. · 保持紧张气氛",
+                                   info=f"An instruction the model reads on every turn, near the end of the prompt "
+                                        f"(at most {MAX_NOTE_CHARS} characters). Empty: off.")
+            self.depth = gr.Slider(0, MAX_DEPTH, value=DEFAULT_DEPTH, step=1, elem_id="note-depth",
+                                   label="Note depth: messages from the end · 插入位置（倒数第几条）")
+            with gr.Row(equal_height=True):
+                self.lines = gr.Dropdown(label="Line of the story · 故事线", choices=[], value=None, scale=3,
+                                         elem_id="story-line")
+                self.parent = gr.Button("↩ Back to parent · 回到上一条", size="sm", scale=1, elem_id="line-parent")
+        return self
+
+    def wire(self, page, turns: list) -> None:
+        """Each control changes the conversation and redraws the chat; the row's count, the lines and the state
+        line follow every change of the conversation."""
+        v, c = page.visit, page.chat
+        drawn = [v.conv, c.chat, c.feedback_note]
+        c.chat.select(_selected, None, v.selected, api_name=False, show_progress="hidden")
+        v.selected.change(_count, [v.conv, v.selected], self.count, api_name=False, show_progress="hidden")
+        for button, step in ((self.prev, -1), (self.next, 1)):
+            button.click(_flip(step), [v.conv, v.selected, c.user_role], drawn, api_name=False,
+                         show_progress="hidden", cancels=turns)
+        self.branch.click(_branch, [v.conv, v.selected, c.user_role], [*drawn, c.text, v.selected],
+                          api_name=False, cancels=turns)
+        self.lines.input(_switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected], api_name=False,
+                         cancels=turns)
+        self.parent.click(_parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False, cancels=turns)
+        gr.on([self.persona.blur, self.persona.submit, self.persona_default.input], _persona,
+              [v.conv, self.persona, self.persona_default], [v.conv, page.session.saved_persona, c.feedback_note],
+              api_name=False, show_progress="hidden")
+        # the note as it is typed and the depth as it is moved, one event for both (the latest values win: a field
+        # left while the depth was set must not bring back the old depth)
+        gr.on([self.note.change, self.depth.change], _note, [v.conv, self.note, self.depth], [v.conv, c.feedback_note],
+              api_name=False, show_progress="hidden", trigger_mode="always_last")
+        v.conv.change(_view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
+                      [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
+                       self.depth, v.conv], api_name=False, show_progress="hidden", trigger_mode="always_last")
+        panel = page.chat.settings.inputs()
+        self.my_line.click(_write_my_line, [v.conv, c.user_role, *panel], [c.text, c.feedback_note],
+                           api_name=False)
+
+
+def _chat(conv: Conversation, user: str):
+    role = load_role(conv.role_id)
+    return gr.Chatbot(value=chat_messages(conv, role, user), feedback_value=feedback_values(conv, role))
+
+
+def _selected(evt: gr.SelectData):
+    """The message the visitor clicked: the controls act on it (a reply of the character's, or their own)."""
+    return evt.index if isinstance(evt.index, int) else (evt.index[0] if evt.index else None)
+
+
+def _count(conv: Conversation | None, selected):
+    return alternatives_label(conv, selected)
+
+
+def _flip(step: int):
+    def run(conv: Conversation | None, selected, user: str):
+        conv, said = flip(current(conv), selected, step, Settings.from_env())
+        return conv, _chat(conv, user), said
+    return run
+
+
+def _branch(conv: Conversation | None, selected, user: str):
+    try:
+        new, box, said = branch_from(current(conv), selected)
+    except ChatHaruhiError as exc:
+        return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip(), gr.skip()
+    return new, _chat(new, user), said, box if box else gr.skip(), None
+
+
+def _switch_line(conv: Conversation | None, line_id: str | None, user: str):
+    try:
+        new = switch_line(current(conv), line_id)
+    except ChatHaruhiError as exc:
+        return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
+    return new, _chat(new, user), f"↳ {new.line.name} · {len(new.history)} exchanges", None
+
+
+def _parent(conv: Conversation | None, user: str):
+    try:
+        new = back_to_parent(current(conv))
+    except ChatHaruhiError as exc:
+        return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
+    return new, _chat(new, user), f"↩ Back to {new.line.name}. · 已回到上一条故事线。", None
+
+
+def _persona(conv: Conversation | None, text: str, default: bool):
+    """The description for this chat, and this browser's default for new chats when asked."""
+    conv, said = set_persona(current(conv), text)
+    if said:
+        return gr.skip(), gr.skip(), WARNING_MARK + said
+    return conv, (conv.persona if default else ""), "✓ Saved whom you play. · 已保存你的角色设定。"
+
+
+def _note(conv: Conversation | None, text: str, depth):
+    """The author's note as written (a field left, the depth moved); nothing when it is as it was (the panel
+    filled in for another chat or line)."""
+    before = current(conv).note
+    conv, said = set_note(current(conv), text, depth)
+    if not said and conv.note == before:
+        return gr.skip(), gr.skip()
+    if said:
+        return gr.skip(), WARNING_MARK + said
+    where = f"at depth {conv.note.depth}" if conv.note else "off"
+    return conv, f"✎ Author's note {where}. · 作者注已更新。"
+
+
+def _view(conv: Conversation | None, selected, user: str, key: str | None, default: str | None):
+    """The row's count, the lines and the state line; and, when another chat or line came on screen, the panel's
+    fields from it (a new chat without a persona takes this browser's default)."""
+    if conv is None:
+        return (gr.skip(),) * 9
+    choices, value = line_choices(conv)
+    now = f"{conv.role_id}:{conv.line.id}"
+    common = (alternatives_label(conv, selected), gr.Dropdown(choices=choices, value=value),
+              story_state(conv, user or load_role(conv.role_id).visitor_name), now)
+    if now == key:
+        return (*common, *(gr.skip(),) * 5)
+    adopt = not conv.persona and bool(default) and not conv.history
+    if adopt:
+        conv = conv.copy()
+        conv.persona = default or ""
+    note = conv.note
+    return (*common, conv.persona, bool(default) and conv.persona == default, note.text if note else "",
+            note.depth if note else DEFAULT_DEPTH, conv if adopt else gr.skip())
+
+
+def _write_my_line(conv: Conversation | None, user: str, *panel):
+    """The engine writes the visitor's next line into the box, as it comes; never sent by itself."""
+    engine = choice(panel)
+    for text, error in impersonate(current(conv), user, engine, Settings.from_env()):
+        if error:
+            yield (text or gr.skip()), WARNING_MARK + error
+            return
+        yield text, gr.skip()
+    yield gr.skip(), "✍ Your next line is in the box: edit it, then send. · 已写入输入框，可修改后发送。"

@@ -1,0 +1,152 @@
+"""A player's session in Chromium (issue 44): alternatives browsed and one kept, continue, a line written for the
+player, a persona and an author's note in the prompt, a branch from an early message and back, and the tree
+through an export and an import; then the controls on a phone."""
+
+import json
+from pathlib import Path
+
+from conftest import ARTIFACTS
+from test_browser import bot_texts, browser, open_page, say, settled_bot_texts, wait_reply  # noqa: F401
+
+VIOLIN = "Why do you play the violin at three in the morning?"
+NEIGHBOURS = "The neighbours are not trying to catch a murderer."
+
+
+def _sherlock(page):
+    page.locator("#picker [data-ref=sherlock]").click()
+    page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
+
+
+def _count(page) -> str:
+    return page.locator("#swipe-count").inner_text().strip()
+
+
+def _wait_count(page, text: str):
+    page.wait_for_function("(t) => document.querySelector('#swipe-count')?.innerText.includes(t)", arg=text,
+                           timeout=30_000)
+
+
+def _line_options(page, least: int = 1) -> list[str]:
+    """The lines of the story the picker offers, once it offers at least `least` (the list follows the
+    conversation a moment after it changes)."""
+    options: list[str] = []
+    for _ in range(20):
+        page.locator("#story-line input").click()
+        page.get_by_role("option").first.wait_for(timeout=5_000)
+        options = [o.strip() for o in page.get_by_role("option").all_inner_texts()]
+        page.keyboard.press("Escape")
+        page.get_by_role("option").first.wait_for(state="hidden", timeout=5_000)
+        if len(options) >= least:
+            break
+        page.wait_for_timeout(500)
+    return options
+
+
+def _export(page, tmp_path: Path) -> Path:
+    page.wait_for_function("() => !document.querySelector('#export-chat')?.disabled")
+    page.wait_for_timeout(1500)  # the file follows the conversation
+    with page.expect_download() as dl:
+        page.click("#export-chat")
+    path = tmp_path / "chat.jsonl"
+    dl.value.save_as(path)
+    return path
+
+
+def test_a_players_session_alternatives_continue_my_line_persona_note_and_branches(browser, app_server, tmp_path):  # noqa: F811
+    page = open_page(browser, app_server)
+    _sherlock(page)
+    say(page, "What is your method?")
+    first, _ = wait_reply(page, 2)
+    first = first[-1]
+    # three alternatives: Regenerate adds one each time, and the newest is shown
+    seen = [first]
+    for n in (2, 3):
+        page.click("#regenerate")
+        _wait_count(page, f"{n} / {n}")
+        seen.append(settled_bot_texts(page)[-1])
+    assert len(set(seen)) == 3, seen
+    # browsed back to the first and kept: the chat shows it, and the conversation goes on from it
+    page.click("#swipe-prev")
+    _wait_count(page, "2 / 3")
+    page.click("#swipe-prev")
+    _wait_count(page, "1 / 3")
+    assert settled_bot_texts(page)[-1] == first
+    # continue: the offline engine quotes the next line of the same scene
+    say(page, VIOLIN)
+    texts, _ = wait_reply(page, 3, changed_from=first)
+    assert texts[-1].startswith("Music untangles")
+    page.click("#continue")
+    page.wait_for_function("(t) => { const b = document.querySelectorAll('#chat .message.bot');"
+                           " return b[b.length - 1].innerText.includes(t); }", arg=NEIGHBOURS, timeout=30_000)
+    assert len(settled_bot_texts(page)) == 3  # the same reply went on: no new message
+    # write my line: a line of Watson's in the box, never sent by itself
+    page.click("#impersonate")
+    page.wait_for_function("() => document.querySelector('#message textarea').value.length > 5", timeout=30_000)
+    assert len(settled_bot_texts(page)) == 3
+    page.fill("#message textarea", "")
+    # a persona and an author's note at depth 2
+    page.click("#story-panel button, #story-panel .label-wrap")
+    page.fill("#persona textarea", "A retired army doctor, back from Afghanistan, who keeps a journal.")
+    page.locator("#persona textarea").blur()
+    page.wait_for_selector("#engine-note, #feedback-note >> text=Saved whom you play", timeout=15_000)
+    page.fill("#author-note textarea", "Answer in one sentence.")
+    depth = page.locator("#note-depth input[type=number]")
+    depth.fill("2")
+    depth.press("Enter")
+    page.locator("#author-note textarea").blur()
+    page.wait_for_function("() => document.querySelector('#story-state')?.innerText.includes('depth 2')",
+                           timeout=15_000)
+    say(page, "Who are you?")
+    wait_reply(page, 4)
+    prompt = json.loads(_export(page, tmp_path).read_text().splitlines()[-1])["prompt"]
+    assert "retired army doctor" in prompt[0]["content"]  # the persona, in the system message
+    note_at = next(i for i, m in enumerate(prompt) if m["content"] == "Answer in one sentence.")
+    assert prompt[note_at]["role"] == "system"
+    assert prompt[note_at + 1]["content"].startswith("Sherlock Holmes:")  # two messages from the end: the last
+    assert prompt[note_at + 2]["content"] == "Watson:「Who are you?」"  # reply, then the message
+    # a branch from the first reply, and back to the parent
+    page.locator("#chat .message.bot").nth(1).click()
+    _wait_count(page, "1 / 3")
+    page.click("#branch-here")
+    page.wait_for_function("() => document.querySelectorAll('#chat .message.bot').length === 2", timeout=15_000)
+    assert settled_bot_texts(page)[-1] == first
+    options = _line_options(page, 2)
+    assert len(options) == 2 and any("Branch 2" in o and "after 1" in o for o in options), options
+    say(page, "Where shall we dine tonight?")
+    wait_reply(page, 3)
+    page.click("#line-parent")
+    page.wait_for_function("() => document.querySelectorAll('#chat .message.bot').length === 4", timeout=15_000)
+    assert NEIGHBOURS in bot_texts(page)[2]
+    # the tree goes out in the file and comes back in
+    path = _export(page, tmp_path)
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["version"] == 3 and len(header["branches"]) == 1
+    fresh = open_page(browser, app_server)
+    with fresh.expect_file_chooser() as chooser:
+        fresh.click("#import-chat")
+    chooser.value.set_files(str(path))
+    fresh.wait_for_function("() => document.querySelectorAll('#chat .message.bot').length === 4", timeout=30_000)
+    fresh.click("#story-panel button, #story-panel .label-wrap")
+    assert len(_line_options(fresh, 2)) == 2
+    fresh.locator("#chat .message.bot").nth(1).click()
+    _wait_count(fresh, "1 / 3")  # the alternatives came back too
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "story-laptop.png"), full_page=True)
+    fresh.close()
+    page.close()
+
+
+def test_the_story_controls_fit_a_phone_without_hiding_the_box(browser, app_server):  # noqa: F811
+    from test_layout_browser import PHONE, open_at
+
+    page = open_at(browser.new_context(viewport=PHONE), app_server, PHONE)
+    _sherlock(page)
+    say(page, "What is your method?")
+    wait_reply(page, 2)
+    page.click("#regenerate")
+    _wait_count(page, "2 / 2")
+    for elem in ("#swipe-prev", "#swipe-next", "#branch-here", "#continue", "#impersonate", "#message textarea"):
+        box = page.locator(elem).bounding_box()
+        assert box and box["width"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, elem
+    page.screenshot(path=str(ARTIFACTS / "story-phone.png"), full_page=True)
+    page.close()
