@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -37,49 +38,45 @@ def _print_stats(reply, wanted: bool) -> None:
 
 
 class _Session:
-    """`chat --session FILE`: the chat file the page exports and imports, continued and saved here."""
+    """`chat --session FILE`: the chat file the page exports and imports, continued and saved here (with its
+    other lines, alternatives, persona and author's note)."""
 
     def __init__(self, path: str | None):
         self.path = Path(path) if path else None
-        self.meta: list = []
 
     def load(self, role_ref: str):
-        """(history, user_role, pinned memories, notes) saved in the file, or ([], None, [], []); the role must be
-        the same."""
+        """The chat saved in the file (a Transcript), or None; the role must be the same."""
         from .chat.transcript import load_chat
         from .roles.sources import load_role
 
         if self.path is None or not self.path.exists():
-            return [], None, [], []
+            return None
         t = load_chat(self.path.read_bytes())
         if t.role_id != load_role(role_ref).id:
             raise ChatHaruhiError(f"{self.path} is a chat with '{t.role_name or t.role_id}', not '{role_ref}'. "
                                   f"Use --role {t.role_id}, or another file.")
-        self.meta = t.meta
-        return t.history, t.user_role or None, t.pins, t.notes
+        return t
 
-    def save(self, bot, reply=None) -> None:
-        """Write the chat and its memories; with `reply`, the exchange it completed is recorded first."""
+    def save(self, tree, reply=None) -> None:
+        """Write the chat's tree and memories; with `reply`, the exchange it completed is recorded first."""
         import uuid
 
-        from .chat.notes import valid_notes
-        from .chat.transcript import ReplyMeta, Transcript, dump_chat
+        from .chat.transcript import ReplyMeta, dump_chat
         from .jsonl import replace_text
 
+        if reply is not None:
+            tree.line.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
         if self.path is None:
             return
-        if reply is not None:
-            self.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
-        meta = self.meta[-len(bot.history):] if bot.history else []
-        t = Transcript(bot.role.id, bot.role.name, bot.user_role, bot.history, meta, list(bot.memory.pins),
-                       valid_notes(bot.memory.notes, bot.history))
-        replace_text(self.path, dump_chat(t))
+        replace_text(self.path, dump_chat(tree.transcript()))
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
     from .chat.languages import warn_language
     from .chat.memory import Memory
+    from .chat.persona import read_persona
+    from .chat.tree import ChatTree
 
     settings = Settings.from_env()
     engine = engine_choice(args, settings)
@@ -89,42 +86,52 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return run_scene(args, engine, settings)
     args.role = args.role[0]
     session = _Session(args.session)
-    history, saved_user, pins, notes = session.load(args.role)
-    bot = ChatHaruhi(role_name=args.role, llm=engine, user_role=args.user_role or saved_user, settings=settings,
-                     history=history, memory=Memory(list(pins), notes=list(notes)))
+    saved = session.load(args.role)
+    player = read_persona(args.persona) if args.persona else (saved.persona if saved else None)
+    user_role = args.user_role or (saved.user_role if saved else None) or (player.name if player else None)
+    bot = ChatHaruhi(role_name=args.role, llm=engine, user_role=user_role, settings=settings,
+                     history=saved.history if saved else [], persona=player, note=saved.note if saved else None,
+                     memory=Memory(list(saved.pins), notes=list(saved.notes)) if saved else None)
+    tree = ChatTree(bot, saved.line if saved else None, saved.meta if saved else None)
+    if saved:
+        tree.add_lines(saved)
     warn_language(bot.engine, bot.role)  # before the first message
     loading = bot.loading_message()
     if loading:
         print(loading, file=sys.stderr, flush=True)
         bot.load()
     if args.text:
-        _answer(bot, " ".join(args.text), args.stats, session)
+        _answer(tree, " ".join(args.text), args.stats, session)
         return 0
-    return _chat_loop(bot, args.stats, session)
+    return _chat_loop(tree, args.stats, session)
 
 
-def _answer(bot, text: str, stats: bool, session: _Session) -> None:
+def _answer(tree, text: str, stats: bool, session: _Session) -> None:
     """Stream one reply to stdout, then its stats (with --stats) and the session file."""
-    streaming = bot.stream(text)
+    streaming = tree.bot.stream(text)
     for delta in streaming:
         print(delta, end="", flush=True)
     print()
     _print_stats(streaming.reply, stats)
-    session.save(bot, streaming.reply)
+    session.save(tree, streaming.reply)
 
 
-def _chat_loop(bot, stats: bool, session: _Session) -> int:
+def _chat_loop(tree, stats: bool, session: _Session) -> int:
     """The interactive loop: a line, a reply, until Ctrl-D or /quit; a failed reply is a sentence in brackets."""
     from .chat.memory import in_background
+    from .cli_story import prefill_next_input, story_command
 
+    bot = tree.bot
     name = bot.role.name
     if bot.history:
         print(f"(going on from {len(bot.history)} saved exchanges in {session.path})")
         last = bot.history[-1]
         print(f"{last.user_role}: {last.text}\n{name}: {last.reply}")
     else:
-        print(f"{name}: {bot.role.greeting}" if bot.role.greeting else f"Talking to {name}.")
-    print("(Ctrl-D or /quit to leave; /remember TEXT, /memories, /forget N for what the character keeps)")
+        print(f"{name}: {bot.fill(bot.role.fitting_greeting(bot.user_role) or bot.role.greeting)}"
+              if bot.role.greeting else f"Talking to {name}.")
+    print("(Ctrl-D or /quit to leave; /swipe, /continue, /impersonate, /branch, /persona, /note, /remember: "
+          "/help lists them)")
     # while the first message is typed: the local model reads the prompt's start, the scenes' store opens
     bot.read_ahead_now()
     in_background(bot.open_scenes, "opening the scenes")
@@ -132,7 +139,7 @@ def _chat_loop(bot, stats: bool, session: _Session) -> int:
         in_background(bot.index_ahead, "indexing the conversation")
     while True:
         try:
-            text = input(f"{bot.user_role}> ")
+            text = input(f"{tree.bot.user_role}> ")
         except (EOFError, KeyboardInterrupt):
             print()
             return 0
@@ -140,17 +147,23 @@ def _chat_loop(bot, stats: bool, session: _Session) -> int:
             return 0
         if not text.strip():
             continue
-        if text.strip().startswith("/") and _memory_command(bot, text.strip(), session):
+        if text.strip().startswith("/") and (
+                _memory_command(tree, text.strip(), session)
+                or story_command(tree, text.strip(), lambda reply: session.save(tree, reply), prefill_next_input)):
+            continue
+        if re.fullmatch(r"/[a-z]+", text.strip().split(" ")[0]):
+            print(f"[{text.strip().split(' ')[0]} is not a command here; /help lists them]")
             continue
         try:
-            print(f"{name}: ", end="", flush=True)
-            _answer(bot, text, stats, session)
+            print(f"{tree.bot.role.name}: ", end="", flush=True)
+            _answer(tree, text, stats, session)
         except ChatHaruhiError as exc:
             print(f"\n[{exc}]")
 
 
-def _memory_command(bot, line: str, session: _Session) -> bool:
+def _memory_command(tree, line: str, session: _Session) -> bool:
     """`/remember TEXT`, `/memories`, `/forget N`: True when `line` was one of them (handled here)."""
+    bot = tree.bot
     command, _, rest = line.partition(" ")
     try:
         if command == "/remember":
@@ -177,7 +190,7 @@ def _memory_command(bot, line: str, session: _Session) -> bool:
     except InputError as exc:
         print(f"[{exc}]")
         return True
-    session.save(bot)
+    session.save(tree)
     return True
 
 
@@ -555,6 +568,9 @@ def _add_chat_command(sub) -> None:
                    help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes; "
                         "repeat it for a group scene")
     p.add_argument("--user-role", help="who you are in the story (default: the role's usual partner, e.g. Watson)")
+    p.add_argument("--persona", metavar="FILE",
+                   help="whom you play: a .json file {\"name\", \"description\"} or a .txt file (the name on the first "
+                        "line, the description after it); its name is your name in the story unless --user-role")
     p.add_argument("--order", choices=order_names(),
                    help="in a group scene, who speaks next: natural (named ones first, then the talkative; default), "
                         "list, pooled (everyone once before anyone twice), manual (you pick with /next), "

@@ -1,0 +1,186 @@
+"""The player's controls in `chat`'s loop: /swipe, /continue, /impersonate, /branch, /lines, /line, /persona, /note.
+
+Each acts on the chat's tree (chat/tree.py) and the session file is written after it, as after a reply.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+
+from .chat.persona import authors_note, read_persona
+from .chat.swipes import position, replies_of
+from .chat.transcript import ReplyMeta
+from .chat.tree import ChatTree
+from .errors import ChatHaruhiError, InputError
+
+HELP = """  /swipe           another reply to your last message, kept beside the others (/swipes lists them)
+  /swipe N         keep reply N of the last message: the story goes on from it
+  /continue        the last reply goes on from where it stopped
+  /impersonate     your next line written for you, to edit and send (your persona's voice)
+  /branch [N]      a new line of the story after exchange N (default: the last); the old one is kept
+  /lines, /line X  the story's lines; go to line X (its number or name); /parent goes back
+  /persona [FILE]  whom you play (a .json or .txt file: name, then description); /persona off
+  /note [D] TEXT   an author's note, D messages from the end (default 4); /note off
+  /remember TEXT, /memories, /forget N   what the character keeps"""
+
+
+def story_command(tree: ChatTree, line: str, save: Callable[[object | None], None],
+                  prefill: Callable[[str], None]) -> bool:
+    """Run `line` when it is one of the player's commands (True), else False. `save(reply)` writes the session
+    (recording a reply's prompt when given); `prefill(text)` offers text as the next input."""
+    command, _, rest = line.partition(" ")
+    rest = rest.strip()
+    handlers = {"/swipe": _swipe, "/swipes": _swipes, "/continue": _continue, "/impersonate": _impersonate,
+                "/branch": _branch, "/lines": _lines, "/line": _line, "/parent": _parent, "/persona": _persona,
+                "/note": _note, "/help": _help}
+    handler = handlers.get(command)
+    if handler is None:
+        return False
+    try:
+        handler(tree, rest, save, prefill)
+    except ChatHaruhiError as exc:
+        print(f"\n[{exc}]" if command in ("/swipe", "/continue", "/impersonate") and not rest else f"[{exc}]")
+    return True
+
+
+def _stream(streaming) -> None:
+    for piece in streaming:
+        print(piece, end="", flush=True)
+    print()
+
+
+def _slot(tree: ChatTree, reply) -> None:
+    """The last exchange's metadata after a new reply to the same message: its id kept, the new prompt."""
+    meta = tree.line.meta
+    if meta and len(meta) >= len(tree.bot.history):
+        meta[-1] = replace(meta[-1], messages=reply.messages, engine=reply.stats.engine, model=reply.stats.model)
+    else:
+        meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
+
+
+def _swipe(tree: ChatTree, rest: str, save, prefill) -> None:
+    bot = tree.bot
+    if rest:
+        if not rest.isdigit():
+            raise InputError("Say which reply to keep by its number: /swipe 2 (/swipes lists them).")
+        ex = bot.keep(int(rest))
+        print(f"{bot.role.name}: {ex.reply}\n[kept reply {position(ex) + 1} of {len(replies_of(ex))}]")
+        save(None)
+        return
+    print(f"{bot.role.name}: ", end="", flush=True)
+    streaming = bot.swipe()
+    _stream(streaming)
+    ex = bot.history[-1]
+    print(f"[reply {position(ex) + 1} of {len(replies_of(ex))}; /swipe N keeps another]")
+    _slot(tree, streaming.reply)
+    save(None)
+
+
+def _swipes(tree: ChatTree, rest: str, save, prefill) -> None:
+    if not tree.bot.history:
+        raise InputError("There is no reply yet.")
+    ex = tree.bot.history[-1]
+    for n, reply in enumerate(replies_of(ex), 1):
+        print(f"{'*' if n == position(ex) + 1 else ' '} {n}. {reply}")
+
+
+def _continue(tree: ChatTree, rest: str, save, prefill) -> None:
+    bot = tree.bot
+    streaming = bot.continue_reply()
+    print(f"{bot.role.name} (goes on): …", end="", flush=True)
+    _stream(streaming)
+    _slot(tree, streaming.reply)
+    save(None)
+
+
+def _impersonate(tree: ChatTree, rest: str, save, prefill) -> None:
+    streaming = tree.bot.impersonate()
+    text = "".join(streaming).strip()
+    print(f"[your line, to edit and send: {text}]")
+    prefill(text)
+
+
+def _branch(tree: ChatTree, rest: str, save, prefill) -> None:
+    if rest and not rest.isdigit():
+        raise InputError("Say after which exchange the branch starts: /branch 2 (0: from the greeting).")
+    before = tree.line.place.name
+    bot = tree.branch(int(rest) if rest else None)
+    where = f"after exchange {len(bot.history)}" if bot.history else "from the greeting"
+    print(f"[{tree.line.place.name}: a new line of the story {where} of {before}; /lines lists them]")
+    save(None)
+
+
+def _lines(tree: ChatTree, rest: str, save, prefill) -> None:
+    print("\n".join(tree.listing()))
+
+
+def _show_last(tree: ChatTree) -> None:
+    bot = tree.bot
+    if bot.history:
+        last = bot.history[-1]
+        print(f"{last.user_role}: {last.text}\n{bot.role.name}: {last.reply}")
+
+
+def _line(tree: ChatTree, rest: str, save, prefill) -> None:
+    tree.switch(rest)
+    print(f"[now on {tree.line.place.name}, {len(tree.bot.history)} exchanges]")
+    _show_last(tree)
+    save(None)
+
+
+def _parent(tree: ChatTree, rest: str, save, prefill) -> None:
+    tree.parent()
+    print(f"[back on {tree.line.place.name}, {len(tree.bot.history)} exchanges]")
+    _show_last(tree)
+    save(None)
+
+
+def _persona(tree: ChatTree, rest: str, save, prefill) -> None:
+    bot = tree.bot
+    if not rest:
+        p = bot.player
+        print(f"[you play {bot.user_role}" + (f": {p.description}]" if p and p.description else "; no persona set]"))
+        return
+    player = None if rest == "off" else read_persona(rest)
+    for x in tree.lines:
+        x.bot.player = player
+        if player:
+            x.bot.user_role = player.name
+    print(f"[you play {player.name}: {player.description}]" if player else "[persona off]")
+    save(None)
+
+
+def _note(tree: ChatTree, rest: str, save, prefill) -> None:
+    bot = tree.bot
+    if not rest:
+        note = bot.note
+        print(f"[author's note at depth {note.depth}: {note.text}]" if note else "[no author's note]")
+        return
+    depth, _, text = rest.partition(" ")
+    note = None if rest == "off" else (authors_note(text, depth) if depth.isdigit() and text else authors_note(rest))
+    for x in tree.lines:
+        x.bot.note = note
+    print(f"[author's note at depth {note.depth}: {note.text}]" if note else "[author's note off]")
+    save(None)
+
+
+def _help(tree: ChatTree, rest: str, save, prefill) -> None:
+    print(HELP)
+
+
+def prefill_next_input(text: str) -> None:
+    """Offer `text` as the next line typed (readline, where the terminal has it), else leave it printed."""
+    if not sys.stdin.isatty():
+        return
+    try:
+        import readline
+    except ImportError:
+        return
+
+    def once() -> None:
+        readline.insert_text(text)
+        readline.set_startup_hook(None)
+    readline.set_startup_hook(once)
