@@ -537,8 +537,9 @@ def cmd_feedback_export(args: argparse.Namespace) -> int:
         raise ChatHaruhiError(f"No feedback file at {src}. Ratings and edits in the page are written there "
                               "(CHATHARUHI_FEEDBACK sets the path).")
     data, files = export_training_data(src, Path(args.out))
-    print(f"{data.replies} rated or edited replies in {src}: {data.corrected} corrected, {data.liked} liked as "
-          f"they were, {data.disliked_uncorrected} disliked without a correction (left out).")
+    print(f"{data.replies} rated, edited or swiped replies in {src}: {data.corrected} corrected, {data.liked} liked as "
+          f"they were, {data.disliked_uncorrected} disliked without a correction (left out), {data.kept_over} "
+          "alternatives passed over for the reply kept.")
     if data.unusable or data.torn_lines:
         print(f"Left out {data.unusable} records without a usable prompt and {data.torn_lines} torn lines.")
     print(f"{len(data.sft)} fine-tuning conversations and {len(data.preference)} preference pairs:")

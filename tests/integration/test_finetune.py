@@ -281,3 +281,28 @@ def test_synthesized_rows_and_corrections_join_the_training(env, settings, tmp_p
     assert data["file_rows"] == {str(synth / "openai.jsonl"): len(answered)} and data["preference_pairs"] == 2
     assert result.manifest["dpo"]["pairs"] == 2 and result.manifest["dpo"]["steps"] >= 1
     assert "2 preference pairs" in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_alternatives_kept_in_the_page_train_with_dpo(env, settings, tmp_path):
+    """Issue 44's loop: a visitor swipes through three replies in the page and keeps the first; `feedback export`
+    writes the kept one against each passed over, and `finetune --dpo` trains on those pairs for a step."""
+    from chatharuhi_core.web.chat import Conversation, stream_turn
+    from chatharuhi_core.web.common import EnginePanel
+    from chatharuhi_core.web.story import flip
+
+    settings = settings.with_(feedback_file=tmp_path / "feedback.jsonl")
+    # (a question whose replies quote none of eval's held-out scenes: finetune refuses rows that do, test above)
+    *_, last = stream_turn(Conversation("sherlock"), "Tell me about Moriarty.", "", EnginePanel(), settings)
+    conv = last.conversation
+    for _ in range(2):
+        *_, last = stream_turn(conv, "", "", EnginePanel(), settings, regenerate=True)
+        conv = last.conversation
+    flip(conv, None, 1, settings)
+    out = tmp_path / "data"
+    assert main(["feedback", "export", "--in", str(settings.feedback_path), "--out", str(out)]) == 0
+    pairs = [json.loads(line) for line in (out / "preference.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(pairs) == 2 and pairs[0]["chosen"] != pairs[0]["rejected"]
+    result = finetune([load_role("sherlock")], tmp_path / "model", base=TINY_LLAMA, dpo_file=out / "preference.jsonl",
+                      train=TrainSettings(max_steps=1, grad_accum=1, max_length=2048), settings=settings,
+                      progress=False)
+    assert result.manifest["dpo"]["pairs"] == 2 and result.manifest["dpo"]["steps"] >= 1
