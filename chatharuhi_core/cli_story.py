@@ -98,7 +98,9 @@ def _continue(tree: ChatTree, rest: str, save, prefill) -> None:
 
 def _impersonate(tree: ChatTree, rest: str, save, prefill) -> None:
     streaming = tree.bot.impersonate()
-    text = "".join(streaming).strip()
+    for _ in streaming:
+        pass
+    text = streaming.reply.text.strip()
     print(f"[your line, to edit and send: {text}]")
     prefill(text)
 

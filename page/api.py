@@ -8,7 +8,14 @@ import json
 import gradio as gr
 from gradio.data_classes import FileData
 
-from chatharuhi_core.web.tools import ToolError, chat_with_character, list_characters, search_scenes, speak_line
+from chatharuhi_core.web.tools import (
+    ToolError,
+    chat_with_character,
+    continue_story,
+    list_characters,
+    search_scenes,
+    speak_line,
+)
 
 
 def as_tool(fn, serve=lambda result: json.dumps(result, ensure_ascii=False), returns=str):
@@ -28,13 +35,13 @@ def as_tool(fn, serve=lambda result: json.dumps(result, ensure_ascii=False), ret
     return tool
 
 
-TOOLS = (as_tool(list_characters), as_tool(chat_with_character), as_tool(search_scenes),
-         as_tool(speak_line, lambda path: FileData(path=path), FileData))
+TOOLS = (as_tool(list_characters), as_tool(chat_with_character), as_tool(continue_story),
+         as_tool(search_scenes), as_tool(speak_line, lambda path: FileData(path=path), FileData))
 
 
 def wire(demo: gr.Blocks) -> None:
-    """The four tools, documented. The page's own events stay callable (the page and its tests use them) but
-    undocumented, so an agent sees four tools with described parameters, not the page's state and sliders."""
+    """The five tools, documented. The page's own events stay callable (the page and its tests use them) but
+    undocumented, so an agent sees five tools with described parameters, not the page's state and sliders."""
     for tool in TOOLS:
         gr.api(tool, api_name=tool.__name__)
     names = {tool.__name__ for tool in TOOLS}

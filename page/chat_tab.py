@@ -66,7 +66,6 @@ class ChatTab:
                                    editable="all", avatar_images=(None, portrait_of(first)),
                                    feedback_options=("Like", "Dislike"))
             self.reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
-            self.story = StoryControls().render_row()
             self.language_note = gr.Markdown(visible=False, elem_id="language-note")
             self.use_offline = gr.Button("Use the offline engine · 改用离线引擎", size="sm", visible=False,
                                          elem_id="use-offline")
@@ -77,6 +76,8 @@ class ChatTab:
                 self.text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…", scale=6,
                                        elem_id="message", max_lines=6)
                 self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
+            # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
+            self.story = StoryControls().render_row()
             self.note = self.settings.note = gr.Markdown(elem_id="engine-note")
             self.sign_in = gr.Markdown(elem_id="sign-in-note")
             self.feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",

@@ -19,9 +19,11 @@ from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir
 from chatharuhi_core.web.picker import picker_choices, picker_entries
 from chatharuhi_core.web.scene import (
     PLACEHOLDER,
+    alternatives_label,
     edit_line,
     export_scene,
     feedback_values,
+    flip_line,
     import_scene,
     line_at,
     present_html,
@@ -255,6 +257,22 @@ def rate(state: SceneState | None, evt: gr.LikeData):
     return rate_line(_state(state), evt.index, evt.liked, Settings.from_env())
 
 
+def _selected(evt: gr.SelectData):
+    return evt.index if isinstance(evt.index, int) else (evt.index[0] if evt.index else None)
+
+
+def _count(state: SceneState | None, selected):
+    return alternatives_label(state, selected)
+
+
+def _flip(step: int):
+    """◀ or ▶: the selected character line (the last by default) shows its previous or next text, kept."""
+    def run(state: SceneState | None, selected):
+        state, note = flip_line(_state(state), selected, step, Settings.from_env())
+        return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
+    return run
+
+
 def edit(state: SceneState | None, evt: gr.EditData):
     state, note = edit_line(_state(state), evt.index, evt.value, Settings.from_env())
     return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
@@ -338,6 +356,11 @@ class GroupSceneTab:
                                    feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
                                    group_consecutive_messages=False)
             self.status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
+            with gr.Row(elem_id="scene-swipes", equal_height=True):  # the selected line's alternatives
+                self.prev = gr.Button("◀", size="sm", min_width=40, elem_id="scene-swipe-prev", scale=0)
+                self.count = gr.Markdown(alternatives_label(None), elem_id="scene-swipe-count", min_height=0)
+                self.next = gr.Button("▶", size="sm", min_width=40, elem_id="scene-swipe-next", scale=0)
+            self.selected = gr.State(None)  # the line the visitor clicked: the arrows act on it
             self.language_note = gr.Markdown(visible=False, elem_id="scene-language-note")
             with gr.Row(elem_id="scene-message-row"):
                 # a whisper: the line goes to one character alone (the box says so); a column of its own keeps
@@ -398,6 +421,12 @@ class GroupSceneTab:
         self.chat.like(rate, self.state, [self.state, self.status], api_name=False)
         self.chat.edit(edit, self.state, [self.state, self.chat, self.status], api_name=False)
         self.chat.select(speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
+        self.chat.select(_selected, None, self.selected, api_name=False, show_progress="hidden")
+        gr.on([self.state.change, self.selected.change], _count, [self.state, self.selected], self.count,
+              api_name=False, show_progress="hidden", trigger_mode="always_last")
+        for button, step in ((self.prev, -1), (self.next, 1)):
+            button.click(_flip(step), [self.state, self.selected], [self.state, self.chat, self.status],
+                         api_name=False, show_progress="hidden")
         self.state.change(refresh_export, self.state, self.export_btn, api_name=False)
         self.import_btn.upload(import_file, [self.import_btn, self.state], [self.cast, *view], api_name="scene_import")
         page.visit.added.change(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False)

@@ -30,7 +30,7 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .continuation import continue_messages, impersonate_request, impersonate_system, joined
+from .continuation import continue_messages, cut_mark_off, impersonate_request, impersonate_system, joined
 from .engines import ChatRequest, Engine, EngineChoice, as_choice, default_budgets, layout_of, registered, writes
 from .lanes import process_lanes
 from .memory import (
@@ -654,9 +654,10 @@ class ChatHaruhi:
             request = self.prepare(last.text, last.user_role)
         finally:
             self.history.append(last)
-        messages = continue_messages(request.messages, self.role.name, last.reply, self.role.language,
-                                     self.layout.fold)
-        request = replace(request, messages=messages, task="continue", continuing=last.reply)
+        so_far = cut_mark_off(last.reply)
+        messages = continue_messages(request.messages, self.role.name, so_far, self.role.language, self.layout.fold)
+        request = replace(request, messages=messages, task="continue", continuing=so_far)
+        last = rewritten(last, so_far)
         steps, first = self.respond(request, started), True
         try:
             while True:
@@ -692,7 +693,9 @@ class ChatHaruhi:
         request = ChatRequest(messages=lay_out(parts, self.layout), role=self.role, user_role=user, text=query,
                               scenes=drawn.scenes, history=list(self.history), embedder=self.embedder,
                               packed=len(drawn.packed), task="impersonate")
-        return (yield from self.respond(request, started, speaker=user))
+        line = yield from self.respond(request, started, speaker=user)
+        bare = _SOMEONES_LINE.sub("", line.text).removesuffix("」").strip()  # another name a model wrote it under
+        return replace(line, text=bare or line.text)
 
     def reset(self) -> None:
         self.history.clear()
@@ -711,6 +714,7 @@ def _visible(raw: str, name: str) -> str:
     return text.rstrip("」").rstrip()
 
 
+_SOMEONES_LINE = re.compile(r"^[^\s:：「」\n][^:：「」\n]{0,23}[:：]\s*「")
 _SENTENCE_END = re.compile(r"[.!?。！？…~～](?:[」』”’\"')\]）]*)")
 
 

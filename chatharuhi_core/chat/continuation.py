@@ -34,6 +34,12 @@ def joined(before: str, more: str) -> str:
     return f"{before} {more}"
 
 
+def cut_mark_off(reply: str) -> str:
+    """The reply without the "…" a reply cut at the length limit ends with (chatbot.respond): it goes on from its
+    last word."""
+    return reply.rstrip().removesuffix("…").rstrip() or reply
+
+
 def continue_messages(messages: Sequence[dict], character: str, reply: str, language: str,
                       fold: bool = False) -> list[dict]:
     """The turn's prompt with the reply so far as the character's message and the nudge to go on."""

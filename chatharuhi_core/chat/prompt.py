@@ -205,8 +205,9 @@ def fold_messages(messages: Sequence[dict]) -> list[dict]:
 _SPEAKER_LINE = re.compile(r"\n\s*[^\s:：「」\n](?:[^:：「」\n]{0,23}[^\s:：「」\n])?\s*[:：]\s*「")
 
 
-# the prompt's scene separator on a line of its own: a small model that writes it has started another scene
-_SEPARATOR_LINE = re.compile(r"\n[ \t]*###")
+# the prompt's scene separator on a line of its own (or ending one): a small model that writes it has started
+# another scene
+_SEPARATOR_LINE = re.compile(r"\n[ \t]*###|[ \t]*###[ \t]*\n")
 
 
 def clean_reply(raw: str, character: str) -> str:

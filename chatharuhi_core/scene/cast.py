@@ -73,6 +73,7 @@ class Line:
     original: str | None = None  # the engine's words, kept when the visitor corrected the line
     to: str | None = None  # a private line: the role id of the only character who hears it (a whisper)
     recalled: list[dict] = field(default_factory=list)  # {line, similarity, text}: earlier lines memory brought back
+    alternatives: list[str] = field(default_factory=list)  # every text this line has had (swipes), `text` among them
 
     @property
     def private(self) -> bool:

@@ -5,7 +5,8 @@ cast with each member's talkativeness, mute and presence spans. Each further lin
 the transcript: who said it (a role id, or null for the visitor), the text, and for a character
 its reply id, the line it answered, prompt, scenes, earlier lines it recalled, engine, rating and
 correction. A whispered line names the one character who heard it ("to"). Version 2 added "to" and
-"recalled"; version 1 files are read as scenes with no whispers.
+"recalled"; version 1 files are read as scenes with no whispers. Version 3 added a character line's
+"alternatives" (every text it had; chat/swipes.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 
+from ..chat.swipes import check_alternatives
 from ..chat.transcript import FORMAT as CHAT_FORMAT
 from ..chat.transcript import prompt_field, rating_field, read_saved, text_field
 from ..errors import InputError
@@ -20,7 +22,7 @@ from .cast import Line, Member, SceneState
 from .order import ORDERS
 
 FORMAT = "chatharuhi-scene"
-VERSION = 2
+VERSION = 3
 
 
 def dump_scene(state) -> str:
@@ -34,7 +36,8 @@ def dump_scene(state) -> str:
     for ln in state.lines:
         rows.append({"speaker": ln.speaker, "role": ln.role_id, "text": ln.text, "id": ln.id, "cue": ln.cue,
                      "engine": ln.engine, "model": ln.model, "rating": ln.rating, "original": ln.original,
-                     "prompt": ln.messages, "scenes": ln.scenes, "to": ln.to, "recalled": ln.recalled})
+                     "prompt": ln.messages, "scenes": ln.scenes, "to": ln.to, "recalled": ln.recalled,
+                     **({"alternatives": ln.alternatives} if ln.alternatives else {})})
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
@@ -102,7 +105,7 @@ def load_scene(data: bytes | str):
                           _text(obj, "id", where, False) or f"imported-{n}", prompt, scenes,
                           _text(obj, "cue", where, False), _text(obj, "engine", where, False),
                           _text(obj, "model", where, False), rating_field(obj), obj.get("original") or None,
-                          to, recalled))
+                          to, recalled, list(check_alternatives(obj.get("alternatives"), obj["text"], where))))
     order = header.get("order") if header.get("order") in ORDERS else "natural"
     return SceneState(members, lines, _text(header, "user_role", "Line 1", False) or "You", order,
                       bool(header.get("allow_self")))

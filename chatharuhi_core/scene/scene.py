@@ -28,6 +28,7 @@ from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.lexical import tokens
 from ..chat.memory import Memory, Recalled, RecallQuery, in_background, recall_block
 from ..chat.prompt import Exchange, PromptParts, lay_out
+from ..chat.swipes import MAX_ALTERNATIVES
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
@@ -389,11 +390,26 @@ class Scene:
         if not self.lines or not self.lines[-1].by_character:
             raise InputError("The last line is not a character's; there is nothing to regenerate.")
         old = self.lines.pop()
-        try:
-            return (yield from self.stream_turn(self.member(old.role_id), avoid=[old.text]))
+        try:  # every text the line has had is avoided, and kept beside the new one (chat/swipes.py)
+            reply = yield from self.stream_turn(self.member(old.role_id), avoid=old.alternatives or [old.text])
         except BaseException:
             self.lines.append(old)
             raise
+        new = self.lines[-1]
+        texts = list(dict.fromkeys([*(old.alternatives or [old.text]), new.text]))
+        new.alternatives = texts[-MAX_ALTERNATIVES:] if len(texts) > 1 else []
+        new.id = old.id  # the same line for feedback: its kept text against the ones passed over
+        return reply
+
+    def flip(self, step: int = 1, index: int | None = None) -> Line:
+        """Keep the next (`step` 1) or previous (-1) text of character line `index` (the last by default)."""
+        k = len(self.lines) - 1 if index is None else index
+        if not 0 <= k < len(self.lines) or not self.lines[k].by_character:
+            raise InputError("That is not a character's line.")
+        ln = self.lines[k]
+        texts = ln.alternatives or [ln.text]
+        ln.text = texts[(texts.index(ln.text) + step) % len(texts)] if ln.text in texts else texts[0]
+        return ln
 
     def dump(self) -> str:
         from .saved import dump_scene

@@ -1,8 +1,9 @@
-"""The app's tools for agents (MCP) and API clients: list and search characters, chat with one, search its
-classic scenes, speak a line. Each is a plain typed function with an `Args:` docstring, which Gradio turns
-into the tool's schema and description. They answer with the deployment's default engine and the
-operator's settings; their results carry the engine's label and the model's name, never a key or token.
-A failure is a ToolError with the sentence a visitor would read."""
+"""The app's tools for agents (MCP) and API clients: list and search characters, chat with one (as a persona, with an
+author's note), continue its reply or write the player's line, search its classic scenes, speak a line. Each is a
+plain typed function with an `Args:` docstring, which Gradio turns into the tool's schema and description. They
+answer with the deployment's default engine and the operator's settings; their results carry the engine's label and
+the model's name, never a key or token. A failure is a ToolError with the sentence a visitor would read.
+"""
 
 from ..chat.lanes import ticket_for
 from ..config import Settings
@@ -56,8 +57,9 @@ def _role(role: str, settings: Settings):
 
 
 def chat_with_character(role: str, message: str, history: list[dict] | None = None,
-                        user_name: str = "") -> dict:
+                        user_name: str = "", persona: str = "", authors_note: str = "", note_depth: int = 4) -> dict:
     """Send a message to a character and get its reply, in character, drawn from its own classic scenes.
+    Call it again with the same history for another reply to choose from.
 
     Args:
         role: the character's id or Hub id, as list_characters gives it (e.g. "sherlock", "sunwukong").
@@ -65,38 +67,77 @@ def chat_with_character(role: str, message: str, history: list[dict] | None = No
         history: the conversation so far, oldest first, as {"role": "user" or "assistant", "content": text}
             messages (a user message followed by the character's reply, repeated); [] or omitted for a new one.
         user_name: who you are in the story (blank: the character's usual partner, e.g. Watson for Holmes).
+        persona: who you play, described in a few sentences (at most 728 characters; blank: none).
+        authors_note: an instruction the model reads near the end of the prompt on this turn (blank: none).
+        note_depth: how many messages from the end the author's note goes (0 to 20; 4 by default).
 
     Returns:
         JSON: "reply" (the character's line), "scenes" (the classic scenes it drew on, most similar first, each with
         its id and similarity), "engine" and "model" (what answered).
     """
-    from ..chat.chatbot import ChatHaruhi
-    from ..chat.prompt import Exchange
-
     text = (message or "").strip()
     if not text:
         raise ToolError("The message is empty: say something to the character.")
     if len(text) > MAX_MESSAGE_CHARS:
         raise ToolError(f"The message is {len(text)} characters long; the most is {MAX_MESSAGE_CHARS}.")
+    out = _run(role, history, user_name, persona, lambda bot: bot.stream(text), authors_note, note_depth)
+    return {k: out[k] for k in ("reply", "scenes", "engine", "model")}
+
+
+def continue_story(role: str, history: list[dict], whose: str = "character", user_name: str = "",
+                   persona: str = "") -> dict:
+    """Write on for the player: the character's last reply goes on from where it stopped, or the player's next
+    line is written for them to edit and send.
+
+    Args:
+        role: the character's id or Hub id, as list_characters gives it.
+        history: the conversation so far, as for chat_with_character; it must end with the character's reply.
+        whose: "character" to continue the character's last reply, "player" to write the player's next line.
+        user_name: who you are in the story (blank: the character's usual partner).
+        persona: who you play, described in a few sentences (at most 728 characters; blank: none).
+
+    Returns:
+        JSON: "text" (for "character", the whole reply as it now reads; for "player", the line written),
+        "added" (what was added to the reply; for "player", the line), "engine" and "model".
+    """
+    if whose not in ("character", "player"):
+        raise ToolError('whose is "character" (continue its last reply) or "player" (write your next line).')
+    if whose == "character":
+        out = _run(role, history, user_name, persona, lambda bot: bot.continue_reply())
+    else:
+        out = _run(role, history, user_name, persona, lambda bot: bot.impersonate())
+    added = out["reply"] if whose == "character" else out["whole"]
+    return {"text": out["whole"], "added": added, "engine": out["engine"], "model": out["model"]}
+
+
+def _run(role: str, history: list[dict] | None, user_name: str, persona: str, start, note: str = "",
+         depth: int = 4) -> dict:
+    """One engine call for a tool, in line behind the page's visitors on an engine that answers one at a time."""
+    from ..chat.chatbot import ChatHaruhi
+    from ..chat.persona import authors_note
+    from ..chat.persona import persona as make_persona
+    from ..chat.prompt import Exchange
+
     settings = Settings.from_env()
     found = _role(role, settings)
     who = (user_name or "").strip() or found.visitor_name
     exchanges = _exchanges(history or [], who, Exchange)
     try:
+        player = make_persona(who, persona) if (persona or "").strip() else None
         bot = ChatHaruhi(role=found, llm=settings.default_engine, user_role=who, settings=settings,
-                         history=exchanges)
+                         history=exchanges, persona=player, note=authors_note(note, depth))
         bot.load()
         with ticket_for(bot.engine) as ticket:  # in line behind the page's visitors on a one-at-a-time engine
             for _ in ticket.waiting():
                 pass
-            streaming = bot.stream(text)
+            streaming = start(bot)
             reply = "".join(streaming)
     except ChatHaruhiError as exc:
         raise ToolError(str(exc)) from None
     record = streaming.reply
     scenes = record.scenes[: record.packed] if record.packed else record.scenes[:3]
-    return {"reply": reply, "scenes": [_scene(h) for h in scenes], "engine": record.stats.engine,
-            "model": record.stats.model}
+    return {"reply": reply, "whole": record.text, "scenes": [_scene(h) for h in scenes],
+            "engine": record.stats.engine, "model": record.stats.model}
 
 
 def _exchanges(history: list, who: str, exchange) -> list:

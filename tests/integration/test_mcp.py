@@ -49,11 +49,14 @@ def test_the_tools_are_listed_with_their_parameters(mcp_app):
     url, _, _ = mcp_app
     tools, _ = call(url)
     by_name = {t.name: t for t in tools}
-    assert set(by_name) == {"list_characters", "chat_with_character", "search_scenes", "speak_line"}
+    assert set(by_name) == {"list_characters", "chat_with_character", "continue_story", "search_scenes", "speak_line"}
     chat = by_name["chat_with_character"]
     assert chat.description.startswith("Send a message to a character")
     props = chat.inputSchema["properties"]
-    assert set(props) == {"role", "message", "history", "user_name"} and "list_characters" in props["role"]["description"]
+    assert set(props) == {"role", "message", "history", "user_name", "persona", "authors_note", "note_depth"}
+    assert "list_characters" in props["role"]["description"]
+    assert set(by_name["continue_story"].inputSchema["properties"]) == {"role", "history", "whose", "user_name",
+                                                                         "persona"}
     assert not any(name.startswith("param_") for t in tools for name in t.inputSchema["properties"])
 
 
@@ -83,6 +86,31 @@ def test_an_agent_finds_and_talks_to_characters(mcp_app):
     everything = "".join(text(r) for r in (found, scenes, bad)) + json.dumps([zh, en, payload(later)])
     assert GOOD_KEY not in everything
     assert GOOD_KEY not in log.read_text() and "Traceback" not in log.read_text()
+
+
+def test_an_agent_plays_a_persona_with_a_note_and_writes_on(mcp_app):
+    """The player's controls for an agent (issue 44): a persona and an author's note reach the model; the reply goes
+    on; the player's next line is written; another reply to choose from is the same call again."""
+    url, srv, _ = mcp_app
+    history = [{"role": "user", "content": "What is your method?"}, {"role": "assistant", "content": "Observation"}]
+    _, (said, more, mine, bad) = call(
+        url,
+        ("chat_with_character", {"role": "sherlock", "message": "And then?", "user_name": "Mary", "history": history,
+                                 "persona": "Watson's wife, a former governess.", "authors_note": "Be brief.",
+                                 "note_depth": 1}),
+        ("continue_story", {"role": "sherlock", "history": history}),
+        ("continue_story", {"role": "sherlock", "history": history, "whose": "player", "user_name": "Mary"}),
+        ("continue_story", {"role": "sherlock", "history": [], "whose": "character"}),
+    )
+    assert payload(said)["reply"] == "Echo: Mary:「And then?」"
+    sent = srv.requests[-3]["body"]["messages"]  # the chat's (continue and the player's line came after it)
+    assert "About Mary, the one you are talking to: Watson's wife" in sent[0]["content"]
+    assert sent[-2] == {"role": "system", "content": "Be brief."}
+    more, mine = payload(more), payload(mine)
+    assert more["text"].startswith("Observation ") and more["text"] == "Observation " + more["added"].strip()
+    assert mine["text"] == "Echo: Write Mary's next line." and srv.requests[-1]["body"]["messages"][0]["content"] \
+        .startswith("You write Mary's lines in a role-play with Sherlock Holmes.")
+    assert bad.isError and "no reply to continue" in text(bad)
 
 
 def test_speak_line_gives_an_audio_file(mcp_app):

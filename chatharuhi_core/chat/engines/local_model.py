@@ -299,9 +299,22 @@ class LocalModelEngine(EngineBase):
         """The reply, piece by piece; opened as a script line (`Name:「`) as in the scenes, which keeps a small
         model speaking as the character (measured on SmolLM2-135M). On ZeroGPU, inside `spaces.GPU`."""
         self.load()  # in this process, before any GPU is lent: ZeroGPU lends it to the generation alone
-        opening = "" if request.plain else format_reply(request.role.name, "").removesuffix(LINE_END)
+        messages, opening = self.opened(request)
         generate = on_gpu() or reply_pieces
-        yield from generate(self._key(), request.messages, opening, self.sampling_for(request), self.options.timeout_s)
+        yield from generate(self._key(), messages, opening, self.sampling_for(request), self.options.timeout_s)
+
+    @staticmethod
+    def opened(request: ChatRequest) -> tuple[list[dict], str]:
+        """The messages and the reply's opening: the character's `Name:「`; the reply so far after it to continue
+        (the model writes on from its last word; the nudge a chat model needs is dropped); the visitor's `Name:「`
+        to write their line."""
+        if request.plain:
+            return request.messages, ""
+        if request.task == "continue" and request.continuing:
+            messages = request.messages[:-2] if len(request.messages) > 2 else request.messages
+            return messages, format_reply(request.role.name, request.continuing).removesuffix(LINE_END)
+        speaker = request.user_role if request.task == "impersonate" else request.role.name
+        return request.messages, format_reply(speaker, "").removesuffix(LINE_END)
 
 
 def on_own_thread(work: Callable[..., T], *args) -> T:
