@@ -158,7 +158,7 @@ def test_whispers_and_recalled_lines_round_trip_the_scene_file(scene):
     panel = scenes_markdown(scene.state, 1)
     assert "Recalled from earlier in the scene" in panel and "- line 1 · similarity" in panel
     text = dump_scene(scene.state)
-    assert json.loads(text.splitlines()[0])["version"] == 2
+    assert json.loads(text.splitlines()[0])["version"] == 3
     back = load_scene(text)
     assert [(ln.to, ln.recalled) for ln in back.lines] == [(ln.to, ln.recalled) for ln in scene.lines]
     # a version 1 file (no whispers) still opens
