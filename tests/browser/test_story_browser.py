@@ -150,3 +150,50 @@ def test_the_story_controls_fit_a_phone_without_hiding_the_box(browser, app_serv
         assert box and box["width"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, elem
     page.screenshot(path=str(ARTIFACTS / "story-phone.png"), full_page=True)
     page.close()
+
+
+def test_a_group_scene_line_has_alternatives_to_browse(browser, app_server):  # noqa: F811
+    from test_scene_browser import lines, open_scene, wait_lines
+
+    context = browser.new_context()
+    page = open_scene(context, app_server, ["Sherlock", "Elizabeth"], "Watson")
+    page.fill("#scene-message textarea", "Holmes, what is your method?")
+    page.click("#scene-send")
+    first = wait_lines(page, 2)[-1][1]
+    seen = [first]
+    for n in (2, 3):
+        page.click("#scene-regenerate")
+        page.wait_for_function("(t) => document.querySelector('#scene-swipe-count')?.innerText.includes(t)",
+                               arg=f"{n} / {n}", timeout=30_000)
+        seen.append(wait_lines(page, 2)[-1][1])
+    assert len(set(seen)) == 3, seen
+    page.click("#scene-swipe-next")  # round to the first
+    page.wait_for_function("() => document.querySelector('#scene-swipe-count')?.innerText.includes('1 / 3')",
+                           timeout=15_000)
+    assert lines(page)[-1][1] == first
+    page.screenshot(path=str(ARTIFACTS / "story-group.png"), full_page=True)
+    context.close()
+
+
+def test_continue_and_my_line_with_the_local_model(browser, app_server):  # noqa: F811
+    from test_browser import choose_engine
+
+    page = open_page(browser, app_server)
+    _sherlock(page)
+    choose_engine(page, "Local model")
+    say(page, "What is your method?")
+    page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('tokens/s')",
+                           timeout=180_000)
+    before = settled_bot_texts(page)[-1]
+    page.click("#continue")
+    page.wait_for_function("(n) => { const b = document.querySelectorAll('#chat .message.bot');"
+                           " return b.length === 2 && !document.querySelector('#chat .pending')"
+                           " && b[1].innerText.trim().length > n; }", arg=len(before.rstrip("…")), timeout=120_000)
+    after = settled_bot_texts(page)[-1]
+    assert after.startswith(before.rstrip("…").rstrip()) and len(after) > len(before.rstrip("…"))
+    page.click("#impersonate")
+    page.wait_for_function("() => document.querySelector('#message textarea').value.trim().length > 3",
+                           timeout=120_000)
+    page.wait_for_selector("#feedback-note >> text=Your next line is in the box", timeout=60_000)
+    assert len(settled_bot_texts(page)) == 2  # written into the box, not sent
+    page.close()

@@ -279,3 +279,28 @@ def test_the_chat_loop_takes_the_player_s_commands(monkeypatch, capsys, tmp_path
     assert main(["chat", "--role", "sherlock", "--session", str(session)]) == 0
     out = capsys.readouterr().out
     assert "2. Branch 2 (from Main after 1): 2 exchanges" in out and "[author's note at depth 2: Be brief.]" in out
+
+
+# ------------------------------------------------------------ the group scene
+
+
+def test_a_group_scene_line_keeps_its_alternatives_through_the_file_and_feedback(settings, embedder, tmp_path):
+    from chatharuhi_core.scene.saved import dump_scene, load_scene
+    from chatharuhi_core.scene.scene import Scene
+    from chatharuhi_core.web.scene import alternatives_label, flip_line
+
+    scene = Scene(["sherlock", "elizabeth"], llm="script", user_role="Watson", settings=settings, embedder=embedder,
+                  seed=0)
+    scene.say("What is your method?")
+    "".join(scene.stream_turn("sherlock"))
+    first = scene.lines[-1]
+    texts = [first.text] + ["".join(scene.regenerate()) and scene.lines[-1].text for _ in range(2)]
+    line = scene.lines[-1]
+    assert len(set(texts)) == 3 and line.alternatives == texts and line.id == first.id
+    assert scene.flip(1).text == texts[0] and scene.flip(-1).text == texts[2]
+    back = load_scene(dump_scene(scene.state))
+    assert back.lines[-1].alternatives == texts and back.lines[-1].text == texts[2]
+    fb = settings.with_(feedback_file=tmp_path / "feedback.jsonl")
+    state, _ = flip_line(back, None, 1, fb)
+    assert state.lines[-1].text == texts[0] and alternatives_label(state) == "**1 / 3**"
+    assert build_training_data(fb.feedback_path).kept_over == 2
