@@ -194,7 +194,7 @@ def set_avatar(conv: Conversation | None):
         return gr.skip(), gr.skip()
     role = load_role(conv.role_id)
     reply = conv.history[-1].reply if conv.history else ""
-    chat = gr.Chatbot(avatar_images=(None, portrait_of(role)), feedback_value=feedback_values(conv, role))
+    chat = gr.Chatbot(avatar_images=(conv.face or None, portrait_of(role)), feedback_value=feedback_values(conv, role))
     return chat, scene_picture(role, reply)
 
 

@@ -10,7 +10,7 @@ from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, feedback_values
-from chatharuhi_core.web.common import WARNING_MARK
+from chatharuhi_core.web.common import WARNING_MARK, portrait_of
 from chatharuhi_core.web.story import (
     alternatives_label,
     back_to_parent,
@@ -48,8 +48,11 @@ class StoryControls:
                                       placeholder="A retired army doctor, back from Afghanistan… · 一位云游的书生…",
                                       info=f"Your name is the name in the story above; the character reads this too "
                                            f"(at most {MAX_DESCRIPTION_CHARS} characters).")
-            self.persona_default = gr.Checkbox(label="Use for every new chat · 作为默认", value=False,
-                                               elem_id="persona-default")
+            with gr.Row(equal_height=True):
+                self.persona_default = gr.Checkbox(label="Use for every new chat · 作为默认", value=False,
+                                                   elem_id="persona-default", scale=2)
+                self.face = gr.Image(label="Your portrait · 你的头像", type="filepath", sources=["upload"], height=110,
+                                     elem_id="persona-face", scale=1, buttons=[])
             self.note = gr.Textbox(label="Author's note · 作者注", max_lines=3, elem_id="author-note",
                                    placeholder="Keep it tense: it is raining and the lamp is failing. · 保持紧张气氛",
                                    info=f"An instruction the model reads on every turn, near the end of the prompt "
@@ -77,6 +80,7 @@ class StoryControls:
         self.lines.input(_switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected], api_name=False,
                          cancels=turns)
         self.parent.click(_parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False, cancels=turns)
+        self.face.change(_face, [v.conv, self.face], [v.conv, c.chat], api_name=False, show_progress="hidden")
         gr.on([self.persona.blur, self.persona.submit, self.persona_default.input], _persona,
               [v.conv, self.persona, self.persona_default], [v.conv, page.session.saved_persona, c.feedback_note],
               api_name=False, show_progress="hidden")
@@ -86,7 +90,8 @@ class StoryControls:
               api_name=False, show_progress="hidden", trigger_mode="always_last")
         v.conv.change(_view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
                       [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
-                       self.depth, v.conv], api_name=False, show_progress="hidden", trigger_mode="always_last")
+                       self.depth, self.face, v.conv], api_name=False, show_progress="hidden",
+                      trigger_mode="always_last")
         panel = page.chat.settings.inputs()
         self.my_line.click(_write_my_line, [v.conv, c.user_role, *panel], [c.text, c.feedback_note],
                            api_name=False)
@@ -145,6 +150,15 @@ def _persona(conv: Conversation | None, text: str, default: bool):
     return conv, (conv.persona if default else ""), "✓ Saved whom you play. · 已保存你的角色设定。"
 
 
+def _face(conv: Conversation | None, path: str | None):
+    """The visitor's portrait beside their messages, for this visit (an image removed: none)."""
+    conv = current(conv).copy()
+    if (path or "") == conv.face:
+        return gr.skip(), gr.skip()
+    conv.face = path or ""
+    return conv, gr.Chatbot(avatar_images=(conv.face or None, portrait_of(load_role(conv.role_id))))
+
+
 def _note(conv: Conversation | None, text: str, depth):
     """The author's note as written (a field left, the depth moved); nothing when it is as it was (the panel
     filled in for another chat or line)."""
@@ -162,20 +176,20 @@ def _view(conv: Conversation | None, selected, user: str, key: str | None, defau
     """The row's count, the lines and the state line; and, when another chat or line came on screen, the panel's
     fields from it (a new chat without a persona takes this browser's default)."""
     if conv is None:
-        return (gr.skip(),) * 9
+        return (gr.skip(),) * 10
     choices, value = line_choices(conv)
     now = f"{conv.role_id}:{conv.line.id}"
     common = (alternatives_label(conv, selected), gr.Dropdown(choices=choices, value=value),
               story_state(conv, user or load_role(conv.role_id).visitor_name), now)
     if now == key:
-        return (*common, *(gr.skip(),) * 5)
+        return (*common, *(gr.skip(),) * 6)
     adopt = not conv.persona and bool(default) and not conv.history
     if adopt:
         conv = conv.copy()
         conv.persona = default or ""
     note = conv.note
     return (*common, conv.persona, bool(default) and conv.persona == default, note.text if note else "",
-            note.depth if note else DEFAULT_DEPTH, conv if adopt else gr.skip())
+            note.depth if note else DEFAULT_DEPTH, conv.face or None, conv if adopt else gr.skip())
 
 
 def _write_my_line(conv: Conversation | None, user: str, *panel):

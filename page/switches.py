@@ -61,7 +61,7 @@ def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None)
     """Back to the greeting with the same character."""
     close(gate)
     now = current(conv)  # whom the visitor plays and their note stay; the lines of the story go
-    view = role_view(Conversation(now.role_id, persona=now.persona, note=now.note), None, visitor)
+    view = role_view(Conversation(now.role_id, persona=now.persona, face=now.face, note=now.note), None, visitor)
     return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
 
 

@@ -59,6 +59,7 @@ class Conversation:
     # the player's controls (web/story.py): who they play beyond a name, their author's note, which line of the
     # story this is (its id, name, parent and fork point) and the chat's other lines
     persona: str = ""  # the description of whom the visitor plays ("": none); the name is the name in the story
+    face: str = ""  # their portrait for this visit (an uploaded file's path; not kept past the visit)
     note: AuthorsNote | None = None
     line: Branch = field(default_factory=Branch)
     others: list[Conversation] = field(default_factory=list)
@@ -66,7 +67,8 @@ class Conversation:
     def copy(self) -> Conversation:
         memory = self.memory.copy()  # its own pins and notes; the indexes are derived: shared, re-synced by text
         return Conversation(self.role_id, list(self.history), [replace(m) for m in self._full_meta()], self.last,
-                            list(self.tried), memory, self.persona, self.note, self.line, list(self.others))
+                            list(self.tried), memory, self.persona, self.face, self.note, self.line,
+                            list(self.others))
 
     def _full_meta(self) -> list[ReplyMeta]:
         """Exchanges made without metadata (older states, the API) get an empty record."""

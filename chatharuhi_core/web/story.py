@@ -84,7 +84,8 @@ def branch_from(conv: Conversation, index: object) -> tuple[Conversation, str, s
     line = Branch(uuid.uuid4().hex[:8], f"Branch {n}", conv.line.id, keep)
     history = full.history[:keep]
     new = Conversation(conv.role_id, history, full.meta[:keep], memory=conv.memory.branched(history),
-                       persona=conv.persona, note=conv.note, line=line, others=[_bare(full), *conv.others])
+                       persona=conv.persona, face=conv.face, note=conv.note, line=line,
+                       others=[_bare(full), *conv.others])
     where = f"after exchange {keep}" if keep else "from the greeting"
     return new, box, f"↳ {line.name}: a new line of the story {where} of {conv.line.name}. · 已创建分支。"
 

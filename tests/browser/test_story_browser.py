@@ -8,6 +8,8 @@ from pathlib import Path
 from conftest import ARTIFACTS
 from test_browser import bot_texts, browser, open_page, say, settled_bot_texts, wait_reply  # noqa: F401
 
+from chatharuhi_core.roles.sources import load_role
+
 VIOLIN = "Why do you play the violin at three in the morning?"
 NEIGHBOURS = "The neighbours are not trying to catch a murderer."
 
@@ -89,6 +91,10 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     page.fill("#persona textarea", "A retired army doctor, back from Afghanistan, who keeps a journal.")
     page.locator("#persona textarea").blur()
     page.wait_for_selector("#engine-note, #feedback-note >> text=Saved whom you play", timeout=15_000)
+    face = load_role("alice").image_path  # any portrait will do
+    page.locator("#persona-face input[type=file]").set_input_files(str(face))
+    page.wait_for_function("() => [...document.querySelectorAll('#chat img')].some(i => i.closest('.user-row, "
+                           ".message-row.user-row, [class*=user]') && i.src.includes('/file'))", timeout=20_000)
     page.fill("#author-note textarea", "Answer in one sentence.")
     depth = page.locator("#note-depth input[type=number]")
     depth.fill("2")
