@@ -8,20 +8,25 @@ as one Reply record.
 """
 
 from .chat.chatbot import ChatHaruhi
+from .chat.persona import AuthorsNote, Persona, read_persona
 from .chat.prompt import Exchange
+from .chat.tree import ChatTree
 from .config import Budgets, Settings
 from .errors import BackendError, ChatHaruhiError, EngineError, InputError, RoleFormatError, RoleNotFoundError
 from .roles.role import Role, Story, load_role_package, write_role_package
 from .roles.sources import bundled_ids, load_role
 
 __all__ = [
+    "AuthorsNote",
     "BackendError",
+    "ChatTree",
     "EngineError",
     "Budgets",
     "ChatHaruhi",
     "ChatHaruhiError",
     "Exchange",
     "InputError",
+    "Persona",
     "Role",
     "RoleFormatError",
     "RoleNotFoundError",
@@ -30,6 +35,7 @@ __all__ = [
     "bundled_ids",
     "load_role",
     "load_role_package",
+    "read_persona",
     "write_role_package",
 ]
 __version__ = "0.1.0"
