@@ -111,6 +111,16 @@ def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str |
                 system_prompt=prompt.strip(), stories=stories)
 
 
+def _role_of(role_name: str | None, system_prompt: str | Path | None, story_db: str | Path | None,
+             name: str | None) -> Role:
+    """The role a conversation is given by its name, or by the paper's two ingredients."""
+    if role_name:
+        return load_role(role_name)
+    if story_db is not None and system_prompt is not None:
+        return role_from_parts(system_prompt, story_db, name)
+    raise ValueError("Give role_name=..., role=..., or both system_prompt= and story_db=.")
+
+
 @dataclass(frozen=True)
 class ReplyStats:
     """How one reply went, for the page: which engine and model, how soon, how fast."""
@@ -218,14 +228,7 @@ class ChatHaruhi:
         note: AuthorsNote | None = None,
     ):
         self.settings = settings or Settings.from_env()
-        if role is None:
-            if role_name:
-                role = load_role(role_name)
-            elif story_db is not None and system_prompt is not None:
-                role = role_from_parts(system_prompt, story_db, name)
-            else:
-                raise ValueError("Give role_name=..., role=..., or both system_prompt= and story_db=.")
-        self.role = role
+        self.role = role = role or _role_of(role_name, system_prompt, story_db, name)
         # who the player plays (persona.py): their name is {{user}} unless a name is given, their description is
         # in the system message; the author's note goes `note.depth` messages from the end of every prompt
         self.player = persona
