@@ -81,9 +81,13 @@ class StoryControls:
                          cancels=turns)
         self.parent.click(_parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False, cancels=turns)
         self.face.change(_face, [v.conv, self.face], [v.conv, c.chat], api_name=False, show_progress="hidden")
-        gr.on([self.persona.blur, self.persona.submit, self.persona_default.input], _persona,
-              [v.conv, self.persona, self.persona_default], [v.conv, page.session.saved_persona, c.feedback_note],
-              api_name=False, show_progress="hidden")
+        # the text left, or the default ticked: a field left while the box was being ticked reads it unticked, so
+        # only the box itself clears this browser's default
+        kept = [v.conv, page.session.saved_persona, c.feedback_note]
+        gr.on([self.persona.blur, self.persona.submit], _persona(False), [v.conv, self.persona, self.persona_default],
+              kept, api_name=False, show_progress="hidden")
+        self.persona_default.input(_persona(True), [v.conv, self.persona, self.persona_default], kept,
+                                   api_name=False, show_progress="hidden")
         # the note as it is typed and the depth as it is moved, one event for both (the latest values win: a field
         # left while the depth was set must not bring back the old depth)
         gr.on([self.note.change, self.depth.change], _note, [v.conv, self.note, self.depth], [v.conv, c.feedback_note],
@@ -142,12 +146,16 @@ def _parent(conv: Conversation | None, user: str):
     return new, _chat(new, user), f"↩ Back to {new.line.name}. · 已回到上一条故事线。", None
 
 
-def _persona(conv: Conversation | None, text: str, default: bool):
-    """The description for this chat, and this browser's default for new chats when asked."""
-    conv, said = set_persona(current(conv), text)
-    if said:
-        return gr.skip(), gr.skip(), WARNING_MARK + said
-    return conv, (conv.persona if default else ""), "✓ Saved whom you play. · 已保存你的角色设定。"
+def _persona(ticked: bool):
+    """The description for this chat, and this browser's default for new chats when the box is ticked (`ticked`:
+    the box itself changed, so an unticked box clears the default)."""
+    def run(conv: Conversation | None, text: str, default: bool):
+        conv, said = set_persona(current(conv), text)
+        if said:
+            return gr.skip(), gr.skip(), WARNING_MARK + said
+        saved = conv.persona if default else ("" if ticked else gr.skip())
+        return conv, saved, "✓ Saved whom you play. · 已保存你的角色设定。"
+    return run
 
 
 def _face(conv: Conversation | None, path: str | None):

@@ -121,8 +121,10 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     say(page, "Where shall we dine tonight?")
     wait_reply(page, 3)
     page.click("#line-parent")
-    page.wait_for_function("() => document.querySelectorAll('#chat .message.bot').length === 4", timeout=15_000)
-    assert NEIGHBOURS in bot_texts(page)[2]
+    # (a pending bubble counts as a bot message: wait for the parent's own words, then for the chat to settle)
+    page.wait_for_function("(t) => { const b = document.querySelectorAll('#chat .message.bot:not(.pending)');"
+                           " return b.length === 4 && b[2].innerText.includes(t); }", arg=NEIGHBOURS, timeout=15_000)
+    assert NEIGHBOURS in settled_bot_texts(page)[2]
     # the tree goes out in the file and comes back in
     path = _export(page, tmp_path)
     header = json.loads(path.read_text().splitlines()[0])
@@ -202,4 +204,25 @@ def test_continue_and_my_line_with_the_local_model(browser, app_server):  # noqa
                            timeout=120_000)
     page.wait_for_selector("#feedback-note >> text=Your next line is in the box", timeout=60_000)
     assert len(settled_bot_texts(page)) == 2  # written into the box, not sent
+    page.close()
+
+
+def test_a_default_persona_follows_the_visitor_to_a_new_chat(browser, app_server):  # noqa: F811
+    page = open_page(browser, app_server)
+    page.click("#story-panel button, #story-panel .label-wrap")
+    page.fill("#persona textarea", "A wandering scholar who collects riddles.")
+    page.locator("#persona-default input").check()
+    page.wait_for_selector("#feedback-note >> text=Saved whom you play", timeout=15_000)
+    _sherlock(page)  # a new chat with someone else: whom you play comes along
+    page.wait_for_function("() => document.querySelector('#persona textarea')?.value.includes('riddles')",
+                           timeout=15_000)
+    page.wait_for_function("() => document.querySelector('#story-state')?.innerText.includes('riddles')",
+                           timeout=15_000)
+    say(page, "Who are you?")
+    wait_reply(page, 2)
+    page.reload()  # and after a reload, this browser still has it
+    page.wait_for_selector("#engine-note strong", timeout=60_000)
+    page.click("#story-panel button, #story-panel .label-wrap")
+    page.wait_for_function("() => document.querySelector('#persona textarea')?.value.includes('riddles')",
+                           timeout=30_000)
     page.close()
