@@ -90,7 +90,7 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     page.click("#story-panel button, #story-panel .label-wrap")
     page.fill("#persona textarea", "A retired army doctor, back from Afghanistan, who keeps a journal.")
     page.locator("#persona textarea").blur()
-    page.wait_for_selector("#engine-note, #feedback-note >> text=Saved whom you play", timeout=15_000)
+    page.wait_for_selector("#engine-note, #feedback-note >> text=Saved whom you play", timeout=30_000)
     face = load_role("alice").image_path  # any portrait will do
     page.locator("#persona-face input[type=file]").set_input_files(str(face))
     page.wait_for_function("() => [...document.querySelectorAll('#chat img')].some(i => i.closest('.user-row, "
@@ -101,7 +101,7 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     depth.press("Enter")
     page.locator("#author-note textarea").blur()
     page.wait_for_function("() => document.querySelector('#story-state')?.innerText.includes('depth 2')",
-                           timeout=15_000)
+                           timeout=30_000)
     say(page, "Who are you?")
     wait_reply(page, 4)
     prompt = json.loads(_export(page, tmp_path).read_text().splitlines()[-1])["prompt"]
@@ -114,7 +114,7 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     page.locator("#chat .message.bot").nth(1).click()
     _wait_count(page, "1 / 3")
     page.click("#branch-here")
-    page.wait_for_function("() => document.querySelectorAll('#chat .message.bot').length === 2", timeout=15_000)
+    page.wait_for_function("() => document.querySelectorAll('#chat .message.bot').length === 2", timeout=30_000)
     assert settled_bot_texts(page)[-1] == first
     options = _line_options(page, 2)
     assert len(options) == 2 and any("Branch 2" in o and "after 1" in o for o in options), options
@@ -123,7 +123,7 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     page.click("#line-parent")
     # (a pending bubble counts as a bot message: wait for the parent's own words, then for the chat to settle)
     page.wait_for_function("(t) => { const b = document.querySelectorAll('#chat .message.bot:not(.pending)');"
-                           " return b.length === 4 && b[2].innerText.includes(t); }", arg=NEIGHBOURS, timeout=15_000)
+                           " return b.length === 4 && b[2].innerText.includes(t); }", arg=NEIGHBOURS, timeout=30_000)
     assert NEIGHBOURS in settled_bot_texts(page)[2]
     # the tree goes out in the file and comes back in
     path = _export(page, tmp_path)
@@ -177,7 +177,7 @@ def test_a_group_scene_line_has_alternatives_to_browse(browser, app_server):  # 
     assert len(set(seen)) == 3, seen
     page.click("#scene-swipe-next")  # round to the first
     page.wait_for_function("() => document.querySelector('#scene-swipe-count')?.innerText.includes('1 / 3')",
-                           timeout=15_000)
+                           timeout=30_000)
     assert lines(page)[-1][1] == first
     page.screenshot(path=str(ARTIFACTS / "story-group.png"), full_page=True)
     context.close()
@@ -212,12 +212,12 @@ def test_a_default_persona_follows_the_visitor_to_a_new_chat(browser, app_server
     page.click("#story-panel button, #story-panel .label-wrap")
     page.fill("#persona textarea", "A wandering scholar who collects riddles.")
     page.locator("#persona-default input").check()
-    page.wait_for_selector("#feedback-note >> text=Saved whom you play", timeout=15_000)
+    page.wait_for_selector("#feedback-note >> text=Saved whom you play", timeout=30_000)
     _sherlock(page)  # a new chat with someone else: whom you play comes along
     page.wait_for_function("() => document.querySelector('#persona textarea')?.value.includes('riddles')",
-                           timeout=15_000)
+                           timeout=30_000)
     page.wait_for_function("() => document.querySelector('#story-state')?.innerText.includes('riddles')",
-                           timeout=15_000)
+                           timeout=30_000)
     say(page, "Who are you?")
     wait_reply(page, 2)
     page.reload()  # and after a reload, this browser still has it
