@@ -37,7 +37,7 @@ from chatharuhi_core.web.scene import (
 from chatharuhi_core.web.signin import language_warnings
 
 from .settings_panel import choice
-from .visit import conversation_buttons
+from .visit import clicked, conversation_buttons
 
 SLOTS = MAX_MEMBERS
 BUSY = "⏳ The scene goes on… · 进行中…"
@@ -257,10 +257,6 @@ def rate(state: SceneState | None, evt: gr.LikeData):
     return rate_line(_state(state), evt.index, evt.liked, Settings.from_env())
 
 
-def _selected(evt: gr.SelectData):
-    return evt.index if isinstance(evt.index, int) else (evt.index[0] if evt.index else None)
-
-
 def _count(state: SceneState | None, selected):
     return alternatives_label(state, selected)
 
@@ -421,7 +417,7 @@ class GroupSceneTab:
         self.chat.like(rate, self.state, [self.state, self.status], api_name=False)
         self.chat.edit(edit, self.state, [self.state, self.chat, self.status], api_name=False)
         self.chat.select(speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
-        self.chat.select(_selected, None, self.selected, api_name=False, show_progress="hidden")
+        self.chat.select(clicked, None, self.selected, api_name=False, show_progress="hidden")
         gr.on([self.state.change, self.selected.change], _count, [self.state, self.selected], self.count,
               api_name=False, show_progress="hidden", trigger_mode="always_last")
         for button, step in ((self.prev, -1), (self.next, 1)):

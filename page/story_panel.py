@@ -25,7 +25,7 @@ from chatharuhi_core.web.story import (
 )
 
 from .settings_panel import choice
-from .visit import current
+from .visit import clicked, current
 
 
 class StoryControls:
@@ -70,7 +70,7 @@ class StoryControls:
         line follow every change of the conversation."""
         v, c = page.visit, page.chat
         drawn = [v.conv, c.chat, c.feedback_note]
-        c.chat.select(_selected, None, v.selected, api_name=False, show_progress="hidden")
+        c.chat.select(clicked, None, v.selected, api_name=False, show_progress="hidden")
         v.selected.change(_count, [v.conv, v.selected], self.count, api_name=False, show_progress="hidden")
         for button, step in ((self.prev, -1), (self.next, 1)):
             button.click(_flip(step), [v.conv, v.selected, c.user_role], drawn, api_name=False,
@@ -104,11 +104,6 @@ class StoryControls:
 def _chat(conv: Conversation, user: str):
     role = load_role(conv.role_id)
     return gr.Chatbot(value=chat_messages(conv, role, user), feedback_value=feedback_values(conv, role))
-
-
-def _selected(evt: gr.SelectData):
-    """The message the visitor clicked: the controls act on it (a reply of the character's, or their own)."""
-    return evt.index if isinstance(evt.index, int) else (evt.index[0] if evt.index else None)
 
 
 def _count(conv: Conversation | None, selected):

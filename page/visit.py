@@ -83,6 +83,11 @@ def role_name(role_id: str) -> str:
         return role_id
 
 
+def clicked(evt: gr.SelectData):
+    """The chat message the visitor clicked (its index): the story controls and the arrows act on it."""
+    return evt.index if isinstance(evt.index, int) else (evt.index[0] if evt.index else None)
+
+
 def close(gate: TurnGate | None) -> None:
     """A switch or a cleared chat: the reply still streaming may not draw in the chat any more."""
     if gate is not None:

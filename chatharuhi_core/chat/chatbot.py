@@ -30,7 +30,7 @@ from ..roles.role import Role, Story, load_role_package, parse_stories
 from ..roles.sources import load_role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
-from .continuation import continue_messages, cut_mark_off, impersonate_request, impersonate_system, joined
+from .continuation import continue_messages, cut_mark_off, gap, impersonate_request, impersonate_system, joined
 from .engines import ChatRequest, Engine, EngineChoice, as_choice, default_budgets, layout_of, registered, writes
 from .lanes import process_lanes
 from .memory import (
@@ -57,8 +57,9 @@ from .prompt import (
     pending_prefix,
     prompt_start,
     trim_history,
+    unwrapped,
 )
-from .swipes import added, flipped, kept, replies_of, rewritten
+from .swipes import another, flipped, kept, replies_of, rewritten
 from .when import day_of, now_iso
 
 log = logging.getLogger(__name__)
@@ -325,10 +326,14 @@ class ChatHaruhi:
         lore = activate(self.role.lorebook, conversation, self.count_tokens)
         system = self.fill(self.role.system_prompt, user_role)
         notes = lore_block(lore, lambda t: self.fill(t, user_role))
-        player = self.fill(self.player.block(self.role.language), user_role) if self.player else ""
+        player = self._about_player(user_role)
         pinned = pinned_block(self.role.name, self.pinned())
         after = self.fill(self.role.post_history_instructions, user_role)
         return "\n\n".join(part for part in (system, notes, player, pinned) if part), after, lore
+
+    def _about_player(self, user_role: str) -> str:
+        """The persona's description as the system message carries it ("" without one)."""
+        return self.fill(self.player.block(self.role.language), user_role) if self.player else ""
 
     # ------------------------------------------------------------ memory
 
@@ -606,8 +611,7 @@ class ChatHaruhi:
         except BaseException:  # failed, or closed mid-stream: the exchange stays as it was
             self.history.append(last)
             raise
-        self.history[-1] = added(replace(self.history[-1], reply=last.reply, alternatives=last.alternatives),
-                                 reply.text)
+        self.history[-1] = another(last, self.history[-1])
         return reply
 
     def keep(self, number: int, turn: int | None = None) -> Exchange:
@@ -665,10 +669,9 @@ class ChatHaruhi:
         try:
             while True:
                 piece = next(steps)
-                if first:  # a Latin continuation starts after a space (continuation.joined)
+                if first:  # a Latin continuation starts after a space (continuation.gap)
                     bare = piece.lstrip()
-                    sep = " " if bare and joined(last.reply, bare).startswith(last.reply.rstrip() + " ") else ""
-                    piece, first = sep + bare, not bare
+                    piece, first = gap(last.reply, bare) + bare, not bare
                 yield piece
         except StopIteration as done:
             more: Reply = done.value
@@ -689,16 +692,14 @@ class ChatHaruhi:
         query = last or self.role.name
         vectors = self.embed_turn([query], False)
         drawn = self.draw(query, vectors, user, [t for ex in self.history for t in (ex.text, ex.reply)])
-        about = self.fill(self.player.block(self.role.language), user) if self.player else ""
-        system = impersonate_system(self.role.name, user, about, self.role.language)
+        system = impersonate_system(self.role.name, user, self._about_player(user), self.role.language)
         parts = PromptParts(system, self._history_part(), "", drawn.packed,
                             message=impersonate_request(user, self.role.language))
         request = ChatRequest(messages=lay_out(parts, self.layout), role=self.role, user_role=user, text=query,
                               scenes=drawn.scenes, history=list(self.history), embedder=self.embedder,
                               packed=len(drawn.packed), task="impersonate")
         line = yield from self.respond(request, started, speaker=user)
-        bare = _SOMEONES_LINE.sub("", line.text).removesuffix("」").strip()  # another name a model wrote it under
-        return replace(line, text=bare or line.text)
+        return replace(line, text=unwrapped(line.text))
 
     def reset(self) -> None:
         self.history.clear()
@@ -717,7 +718,6 @@ def _visible(raw: str, name: str) -> str:
     return text.rstrip("」").rstrip()
 
 
-_SOMEONES_LINE = re.compile(r"^[^\s:：「」\n][^:：「」\n]{0,23}[:：]\s*「")
 _SENTENCE_END = re.compile(r"[.!?。！？…~～](?:[」』”’\"')\]）]*)")
 
 

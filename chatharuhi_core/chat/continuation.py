@@ -23,15 +23,18 @@ def _lang(language: str) -> str:
     return "zh" if (language or "").startswith("zh") else "en"
 
 
-def joined(before: str, more: str) -> str:
-    """A reply and what continues it: a space between two words of a spaced script, nothing before punctuation
-    or between Chinese characters."""
+def gap(before: str, more: str) -> str:
+    """What goes between a reply and what continues it: a space between two words of a spaced script, nothing
+    before punctuation or between Chinese characters."""
     before, more = before.rstrip(), more.strip()
-    if not before or not more:
-        return before + more
-    if more[0] in _NO_SPACE_BEFORE or not (before[-1].isascii() and more[0].isascii()):
-        return before + more
-    return f"{before} {more}"
+    if not before or not more or more[0] in _NO_SPACE_BEFORE or not (before[-1].isascii() and more[0].isascii()):
+        return ""
+    return " "
+
+
+def joined(before: str, more: str) -> str:
+    """A reply and what continues it, with the gap between them."""
+    return before.rstrip() + gap(before, more) + more.strip()
 
 
 def cut_mark_off(reply: str) -> str:

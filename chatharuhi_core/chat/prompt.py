@@ -202,7 +202,9 @@ def fold_messages(messages: Sequence[dict]) -> list[dict]:
 # ------------------------------------------------------------ reply clean-up
 
 # a new line that opens another speaker's turn, names with spaces included ("Count Dracula:「")
-_SPEAKER_LINE = re.compile(r"\n\s*[^\s:：「」\n](?:[^:：「」\n]{0,23}[^\s:：「」\n])?\s*[:：]\s*「")
+_SPEAKER = r"[^\s:：「」\n](?:[^:：「」\n]{0,23}[^\s:：「」\n])?\s*[:：]\s*「"  # `Name:「`, spaces in names too
+_SPEAKER_LINE = re.compile(r"\n\s*" + _SPEAKER)
+_SPEAKER_OPENING = re.compile(r"^" + _SPEAKER)
 
 
 # the prompt's scene separator on a line of its own (or ending one): a small model that writes it has started
@@ -227,6 +229,12 @@ def clean_reply(raw: str, character: str) -> str:
     if text.endswith("」") and text.count("「") < text.count("」"):
         text = text[:-1]
     return text.strip()
+
+
+def unwrapped(line: str) -> str:
+    """A line without the `Name:「…」` a model wrote it under, whoever's name it is (a line written for the
+    visitor: a model may name them otherwise)."""
+    return _SPEAKER_OPENING.sub("", line).removesuffix("」").strip() or line
 
 
 def pending_prefix(raw: str, character: str) -> bool:

@@ -8,12 +8,30 @@ reply against the model's own words is (CharacterGLM: the player's choices impro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import InputError
 from .prompt import Exchange
 
 MAX_ALTERNATIVES = 20  # per message: the oldest that is not kept goes first
+
+
+def merged(texts: Sequence[str], new: str) -> tuple[str, ...]:
+    """`texts` with `new` after them (once), at most MAX_ALTERNATIVES: past it, the oldest that is not `new` goes.
+    Shared by a chat's exchanges and a group scene's lines."""
+    out = list(dict.fromkeys(texts))
+    if new not in out:
+        out.append(new)
+    while len(out) > MAX_ALTERNATIVES:
+        out.pop(next(i for i, t in enumerate(out) if t != new))
+    return tuple(out)
+
+
+def stepped(texts: Sequence[str], current: str, step: int) -> str:
+    """The text `step` places from `current` among `texts`, going round at either end (the first when `current`
+    is not among them)."""
+    return texts[(texts.index(current) + step) % len(texts)] if current in texts else texts[0]
 
 
 def replies_of(ex: Exchange) -> tuple[str, ...]:
@@ -28,12 +46,13 @@ def position(ex: Exchange) -> int:
 
 def added(ex: Exchange, new: str) -> Exchange:
     """The exchange with `new` as one more alternative, kept (an alternative already there is kept again)."""
-    replies = list(replies_of(ex))
-    if new not in replies:
-        replies.append(new)
-    while len(replies) > MAX_ALTERNATIVES:
-        replies.pop(next(i for i, r in enumerate(replies) if r != new))
-    return replace(ex, reply=new, alternatives=tuple(replies) if len(replies) > 1 else ())
+    replies = merged(replies_of(ex), new)
+    return replace(ex, reply=new, alternatives=replies if len(replies) > 1 else ())
+
+
+def another(before: Exchange, after: Exchange) -> Exchange:
+    """The exchange a regenerate made (`after`), with the replies the message had before it beside its own."""
+    return added(replace(after, reply=before.reply, alternatives=before.alternatives), after.reply)
 
 
 def kept(ex: Exchange, number: int) -> Exchange:
@@ -48,7 +67,7 @@ def kept(ex: Exchange, number: int) -> Exchange:
 def flipped(ex: Exchange, step: int) -> Exchange:
     """The next (`step` 1) or previous (-1) alternative kept, going round at either end."""
     replies = replies_of(ex)
-    return kept(ex, (position(ex) + step) % len(replies) + 1)
+    return kept(ex, replies.index(stepped(replies, ex.reply, step)) + 1)
 
 
 def rewritten(ex: Exchange, text: str) -> Exchange:
@@ -78,5 +97,5 @@ def check_alternatives(given: object, reply: str, where: str) -> tuple[str, ...]
         raise InputError(f"{where} has 'alternatives' that are not a list of replies.")
     if reply not in given:
         raise InputError(f"{where}: its reply is not among its 'alternatives'.")
-    return tuple(dict.fromkeys(given))[:MAX_ALTERNATIVES] if len(given) > 1 else ()
+    return merged(given, reply) if len(given) > 1 else ()
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from ..errors import InputError
 from .memory import MAX_PINS, Pin, check_pin
@@ -33,6 +35,7 @@ VERSION = 3  # 2: pinned memories in the header; 3: alternatives, branches, pers
 MAX_BYTES = 20 * 1024 * 1024
 MAX_BRANCHES = 16  # lines of one chat besides the one on screen
 MAIN = "main"
+T = TypeVar("T")
 
 
 @dataclass
@@ -218,7 +221,10 @@ def load_chat(data: bytes | str) -> Transcript:
     t = Transcript(_str(header, "role", first), _str(header, "name", first, False),
                    _str(header, "user_role", first, False), history, meta, _pins(header, first, len(history)),
                    _notes(header, first), line, _branches(header, first, line, history, meta, own),
-                   _persona(header.get("persona"), first), _note(header.get("note"), first))
+                   _player_field(header, "persona", '"name", "description"', first,
+                                 lambda raw: persona(raw.get("name"), raw.get("description"))),
+                   _player_field(header, "note", '"text", "depth"', first,
+                                 lambda raw: authors_note(raw.get("text"), raw.get("depth", 4))))
     return t
 
 
@@ -273,24 +279,16 @@ def _branches(header: dict, first: int, line: Branch, history: list[Exchange], m
     return out
 
 
-def _persona(raw: object, first: int) -> Persona | None:
+def _player_field(header: dict, key: str, fields: str, first: int, make: Callable[[dict], T]) -> T | None:
+    """The header's persona or author's note (`key`), made by `make` from its object; None when absent, a sentence
+    naming the line for a value that is not an object of `fields` or that `make` refuses."""
+    raw = header.get(key)
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise InputError(f"Line {first} of the chat file: 'persona' should be {{\"name\", \"description\"}}.")
+        raise InputError(f"Line {first} of the chat file: '{key}' should be {{{fields}}}.")
     try:
-        return persona(raw.get("name"), raw.get("description"))
-    except InputError as exc:
-        raise InputError(f"Line {first} of the chat file: {exc}") from None
-
-
-def _note(raw: object, first: int) -> AuthorsNote | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise InputError(f"Line {first} of the chat file: 'note' should be {{\"text\", \"depth\"}}.")
-    try:
-        return authors_note(raw.get("text"), raw.get("depth", 4))
+        return make(raw)
     except InputError as exc:
         raise InputError(f"Line {first} of the chat file: {exc}") from None
 

@@ -28,7 +28,7 @@ from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.lexical import tokens
 from ..chat.memory import Memory, Recalled, RecallQuery, in_background, recall_block
 from ..chat.prompt import Exchange, PromptParts, lay_out
-from ..chat.swipes import MAX_ALTERNATIVES
+from ..chat.swipes import merged, stepped
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
@@ -396,8 +396,8 @@ class Scene:
             self.lines.append(old)
             raise
         new = self.lines[-1]
-        texts = list(dict.fromkeys([*(old.alternatives or [old.text]), new.text]))
-        new.alternatives = texts[-MAX_ALTERNATIVES:] if len(texts) > 1 else []
+        texts = merged(old.alternatives or [old.text], new.text)
+        new.alternatives = list(texts) if len(texts) > 1 else []
         new.id = old.id  # the same line for feedback: its kept text against the ones passed over
         return reply
 
@@ -407,8 +407,7 @@ class Scene:
         if not 0 <= k < len(self.lines) or not self.lines[k].by_character:
             raise InputError("That is not a character's line.")
         ln = self.lines[k]
-        texts = ln.alternatives or [ln.text]
-        ln.text = texts[(texts.index(ln.text) + step) % len(texts)] if ln.text in texts else texts[0]
+        ln.text = stepped(ln.alternatives or [ln.text], ln.text, step)
         return ln
 
     def dump(self) -> str:

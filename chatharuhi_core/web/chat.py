@@ -20,7 +20,7 @@ from ..chat.memory import Memory, in_background
 from ..chat.notes import valid_notes
 from ..chat.persona import AuthorsNote, persona
 from ..chat.prompt import Exchange
-from ..chat.swipes import added, passed_over, replies_of, rewritten
+from ..chat.swipes import another, passed_over, replies_of, rewritten
 from ..chat.transcript import Branch, ReplyMeta, Transcript, dump_chat, load_chat
 from ..chat.when import shown
 from ..config import Settings
@@ -282,8 +282,7 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
         slot = base.meta.pop()
         # every reply this message has had, so a quoting engine goes through all its candidates
         # instead of swinging between the best two
-        text, user_role, avoid = last.text, last.user_role, tuple(dict.fromkeys([*base.tried, *replies_of(last),
-                                                                                  last.reply]))
+        text, user_role, avoid = last.text, last.user_role, tuple(dict.fromkeys([*base.tried, *replies_of(last)]))
     shown = chat_messages(base, role, user_role)
     before = ""
     if go_on:
@@ -295,8 +294,9 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
         bot = make_bot(base, engine, user_role, settings)
         start = (bot.continue_reply if go_on else lambda: bot.stream(text, avoid=avoid))
         for reply, status, said in engine_frames(bot, start):
-            if said is None:
-                yield TurnUpdate(shown + [{"role": "assistant", "content": before + reply}], base, status=status)
+            if said is None:  # a load or a place in line is said under the reply going on, not run into it
+                content = (before + "\n\n" + status if before else status) if status else before + reply
+                yield TurnUpdate(shown + [{"role": "assistant", "content": content}], base, status=status)
     except InputError as exc:
         yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
         return
@@ -319,7 +319,7 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
                         said.stats.model)
         meta.append(new)
         if regenerate:  # the reply joins the ones the message had; the slot keeps its id for feedback
-            history[-1] = added(replace(history[-1], reply=last.reply, alternatives=last.alternatives), said.text)
+            history[-1] = another(last, history[-1])
         tried = [said.text] if said.text in avoid else [*avoid, said.text]  # all used up: a new round starts here
     done = replace(base, history=history, meta=meta, last=said, tried=tried)
     yield TurnUpdate(chat_messages(done, role, user_role), done, None, True,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..chat.chatbot import Reply, Streaming
 from ..chat.lanes import ticket_for, waiting_line
+from ..chat.swipes import stepped
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
@@ -354,38 +355,36 @@ def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | 
     ln = state.lines[k]
     cue_speaker = next((p.speaker for p in reversed(state.lines[:k]) if p.text == ln.cue), state.user_role)
     return record_feedback(settings, ln, ln.text, role_id=ln.role_id or "", role_name=ln.speaker,
-                           user_role=cue_speaker, asked=ln.cue, event=event)
+                           user_role=cue_speaker, asked=ln.cue, event=event,
+                           passed_over=[t for t in ln.alternatives if t != ln.text])
+
+
+def _picked(state: SceneState, index: object) -> int | None:
+    """The character line the visitor clicked (chat `index`), else the last character line; None without any."""
+    k = line_at(state, index) if index is not None else None
+    if k is None:
+        k = next((i for i in range(len(state.lines) - 1, -1, -1) if state.lines[i].by_character), None)
+    return k
 
 
 def flip_line(state: SceneState, index: object, step: int, settings: Settings) -> tuple[SceneState, str]:
     """The next or previous text of the selected character line (the last one by default) kept; the choice goes
     to the feedback file as the kept text against the ones passed over (as in the chat, web/story.py)."""
     state = state.copy()
-    k = line_at(state, index) if index is not None else None
-    if k is None:
-        k = next((i for i in range(len(state.lines) - 1, -1, -1) if state.lines[i].by_character), None)
+    k = _picked(state, index)
     if k is None:
         return state, "There is no character's line to flip through yet."
     ln = state.lines[k]
     if len(ln.alternatives) < 2:
         return state, "This line has no alternatives yet: ↻ Regenerate adds one. · 重新生成可添加备选。"
-    texts = ln.alternatives
-    ln.text = texts[(texts.index(ln.text) + step) % len(texts)] if ln.text in texts else texts[0]
+    ln.text = stepped(ln.alternatives, ln.text, step)
     ln.rating, ln.original = None, None  # a rating or correction was of the text that was on screen
-    cue_speaker = next((p.speaker for p in reversed(state.lines[:k]) if p.text == ln.cue), state.user_role)
-    failed = record_feedback(settings, ln, ln.text, role_id=ln.role_id or "", role_name=ln.speaker,
-                             user_role=cue_speaker, asked=ln.cue, event="swipe",
-                             passed_over=[t for t in texts if t != ln.text])
-    return state, failed or ""
+    return state, _record(state, k, "swipe", settings) or ""
 
 
 def alternatives_label(state: SceneState | None, index: object = None) -> str:
     """"2 / 3" for the selected character line (the last one by default)."""
-    if state is None:
-        return "**0 / 0**"
-    k = line_at(state, index) if index is not None else None
-    if k is None:
-        k = next((i for i in range(len(state.lines) - 1, -1, -1) if state.lines[i].by_character), None)
+    k = _picked(state, index) if state is not None else None
     if k is None:
         return "**0 / 0**"
     ln = state.lines[k]
