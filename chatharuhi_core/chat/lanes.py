@@ -139,6 +139,11 @@ class Lane:
             first = False
             yield look
 
+    def _widen(self, spec: LaneSpec) -> None:
+        with self._cond:
+            self.spec = spec
+            self._cond.notify_all()
+
     def _release(self, ticket: Ticket) -> None:
         with self._cond:
             if ticket in self._serving:
@@ -160,9 +165,11 @@ class Lanes:
     def lane(self, spec: LaneSpec) -> Lane:
         with self._lock:
             lane = self._lanes.get(spec.key)
-            if lane is None or lane.spec.slots != spec.slots:
+            if lane is not None and spec.slots > lane.spec.slots:
+                lane._widen(spec)  # more slots now (the local model loaded with its batch): those waiting go in
+            elif lane is None or lane.spec.slots != spec.slots:
                 if lane is not None and (lane.serving_count or lane.waiting_count):
-                    return lane  # a server's slots changed under load: the new count applies once it is idle
+                    return lane  # fewer slots under load: the new count applies once it is idle
                 lane = self._lanes[spec.key] = Lane(spec)
             return lane
 

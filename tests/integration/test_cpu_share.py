@@ -42,10 +42,11 @@ def test_another_process_on_a_core_leaves_one_fewer():
 
 def test_a_visitors_reply_runs_on_the_free_cores_and_a_seeded_one_on_all(settings, monkeypatch):
     most = len(cpu_share.our_cores())
-    monkeypatch.setattr(local_llamacpp, "free_cores", lambda *a, **k: 1)  # another process holds the rest
     visitor = open_engine("local", settings)
+    batch = visitor.load().handle.batch  # a visitor's reply is written in the batch, which watches the cores
+    monkeypatch.setattr(batch._watch, "look", lambda: 1)  # another process holds the rest
     ChatHaruhi(role_name="sherlock", llm=visitor, settings=settings).answer("Hello.")
-    assert visitor.load().handle.threads == 1
+    assert batch.threads == 1 and visitor.load().handle.threads == 1
     replies = []
     for free in (1, most):  # a seeded reply: the same words however many cores are free
         monkeypatch.setattr(local_llamacpp, "free_cores", lambda *a, n=free, **k: n)

@@ -309,7 +309,8 @@ def test_the_faster_reader_is_measured_once_per_cpu_and_a_verdict_is_kept(lm, sm
         assert prompt_reader(copy, 2) == copy
     loaded = Path(lm.handle.prefill.model_path)  # the bundled model, loaded with this CPU's verdict
     verdict = json.loads((loaded.parent / "prompt-readers.json").read_text())
-    assert ("-q8_0-" in loaded.name) == ({v["chosen"] for v in verdict.values()} == {"q8_0"})
+    # this CPU's and this build's verdict (a cache used by earlier builds holds theirs too)
+    assert ("-q8_0-" in loaded.name) == (verdict[_verdict_key(lm.handle.most)]["chosen"] == "q8_0")
 
 
 def test_a_cache_that_cannot_be_written_leaves_the_model_without_copy_and_the_adapter_named(

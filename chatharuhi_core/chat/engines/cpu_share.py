@@ -73,3 +73,37 @@ def _own_cpu() -> float:
 def _read_stat() -> str:
     with open(STAT, encoding="ascii") as f:
         return f.read()
+
+
+class CoreWatch:
+    """The cores free, from the span since the last look rather than a fresh sleep: a batch of replies looks
+    before every step (tens of milliseconds apart), so a 40 ms wait each time would cost more than the step.
+    A look after a long quiet spell (over `fresh_after_s`) measures a fresh window instead, as the average of
+    minutes says little about the last second. One per batcher: what it keeps is a fact about the machine."""
+
+    def __init__(self, cores: list[int] | None = None, every_s: float = 0.25, fresh_after_s: float = 2.0,
+                 read: Callable[[], str] | None = None):
+        self.cores = cores or our_cores()
+        self.every_s, self.fresh_after_s = every_s, fresh_after_s
+        self._read = read or _read_stat
+        self._last: tuple[float, float, str] | None = None  # (when, own CPU seconds, /proc/stat)
+        self.free = len(self.cores)
+
+    def look(self) -> int:
+        """The cores free now, at least 1 (all of them where /proc/stat cannot be read)."""
+        now = time.perf_counter()
+        if self._last is not None and now - self._last[0] < self.every_s:
+            return self.free
+        try:
+            if self._last is None or now - self._last[0] > self.fresh_after_s:
+                self.free = free_cores(self.cores, read=self._read)
+                self._last = (time.perf_counter(), _own_cpu(), self._read())
+                return self.free
+            then, own, before = self._last
+            after, spent, now = self._read(), _own_cpu(), time.perf_counter()
+        except OSError:
+            return len(self.cores)
+        busy = busy_share(before, after, self.cores) - (spent - own) / max(now - then, 1e-6)
+        self.free = max(1, min(len(self.cores), len(self.cores) - round(max(0.0, busy))))
+        self._last = (now, spent, after)
+        return self.free

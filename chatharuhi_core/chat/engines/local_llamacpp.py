@@ -33,6 +33,7 @@ from pathlib import Path
 from ...errors import EngineError
 from ...jsonl import read_object, replace_text
 from .cpu_share import free_cores
+from .llama_batch import KV_BUDGET_BYTES, SEQ_CONTEXT, SLOTS, Batcher, kv_bytes_per_token
 from .llama_cpu import build_name, cpu_name, llama
 from .local_runtime import (
     NEEDS_EXTRA,
@@ -112,6 +113,7 @@ class LlamaHandle:
     fresh: tuple[tuple[int, ...], bytes] | None = None  # the last prompt read afresh for a seeded reply, its state
     threads: int = 0  # how many threads the contexts run now (set per reply: cpu_share.py)
     most: int = 1  # the process's cores: the threads it was opened with
+    batch: Batcher | None = None  # visitors' unseeded replies, written together (llama_batch.py)
 
 
 def use_free_cores(handle: LlamaHandle, seeded: bool = False) -> int:
@@ -119,18 +121,54 @@ def use_free_cores(handle: LlamaHandle, seeded: bool = False) -> int:
     stalls the others at every layer. A seeded reply (eval's, a test's) runs on all of them, whatever else runs:
     the thread count changes the last digits of the sums, and a seed promises the same words on one build.
     Called with the handle's lock held."""
+    return set_threads(handle, handle.most if seeded else min(handle.most, free_cores()))
+
+
+def set_threads(handle: LlamaHandle, threads: int) -> int:
+    """Run the reply model's and the reader's contexts on `threads` threads (with the handle's lock held)."""
     import llama_cpp
 
-    most = handle.most
-    threads = most if seeded else min(most, free_cores())
     if threads != handle.threads:
         for model in (handle.llm, handle.prefill):
             if model is not None:
                 llama_cpp.llama_set_n_threads(model._ctx.ctx, threads, threads)
-        log.info("llama.cpp now runs on %d of %d threads (the other cores are busy)" if threads < most else
-                 "llama.cpp now runs on all %d of %d threads", threads, most)
+        log.info("llama.cpp now runs on %d of %d threads (the other cores are busy)" if threads < handle.most else
+                 "llama.cpp now runs on all %d of %d threads", threads, handle.most)
         handle.threads = threads
     return threads
+
+
+def open_batch(handle: LlamaHandle, context: int) -> Batcher | None:
+    """The batch that writes visitors' replies together, on the reply model's weights (shared, not copied);
+    None (one reply at a time, as before) where the context cannot be made or BATCH_SLOTS is 1."""
+    slots = batch_slots()
+    if slots < 2:
+        return None
+
+    def read(head: list[int], threads: int):
+        set_threads(handle, threads)
+        read_head(handle, head)
+        return (handle.prefill or handle.llm)._ctx.ctx
+
+    weights = (handle.prefill or handle.llm)._model  # the 16-bit copy writes batches faster (bench/crowd.py)
+    per_seq = min(context, SEQ_CONTEXT)
+    slots = min(slots, KV_BUDGET_BYTES // (per_seq * kv_bytes_per_token(weights)))
+    if slots < 2:
+        return None
+    try:
+        return Batcher(weights, read, handle.lock, handle.most, slots=slots, context=per_seq,
+                       flash_attn=FLASH_ATTENTION)
+    except (ValueError, RuntimeError, EngineError) as exc:
+        log.warning("no batch for the local model's replies (%r): one at a time", exc)
+        return None
+
+
+def batch_slots() -> int:
+    """How many replies the batch writes at once: CHATHARUHI_LOCAL_SLOTS, else llama_batch.SLOTS."""
+    try:
+        return max(1, int(os.environ.get("CHATHARUHI_LOCAL_SLOTS") or SLOTS))
+    except ValueError:
+        return SLOTS
 
 
 def gguf_path(spec: ModelSpec) -> Path:
@@ -326,6 +364,15 @@ def read_prompt(handle: LlamaHandle, tokens: list[int]) -> None:
     if reader is not llm and len(head) - _shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), head) \
             < PREFILL_MIN_TOKENS:
         return  # the reply's model has (nearly) all of it already and reads the rest itself
+    state = read_head(handle, head)
+    if reader is not llm:
+        _set_state(llm, state, head)
+
+
+def read_head(handle: LlamaHandle, head: list[int]) -> bytes:
+    """Read `head` into the reader's context (the 16-bit copy, else the reply's model) from the longest prefix
+    read before, save its state among the prompt states and return it; the context then holds `head` alone."""
+    reader = handle.prefill or handle.llm
     keep = _shared_prefix(reader.input_ids[:reader.n_tokens].tolist(), head)
     shared, saved_tokens, saved = handle.states.longest(head)
     if saved is not None and shared > keep:
@@ -334,10 +381,11 @@ def read_prompt(handle: LlamaHandle, tokens: list[int]) -> None:
     reader.n_tokens = keep  # eval drops the keys and values past this point
     if keep < len(head):
         reader.eval(head[keep:])
+    else:  # a saved state of a longer prompt: its keys and values past `head` go
+        reader._ctx.kv_cache_seq_rm(-1, keep, -1)
     state = _get_state(reader)
     handle.states.put(head, state)
-    if reader is not llm:
-        _set_state(llm, state, head)
+    return state
 
 
 def read_fresh(handle: LlamaHandle, tokens: list[int]) -> None:
@@ -472,9 +520,10 @@ class LlamaCppRuntime:
 
         log.info("llama.cpp's CPU kernels: %s; prompts read by %s", build_name(),
                  Path(prefill.model_path).name if prefill is not None else "the model itself")
-        return LoadedModel(spec, self.name, device, context, time.perf_counter() - started,
-                           LlamaHandle(llm, threading.Lock(), prefill, threads=threads, most=threads), count,
-                           template)
+        handle = LlamaHandle(llm, threading.Lock(), prefill, threads=threads, most=threads)
+        if device == "cpu":
+            handle.batch = open_batch(handle, context)
+        return LoadedModel(spec, self.name, device, context, time.perf_counter() - started, handle, count, template)
 
     def generate(self, lm: LoadedModel, messages: list[dict], opening: str, sampling: Sampling,
                  emit: Emit, should_stop: Callable[[], bool]) -> None:
@@ -485,6 +534,10 @@ class LlamaCppRuntime:
         tokens = llm.tokenize((lm.template(messages) + opening).encode("utf-8"), add_bos=False, special=True)
         check_length(len(tokens), lm)
         seed = sampling.seed if sampling.seed is not None else random.randrange(2**31)
+        ban = ngram_ban(sampling.no_repeat_ngram_size)
+        if handle.batch is not None and sampling.seed is None:  # a visitor's reply: written beside the others'
+            handle.batch.reply(tokens, sampling, seed, emit, should_stop, ban)
+            return
         with handle.lock:
             if should_stop():  # the visitor left while another reply held the model
                 return
@@ -493,7 +546,7 @@ class LlamaCppRuntime:
             pieces = llm.create_completion(
                 tokens, max_tokens=sampling.max_tokens, temperature=sampling.temperature, top_p=sampling.top_p,
                 top_k=50, min_p=0.0, repeat_penalty=sampling.repetition_penalty, stop=list(sampling.stop),
-                stream=True, seed=seed, logits_processor=LogitsProcessorList([ngram_ban(sampling.no_repeat_ngram_size)]))
+                stream=True, seed=seed, logits_processor=LogitsProcessorList([ban]))
             try:
                 for chunk in pieces:
                     text = chunk["choices"][0]["text"]

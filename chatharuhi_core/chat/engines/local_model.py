@@ -237,9 +237,15 @@ class LocalModelEngine(EngineBase):
             return None
 
     def lane(self) -> LaneSpec:
-        """One reply at a time for the whole process: every local model shares its cores (or its GPU),
-        so visitors take turns in order instead of all slowing down together (chat/lanes.py)."""
-        return LaneSpec("local model", "the local model", 1)
+        """One lane for the whole process: every local model shares its cores (or its GPU). As many replies at
+        once as the loaded model writes in one batch (llama_batch.py; one before it is loaded, and on runtimes
+        without a batch), the other visitors in order, told their place (chat/lanes.py)."""
+        try:
+            loaded = _LOADED.get(self._key())
+        except EngineError:  # no model to run: sending says why
+            loaded = None
+        batch = getattr(loaded.handle, "batch", None) if loaded else None
+        return LaneSpec("local model", "the local model", batch.slots if batch is not None else 1)
 
     def loading_message(self) -> str | None:
         """A sentence for the page while the model loads on first use; None once it is loaded."""

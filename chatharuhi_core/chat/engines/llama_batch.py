@@ -1,0 +1,332 @@
+"""Several visitors' replies written together: one llama.cpp context holding a sequence per reply, one step of
+the model giving every one of them its next token.
+
+On a CPU a step of a small model costs little more for eight sequences than for one (the weights are read once
+per step, whoever the tokens are for), so a crowd shares the model's speed instead of queueing for it
+(bench/crowd.py). A newcomer's prompt is read first, between two steps of the others (by the 16-bit copy
+when there is one: it reads prompts twice as fast), and its keys and values are handed to a free sequence:
+its first word comes after one prompt's reading, not after everyone's replies. The steps run on the cores no
+other process is using (cpu_share.CoreWatch).
+
+Each reply draws its tokens as llama-cpp-python's `create_completion` does (a fresh chain per token: the
+n-gram ban, top-k 50, top-p, temperature, then a draw from the reply's seed), so a reply reads the same in a
+batch or alone (tests/integration/test_llama_batch.py). A reply is dropped, and its sequence freed, as soon as its
+visitor stops listening. The thread that runs the steps lives while there are replies to write.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import logging
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...errors import EngineError
+from .cpu_share import CoreWatch
+from .llama_cpu import llama
+from .local_runtime import Emit, Sampling
+
+log = logging.getLogger(__name__)
+
+SLOTS = 8  # replies written at once (bench/crowd.py: a 9th waits in the lane, where it is told its place)
+SEQ_CONTEXT = 2048  # tokens each reply may hold: the local budgets' longest prompt and reply fit in 1,600
+KV_BUDGET_BYTES = 512 << 20  # keys and values of all sequences together (SmolLM2-135M: 8 × 2048 × 23 KB = 377 MB)
+TOP_K = 50  # as the single reply's create_completion is asked
+STATE_MAGIC = 0xAF143CD8  # the first word of a sequence's saved state (llama.cpp 0.3.36's llama_state_seq_get_data)
+
+
+@dataclass(eq=False)
+class BatchReply:
+    """One visitor's reply in the batch: its tokens so far (prompt, then reply), what it has said, its sequence."""
+
+    tokens: list[int]
+    sampling: Sampling
+    seed: int
+    emit: Emit
+    should_stop: Callable[[], bool]
+    ban: Callable | None = None
+    seq: int = -1
+    written: int = 0
+    text: str = ""
+    said: int = 0  # characters of `text` already emitted
+    decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("ignore"))
+    done: threading.Event = field(default_factory=threading.Event)
+    failure: BaseException | None = None
+
+    @property
+    def budget(self) -> int:
+        """The cells its sequence may come to hold."""
+        return len(self.tokens) + self.sampling.max_tokens - self.written
+
+    def add(self, piece: bytes) -> bool:
+        """Take a token's bytes; emit what is sure to be said; True when a stop string has ended the reply."""
+        self.text += self.decoder.decode(piece)
+        stops = [self.text.find(s, max(0, self.said - len(s))) for s in self.sampling.stop]
+        cut = min((i for i in stops if i >= 0), default=-1)
+        if cut >= 0:
+            self.text = self.text[:cut]
+            self._say(cut)
+            return True
+        held = max((_overlap(self.text, s) for s in self.sampling.stop), default=0)  # may be a stop's start
+        self._say(len(self.text) - held)
+        return False
+
+    def finish(self) -> None:
+        self._say(len(self.text))
+
+    def _say(self, upto: int) -> None:
+        if upto > self.said:
+            self.emit(self.text[self.said:upto])
+            self.said = upto
+
+
+def streams(state: bytes, count: int, seq: int) -> bytes:
+    """A sequence's state saved from a context with one stream of keys and values, as a context with `count`
+    streams reads it into sequence `seq`. llama.cpp writes a sequence's state as a magic number, the sequence,
+    the stream count, then per stream a cell count and, if not 0, its cells; it puts the cells into the
+    destination sequence's own stream, so the others are written empty."""
+    magic, _seq, had = struct.unpack_from("<III", state)
+    if magic != STATE_MAGIC or had != 1:
+        raise EngineError("llama.cpp saved the prompt in a layout this version does not know.")
+    return struct.pack("<III", magic, seq, count) + state[12:] + b"\0\0\0\0" * (count - 1)
+
+
+def kv_bytes_per_token(model) -> int:
+    """Bytes of 16-bit keys and values one token takes in every layer."""
+    llama_cpp = llama()
+    layers, width = llama_cpp.llama_model_n_layer(model.model), llama_cpp.llama_model_n_embd(model.model)
+    heads, kv_heads = llama_cpp.llama_model_n_head(model.model), llama_cpp.llama_model_n_head_kv(model.model)
+    return 2 * 2 * layers * kv_heads * (width // max(1, heads))
+
+
+def _overlap(text: str, stop: str) -> int:
+    """How many of `text`'s last characters are the start of `stop`."""
+    for n in range(min(len(stop) - 1, len(text)), 0, -1):
+        if text.endswith(stop[:n]):
+            return n
+    return 0
+
+
+class Batcher:
+    """The batch of one loaded model. `reply` is called from each visitor's worker thread and returns when the
+    reply is done; `read_head(tokens, threads) -> context` reads a prompt's head into a context (the model's
+    own reader, sequence 0; called with `lock` held), from which it is handed to the batch."""
+
+    def __init__(self, model, read_head: Callable[[list[int], int], object], lock: threading.Lock, threads: int,
+                 slots: int = SLOTS, context: int = SEQ_CONTEXT, flash_attn: bool = True):
+        llama_cpp = llama()
+        from llama_cpp import _internals
+
+        # a stream of keys and values per sequence (not one shared by all): a reply then attends over its own
+        # tokens alone, laid out as when it is alone, so its neighbours neither slow it nor change its sums
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx, params.n_batch, params.n_ubatch = slots * context, max(512, slots), max(512, slots)
+        params.n_seq_max, params.kv_unified = slots, False
+        params.n_threads = params.n_threads_batch = threads
+        params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
+                                  else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        self.ctx = _internals.LlamaContext(model=model, params=params, verbose=False)
+        self.model = model
+        self.vocab = llama_cpp.llama_model_get_vocab(model.model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.slots, self.context, self.most = slots, context, threads
+        self.threads = threads
+        self._read_head, self._lock = read_head, lock
+        self._batch = llama_cpp.llama_batch_init(slots, 0, 1)
+        self._cond = threading.Condition()
+        self._waiting: list[BatchReply] = []
+        self._active: list[BatchReply] = []
+        self._thread: threading.Thread | None = None
+        self._starting: BatchReply | None = None  # the newcomer whose prompt is being handed over
+        self._watch = CoreWatch()
+
+    # what a visitor's thread calls
+
+    def reply(self, tokens: list[int], sampling: Sampling, seed: int, emit: Emit, should_stop: Callable[[], bool],
+              ban: Callable | None = None) -> None:
+        """Write a reply to `tokens` into `emit`, among the others; returns when it is done or its visitor left."""
+        if len(tokens) + sampling.max_tokens > self.context:  # the page's budgets never come near it
+            raise EngineError(f"The prompt ({len(tokens)} tokens) and the reply do not fit the {self.context} "
+                              "tokens each visitor has on the local model; shorten the budgets in Settings.")
+        job = BatchReply(list(tokens), sampling, seed, emit, should_stop, ban)
+        with self._cond:
+            self._waiting.append(job)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="local-batch", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+        job.done.wait()
+        if job.failure is not None:
+            raise job.failure
+
+    @property
+    def busy(self) -> int:
+        """Replies being written or waiting for a sequence."""
+        with self._cond:
+            return len(self._active) + len(self._waiting)
+
+    # the batch's own thread
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    self._drop_left()
+                    if not self._active and not self._waiting:
+                        self._thread = None
+                        return
+                    newcomer = self._admit()
+                self._starting = newcomer
+                if newcomer is not None and not self._start(newcomer):
+                    with self._cond:  # the reader is busy (a seeded reply holds it): after the next step
+                        self._waiting.insert(0, newcomer)
+                        if not self._active:
+                            self._cond.wait(0.05)
+                if self._active:
+                    self._step()
+        except BaseException as exc:  # every reply in hand hears of it, and the thread starts afresh next time
+            log.error("the batch of local replies failed: %r", exc)
+            with self._cond:
+                hit = self._active + self._waiting + ([self._starting] if self._starting is not None else [])
+                for job in dict.fromkeys(hit):
+                    self._end(job, exc if isinstance(exc, EngineError) else
+                              EngineError(f"The local model failed while answering ({type(exc).__name__})."))
+                self._active, self._waiting, self._thread, self._starting = [], [], None, None
+
+    def _drop_left(self) -> None:
+        """Replies whose visitor stopped listening leave the batch now, their sequence freed."""
+        for job in [j for j in self._active if j.should_stop()]:
+            self._active.remove(job)
+            self._end(job)
+        for job in [j for j in self._waiting if j.should_stop()]:
+            self._waiting.remove(job)
+            job.done.set()
+
+    def _admit(self) -> BatchReply | None:
+        """The next waiting reply, with the sequence it gets, if one is free."""
+        if not self._waiting or len(self._active) >= self.slots:
+            return None
+        used = {j.seq for j in self._active}
+        job = self._waiting.pop(0)
+        job.seq = next(s for s in range(self.slots) if s not in used)
+        return job
+
+    def _start(self, job: BatchReply) -> bool:
+        """Read the prompt's head and hand its keys and values to the job's sequence; False if the reader is busy."""
+        llama_cpp = llama()
+        if not self._lock.acquire(timeout=0.05):
+            job.seq = -1
+            return False
+        head, state = job.tokens[:-1], b""
+        try:
+            if head:
+                reader = self._read_head(head, self._use_free_cores())
+                size = llama_cpp.llama_state_seq_get_size(reader, 0)
+                data = (ctypes.c_uint8 * size)()
+                written = llama_cpp.llama_state_seq_get_data(reader, data, size, 0)
+                state = streams(ctypes.string_at(data, written), self.slots, job.seq)
+        except EngineError as exc:  # this visitor hears why; the others write on
+            self._end(job, exc)
+            return True
+        finally:
+            self._lock.release()
+        llama_cpp.llama_memory_seq_rm(self.ctx.memory, job.seq, -1, -1)
+        if head and llama_cpp.llama_state_seq_set_data(
+                self.ctx.ctx, (ctypes.c_uint8 * len(state)).from_buffer_copy(state), len(state), job.seq) == 0:
+            self._end(job, EngineError("llama.cpp could not take the prompt into the batch of replies."))
+            return True
+        with self._cond:
+            self._active.append(job)
+        return True
+
+    def _use_free_cores(self) -> int:
+        """The batch's context on as many threads as cores are free now (a thread whose core another process
+        holds stalls the others at every layer: cpu_share.py); the count is given to the reader too."""
+        threads = min(self.most, self._watch.look())
+        if threads != self.threads:
+            llama().llama_set_n_threads(self.ctx.ctx, threads, threads)
+            self.threads = threads
+        return threads
+
+    def _step(self) -> None:
+        """One token for every reply in the batch."""
+        llama_cpp = llama()
+        self._use_free_cores()
+        batch = self._batch
+        for i, job in enumerate(self._active):
+            batch.token[i] = job.tokens[-1]
+            batch.pos[i] = len(job.tokens) - 1
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = job.seq
+            batch.logits[i] = 1
+        batch.n_tokens = len(self._active)
+        code = llama_cpp.llama_decode(self.ctx.ctx, batch)
+        if code != 0:
+            raise EngineError(f"llama.cpp could not write the next tokens (code {code}).")
+        finished = []
+        for i, job in enumerate(self._active):
+            token = self._draw(job, i)
+            if llama_cpp.llama_vocab_is_eog(self.vocab, token) or job.add(self._piece(token)):
+                finished.append(job)
+                continue
+            job.tokens.append(token)
+            job.written += 1
+            if job.written >= job.sampling.max_tokens:
+                finished.append(job)
+        if finished:
+            with self._cond:
+                for job in finished:
+                    self._active.remove(job)
+                    job.finish()
+                    self._end(job)
+
+    def _piece(self, token: int) -> bytes:
+        """The token's bytes as the reply's text has them (not control tokens' names)."""
+        llama_cpp = llama()
+        buffer = ctypes.create_string_buffer(64)
+        n = llama_cpp.llama_token_to_piece(self.vocab, token, buffer, 64, 0, False)
+        return buffer.raw[:max(0, n)]
+
+    def _draw(self, job: BatchReply, i: int) -> int:
+        """The next token from the batch's i-th logits, drawn as create_completion draws (see the docstring)."""
+        import numpy as np
+
+        llama_cpp = llama()
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx.ctx, i), shape=(self.n_vocab,))
+        if job.ban is not None:
+            logits[:] = job.ban(job.tokens, logits)
+        chain = _chain(job.sampling, job.seed, self.n_vocab)
+        try:
+            return llama_cpp.llama_sampler_sample(chain, self.ctx.ctx, i)
+        finally:
+            llama_cpp.llama_sampler_free(chain)
+
+    def _end(self, job: BatchReply, failure: BaseException | None = None) -> None:
+        if job.seq >= 0:
+            llama().llama_memory_seq_rm(self.ctx.memory, job.seq, -1, -1)
+        job.failure = failure
+        job.done.set()
+
+
+def _chain(sampling: Sampling, seed: int, n_vocab: int):
+    """The sampler chain llama-cpp-python builds for one token of create_completion (its penalties sampler is
+    made afresh each token, so it has no tokens to penalise: left out here)."""
+    llama_cpp = llama()
+    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+
+    def add(sampler) -> None:
+        llama_cpp.llama_sampler_chain_add(chain, sampler)
+
+    if sampling.temperature == 0.0:
+        add(llama_cpp.llama_sampler_init_greedy())
+        return chain
+    add(llama_cpp.llama_sampler_init_top_k(TOP_K))
+    add(llama_cpp.llama_sampler_init_typical(1.0, 1))
+    add(llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
+    add(llama_cpp.llama_sampler_init_min_p(0.0, 1))
+    add(llama_cpp.llama_sampler_init_temp(sampling.temperature))
+    add(llama_cpp.llama_sampler_init_dist(seed))
+    return chain

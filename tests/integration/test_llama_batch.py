@@ -1,0 +1,122 @@
+"""Several visitors of the local model in one batch (issue 43, item 2), on the bundled model: a reply reads the same
+in a batch as alone, replies are written together rather than in turn, a visitor who leaves frees their
+sequence, a seeded reply keeps its words while the batch is busy, and the lane lets in as many as the batch holds."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from chatharuhi_core.chat.chatbot import ChatHaruhi
+from chatharuhi_core.chat.engines import local_model, open_engine
+from chatharuhi_core.chat.engines.local_llamacpp import ngram_ban
+from chatharuhi_core.chat.engines.local_runtime import Sampling, bundled_spec
+
+SAMPLING = Sampling(max_tokens=40, temperature=0.8)  # sampled, not greedy: a difference in the sums would show
+QUESTIONS = ["What do you make of the mud on my boots?", "Who is Moriarty?", "Why the violin at night?",
+             "What is in the Persian slipper?", "How did you know I was in Afghanistan?"]
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return local_model.load_model(bundled_spec(), "cpu")
+
+
+def _tokens(lm, question: str) -> list[int]:
+    messages = [{"role": "system", "content": "You are Sherlock Holmes, the detective of Baker Street."},
+                {"role": "user", "content": question}]
+    return lm.handle.llm.tokenize((lm.template(messages) + "Sherlock Holmes:「").encode(), add_bos=False, special=True)
+
+
+def _write(lm, question: str, seed: int, out: dict, stop=lambda: False, sampling: Sampling = SAMPLING) -> None:
+    pieces: list[tuple[float, str]] = []
+    lm.handle.batch.reply(_tokens(lm, question), sampling, seed, lambda p: pieces.append((time.perf_counter(), p)),
+                          stop, ngram_ban(sampling.no_repeat_ngram_size))
+    out[question] = {"text": "".join(p for _, p in pieces), "first": pieces[0][0] if pieces else None,
+                     "end": time.perf_counter()}
+
+
+def _together(lm, questions, seeds, sampling: Sampling = SAMPLING) -> dict:
+    out: dict = {}
+    threads = [threading.Thread(target=_write, args=(lm, q, s, out), kwargs={"sampling": sampling})
+               for q, s in zip(questions, seeds)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return out
+
+
+def test_the_model_has_a_batch_and_the_lane_lets_in_as_many(settings, lm):
+    batch = lm.handle.batch
+    assert batch is not None and batch.slots >= 2
+    assert open_engine("local", settings).lane().slots == batch.slots
+
+
+def test_a_reply_reads_the_same_in_a_batch_as_alone(lm):
+    seeds = [11, 12, 13, 14]
+    alone = {}
+    for q, s in zip(QUESTIONS, seeds):
+        _write(lm, q, s, alone)
+    together = _together(lm, QUESTIONS[:4], seeds)
+    assert {q: r["text"] for q, r in together.items()} == {q: r["text"] for q, r in alone.items()}
+    assert all(r["text"] for r in alone.values())
+
+
+def test_replies_are_written_together_not_in_turn(lm):
+    long = replace(SAMPLING, max_tokens=60, stop=())
+    out = _together(lm, QUESTIONS[:4], [1, 2, 3, 4], long)
+    firsts, ends = [r["first"] for r in out.values()], [r["end"] for r in out.values()]
+    assert None not in firsts
+    assert max(firsts) < min(ends)  # each had its first word before anyone had finished
+
+
+def test_a_visitor_who_leaves_frees_their_sequence(lm):
+    batch = lm.handle.batch
+    spoke, gone, pieces = threading.Event(), threading.Event(), []
+
+    def emit(piece: str) -> None:
+        pieces.append(piece)
+        spoke.set()
+
+    long = replace(SAMPLING, max_tokens=150, stop=())
+    leaver = threading.Thread(target=batch.reply, args=(_tokens(lm, QUESTIONS[0]), long, 5, emit, gone.is_set))
+    leaver.start()
+    assert spoke.wait(30)
+    gone.set()  # the tab is closed
+    leaver.join(30)
+    assert not leaver.is_alive() and len(pieces) < 150  # it stopped at once, not at its length
+    assert batch.busy == 0 and not batch._active  # its sequence is free again
+    everyone = _together(lm, [f"{QUESTIONS[0]} ({i})" for i in range(batch.slots)], list(range(batch.slots)))
+    assert len(everyone) == batch.slots and all(r["first"] is not None for r in everyone.values())
+
+
+def test_a_seeded_reply_keeps_its_words_while_the_batch_is_busy(settings, lm):
+    def seeded() -> str:
+        engine = open_engine("local", settings, seed=7, temperature=0.8)
+        return ChatHaruhi(role_name="sherlock", llm=engine, settings=settings).answer("What do you make of Moriarty?").text
+
+    quiet = seeded()
+    out: dict = {}
+    crowd = [threading.Thread(target=_write, args=(lm, q, i, out),
+                              kwargs={"sampling": replace(SAMPLING, max_tokens=120, stop=())})
+             for i, q in enumerate(QUESTIONS[:3])]
+    for t in crowd:
+        t.start()
+    busy = seeded()
+    for t in crowd:
+        t.join(120)
+    assert busy == quiet and len(out) == 3
+
+
+def test_the_batch_runs_on_the_free_cores(lm, monkeypatch):
+    batch = lm.handle.batch
+    monkeypatch.setattr(batch._watch, "look", lambda: 1)  # another process holds the other core
+    _write(lm, QUESTIONS[1], 3, {})
+    assert batch.threads == 1 and lm.handle.threads == 1  # the batch's steps and the prompt's reader
+    monkeypatch.setattr(batch._watch, "look", lambda: batch.most)
+    _write(lm, QUESTIONS[1], 3, {})
+    assert batch.threads == batch.most
