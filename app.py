@@ -12,7 +12,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 
 import gradio as gr  # noqa: E402
 
-from chatharuhi_core.chat.engines.local_model import on_gpu  # noqa: E402
+from chatharuhi_core.chat.engines.local_model import on_gpu, warm_at_start  # noqa: E402
 from chatharuhi_core.config import Settings, gpu_runtime  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import bundled_ids, load_role  # noqa: E402
@@ -108,6 +108,7 @@ def main() -> None:
                 mcp_server=settings.mcp, max_threads=WORKER_THREADS)
     # warm up once the page answers: started earlier, it competed with the launch for the CPU
     threading.Thread(target=_warm_up, daemon=True).start()
+    warm_at_start(settings)  # the local model and its one-time checks, at a lower priority
     demo.block_thread()
 
 

@@ -134,6 +134,7 @@ class Settings:
     gpu_model: str | None = None  # CHATHARUHI_GPU_MODEL: the local engine's model on a GPU Space
     mcp: bool = False  # CHATHARUHI_MCP or Gradio's GRADIO_MCP_SERVER: serve the tools over MCP (default: on a Space)
     user_chats: Path | None = None  # where signed-in visitors' chats are kept (None: in each visitor's browser)
+    warm_local: bool = True  # CHATHARUHI_WARM_LOCAL ("0": off): the app loads the local model as it starts
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -173,6 +174,7 @@ class Settings:
             gpu_model=env.get("CHATHARUHI_GPU_MODEL") or (DEFAULT_GPU_MODEL if zero_gpu else None),
             mcp=_mcp(env),
             user_chats=_user_chats(env, sign_in),
+            warm_local=(env.get("CHATHARUHI_WARM_LOCAL") or "1").strip().lower() not in ("0", "false", "no", "off"),
         )
 
     @property

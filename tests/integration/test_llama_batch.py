@@ -120,3 +120,25 @@ def test_the_batch_runs_on_the_free_cores(lm, monkeypatch):
     monkeypatch.setattr(batch._watch, "look", lambda: batch.most)
     _write(lm, QUESTIONS[1], 3, {})
     assert batch.threads == batch.most
+
+
+def test_the_app_loads_the_local_model_as_it_starts_and_says_it_is_warming_up(settings, monkeypatch):
+    from chatharuhi_core.chat.engines.local_model import _LOADED, warm_at_start
+
+    monkeypatch.setenv("CHATHARUHI_LOCAL_RUNTIME", "llama.cpp")  # its own load, beside the module's model
+    engine = open_engine("local", settings)
+    _LOADED.pop(engine._key(), None)
+    try:
+        thread = warm_at_start(settings)
+        assert thread is not None
+        said = engine.loading_message()
+        if thread.is_alive():  # a visitor who comes now is told the truth
+            assert said and "warming up" in said
+        thread.join(120)
+        assert engine._key() in _LOADED and engine.loading_message() is None  # the first reply waits for nothing
+        assert warm_at_start(settings) is None  # loaded already: nothing more to do
+        off = replace(settings, warm_local=False)
+        _LOADED.pop(engine._key())
+        assert warm_at_start(off) is None and engine._key() not in _LOADED  # CHATHARUHI_WARM_LOCAL=0
+    finally:
+        _LOADED.pop(engine._key(), None)
