@@ -63,6 +63,7 @@ def _one_visitor(url: str, args: tuple, start_at: float, echo: bool) -> dict:
     text = f"I ask about case {nonce}?"
     places: list[int] = []
     about: float | None = None
+    loading = False
     try:
         client = Client(url, verbose=False)
         if args is not None:
@@ -84,7 +85,8 @@ def _one_visitor(url: str, args: tuple, start_at: float, echo: bool) -> dict:
                         if about is None:
                             about = _about(said)
                         continue
-                    if said.startswith("Loading the local model"):
+                    if said.startswith(("Loading the local model", "The local model")):  # loading, warming up
+                        loading = True
                         continue
                     first = time.perf_counter() - start
                     break
@@ -96,7 +98,7 @@ def _one_visitor(url: str, args: tuple, start_at: float, echo: bool) -> dict:
         asked = str(chat[-2]["content"])
         return {"first": first if first is not None else total, "total": total,
                 "error": reply.startswith(("⚠️", WAITING)), "own": nonce in asked and (not echo or nonce in reply),
-                "reply": reply, "places": places, "about": about}
+                "reply": reply, "places": places, "about": about, "loading": loading}
     except Exception as exc:  # counted as an error
         return {"first": float("nan"), "total": float("nan"), "error": True, "own": False, "reply": repr(exc),
                 "places": places, "about": about}
@@ -117,9 +119,10 @@ def _worker(url: str, args: tuple, count: int, start_at: float, echo: bool, out)
 
 
 def run_visitors(url: str, args: tuple, n: int, echo: bool = True, settle_s: float = 8.0,
-                 pid: int | None = None) -> dict:
+                 pid: int | None = None, keep_replies: bool = False) -> dict:
     """n visitors send at the same moment (settle_s from now, after every client has connected).
-    With pid, the app's CPU seconds from that moment to the last reply are reported too."""
+    With pid, the app's CPU seconds from that moment to the last reply are reported too; with keep_replies,
+    the replies' texts (those without an error) under "replies"."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     start_at = time.time() + settle_s
@@ -138,7 +141,9 @@ def run_visitors(url: str, args: tuple, n: int, echo: bool = True, settle_s: flo
     waited = [r for r in results if r["places"]]
     # how far the first estimate a visitor was shown was from their real wait (submit to first token)
     misses = [r["about"] - r["first"] for r in waited if r["about"] is not None and not r["error"]]
+    kept = {"replies": [r["reply"] for r in results if not r["error"]]} if keep_replies else {}
     return {
+        **kept,
         "waited": len(waited), "first_place_max": max((r["places"][0] for r in waited), default=0),
         "places_in_order": sum(r["places"] == sorted(r["places"], reverse=True) for r in waited),
         "estimated": len(misses), "estimate_off_p50_s": median([abs(m) for m in misses]),

@@ -33,10 +33,14 @@ def measure(rounds: int, busy: int, choose: bool) -> tuple[float, float, int]:
     from chatharuhi_core.config import Settings
 
     original = cpu_share.free_cores
-    if not choose:  # every thread, whatever else runs: the engine as it was
-        local_llamacpp.free_cores = lambda *a, **k: len(cpu_share.our_cores())
     settings = Settings.from_env()
     engine = open_engine("local", settings, temperature=0.0)  # greedy, unseeded: a visitor's reply
+    batch = engine.load().handle.batch  # a visitor's reply is written in the batch, which watches the cores
+    look = batch._watch.look if batch is not None else None
+    if not choose:  # every thread, whatever else runs: the engine as it was
+        local_llamacpp.free_cores = lambda *a, **k: len(cpu_share.our_cores())
+        if batch is not None:
+            batch._watch.look = lambda: len(cpu_share.our_cores())
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(busy)]
     try:
         time.sleep(0.5)
@@ -46,12 +50,14 @@ def measure(rounds: int, busy: int, choose: bool) -> tuple[float, float, int]:
             said = bot.answer(QUESTIONS[i % len(QUESTIONS)])
             speeds.append(said.stats.tokens_per_s)
             firsts.append(said.stats.first_token_s)
-            threads.append(getattr(engine.load().handle, "threads", 0))
+            threads.append(batch.threads if batch is not None else getattr(engine.load().handle, "threads", 0))
         return median(speeds), median(firsts), int(median(threads))
     finally:
         for hog in hogs:
             hog.kill()
         local_llamacpp.free_cores = original
+        if batch is not None:
+            batch._watch.look = look
 
 
 def main() -> int:

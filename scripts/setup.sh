@@ -41,4 +41,8 @@ if [ "${1:-app}" != app ] && .venv/bin/python -c "import importlib.util as u; ex
   # once per llama.cpp wheel (about 1 minute); says why when it cannot, and the AVX2 wheel runs
   .venv/bin/python -c "from chatharuhi_core.chat.engines.llama_cpu import main; main()" \
     || echo "llama.cpp's AVX-512 kernels were not built; the AVX2 wheel runs. The next set-up tries again." >&2
+  # the local model's one-time checks and copies (a few seconds the first time, about one after), so that the
+  # app's first start does not make a visitor wait for them; the app also loads it as it starts
+  .venv/bin/python -c "from chatharuhi_core.chat.engines.local_model import prepare; exit(prepare())" \
+    || echo "The app will try again when it starts." >&2
 fi

@@ -32,6 +32,7 @@ from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
 from .continuation import continue_messages, cut_mark_off, gap, impersonate_request, impersonate_system, joined
 from .engines import ChatRequest, Engine, EngineChoice, as_choice, default_budgets, layout_of, registered, writes
+from .engines.cpu_share import foreground
 from .lanes import process_lanes
 from .memory import (
     Memory,
@@ -489,7 +490,12 @@ class ChatHaruhi:
         return Drawn(scenes, packed, system, after, lore)
 
     def prepare(self, text: str, role: str | None = None, avoid: Sequence[str] = ()) -> ChatRequest:
-        """The request for one message: embed once, draw scenes and persona, recall memory, lay out (prompt.py)."""
+        """The request for one message: embed once, draw scenes and persona, recall memory, lay out (prompt.py).
+        Marked as a visitor's short work, which the local model's threads make room for (cpu_share.py)."""
+        with foreground():
+            return self._prepare(text, role, avoid)
+
+    def _prepare(self, text: str, role: str | None, avoid: Sequence[str]) -> ChatRequest:
         text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.visitor_name
         remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1

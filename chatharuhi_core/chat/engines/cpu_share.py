@@ -11,8 +11,10 @@ is using, at least one.
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 WINDOW_S = 0.04  # long enough for a few scheduler ticks (10 ms each), short beside a reply
 STAT = "/proc/stat"
@@ -107,3 +109,32 @@ class CoreWatch:
         self.free = max(1, min(len(self.cores), len(self.cores) - round(max(0.0, busy))))
         self._last = (now, spent, after)
         return self.free
+
+
+_FOREGROUND = [0]  # visitors' short work running in this process now: a count, nobody's data
+_FOREGROUND_LOCK = threading.Lock()
+
+
+@contextmanager
+def foreground() -> Iterator[None]:
+    """Mark a visitor's short work in this process (reading a message into vectors and scenes, the offline
+    engine choosing a line): while any runs, the local model's threads leave it a core (`less_for_foreground`),
+    as a core another process holds. Without that, an offline visitor waited 1.8 s for a line behind 8 local
+    replies (bench/crowd.py)."""
+    with _FOREGROUND_LOCK:
+        _FOREGROUND[0] += 1
+    try:
+        yield
+    finally:
+        with _FOREGROUND_LOCK:
+            _FOREGROUND[0] -= 1
+
+
+def less_for_foreground(threads: int) -> int:
+    """`threads`, one fewer (at least one) while a visitor's short work runs in this process."""
+    return max(1, threads - 1) if _FOREGROUND[0] > 0 else threads
+
+
+def foreground_busy() -> bool:
+    """Whether a visitor's short work runs in this process now."""
+    return _FOREGROUND[0] > 0

@@ -21,11 +21,12 @@ import ctypes
 import logging
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...errors import EngineError
-from .cpu_share import CoreWatch
+from .cpu_share import CoreWatch, foreground_busy, less_for_foreground
 from .llama_cpu import llama
 from .local_runtime import Emit, Sampling
 
@@ -35,6 +36,7 @@ SLOTS = 8  # replies written at once (bench/crowd.py: a 9th waits in the lane, w
 SEQ_CONTEXT = 2048  # tokens each reply may hold: the local budgets' longest prompt and reply fit in 1,600
 KV_BUDGET_BYTES = 512 << 20  # keys and values of all sequences together (SmolLM2-135M: 8 × 2048 × 23 KB = 377 MB)
 TOP_K = 50  # as the single reply's create_completion is asked
+YIELD_S = 0.1  # the longest a step waits for a visitor's short work (bench/crowd.py, the mix)
 STATE_MAGIC = 0xAF143CD8  # the first word of a sequence's saved state (llama.cpp 0.3.36's llama_state_seq_get_data)
 
 
@@ -179,6 +181,7 @@ class Batcher:
                         self._thread = None
                         return
                     newcomer = self._admit()
+                self._make_room()
                 self._starting = newcomer
                 if newcomer is not None and not self._start(newcomer):
                     with self._cond:  # the reader is busy (a seeded reply holds it): after the next step
@@ -195,6 +198,15 @@ class Batcher:
                     self._end(job, exc if isinstance(exc, EngineError) else
                               EngineError(f"The local model failed while answering ({type(exc).__name__})."))
                 self._active, self._waiting, self._thread, self._starting = [], [], None, None
+
+    def _make_room(self) -> None:
+        """Hold the next step a moment while a visitor's short work runs in this process (reading a message,
+        the offline engine choosing a line: tens of milliseconds of CPU that the batch's threads would share),
+        at most YIELD_S a step, so the batch keeps writing under any load."""
+        waited = 0.0
+        while waited < YIELD_S and foreground_busy():
+            time.sleep(0.005)
+            waited += 0.005
 
     def _drop_left(self) -> None:
         """Replies whose visitor stopped listening leave the batch now, their sequence freed."""
@@ -243,9 +255,10 @@ class Batcher:
         return True
 
     def _use_free_cores(self) -> int:
-        """The batch's context on as many threads as cores are free now (a thread whose core another process
-        holds stalls the others at every layer: cpu_share.py); the count is given to the reader too."""
-        threads = min(self.most, self._watch.look())
+        """The batch's context on as many threads as cores are free now, one fewer while a visitor's short work
+        runs in this process (a thread whose core is taken stalls the others at every layer: cpu_share.py); the
+        count is given to the reader too."""
+        threads = less_for_foreground(min(self.most, self._watch.look()))
         if threads != self.threads:
             llama().llama_set_n_threads(self.ctx.ctx, threads, threads)
             self.threads = threads

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ...errors import EngineError
 from ...jsonl import read_object, replace_text
-from .cpu_share import free_cores
+from .cpu_share import free_cores, less_for_foreground
 from .llama_batch import KV_BUDGET_BYTES, SEQ_CONTEXT, SLOTS, Batcher, kv_bytes_per_token
 from .llama_cpu import build_name, cpu_name, llama
 from .local_runtime import (
@@ -121,7 +121,7 @@ def use_free_cores(handle: LlamaHandle, seeded: bool = False) -> int:
     stalls the others at every layer. A seeded reply (eval's, a test's) runs on all of them, whatever else runs:
     the thread count changes the last digits of the sums, and a seed promises the same words on one build.
     Called with the handle's lock held."""
-    return set_threads(handle, handle.most if seeded else min(handle.most, free_cores()))
+    return set_threads(handle, handle.most if seeded else less_for_foreground(min(handle.most, free_cores())))
 
 
 def set_threads(handle: LlamaHandle, threads: int) -> int:

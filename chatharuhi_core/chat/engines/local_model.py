@@ -30,7 +30,7 @@ from ...roles.lines import format_reply
 from ..lanes import LaneSpec
 from ..languages import EN, IN_LANGUAGE_MIN, family_languages
 from ..prompt import Layout
-from .base import ChatRequest, EngineBase, EngineOptions, register_engine
+from .base import ChatRequest, EngineBase, EngineOptions, options_for, register_engine
 from .local_runtime import (
     BUNDLED_FILE,
     BUNDLED_LABEL,
@@ -327,20 +327,19 @@ class LocalModelEngine(EngineBase):
 
 
 _WARMING: set[tuple[ModelSpec, str]] = set()  # loads begun at start-up and not finished: a fact about the process
-WARM_NICE = 10  # the start-up load's priority: below a visitor's work, which it must not slow
 
 
 def warm_at_start(settings) -> threading.Thread | None:
-    """Load the local model on a thread of its own as the app starts, at a lower priority, so that its one-time
-    work (which build of llama.cpp's kernels passes on this CPU, the 16-bit and 8-bit copies, which reads
-    prompts faster) is done before a visitor's first local reply instead of in it. Only on a CPU, where the local
-    extra is installed and CHATHARUHI_WARM_LOCAL is not off; None when nothing is started."""
+    """Load the local model on a thread of its own as the app starts, so that its one-time work (which build of
+    llama.cpp's kernels passes on this CPU, the 16-bit and 8-bit copies, which reads prompts faster) is done before
+    a visitor's first local reply instead of in it. At the normal priority: a visitor who comes early waits for
+    this load, and at a lower one a busy core starved it (7.6 s to a first token against 3.7 s loading in the
+    reply, bench/crowd.py). Only on a CPU, where the local extra is installed and CHATHARUHI_WARM_LOCAL is not
+    off; None when nothing is started."""
     if not settings.warm_local or pick_device(os.environ.get("CHATHARUHI_DEVICE")) != "cpu":
         return None
-    from . import open_engine
-
     try:
-        engine = open_engine("local", settings)
+        engine = LocalModelEngine(options_for("local", settings))
         key = engine._key()
         engine.spec  # noqa: B018  (no model to run: nothing to warm)
     except EngineError:
@@ -351,10 +350,6 @@ def warm_at_start(settings) -> threading.Thread | None:
 
     def run() -> None:
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_NICE)  # threads it starts inherit it
-        except (AttributeError, OSError):
-            pass
-        try:
             engine.load()
         except Exception as exc:  # the first visitor's reply tries again and says why
             log.info("the local model did not load at start-up: %r", exc)
@@ -364,6 +359,26 @@ def warm_at_start(settings) -> threading.Thread | None:
     thread = threading.Thread(target=run, name="local-warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def prepare() -> int:
+    """The local model's one-time work at set-up (scripts/setup.sh local): load the default model once, which
+    checks the CPU kernels and writes the copies and the reader's verdict into the cache, so that the app's first
+    start finds them made. Prints one line; 0, or 1 with the reason when the model cannot load."""
+    import sys
+    import time
+
+    from ...config import Settings
+
+    started = time.perf_counter()
+    try:
+        engine = LocalModelEngine(options_for("local", Settings.from_env()))
+        engine.load()
+    except EngineError as exc:
+        print(f"The local model is not ready: {exc}", file=sys.stderr)
+        return 1
+    print(f"The local model is ready: {engine.model_label()} ({time.perf_counter() - started:.1f} s).", file=sys.stderr)
+    return 0
 
 
 def on_own_thread(work: Callable[..., T], *args) -> T:

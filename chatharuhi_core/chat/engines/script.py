@@ -25,6 +25,7 @@ from ...roles.lines import parse_scene_lines
 from ..asking import asked, fit, is_question
 from ..lexical import tokens
 from .base import ChatRequest, EngineBase, register_engine
+from .cpu_share import foreground
 
 CHUNK_CHARS = 3
 CHUNK_DELAY_S = 0.012
@@ -257,15 +258,12 @@ class ScriptEngine(EngineBase):
         return None
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
-        if request.task == "continue":
-            line = next_line(request)
-        elif request.task == "impersonate":
-            line = visitor_line(request)
-        elif request.plain:
+        if request.plain and request.task not in ("continue", "impersonate"):
             raise EngineError("The offline script engine only quotes the character's lines; "
                                "it cannot write new text. Pick a model engine for this.")
-        else:
-            line = choose_line(request)
+        with foreground():  # a visitor's short work: a local model running beside it leaves it a core
+            line = (next_line(request) if request.task == "continue" else
+                    visitor_line(request) if request.task == "impersonate" else choose_line(request))
         for i in range(0, len(line), CHUNK_CHARS):
             if i:
                 time.sleep(CHUNK_DELAY_S)  # paced like typing, so the page shows it arrive
