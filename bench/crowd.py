@@ -21,7 +21,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from common import ROOT, app_process, machine
+from common import ROOT, app_process, machine, median
 from load import _one_visitor, llama_url, run_visitors, write_section
 
 START, END = "<!-- crowd -->", "<!-- /crowd -->"
@@ -139,7 +139,54 @@ def start_rows() -> list[str]:
     return rows
 
 
-PARTS = ("local", "server", "starts")
+def engine_rows(rounds: int = 3) -> tuple[list[str], list[str]]:
+    """The model alone, in this process (no page): 1 and 8 replies at once through the llama.cpp runtime, with its
+    batch and one at a time; tokens per second of all replies together, medians of `rounds`."""
+    import random
+
+    from chatharuhi_core.chat.engines.local_llamacpp import LLAMA_CPP
+    from chatharuhi_core.chat.engines.local_model import load_model, resolve_model
+    from chatharuhi_core.chat.engines.local_runtime import Sampling
+
+    lm = load_model(resolve_model(None))
+    handle, batch = lm.handle, lm.handle.batch
+    system = "You are Sherlock Holmes, the detective of Baker Street. Answer as he would, in one paragraph."
+    sampling = Sampling(max_tokens=160)
+
+    def together(n: int) -> float:
+        counts: list[int] = []
+
+        def one(i: int) -> None:
+            pieces: list[str] = []
+            messages = [{"role": "system", "content": system},
+                        {"role": "user", "content": f"What do you make of case {random.randrange(10**6)}, number {i}?"}]
+            LLAMA_CPP.generate(lm, messages, "Sherlock Holmes:「", sampling, pieces.append, lambda: False)
+            counts.append(lm.count_tokens("".join(pieces)))
+
+        started = time.perf_counter()
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sum(counts) / (time.perf_counter() - started)
+
+    together(1)  # the system prompt read once
+    speeds = {}
+    for label, using in (("batch", batch), ("one at a time", None)):
+        handle.batch = using
+        for n in (1, 8):
+            speeds[label, n] = median([together(n) for _ in range(rounds)])
+    handle.batch = batch
+    rows = [f"| the model alone (no page), {label} | {n} | {speeds[label, n]:.0f} |" for label, n in speeds]
+    ratio = speeds["batch", 8] / speeds["batch", 1]
+    goal = (f"the model alone: 8 replies at once write {ratio:.1f}× the tokens per second of one "
+            f"({speeds['one at a time', 8] / speeds['one at a time', 1]:.1f}× one at a time)")
+    print(*rows, goal, sep="\n", flush=True)
+    return rows, [goal]
+
+
+PARTS = ("engine", "local", "server", "starts")
 
 
 def main() -> int:
@@ -150,7 +197,9 @@ def main() -> int:
     args = ap.parse_args()
     big = 8 if args.quick else 32
     args.cache.mkdir(parents=True, exist_ok=True)
+    engine, engine_goal = engine_rows() if args.part in (None, "engine") else ([], [])
     rows, goals = local_rows(args.cache, big) if args.part in (None, "local") else ([], [])
+    goals += engine_goal
     rows += server_rows(args.cache) if args.part in (None, "server") else []
     starts = start_rows() if args.part in (None, "starts") else []
     print(*goals, sep="\n")
@@ -165,7 +214,10 @@ def main() -> int:
              "replies' tokens over the span from the send to the last reply. The baseline rows are the same app "
              "started with CHATHARUHI_LOCAL_SLOTS=1 (one reply at a time, in a lane, as before the batch).", "",
              "| engine | visitors | errors | first token p50 | p95 | whole reply p95 | decode, tokens/s |",
-             "|---|---:|---:|---:|---:|---:|---:|", *rows, "", *[f"- {g}" for g in goals], "",
+             "|---|---:|---:|---:|---:|---:|---:|", *rows, "",
+             "Decode of the model alone, in the bench's own process (160 tokens at most a reply, tokens/s of all "
+             "replies together):", "", "| runtime | replies at once | decode, tokens/s |", "|---|---:|---:|",
+             *engine, "", *[f"- {g}" for g in goals], "",
              "### The first local reply after a start", "",
              "A new app process; one visitor sends to the local model as soon as the page answers. First start "
              "ever: an empty cache (the 16-bit and 8-bit copies and the reader's verdict are made then).", "",

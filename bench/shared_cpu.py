@@ -4,8 +4,9 @@ reply (chat/engines/cpu_share.py) against the same engine on all its threads, in
 
     .venv/bin/python bench/shared_cpu.py [--rounds 3]
 
-Each reply is a fresh question to Sherlock Holmes through ChatHaruhi (the app's path), greedy, 160 tokens at
-most. Medians of the rounds; the section goes into bench/RESULTS.md.
+Each reply is a fresh question to Sherlock Holmes through ChatHaruhi (the app's path), never asked before in
+the run (so its prompt is read, not restored), greedy, 160 tokens at most. Medians of the rounds; the
+section goes into bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def measure(rounds: int, busy: int, choose: bool) -> tuple[float, float, int]:
         speeds, firsts, threads = [], [], []
         for i in range(rounds):
             bot = ChatHaruhi(role_name="sherlock", llm=engine, settings=settings)
-            said = bot.answer(QUESTIONS[i % len(QUESTIONS)])
+            # a question never asked before in this process: its prompt is read afresh (the system prompt aside),
+            # as a visitor's is, not restored from an earlier round's saved state
+            said = bot.answer(f"{QUESTIONS[i % len(QUESTIONS)]} (case {busy}{int(choose)}{i}{time.time_ns() % 997})")
             speeds.append(said.stats.tokens_per_s)
             firsts.append(said.stats.first_token_s)
             threads.append(batch.threads if batch is not None else getattr(engine.load().handle, "threads", 0))
