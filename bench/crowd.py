@@ -82,12 +82,12 @@ def local_rows(cache: Path, big: int) -> tuple[list[str], list[str]]:
     """The local model with its batch, then one reply at a time (the baseline, same run); the mix on the batch."""
     rows, goals = [], []
     for label, env in (("batch", {}), ("one at a time (baseline)", {"CHATHARUHI_LOCAL_SLOTS": "1"})):
-        with app_process(cache, "app.py", **env) as (url, _app, _):
+        with app_process(cache, "app.py", CHATHARUHI_WARM_LOCAL="1", **env) as (url, _app, _):
             run_visitors(url, LOCAL, 1, echo=False, settle_s=4)  # the model loaded, the role's store open
             measured = {n: crowd(url, LOCAL, n) for n in (1, 8, big)}
             rows += [_row(f"local model, {label}", r) for r in measured.values()]
             if env:
-                continue
+                continue  # the baseline: its rows only
             eight, one = measured[8], measured[1]
             goals.append(f"8 visitors on the local model: {eight['errors']} errors, first token p95 "
                          f"{eight['p95_s']:.1f} s (goal ≤ 15 s), decode {eight['decode_tps'] / one['decode_tps']:.1f}× "
@@ -128,7 +128,7 @@ def server_rows(cache: Path) -> list[str]:
 def start_rows() -> list[str]:
     rows = []
     for busy in (0, 1):
-        for label, env in (("warmed at start", {}), ("loaded by the first reply (before)",
+        for label, env in (("warmed at start", {"CHATHARUHI_WARM_LOCAL": "1"}), ("loaded by the first reply (before)",
                                                      {"CHATHARUHI_WARM_LOCAL": "0"})):
             with tempfile.TemporaryDirectory() as fresh:  # a first start ever: no copies, no verdicts in the cache
                 for kind in ("first start ever", "a later start"):

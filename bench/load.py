@@ -91,7 +91,7 @@ def _one_visitor(url: str, args: tuple, start_at: float, echo: bool) -> dict:
                     first = time.perf_counter() - start
                     break
             seen = len(frames)
-            time.sleep(0.005)
+            time.sleep(0.05)  # 32 visitors polling every 5 ms took a core from the app they measure
         chat = job.result() if args is None else job.result()[0]
         total = time.perf_counter() - start
         reply = _text(chat[-1]["content"])
@@ -265,6 +265,8 @@ def queue_section(rows: list[dict], command: str) -> str:
     from common import machine
 
     lines = [QUEUE_START, "## Engines that answer one visitor at a time", "",
+             "(The local model writes up to 16 replies at once in its batch; `bench/crowd.py` compares it with one "
+             "reply at a time.)", "",
              f"Taken {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with `{command}` on: {machine()}.", "",
              "All visitors send at the same moment, each from its own gradio_client, to an engine with one slot, "
              "so all but one have to wait. \"Shown a place\": of those, how many were shown their place in line "

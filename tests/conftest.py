@@ -98,7 +98,8 @@ def app_log(tmp_path_factory) -> Path:
 def app_server(tmp_path_factory, app_home, app_cache, app_hub_cache, app_log):
     """python app.py on a free loopback port, offline, started as README's command starts it: no cache
     setting (the default cache in its home), its own system temp folder."""
-    with gradio_app(None, log=app_log, home=app_home, tmp=tmp_path_factory.mktemp("apptmp")) as (url, _, _):
+    with gradio_app(None, log=app_log, home=app_home, tmp=tmp_path_factory.mktemp("apptmp"),
+                    CHATHARUHI_WARM_LOCAL="1") as (url, _, _):  # it loads the local model as it starts
         yield url
 
 

@@ -67,7 +67,10 @@ def app_env(cache: Path | None, home: Path | None = None, tmp: Path | None = Non
     """
     drop = ("OPENAI_", "CHROMA_", "CHATHARUHI_") + (("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME") if home else ())
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    env.update({"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **extra})
+    # the local model is not loaded as each test's app starts (each has its own cache, so each would make the
+    # model's copies again): tests of it pass CHATHARUHI_WARM_LOCAL="1", as README's command leaves it
+    env.update({"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+                "CHATHARUHI_WARM_LOCAL": "0", **extra})
     if cache is not None:
         env["CHATHARUHI_CACHE"] = str(cache)
     if home is not None:

@@ -142,3 +142,26 @@ def test_the_app_loads_the_local_model_as_it_starts_and_says_it_is_warming_up(se
         assert warm_at_start(off) is None and engine._key() not in _LOADED  # CHATHARUHI_WARM_LOCAL=0
     finally:
         _LOADED.pop(engine._key(), None)
+
+
+def test_a_first_local_reply_right_after_start_up_waits_for_no_load(tmp_path):
+    """The app as README's command starts it loads the local model as it starts: once the log says so, a
+    visitor's first local reply shows no loading line, and neither the load nor the reply left a traceback."""
+    from gradio_client import Client
+    from loopback import gradio_app
+
+    log = tmp_path / "app.log"
+    with gradio_app(tmp_path / "cache", log=log, timeout=120, CHATHARUHI_WARM_LOCAL="1") as (url, _app, _):
+        deadline = time.time() + 120
+        while "loaded SmolLM2-135M-Instruct" not in log.read_text(errors="replace") and time.time() < deadline:
+            time.sleep(0.25)
+        assert "loaded SmolLM2-135M-Instruct" in log.read_text(errors="replace")
+        client = Client(url, verbose=False)
+        job = client.submit("What do you make of my boots?", "Watson", "local", "", "", "", 256, 192, False, 192, 128,
+                            api_name="/send")
+        frames = list(job)
+        chat = job.result()[0]
+    said = [str(f[0][-1]["content"]) for f in frames if f and f[0] and f[0][-1].get("role") == "assistant"]
+    assert chat[-1]["role"] == "assistant" and chat[-1]["content"]
+    assert not any("Loading the local model" in s or "warming up" in s for s in said)
+    assert "Traceback (most recent call last)" not in log.read_text(errors="replace")

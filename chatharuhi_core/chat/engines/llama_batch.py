@@ -1,17 +1,19 @@
-"""Several visitors' replies written together: one llama.cpp context holding a sequence per reply, one step of
-the model giving every one of them its next token.
+"""Several visitors' replies written together: one llama.cpp context with a stream of keys and values per reply,
+one step of the model giving every one of them its next token.
 
-On a CPU a step of a small model costs little more for eight sequences than for one (the weights are read once
-per step, whoever the tokens are for), so a crowd shares the model's speed instead of queueing for it
-(bench/crowd.py). A newcomer's prompt is read first, between two steps of the others (by the 16-bit copy
-when there is one: it reads prompts twice as fast), and its keys and values are handed to a free sequence:
-its first word comes after one prompt's reading, not after everyone's replies. The steps run on the cores no
-other process is using (cpu_share.CoreWatch).
+A step reads the weights once for all the replies in it, while the arithmetic grows with them: on these 2
+cores a step for eight costs about four times a step for one, so eight replies together come to about twice
+the tokens per second of one alone (bench/crowd.py, the model alone: 1.9x and 2.8x in two runs). A newcomer's
+prompt is read first, between two steps of the others, by the copy of the weights that reads prompts fastest
+(16- or 8-bit, local_llamacpp.py; the batch decodes with the same copy), and its keys and values are handed to
+a free stream: its first word comes after one prompt's reading, not after everyone's replies. The steps run on the
+cores no other process is using and step aside for a visitor's short work in this process (cpu_share.py).
 
 Each reply draws its tokens as llama-cpp-python's `create_completion` does (a fresh chain per token: the
-n-gram ban, top-k 50, top-p, temperature, then a draw from the reply's seed), so a reply reads the same in a
-batch or alone (tests/integration/test_llama_batch.py). A reply is dropped, and its sequence freed, as soon as its
-visitor stops listening. The thread that runs the steps lives while there are replies to write.
+n-gram ban, top-k 50, top-p, temperature, then a draw from the reply's seed), and attends over its own stream
+alone, so it reads the same in a batch as alone (tests/integration/test_llama_batch.py). A reply is dropped,
+and its stream freed, as soon as its visitor stops listening. The thread that runs the steps lives while there
+are replies to write.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ from .local_runtime import Emit, Sampling
 
 log = logging.getLogger(__name__)
 
-SLOTS = 8  # replies written at once (bench/crowd.py: a 9th waits in the lane, where it is told its place)
+SLOTS = 16  # replies written at once (bench/crowd.py: a 17th waits in the lane, where it is told its place)
 SEQ_CONTEXT = 2048  # tokens each reply may hold: the local budgets' longest prompt and reply fit in 1,600
-KV_BUDGET_BYTES = 512 << 20  # keys and values of all sequences together (SmolLM2-135M: 8 × 2048 × 23 KB = 377 MB)
+KV_BUDGET_BYTES = 1 << 30  # keys and values of all sequences together (SmolLM2-135M: 16 × 2048 × 23 KB = 754 MB)
 TOP_K = 50  # as the single reply's create_completion is asked
 YIELD_S = 0.1  # the longest a step waits for a visitor's short work (bench/crowd.py, the mix)
 STATE_MAGIC = 0xAF143CD8  # the first word of a sequence's saved state (llama.cpp 0.3.36's llama_state_seq_get_data)
