@@ -302,7 +302,7 @@ def test_local_model_chosen_in_the_page_answers_in_english(browser, app_server):
     assert "SmolLM2-135M-Instruct" in page.locator("#model").inner_text()  # the field's hint
     assert not page.locator("#base-url").is_visible()  # nothing to fill in for a local model
     say(page, "Who are you?")
-    # (the first use in the app process shows "Loading the local model…" first; test_app_client sees it)
+    # (an app started without its start-up load shows "Loading the local model…" first; test_llama_batch sees it)
     page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('tokens/s')",
                            timeout=180_000)
     assert _english(bot_texts(page)[-1]) and "Loading" not in bot_texts(page)[-1]
@@ -392,14 +392,21 @@ def test_closing_a_tab_mid_reply_leaves_the_other_visitor_alone(browser, app_ser
         stayer.close()
 
 
-def test_two_visitors_of_the_local_model_one_waits_and_sees_their_place(browser, app_server):
-    """The in-process model answers one visitor at a time: the other is shown their place in line in the chat
-    (laptop and phone), then answered."""
+def test_two_visitors_of_the_local_model_one_waits_and_sees_their_place(browser, tmp_path):
+    """Past its batch's slots the in-process model takes visitors in turn: with one slot (CHATHARUHI_LOCAL_SLOTS=1,
+    as a 17th visitor meets the default 16) the other is shown their place in line in the chat (laptop and
+    phone), then answered."""
+    from loopback import gradio_app
     from test_layout_browser import LAPTOP, PHONE, open_at
 
+    with gradio_app(tmp_path / "cache", timeout=120, CHATHARUHI_LOCAL_SLOTS="1") as (url, _app, _):
+        _one_waits(browser, url, LAPTOP, PHONE, open_at)
+
+
+def _one_waits(browser, url, laptop, phone, open_at) -> None:
     pages = []
-    for viewport in (LAPTOP, PHONE):
-        page = open_at(browser.new_context(viewport=viewport), app_server, viewport)
+    for viewport in (laptop, phone):
+        page = open_at(browser.new_context(viewport=viewport), url, viewport)
         page.locator("#picker [data-ref=sherlock]").click()
         page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
         choose_engine(page, "Local model")

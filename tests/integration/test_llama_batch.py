@@ -144,6 +144,21 @@ def test_the_app_loads_the_local_model_as_it_starts_and_says_it_is_warming_up(se
         _LOADED.pop(engine._key(), None)
 
 
+def test_without_the_start_up_load_the_first_local_reply_says_it_is_loading(tmp_path):
+    """CHATHARUHI_WARM_LOCAL=0: the model loads on first use, and the page says so while it does."""
+    from gradio_client import Client
+    from loopback import gradio_app
+
+    with gradio_app(tmp_path / "cache", timeout=120, CHATHARUHI_WARM_LOCAL="0") as (url, _app, _):
+        client = Client(url, verbose=False)
+        job = client.submit("Who are you?", "Watson", "local", "", "", "", 256, 192, False, 192, 128, api_name="/send")
+        frames = list(job)
+        chat = job.result()[0]
+    said = [str(f[0][-1]["content"]) for f in frames if f and f[0] and f[0][-1].get("role") == "assistant"]
+    assert any("Loading the local model SmolLM2-135M-Instruct" in s for s in said)
+    assert chat[-1]["role"] == "assistant" and "Loading the local model" not in str(chat[-1]["content"])
+
+
 def test_a_first_local_reply_right_after_start_up_waits_for_no_load(tmp_path):
     """The app as README's command starts it loads the local model as it starts: once the log says so, a
     visitor's first local reply shows no loading line, and neither the load nor the reply left a traceback."""

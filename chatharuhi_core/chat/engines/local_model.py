@@ -205,7 +205,7 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
     "Local model",
     "A language model running on this machine: by default SmolLM2-135M-Instruct (small, English, no "
     "network) run by llama.cpp; or a fine-tuned folder from `finetune`, a model folder, a .gguf file or a "
-    "Hub id. Loaded once, on first use.",
+    "Hub id. Loaded once: as the app starts, or on first use; several visitors are answered together.",
     defaults=lambda settings: {"model": settings.gpu_model} if settings.gpu_model else {},
     budgets=LOCAL_BUDGETS,
 )
