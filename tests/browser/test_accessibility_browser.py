@@ -15,6 +15,11 @@ SETTLED = """() => [...document.querySelectorAll('.reply-stats')].every(el => el
     && document.querySelectorAll('.pending').length === 0"""
 
 
+OPAQUE = """(selector) => { const el = document.querySelector(selector); if (!el) return true;
+    for (let e = el; e; e = e.parentElement) if (parseFloat(getComputedStyle(e).opacity) < 1) return false;
+    return true; }"""
+
+
 def blocking_violations(page) -> list[str]:
     """axe's critical and serious findings on the page once it has settled: while an event runs, Gradio's progress
     line can make a status block scroll for a moment, and an HTML block waiting for its update is drawn at 20%
@@ -57,6 +62,9 @@ def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_se
     problems["chat, every panel open"] = blocking_violations(page)
     page.get_by_role("tab", name="Group · 群戏").click()
     page.wait_for_timeout(800)
+    # the empty cast line is an HTML block that an update fades back in (Gradio's .pending at 20% opacity, then
+    # a transition to 1); axe run during the fade sees its text at a fraction of its contrast (CI did, twice)
+    page.wait_for_function(OPAQUE, arg=".scene-cast-empty", timeout=15_000)
     problems["scene, empty"] = blocking_violations(page)
     cast_scene(page, ("孙悟空", "诸葛亮"))
     problems["scene"] = blocking_violations(page)
