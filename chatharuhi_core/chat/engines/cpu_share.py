@@ -61,8 +61,13 @@ def free_cores(cores: list[int] | None = None, window_s: float = WINDOW_S,
         after, spent, elapsed = read(), _own_cpu() - own, time.perf_counter() - start
     except OSError:
         return len(cores)
-    # this process's own threads (the embedder that just read the message, the page) are not "other work"
-    busy = busy_share(before, after, cores) - (spent / elapsed if elapsed > 0 else 0.0)
+    return free_between(before, after, cores, spent, elapsed)
+
+
+def free_between(before: str, after: str, cores: list[int], spent_s: float, elapsed_s: float) -> int:
+    """The cores other work left free between two readings of /proc/stat, at least 1: this process's own threads
+    (the embedder that just read the message, the page), `spent_s` of CPU in `elapsed_s`, are not "other work"."""
+    busy = busy_share(before, after, cores) - (spent_s / elapsed_s if elapsed_s > 0 else 0.0)
     return max(1, min(len(cores), len(cores) - round(max(0.0, busy))))
 
 
@@ -105,8 +110,7 @@ class CoreWatch:
             after, spent, now = self._read(), _own_cpu(), time.perf_counter()
         except OSError:
             return len(self.cores)
-        busy = busy_share(before, after, self.cores) - (spent - own) / max(now - then, 1e-6)
-        self.free = max(1, min(len(self.cores), len(self.cores) - round(max(0.0, busy))))
+        self.free = free_between(before, after, self.cores, spent - own, now - then)
         self._last = (now, spent, after)
         return self.free
 
@@ -132,7 +136,7 @@ def foreground() -> Iterator[None]:
 
 def less_for_foreground(threads: int) -> int:
     """`threads`, one fewer (at least one) while a visitor's short work runs in this process."""
-    return max(1, threads - 1) if _FOREGROUND[0] > 0 else threads
+    return max(1, threads - 1) if foreground_busy() else threads
 
 
 def foreground_busy() -> bool:

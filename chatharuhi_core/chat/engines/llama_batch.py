@@ -60,11 +60,6 @@ class BatchReply:
     done: threading.Event = field(default_factory=threading.Event)
     failure: BaseException | None = None
 
-    @property
-    def budget(self) -> int:
-        """The cells its sequence may come to hold."""
-        return len(self.tokens) + self.sampling.max_tokens - self.written
-
     def add(self, piece: bytes) -> bool:
         """Take a token's bytes; emit what is sure to be said; True when a stop string has ended the reply."""
         self.text += self.decoder.decode(piece)
@@ -313,7 +308,7 @@ class Batcher:
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx.ctx, i), shape=(self.n_vocab,))
         if job.ban is not None:
             logits[:] = job.ban(job.tokens, logits)
-        chain = _chain(job.sampling, job.seed, self.n_vocab)
+        chain = _chain(job.sampling, job.seed)
         try:
             return llama_cpp.llama_sampler_sample(chain, self.ctx.ctx, i)
         finally:
@@ -326,7 +321,7 @@ class Batcher:
         job.done.set()
 
 
-def _chain(sampling: Sampling, seed: int, n_vocab: int):
+def _chain(sampling: Sampling, seed: int):
     """The sampler chain llama-cpp-python builds for one token of create_completion (its penalties sampler is
     made afresh each token, so it has no tokens to penalise: left out here)."""
     llama_cpp = llama()

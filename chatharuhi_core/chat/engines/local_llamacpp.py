@@ -139,8 +139,9 @@ def set_threads(handle: LlamaHandle, threads: int) -> int:
 
 
 def open_batch(handle: LlamaHandle, context: int) -> Batcher | None:
-    """The batch that writes visitors' replies together, on the reply model's weights (shared, not copied);
-    None (one reply at a time, as before) where the context cannot be made or BATCH_SLOTS is 1."""
+    """The batch that writes visitors' replies together, on the weights of the copy that reads prompts (shared,
+    not copied); None (one reply at a time, as before) where CHATHARUHI_LOCAL_SLOTS or the budget of keys and
+    values allows fewer than 2, or the context cannot be made."""
     slots = batch_slots()
     if slots < 2:
         return None
@@ -150,7 +151,7 @@ def open_batch(handle: LlamaHandle, context: int) -> Batcher | None:
         read_head(handle, head)
         return (handle.prefill or handle.llm)._ctx.ctx
 
-    weights = (handle.prefill or handle.llm)._model  # the 16-bit copy writes batches faster (bench/crowd.py)
+    weights = (handle.prefill or handle.llm)._model  # the reader's copy (16- or 8-bit) wrote batches faster
     per_seq = min(context, SEQ_CONTEXT)
     slots = min(slots, KV_BUDGET_BYTES // (per_seq * kv_bytes_per_token(weights)))
     if slots < 2:
