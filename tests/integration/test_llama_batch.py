@@ -1,6 +1,7 @@
-"""Several visitors of the local model in one batch (issue 43, item 2), on the bundled model: a reply reads the same
-in a batch as alone, replies are written together rather than in turn, a visitor who leaves frees their
-sequence, a seeded reply keeps its words while the batch is busy, and the lane lets in as many as the batch holds."""
+"""Several visitors of the local model in one batch (issue 43, item 2), on the bundled model: a greedy reply reads the
+same in a batch as alone (its scores are its own, not its neighbours'), replies are written together rather than in
+turn, a visitor who leaves frees their sequence, a seeded reply keeps its words while the batch is busy, and the
+lane lets in as many as the batch holds."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from chatharuhi_core.chat.engines import local_model, open_engine
 from chatharuhi_core.chat.engines.local_llamacpp import ngram_ban
 from chatharuhi_core.chat.engines.local_runtime import Sampling, bundled_spec
 
-SAMPLING = Sampling(max_tokens=40, temperature=0.8)  # sampled, not greedy: a difference in the sums would show
+SAMPLING = Sampling(max_tokens=40, temperature=0.8)  # sampled, as visitors get their replies
 QUESTIONS = ["What do you make of the mud on my boots?", "Who is Moriarty?", "Why the violin at night?",
              "What is in the Persian slipper?", "How did you know I was in Afghanistan?"]
 
@@ -57,11 +58,13 @@ def test_the_model_has_a_batch_and_the_lane_lets_in_as_many(settings, lm):
 
 
 def test_a_reply_reads_the_same_in_a_batch_as_alone(lm):
-    seeds = [11, 12, 13, 14]
+    # Greedy: a reply that read its neighbours' keys would change its words, while the last-bit rounding of a
+    # bigger step (which CI's CPU showed) only moves a sampled draw that sits at a near tie.
+    seeds, greedy = [11, 12, 13, 14], replace(SAMPLING, temperature=0.0)
     alone = {}
     for q, s in zip(QUESTIONS, seeds):
-        _write(lm, q, s, alone)
-    together = _together(lm, QUESTIONS[:4], seeds)
+        _write(lm, q, s, alone, sampling=greedy)
+    together = _together(lm, QUESTIONS[:4], seeds, greedy)
     assert {q: r["text"] for q, r in together.items()} == {q: r["text"] for q, r in alone.items()}
     assert all(r["text"] for r in alone.values())
 
