@@ -22,6 +22,7 @@ from chatharuhi_core.chat.engines.local_llamacpp import (
     LlamaHandle,
     _verdict_key,
     eight_bit_copy,
+    measure_when_idle,
     prefill_copy,
     prompt_reader,
     read_prompt,
@@ -307,10 +308,37 @@ def test_the_faster_reader_is_measured_once_per_cpu_and_a_verdict_is_kept(lm, sm
     for damaged in ("[1, 2]", json.dumps({k: "broken" for k in kept})):  # measured again (here it fails): 16 bits
         verdicts.write_text(damaged)
         assert prompt_reader(copy, 2) == copy
-    loaded = Path(lm.handle.prefill.model_path)  # the bundled model, loaded with this CPU's verdict
+    loaded = Path(lm.handle.prefill.model_path)  # the bundled model, loaded with this CPU's verdict if it had one
+    if lm.later is not None:  # it had none: it reads with 16 bits and measured once idle (the next test)
+        lm.later.join(60)
+        assert "-f16-" in loaded.name
     verdict = json.loads((loaded.parent / "prompt-readers.json").read_text())
     # this CPU's and this build's verdict (a cache used by earlier builds holds theirs too)
-    assert ("-q8_0-" in loaded.name) == (verdict[_verdict_key(lm.handle.most)]["chosen"] == "q8_0")
+    if lm.later is None:
+        assert ("-q8_0-" in loaded.name) == (verdict[_verdict_key(lm.handle.most)]["chosen"] == "q8_0")
+
+
+def test_a_first_load_reads_with_16_bits_and_measures_the_readers_once_idle(smollm2_gguf, tmp_path):
+    """A cache without this CPU's verdict (a first start, a Space without persistent storage) loads without the
+    two seconds of the reader's measurement: it reads with the 16-bit copy at once and measures once the model
+    is idle, for the next load, which then measures nothing."""
+    spec = replace(bundled_spec(), cache=str(tmp_path))
+    first = LLAMA_CPP.load(spec, "cpu")
+    verdicts = tmp_path / "gguf-f16" / "prompt-readers.json"
+    assert "-f16-" in Path(first.handle.prefill.model_path).name and first.later is not None
+    first.later.join(60)
+    chosen = json.loads(verdicts.read_text())[_verdict_key(first.handle.most)]["chosen"]
+    again = LLAMA_CPP.load(spec, "cpu")
+    assert again.later is None and ("-q8_0-" in Path(again.handle.prefill.model_path).name) == (chosen == "q8_0")
+
+
+def test_a_visitors_reply_interrupts_the_readers_measurement(smollm2_gguf, tmp_path):
+    copy = prefill_copy(smollm2_gguf, tmp_path)
+    looks = iter([True] * 6 + [False] * 100)  # quiet through the settling, then a visitor's reply begins
+    assert measure_when_idle(copy, 2, lambda: next(looks), settle_s=0.5, tries=1) is None
+    assert not (tmp_path / "prompt-readers.json").exists()  # nothing measured under a reply is kept
+    assert measure_when_idle(copy, 2, lambda: True, settle_s=0.1) in ("f16", "q8_0")  # the next quiet spell
+    assert (tmp_path / "prompt-readers.json").exists()
 
 
 def test_a_cache_that_cannot_be_written_leaves_the_model_without_copy_and_the_adapter_named(
@@ -444,9 +472,14 @@ def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, 
     said = bot.answer("Who are you?")
     assert said.stats.model == "sherlock-random-lora (llama.cpp, cpu)"
     # merged: read by its 16-bit copy, as the base, or by itself in 8 bits where 8-bit weights read faster
-    tuned = bot.engine.load().handle
-    verdicts = json.loads((settings.cache_dir / "gguf-f16" / "prompt-readers.json").read_text())
-    chosen = verdicts[_verdict_key(len(os.sched_getaffinity(0)))]["chosen"]  # measured for this cache
+    loaded = bot.engine.load()
+    tuned = loaded.handle
+    if loaded.later is None:  # this cache holds this CPU's verdict
+        verdicts = json.loads((settings.cache_dir / "gguf-f16" / "prompt-readers.json").read_text())
+        chosen = verdicts[_verdict_key(len(os.sched_getaffinity(0)))]["chosen"]
+    else:  # measured later, for the next load: 16 bits read now
+        loaded.later.join(60)
+        chosen = "f16"
     assert (tuned.prefill is not None) == (chosen == "f16")
     assert tuned.llm.context_params.n_ubatch == (256 if tuned.prefill is None else 512)
     # the merge went into the conversation's cache (CHATHARUHI_CACHE), not the user's home

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ...errors import EngineError
 from ...jsonl import read_object, replace_text
-from .cpu_share import free_cores, less_for_foreground
+from .cpu_share import foreground_busy, free_cores, less_for_foreground
 from .llama_batch import KV_BUDGET_BYTES, SEQ_CONTEXT, SLOTS, Batcher, kv_bytes_per_token
 from .llama_cpu import build_name, cpu_name, llama
 from .local_runtime import (
@@ -74,6 +74,8 @@ PREFILL_UBATCH = 256
 FLASH_ATTENTION = True
 READER_MARGIN = 1.08  # how much faster than the 16-bit copy another reader must be to be chosen over it
 READERS = ("f16", "q8_0")  # the copies that may read prompts, the default first
+IDLE_SETTLE_S = 2.0  # a first load measures its readers once the model has been idle this long
+MEASURE_TRIES = 5  # quiet spells a measurement interrupted by visitors gets before it waits for the next load
 VERDICTS = "prompt-readers.json"  # which of them reads faster, per CPU, beside the copies
 
 
@@ -162,6 +164,12 @@ def open_batch(handle: LlamaHandle, context: int) -> Batcher | None:
     except (ValueError, RuntimeError, EngineError) as exc:
         log.warning("no batch for the local model's replies (%r): one at a time", exc)
         return None
+
+
+def idle(handle: LlamaHandle) -> bool:
+    """Whether the model writes no reply now and no visitor's short work runs in this process."""
+    batch = handle.batch
+    return not handle.lock.locked() and (batch is None or batch.busy == 0) and not foreground_busy()
 
 
 def batch_slots() -> int:
@@ -264,20 +272,56 @@ def eight_bit_copy(f16: Path) -> Path | None:
     return out
 
 
-def prompt_reader(f16: Path, threads: int) -> Path:
+def remembered_reader(f16: Path, threads: int) -> str | None:
+    """This CPU's verdict on which copy reads prompts (a name in READERS), or None if it was never measured
+    (or the file is damaged: measured again)."""
+    entry = read_object(f16.parent / VERDICTS).get(_verdict_key(threads))
+    chosen = entry.get("chosen") if isinstance(entry, dict) else None
+    return chosen if chosen in READERS else None
+
+
+def prompt_reader(f16: Path, threads: int, measure: bool = True) -> Path:
     """The copy that reads prompts on this CPU: the 16-bit one, or its 8-bit twin where that was measured
     faster (`reads_faster`, once per CPU; the verdict is kept beside the copies). The twin is made only when
-    it is to be measured or used."""
+    it is to be measured or used. With `measure` off, a CPU without a verdict reads with the 16-bit copy (the
+    default) and is measured later (`measure_when_idle`)."""
     verdicts = f16.parent / VERDICTS
-    entry = read_object(verdicts).get(_verdict_key(threads))
-    remembered = entry.get("chosen") if isinstance(entry, dict) else None  # a damaged file: measured again
-    if remembered == "f16":
+    remembered = remembered_reader(f16, threads)
+    if remembered == "f16" or (remembered is None and not measure):
         return f16
     eight = eight_bit_copy(f16)
     if eight is None:
         return f16
-    chosen = remembered if remembered in READERS else reads_faster({"f16": f16, "q8_0": eight}, threads, verdicts)
+    chosen = remembered or reads_faster({"f16": f16, "q8_0": eight}, threads, verdicts)
     return eight if chosen == "q8_0" else f16
+
+
+def measure_when_idle(f16: Path, threads: int, idle: Callable[[], bool], settle_s: float = IDLE_SETTLE_S,
+                      tries: int = MEASURE_TRIES) -> str | None:
+    """The reader's measurement that a first load left for later, so that it does not delay a first reply
+    (about 2 s on 2 cores: the 8-bit copy and the timing): made once the model has had no reply to write for
+    `settle_s`, given up as soon as a visitor's reply starts and tried again at the next quiet spell (at most
+    `tries` times). The verdict serves the next load; this process keeps reading with the 16-bit copy, which
+    the batch's weights are shared with. Run on a thread that ends with it (on_own_thread's reason), and not a
+    daemon: as the process ends (its main thread done), it stops at the next look, and no llama.cpp call of its
+    own is cut off by the interpreter's teardown."""
+    main = threading.main_thread()
+    for _ in range(tries):
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < settle_s:
+            time.sleep(min(0.25, settle_s))
+            if not main.is_alive():
+                return None
+            if not idle():
+                quiet_since = time.monotonic()
+        eight = eight_bit_copy(f16)
+        if eight is None:
+            return None
+        chosen = reads_faster({"f16": f16, "q8_0": eight}, threads, f16.parent / VERDICTS,
+                              stop=lambda: not (main.is_alive() and idle()))
+        if chosen is not None:
+            return chosen
+    return None
 
 
 def _verdict_key(threads: int) -> str:
@@ -286,13 +330,15 @@ def _verdict_key(threads: int) -> str:
             f"{','.join(READERS)}{' · flash attention' if FLASH_ATTENTION else ''}")
 
 
-def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path) -> str:
+def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path,
+                 stop: Callable[[], bool] = lambda: False) -> str | None:
     """Which of the copies (by format name, the first being the default) reads a prompt fastest on this CPU,
     measured (a 128-token batch, each copy in turn, best of three, about two seconds) and recorded in
-    `verdicts` per CPU and thread count. Another format wins only by READER_MARGIN or more, so a measurement
-    disturbed by other work keeps the default. The formats' order differs between CPUs of this machine kind:
-    on an AMD EPYC host 16-bit weights read 1.5x as fast as 8-bit ones, on an Intel Xeon host 8-bit ones read
-    1.15x as fast as 16-bit ones (bench/RESULTS.md)."""
+    `verdicts` per CPU and thread count; None, with nothing recorded, when `stop` says so between two reads.
+    Another format wins only by READER_MARGIN or more, so a measurement disturbed by other work keeps the
+    default. The formats' order differs between CPUs of this machine kind: on an AMD EPYC host 16-bit weights
+    read 1.5x as fast as 8-bit ones, on an Intel Xeon host 8-bit ones read 1.15x as fast as 16-bit ones
+    (bench/RESULTS.md)."""
     import json
 
     Llama = llama().Llama
@@ -306,6 +352,8 @@ def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path) -> s
         batch = list(range(1000, 1128))
         for _ in range(3):
             for name, llm in models.items():
+                if stop():  # a visitor's reply began: its CPU, and a timing it would have disturbed
+                    return None
                 llm.reset()
                 started = time.perf_counter()
                 llm.eval(batch)
@@ -445,12 +493,12 @@ def ngram_ban(size: int):
     return process
 
 
-def _files(spec: ModelSpec, path: Path, device: str, threads: int) -> tuple[Path, Path | None, Path | None, bool]:
+def _files(spec: ModelSpec, path: Path, f16: Path | None, threads: int) -> tuple[Path, Path | None, Path | None, bool]:
     """Which files a model opens: (the weights that write replies, a LoRA file applied at load, the copy that reads
-    prompts, whether the weights read prompts themselves). On a CPU a wider copy reads prompts faster
-    (prefill_copy, prompt_reader); an adapter is merged into the weights there, else applied at load."""
-    f16 = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
-    copy = prompt_reader(f16, threads) if f16 is not None else None
+    prompts, whether the weights read prompts themselves). On a CPU a wider copy (`f16`, prefill_copy) reads
+    prompts faster (prompt_reader: the 16-bit one until this CPU's verdict is measured); an adapter is merged
+    into the weights there, else applied at load."""
+    copy = prompt_reader(f16, threads, measure=False) if f16 is not None else None
     eight_reads = copy is not None and copy != f16
     weights, lora = path, None
     if spec.adapter:
@@ -485,7 +533,8 @@ class LlamaCppRuntime:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError:
             raise EngineError(NEEDS_EXTRA) from None
-        weights, lora, copy, reads_itself = _files(spec, path, device, threads)
+        f16 = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
+        weights, lora, copy, reads_itself = _files(spec, path, f16, threads)
 
         def open_model(file: Path, **tuned):
             return Llama(model_path=str(file), n_ctx=MAX_CONTEXT, n_threads=threads, n_threads_batch=threads,
@@ -524,7 +573,12 @@ class LlamaCppRuntime:
         handle = LlamaHandle(llm, threading.Lock(), prefill, threads=threads, most=threads)
         if device == "cpu":
             handle.batch = open_batch(handle, context)
-        return LoadedModel(spec, self.name, device, context, time.perf_counter() - started, handle, count, template)
+        loaded = LoadedModel(spec, self.name, device, context, time.perf_counter() - started, handle, count, template)
+        if f16 is not None and remembered_reader(f16, threads) is None:
+            loaded.later = threading.Thread(target=measure_when_idle, args=(f16, threads, lambda: idle(handle)),
+                                            name="prompt-reader-measure")
+            loaded.later.start()
+        return loaded
 
     def generate(self, lm: LoadedModel, messages: list[dict], opening: str, sampling: Sampling,
                  emit: Emit, should_stop: Callable[[], bool]) -> None:

@@ -331,11 +331,11 @@ _WARMING: set[tuple[ModelSpec, str]] = set()  # loads begun at start-up and not 
 
 def warm_at_start(settings) -> threading.Thread | None:
     """Load the local model on a thread of its own as the app starts, so that its one-time work (which build of
-    llama.cpp's kernels passes on this CPU, the 16-bit and 8-bit copies, which reads prompts faster) is done before
-    a visitor's first local reply instead of in it. At the normal priority: a visitor who comes early waits for
-    this load, and at a lower one a busy core starved it (7.6 s to a first token against 3.7 s loading in the
-    reply, bench/crowd.py). Only on a CPU, where the local extra is installed and CHATHARUHI_WARM_LOCAL is not
-    off; None when nothing is started."""
+    llama.cpp's kernels passes on this CPU, the 16-bit copy) is done before a visitor's first local reply instead of
+    in it; which copy reads prompts faster is measured later still, once the model is idle (measure_when_idle). At
+    the normal priority: a visitor who comes early waits for this load, and at a lower one a busy core starved it
+    (7.6 s to a first token against 3.7 s loading in the reply, bench/crowd.py). Only on a CPU, where the local
+    extra is installed and CHATHARUHI_WARM_LOCAL is not off; None when nothing is started."""
     if not settings.warm_local or pick_device(os.environ.get("CHATHARUHI_DEVICE")) != "cpu":
         return None
     try:
@@ -373,7 +373,9 @@ def prepare() -> int:
     started = time.perf_counter()
     try:
         engine = LocalModelEngine(options_for("local", Settings.from_env()))
-        engine.load()
+        loaded = engine.load()
+        if loaded.later is not None:  # which copy reads prompts faster: measured now, not at the app's start
+            loaded.later.join()
     except EngineError as exc:
         print(f"The local model is not ready: {exc}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ only turns a prompt into text pieces; threads, timeouts and the visitor's stop a
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,6 +79,9 @@ class LoadedModel:
     handle: object  # the runtime's own objects (a Llama, or a tokenizer and model)
     counter: Callable[[str], int]
     template: Callable[[list[dict]], str]  # the chat template, ending where the reply begins
+    # one-time work the load left for a quiet moment (llama.cpp: which copy reads prompts faster), on a thread
+    # of its own; set-up (local_model.prepare) waits for it, the app does not
+    later: threading.Thread | None = None
 
     def count_tokens(self, text: str) -> int:
         return self.counter(text) if text else 0
