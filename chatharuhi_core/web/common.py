@@ -8,10 +8,11 @@ import logging
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from ..chat.engines import EngineChoice, default_budgets, engine_info
 from ..config import Budgets, Settings
@@ -27,19 +28,34 @@ WARNING_MARK = "⚠️ "
 # with 32 visitors per-token frames made the app, not the model, the bottleneck. The first token and
 # any token after a pause go out at once.
 FRAME_INTERVAL_S = 0.04
+# ... and at most ~FRAMES_PER_S for all the replies streaming in this process together, so that many visitors'
+# frames do not take the CPU from the model writing their replies (bench/crowd.py), up to MAX_FRAME_INTERVAL_S
+# apart for each reply: a reply still moves several times a second.
+FRAMES_PER_S = 40
+MAX_FRAME_INTERVAL_S = 0.25
 
 
 class Throttle:
-    """Whether a streaming reply's next frame may go to the page now: fast streams go in batches of
-    FRAME_INTERVAL_S, slow ones per token, and the first frame at once."""
+    """Whether a streaming reply's next frame may go to the page now: the first frame at once, slow streams per
+    token, fast ones in batches of FRAME_INTERVAL_S, or wider when many replies stream at once (the process's
+    FRAMES_PER_S shared among them). The replies streaming are the throttles alive: one lives as long as its
+    reply's generator."""
+
+    _alive: ClassVar[weakref.WeakSet] = weakref.WeakSet()  # every visitor's, for the count alone
 
     def __init__(self, every_s: float = FRAME_INTERVAL_S):
         self.every_s = every_s
         self._last = 0.0
+        Throttle._alive.add(self)
+
+    def interval(self) -> float:
+        """How far apart this reply's frames go now."""
+        shared = len(Throttle._alive) / FRAMES_PER_S
+        return max(self.every_s, min(shared, MAX_FRAME_INTERVAL_S))
 
     def due(self) -> bool:
         now = time.monotonic()
-        if now - self._last < self.every_s:
+        if now - self._last < self.interval():
             return False
         self._last = now
         return True

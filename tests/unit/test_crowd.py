@@ -1,6 +1,7 @@
 """The parts of the local model's batch that need no model (issue 43): a reply's text held back while it may be
 the start of a stop, a saved sequence state re-laid for a context with a stream per sequence, the core watch
-that looks without sleeping, and a lane that widens at once when the model turns out to batch."""
+that looks without sleeping, a lane that widens at once when the model turns out to batch, and the page's frames
+shared among the replies streaming at once."""
 
 import struct
 import threading
@@ -13,6 +14,7 @@ from chatharuhi_core.chat.engines.llama_batch import STATE_MAGIC, BatchReply, st
 from chatharuhi_core.chat.engines.local_runtime import Sampling
 from chatharuhi_core.chat.lanes import Lanes, LaneSpec
 from chatharuhi_core.errors import EngineError
+from chatharuhi_core.web.common import FRAME_INTERVAL_S, FRAMES_PER_S, MAX_FRAME_INTERVAL_S, Throttle
 
 
 def _reply(stop=("」", "\n\n")) -> tuple[BatchReply, list[str]]:
@@ -114,3 +116,15 @@ def test_a_lane_widens_at_once_when_its_engine_batches():
     for t in threads:
         t.join(5)
     assert len(admitted) == 3  # all three in beside the first, without anyone leaving
+
+
+def test_many_replies_streaming_share_the_pages_frames():
+    alone = Throttle()
+    assert alone.due() and not alone.due()  # the first frame at once, the next one a frame apart
+    assert alone.interval() == FRAME_INTERVAL_S
+    crowd = [Throttle() for _ in range(7)]  # eight replies streaming in this process
+    assert alone.interval() == pytest.approx(8 / FRAMES_PER_S)
+    crowd += [Throttle() for _ in range(100)]
+    assert alone.interval() == MAX_FRAME_INTERVAL_S  # a reply still moves several times a second
+    del crowd  # their replies ended
+    assert alone.interval() == FRAME_INTERVAL_S
