@@ -220,7 +220,10 @@ def main() -> int:
              *engine, "", *[f"- {g}" for g in goals], "",
              "### The first local reply after a start", "",
              "A new app process; one visitor sends to the local model as soon as the page answers. First start "
-             "ever: an empty cache (the 16-bit and 8-bit copies and the reader's verdict are made then).", "",
+             "ever: an empty cache (the 16-bit copy is made then; which copy reads prompts faster is measured "
+             "once the model has been idle 2 s, for the next start: `measure_when_idle`). Before that was put off "
+             "(the 8-bit copy and the reader's timing in the load), a first start ever took 5.54 s quiet and "
+             "10.33 s with a core busy, warmed at start (2026-11-26, same machine kind).", "",
              "| cores kept busy | the model | start | page up | first token | |", "|---:|---|---|---:|---:|---|",
              *starts, "", "Goal: ≤ 5 s quiet, ≤ 10 s with one core busy (issue 43).", END]
     section = "\n".join(lines) + "\n"
