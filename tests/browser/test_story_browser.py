@@ -3,6 +3,7 @@ player, a persona and an author's note in the prompt, a branch from an early mes
 through an export and an import; then the controls on a phone."""
 
 import json
+import time
 from pathlib import Path
 
 from conftest import ARTIFACTS
@@ -44,14 +45,19 @@ def _line_options(page, least: int = 1) -> list[str]:
     return options
 
 
-def _export(page, tmp_path: Path) -> Path:
+def _export(page, tmp_path: Path, until=lambda lines: True, timeout_s: float = 30.0) -> Path:
+    """The chat's file as the page exports it; with `until`, exported again until its lines show what the page
+    shows (the file follows the conversation once the turn's last event has run: a moment later on a busy machine)."""
     page.wait_for_function("() => !document.querySelector('#export-chat')?.disabled")
-    page.wait_for_timeout(1500)  # the file follows the conversation
-    with page.expect_download() as dl:
-        page.click("#export-chat")
-    path = tmp_path / "chat.jsonl"
-    dl.value.save_as(path)
-    return path
+    deadline = time.time() + timeout_s
+    while True:
+        page.wait_for_timeout(1500)  # the file follows the conversation
+        with page.expect_download() as dl:
+            page.click("#export-chat")
+        path = tmp_path / "chat.jsonl"
+        dl.value.save_as(path)
+        if until(path.read_text().splitlines()) or time.time() > deadline:
+            return path
 
 
 def test_a_players_session_alternatives_continue_my_line_persona_note_and_branches(browser, app_server, tmp_path):  # noqa: F811
@@ -104,7 +110,8 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
                            timeout=30_000)
     say(page, "Who are you?")
     wait_reply(page, 4)
-    prompt = json.loads(_export(page, tmp_path).read_text().splitlines()[-1])["prompt"]
+    asked = lambda lines: (json.loads(lines[-1]).get("prompt") or [{}])[-1].get("content") == "Watson:「Who are you?」"  # noqa: E731
+    prompt = json.loads(_export(page, tmp_path, asked).read_text().splitlines()[-1])["prompt"]
     assert "retired army doctor" in prompt[0]["content"]  # the persona, in the system message
     note_at = next(i for i, m in enumerate(prompt) if m["content"] == "Answer in one sentence.")
     assert prompt[note_at]["role"] == "system"
