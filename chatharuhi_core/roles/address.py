@@ -3,10 +3,18 @@
 孙悟空 calls 唐僧 "师父" and 猪八戒 "呆子"; Holmes ends a sentence with ", Watson." A line that calls someone
 by name or by such a word is said to that someone, and quoting it to anybody else puts the visitor in the
 wrong role ("呆子" to the master). The words are found, not listed: every speaker of the scenes is called
-by their name and the names that follow from it (roles/names.py), and a short Chinese word that opens two
-or more of the character's answers to one speaker, and never an answer to another, is that speaker's
-("呆子，…" twice to 猪八戒), and so is a capitalised English word set off by commas (", Papa,"). Repeated
-syllables ("哈哈", "嘿嘿") are laughter, not names.
+by their name and the names that follow from it (roles/names.py), with a title or an endearment before it
+("Mr Harker", "dearest Jane") and the rest of a longer name after it ("Lady Catherine de Bourgh, madam").
+A short Chinese word that opens two or more of the character's answers to one speaker, and never an answer
+to another, is that speaker's ("呆子，…" twice to 猪八戒), and so is a capitalised English word set off by
+commas (", Papa,"). Repeated syllables ("哈哈", "嘿嘿") are laughter, not names.
+
+Two speakers who are one person ("Lestrade" and "Inspector Lestrade", "宝钗" and "薛宝钗") are one: the
+longer name. A word that may call either of two people ("Harker": Jonathan or Mina) calls whichever of
+them the line is said to, else the first.
+
+The other way round, `called_by` finds the words the others call the character itself ("Count, …",
+"军师，…"), so a group scene knows whom a visitor's line names.
 """
 
 from __future__ import annotations
@@ -14,17 +22,22 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .lines import NARRATOR_ROLES, parse_scene_lines
 from .names import derived_names, is_cjk
 from .placeholders import USER
 
-MIN_LEARNED = 2  # an opening word seen this often, always towards one speaker, is that speaker's
+MIN_LEARNED = 2  # a word seen this often, always towards one speaker, is that speaker's
 _PUNCT = "，,。.！!？?；;：:…—、"
 _OPENING = re.compile(rf"^[\u3400-\u9fff]{{2,3}}(?=[{_PUNCT}])")
 _CALLED_EN = re.compile(r"[,;—]\s*([A-Z][a-z]{2,})(?=\s*[,.!?;—…]|\s*$)")  # "I did, Papa, and…"
-_FOND = r"(?:(?:[Mm]y|[Dd]ear|[Ss]weet|[Gg]ood|[Pp]oor|[Ll]ittle|[Oo]ld|[Yy]oung)\s+)*"  # "my dear Watson", "sweet Lucy"
+_OPENING_EN = re.compile(r"^((?:(?:Mr|Mrs|Ms|Dr|St)\.?\s+|[A-Z][a-z]+\s+){0,2}[A-Z][a-z]{2,})(?=\s*,)")  # "Miss Bennet, …"
+# words that may stand before a name that calls: "my dear Watson", "Mr Harker", "dearest Jane"
+_FOND = (r"(?:(?:[Mm]y|[Dd]ear(?:est)?|[Dd]arling|[Ss]weet|[Gg]ood|[Pp]oor|[Ll]ittle|[Oo]ld|[Yy]oung|[Kk]ind|"
+         r"Mr\.?|Mrs\.?|Ms\.?|Miss|Dr\.?|Lady|Lord|Sir|Master|Mistress|Madam|Professor|Inspector|Captain|"
+         r"Colonel|Doctor|Uncle|Aunt|Cousin|Brother|Sister|Father|Mother)\s+)*")
+_TAIL = r"(?:\s+(?:de|van|von|of|the|[A-Z][\w'’-]+))*"  # "Lady Catherine de Bourgh", "Van Helsing"
 _CJK_BEFORE = rf"(?:^|(?<=[{_PUNCT}「“\"'\s]))"
 _CJK_AFTER = rf"(?=[{_PUNCT}」”\"']|$)"
 
@@ -35,21 +48,26 @@ class Addressing:
 
     terms: dict[str, str]  # a way of calling someone -> the speaker it calls
     learned: frozenset[str] = frozenset()  # opening words found in the scenes (they call even unpunctuated)
+    shared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a word that may call several speakers
+    people: dict[str, str] = field(default_factory=dict)  # a speaker's other name -> the one they go by
 
     def speaker(self, name: str) -> str:
         """The scenes' name for a visitor who gave one of its short forms ("八戒" -> "猪八戒")."""
         name = (name or "").strip()
-        return self.terms.get(name, name)
+        found = self.terms.get(name, name)
+        return self.people.get(found, found)
 
-    def called(self, line: str) -> list[str]:
-        """The speakers a line calls, in the order they are called."""
+    def called(self, line: str, towards: str = "") -> list[str]:
+        """The speakers a line calls, in the order they are called; a word two people share calls the one
+        it is said to (`towards`) when it may."""
+        towards = self.speaker(towards) if towards else ""
         found: list[tuple[int, str]] = []
-        for term, who in self.terms.items():
+        for term, whos in [*((t, (w,)) for t, w in self.terms.items()), *self.shared.items()]:
             if term not in line:  # most terms are absent: a substring test before the pattern
                 continue
             at = _vocative_at(line, term, term in self.learned)
             if at is not None:
-                found.append((at, who))
+                found.append((at, towards if towards in whos else whos[0]))
         return list(dict.fromkeys(who for _, who in sorted(found)))
 
     def elsewhere(self, line: str, visitor: str) -> str:
@@ -58,7 +76,16 @@ class Addressing:
         if not visitor:
             return ""
         visitor = self.speaker(visitor)
-        return next((who for who in self.called(line) if who != visitor), "")
+        return next((who for who in self.called(line, visitor) if who != visitor), "")
+
+    def mentions(self, line: str, visitor: str) -> bool:
+        """Whether a line speaks of the visitor in the third person ("探明师父关在哪儿" said to 师父 himself): one of
+        the words for them is in it without calling them."""
+        visitor = self.speaker(visitor)
+        if not visitor:
+            return False
+        words = [t for t, w in self.terms.items() if w == visitor or self.people.get(w) == visitor]
+        return any(_named_at(line, t) and _vocative_at(line, t, t in self.learned) is None for t in words)
 
 
 def said_to(message: str, visitor: str) -> str:
@@ -70,6 +97,13 @@ def said_to(message: str, visitor: str) -> str:
     return "" if (visitor or "").strip().lower() in NARRATOR_ROLES else (visitor or "").strip()
 
 
+def _named_at(line: str, term: str) -> bool:
+    """Whether `term` stands in `line` as a word (a Latin name whole and capitalised; a Chinese one anywhere)."""
+    if is_cjk(term):
+        return term in line
+    return re.search(rf"(?<![\w]){re.escape(term)}(?![\w])", line) is not None
+
+
 def _vocative_at(line: str, term: str, learned: bool) -> int | None:
     """Where `term` is used to call someone in `line`: set off by punctuation (", Watson." / "师父，"), or, for
     a learned Chinese opening word, at the start of the line ("呆子听好了")."""
@@ -79,11 +113,38 @@ def _vocative_at(line: str, term: str, learned: bool) -> int | None:
         m = re.search(_CJK_BEFORE + re.escape(term) + _CJK_AFTER, line)
         return m.start() if m else None
     name = re.escape(term)
-    opening = re.match(rf"\s*{_FOND}{name}(?=\s*[,!;—]|\s*$)", line)
+    opening = re.match(rf"\s*(?:[Oo]h,?\s+|[Aa]h,?\s+)?{_FOND}{name}{_TAIL}(?=\s*[,!?;—]|\s*$)", line)
     if opening:
         return 0
-    m = re.search(rf"[,;—]\s*{_FOND}{name}(?=\s*[,.!?;—…]|\s*$)", line)
+    m = re.search(rf"[,;—]\s*{_FOND}{name}{_TAIL}(?=\s*[,.!?;—…]|\s*$)", line)
     return m.start() if m else None
+
+
+def _opening_word(line: str) -> str:
+    """A short Chinese word set off at the start of a line ("呆子，"), not laughter ("哈哈"); else ""."""
+    m = _OPENING.match(line)
+    return m.group(0) if m and m.group(0)[0] != m.group(0)[1] else ""
+
+
+def _same_people(speakers: Iterable[str]) -> dict[str, str]:
+    """A speaker whose name follows from exactly one other's full name is that one ("Lestrade" -> "Inspector
+    Lestrade", "宝钗" -> "薛宝钗")."""
+    speakers = list(speakers)
+    out = {}
+    for s in speakers:
+        fuller = [t for t in speakers if t != s and s in derived_names(t)]
+        if len(fuller) == 1:
+            out[s] = fuller[0]
+    return out
+
+
+def _spoken(scene: str) -> list[tuple[str, str]]:
+    return [(s, t) for s, t in parse_scene_lines(scene) if s]
+
+
+def _is_other(speaker: str, own: frozenset[str]) -> bool:
+    """A speaker who is someone else: not the character, a narrator or the visitor's placeholder."""
+    return bool(speaker) and speaker not in own and speaker.lower() not in NARRATOR_ROLES and not USER.fullmatch(speaker)
 
 
 def learn(scenes: Iterable[str], own: Iterable[str]) -> Addressing:
@@ -91,30 +152,71 @@ def learn(scenes: Iterable[str], own: Iterable[str]) -> Addressing:
     own = frozenset(n.strip() for n in own if n and n.strip())
     speakers: Counter[str] = Counter()
     openings: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    called_en: defaultdict[str, Counter[str]] = defaultdict(Counter)
     for scene in scenes:
-        spoken = [(s, t) for s, t in parse_scene_lines(scene) if s]
+        spoken = _spoken(scene)
         # `{{user}}` speaking in a card's example is the visitor, whatever name they give: never someone else
-        speakers.update(s for s, _ in spoken if s not in own and s.lower() not in NARRATOR_ROLES and not USER.fullmatch(s))
-        for (cue_by, _), (by, line) in zip(spoken, spoken[1:]):
-            if by not in own or cue_by in own or USER.fullmatch(cue_by):
+        speakers.update(s for s, _ in spoken if _is_other(s, own))
+        for (cue_by, _), (by, line) in zip([("", "")] + spoken, spoken):
+            if by not in own:
                 continue
-            m = _OPENING.match(line)
-            if m and m.group(0)[0] != m.group(0)[1]:
-                openings[m.group(0)][cue_by] += 1
-            for word in set(_CALLED_EN.findall(line)):
+            if not _is_other(cue_by, own):
+                continue
+            if word := _opening_word(line):
                 openings[word][cue_by] += 1
+            for word in set(_CALLED_EN.findall(line)):
+                called_en[word][cue_by] += 1
+    people = _same_people(speakers)
     claims: defaultdict[str, set[str]] = defaultdict(set)
     for who in speakers:
         for term in (who, *derived_names(who)):
             if term not in own:
-                claims[term].add(who)
+                claims[term].add(people.get(who, who))
     learned = set()
-    for word, towards in openings.items():
+    for word, towards in [*openings.items(), *called_en.items()]:
         (who, n), = towards.most_common(1)
-        if len(towards) == 1 and n >= MIN_LEARNED and word not in own and who.lower() not in NARRATOR_ROLES:
-            claims[word].add(who)
+        if len(towards) == 1 and n >= MIN_LEARNED and word not in own and word not in claims:
+            claims[word].add(people.get(who, who))
             learned.add(word)
     # one term, one speaker; a speaker's own full name stays theirs ("Lestrade" beside "Inspector Lestrade")
     terms = {term: term if term in whos else next(iter(whos)) for term, whos in claims.items()
              if len(whos) == 1 or term in whos}
-    return Addressing(terms, frozenset(w for w in learned if w in terms))
+    shared = {term: tuple(sorted(whos)) for term, whos in claims.items() if term not in terms}
+    return Addressing(terms, frozenset(w for w in learned if w in terms), shared, people)
+
+
+def called_by(scenes: Iterable[str], own: Iterable[str], addressing: Addressing | None = None) -> tuple[str, ...]:
+    """The words the others call the character by, from the lines it answers: "Count, …", "…, Count?",
+    "军师，…", "Miss Bennet, …", each at least twice, never a word the character opens its own lines with
+    (an interjection) or one that calls someone else in its scenes. An English word must also stand as a
+    name somewhere (capitalised inside a sentence: "the Count"), so "Yes, …" and "Well, …" are not names."""
+    own = frozenset(n.strip() for n in own if n and n.strip())
+    scenes = list(scenes)
+    addressing = addressing or learn(scenes, own)
+    counts: Counter[str] = Counter()
+    own_words: set[str] = set()
+    text = "\n".join(scenes)
+    for scene in scenes:
+        spoken = _spoken(scene)
+        for s, t in spoken:
+            if s in own:
+                own_words.update(_callers_words(t))
+        for (cue_by, cue), (by, _) in zip(spoken, spoken[1:]):
+            if by in own and _is_other(cue_by, own):
+                counts.update(set(_callers_words(cue)))
+    others = set(addressing.terms) | set(addressing.shared)
+    return tuple(w for w, n in counts.most_common() if n >= MIN_LEARNED and w not in own and w not in own_words
+                 and w not in others and (is_cjk(w) or _a_name_in(w, text)))
+
+
+def _callers_words(line: str) -> set[str]:
+    words = {_opening_word(line), *_CALLED_EN.findall(line)}
+    m = _OPENING_EN.match(line)
+    if m:
+        words.add(m.group(1))
+    return {w for w in words if w}
+
+
+def _a_name_in(word: str, text: str) -> bool:
+    """Whether an English word is written as a name inside a sentence somewhere (after a lower-case word)."""
+    return re.search(rf"\b[a-z]+\s+{re.escape(word)}\b", text) is not None

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import RoleFormatError
 from .address import Addressing
+from .address import called_by as learn_called_by
 from .address import learn as learn_addressing
 from .lorebook import Lorebook, book_from_json
 from .names import HAN, with_derived
@@ -114,6 +115,12 @@ class Role:
     def addressing(self) -> Addressing:
         """Who the character's lines call by name or nickname (roles/address.py), learned once from its scenes."""
         return learn_addressing((s.text for s in self.stories), self.speaker_names)
+
+    @functools.cached_property
+    def called_by(self) -> tuple[str, ...]:
+        """The words the others call the character by in its scenes beyond its names ("Count", "先生"), learned
+        once: a group scene's visitor may name it so."""
+        return learn_called_by((s.text for s in self.stories), self.speaker_names, self.addressing)
 
     @property
     def greetings(self) -> list[str]:

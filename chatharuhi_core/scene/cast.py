@@ -28,6 +28,9 @@ class Member:
     muted: bool = False  # never picked by an order; the visitor can still make it speak
     spans: list[list[int | None]] = field(default_factory=lambda: [[0, None]])  # [joined, left) line indices
     mutes: list[list] = field(default_factory=list)  # [line index, muted] each time it was muted or unmuted
+    # words the others call it by in its own scenes ("Count", "先生"), less those that call someone else in a
+    # present member's scenes ("师父" is 唐僧 to 孙悟空): set by the scene as its cast changes, never saved
+    called: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def present(self) -> bool:
@@ -53,7 +56,7 @@ class Member:
 
     def names(self) -> tuple[str, ...]:
         """Every name the member answers to, longest first (so "Sherlock Holmes" wins over "Holmes")."""
-        return tuple(sorted({self.name, *self.aliases}, key=len, reverse=True))
+        return tuple(sorted({self.name, *self.aliases, *self.called}, key=len, reverse=True))
 
 
 @dataclass

@@ -82,6 +82,16 @@ class Scene:
             member.aliases = tuple(dict.fromkeys([*member.aliases, *bot.role.aliases]))
         for role in roles:
             self.add(role)
+        self._learn_calls()
+
+    def _learn_calls(self) -> None:
+        """Each member answers to the words the others call it by in its scenes ("Count, …" to Dracula), except
+        a word another member's scenes use for someone else, or for a present member ("师父" beside 孙悟空)."""
+        taken = {w for m in self.members for w in (*self._bots[m.role_id].role.addressing.terms,
+                                                    *self._bots[m.role_id].role.addressing.shared)}
+        for m in self.members:
+            others = {n for o in self.members if o is not m for n in (o.name, *o.aliases)}
+            m.called = tuple(w for w in self._bots[m.role_id].role.called_by if w not in taken and w not in others)
 
     # ------------------------------------------------------------ cast
 
@@ -130,6 +140,7 @@ class Scene:
         member = Member(rid, bot.role.name, tuple(bot.role.aliases), spans=[[len(self.lines), None]])
         self._bots[rid] = bot
         self.members.append(member)
+        self._learn_calls()
         return member
 
     def member(self, name: str) -> Member:

@@ -6,25 +6,48 @@ from __future__ import annotations
 
 import html
 
+from ..chat.engines.base import engine_names, engine_info
+from ..chat.lexical import tokens
 from ..chat.memory import Memory
 from ..chat.notes import valid_notes
 from ..chat.when import shown
 from ..errors import InputError
 from .chat import Conversation
 
+SHOWN_RECALLS = 5  # recalled exchanges listed one by one; the rest are counted
+QUOTES_ONLY = ("- 🎭 The offline engine quotes the character's own lines, so its replies cannot use memories; "
+               "pick a model engine (local, OpenAI-compatible, Hugging Face) for replies that do · "
+               "离线引擎只引用原文台词，用不上记忆；换一个模型引擎即可。")
+
 EMPTY = ("_No memories yet. Write a fact below (“my sister is Anna”) or pin your last message: the character "
          "keeps them for the rest of this conversation. · 还没有记忆：写下一件事，角色会一直记得。_")
 
 
+def uses(reply: str, fact: str) -> bool:
+    """Whether a reply shows it used a fact: it repeats one of the fact's words that the fact is about (a name, a
+    number, a Chinese word of two characters; not a function word), beyond the speaker's name before ":"."""
+    body = fact.split(":", 1)[1] if ":" in fact[:30] else fact
+    said = set(tokens(reply))
+    return any(t in said for t in tokens(body) if len(t) > 1 and (not t.isascii() or len(t) > 2 or t.isdigit()))
+
+
+def _quotes_only(conv: Conversation) -> bool:
+    """Whether the last reply came from an engine that only quotes (it cannot use what it remembers)."""
+    label = conv.last.stats.engine if conv.last is not None else ""
+    return any(engine_info(n).label == label and not engine_info(n).writes for n in engine_names())
+
+
 def memory_markdown(conv: Conversation | None) -> str:
     """The pins, numbered as the Forget list numbers them, each marked by whether the last reply's prompt held
-    it (a pin made since then is waiting for the next reply); then what the last reply remembered."""
+    it (a pin made since then is waiting for the next reply) and, apart from that, whether the reply's words show
+    it used it; then what else the last reply's prompt held."""
     pins = conv.memory.pins if conv else []
     last = conv.last if conv else None
     used = "\n\n".join(part for part in (used_memory_markdown(conv), notes_markdown(conv)) if part) if conv else ""
     if not pins:
         return EMPTY + ("\n\n" + used if used else "")
     prompt = last.messages[0]["content"] if last is not None and last.messages else ""
+    quotes = _quotes_only(conv)
     rows = []
     for n, pin in enumerate(pins, 1):
         where = f" · from exchange {pin.turn}" if pin.turn else ""
@@ -33,7 +56,9 @@ def memory_markdown(conv: Conversation | None) -> str:
         elif pin.made_at >= len(conv.history):
             mark = " · ⏳ pinned after the last reply: the next one will hold it"
         elif f"- {pin.text}" in prompt:
-            mark = " · ✅ used by the last reply · 上一条回复用到了"
+            shown_use = "" if quotes else (" · ✅ the reply uses it · 回复用到了" if uses(last.text, pin.text)
+                                           else " · the reply does not show it")
+            mark = " · 📥 in the last reply's prompt · 在提示中" + shown_use
         else:
             mark = " · ✂️ over the memory budget: not in the last reply's prompt"
         rows.append(f"{n}. {html.escape(pin.text, quote=False)}{where}{mark}")
@@ -52,14 +77,17 @@ def notes_markdown(conv: Conversation) -> str:
 
 
 def used_memory_markdown(conv: Conversation) -> str:
-    """What the last reply remembered beyond its system prompt: the history window, the notes and the earlier
-    exchanges recalled, each with when it was said and why it came back; and how far indexing had got."""
+    """What the last reply's prompt held beyond its system prompt: the history window, the notes and the earlier
+    exchanges recalled, each with when it was said and why it came back, those the reply's words show it used
+    first; how far indexing had got; and, for an engine that only quotes, that it cannot use them."""
     last = conv.last
     if last is None or not conv.history:
         return ""
     n = len(conv.history) - 1  # the last reply's own exchange is not part of what it remembered
     window = min(last.window, n)
-    lines = ["**The last reply remembered · 上一条回复想起的**"]
+    lines = ["**In the last reply's prompt · 上一条回复的提示里有**"]
+    if _quotes_only(conv) and (conv.memory.pins or last.recalled or last.notes):
+        lines.append(QUOTES_ONLY)
     if not n:
         lines.append("- 🪟 nothing earlier: it answered the conversation's first message")
     elif window >= n:
@@ -72,11 +100,19 @@ def used_memory_markdown(conv: Conversation) -> str:
         lines.append(f"- 🗒️ {html.escape(note.heading(conv.history).strip('[]'), quote=False)} "
                      f"(written by {html.escape(note.engine or 'an engine', quote=False)}): "
                      f"{html.escape(note.text, quote=False)}")
-    for r in last.recalled:
+    quotes = _quotes_only(conv)
+    shown_ones = sorted(last.recalled, key=lambda r: not (not quotes and uses(last.text, r.text)))
+    for r in shown_ones[:SHOWN_RECALLS]:
         when = f" · {shown(r.at)}" if r.at else ""
         why = f" · {html.escape(r.why, quote=False)}" if r.why else ""
+        mark = " · ✅ the reply uses it" if not quotes and uses(last.text, r.text) else ""
         first = html.escape(r.text.splitlines()[0] if r.text else "", quote=False)
-        lines.append(f"- 🔎 turn {r.turn}{when}{why}: {first[:160]}{'…' if len(first) > 160 else ''}")
+        lines.append(f"- 🔎 turn {r.turn}{when}{why}{mark}: {first[:160]}{'…' if len(first) > 160 else ''}")
+    if len(shown_ones) > SHOWN_RECALLS:
+        rest = len(shown_ones) - SHOWN_RECALLS
+        lines.append(f"- 🔎 and {rest} more recalled exchange{'s' * (rest != 1)}, nearer by words or meaning than the "
+                     "rest (none of them shown in the reply)" if not quotes else
+                     f"- 🔎 and {rest} more recalled exchange{'s' * (rest != 1)}")
     if n > window and not (last.recalled or last.notes):
         lines.append("- 🔎 nothing earlier matched this message")
     done, total = last.indexed
