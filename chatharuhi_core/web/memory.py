@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from ..chat.engines.base import engine_names, engine_info
+from ..chat.engines.base import engine_info, engine_names
 from ..chat.lexical import tokens
 from ..chat.memory import Memory
 from ..chat.notes import valid_notes
@@ -23,12 +23,14 @@ EMPTY = ("_No memories yet. Write a fact below (“my sister is Anna”) or pin 
          "keeps them for the rest of this conversation. · 还没有记忆：写下一件事，角色会一直记得。_")
 
 
-def uses(reply: str, fact: str) -> bool:
-    """Whether a reply shows it used a fact: it repeats one of the fact's words that the fact is about (a name, a
-    number, a Chinese word of two characters; not a function word), beyond the speaker's name before ":"."""
+def uses(reply: str, fact: str, asked: str = "") -> bool:
+    """Whether a reply shows it used a fact: it repeats one of the words the fact adds to the message it answers
+    (`asked`): "Gladstone" for "What is my dog called?", not "dog". Names, numbers and Chinese words of two
+    characters count; function words and the speaker's name before ":" do not."""
     body = fact.split(":", 1)[1] if ":" in fact[:30] else fact
-    said = set(tokens(reply))
-    return any(t in said for t in tokens(body) if len(t) > 1 and (not t.isascii() or len(t) > 2 or t.isdigit()))
+    said, known = set(tokens(reply)), set(tokens(asked))
+    return any(t in said for t in tokens(body)
+               if t not in known and len(t) > 1 and (not t.isascii() or len(t) > 2 or t.isdigit()))
 
 
 def _quotes_only(conv: Conversation) -> bool:
@@ -48,6 +50,7 @@ def memory_markdown(conv: Conversation | None) -> str:
         return EMPTY + ("\n\n" + used if used else "")
     prompt = last.messages[0]["content"] if last is not None and last.messages else ""
     quotes = _quotes_only(conv)
+    asked = conv.history[-1].text if conv.history else ""
     rows = []
     for n, pin in enumerate(pins, 1):
         where = f" · from exchange {pin.turn}" if pin.turn else ""
@@ -56,7 +59,7 @@ def memory_markdown(conv: Conversation | None) -> str:
         elif pin.made_at >= len(conv.history):
             mark = " · ⏳ pinned after the last reply: the next one will hold it"
         elif f"- {pin.text}" in prompt:
-            shown_use = "" if quotes else (" · ✅ the reply uses it · 回复用到了" if uses(last.text, pin.text)
+            shown_use = "" if quotes else (" · ✅ the reply uses it · 回复用到了" if uses(last.text, pin.text, asked)
                                            else " · the reply does not show it")
             mark = " · 📥 in the last reply's prompt · 在提示中" + shown_use
         else:
@@ -101,11 +104,12 @@ def used_memory_markdown(conv: Conversation) -> str:
                      f"(written by {html.escape(note.engine or 'an engine', quote=False)}): "
                      f"{html.escape(note.text, quote=False)}")
     quotes = _quotes_only(conv)
-    shown_ones = sorted(last.recalled, key=lambda r: not (not quotes and uses(last.text, r.text)))
+    asked = conv.history[-1].text
+    shown_ones = sorted(last.recalled, key=lambda r: not (not quotes and uses(last.text, r.text, asked)))
     for r in shown_ones[:SHOWN_RECALLS]:
         when = f" · {shown(r.at)}" if r.at else ""
         why = f" · {html.escape(r.why, quote=False)}" if r.why else ""
-        mark = " · ✅ the reply uses it" if not quotes and uses(last.text, r.text) else ""
+        mark = " · ✅ the reply uses it" if not quotes and uses(last.text, r.text, asked) else ""
         first = html.escape(r.text.splitlines()[0] if r.text else "", quote=False)
         lines.append(f"- 🔎 turn {r.turn}{when}{why}{mark}: {first[:160]}{'…' if len(first) > 160 else ''}")
     if len(shown_ones) > SHOWN_RECALLS:

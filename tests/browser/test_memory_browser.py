@@ -23,13 +23,15 @@ def test_write_pin_and_forget_a_memory(browser, app_server, size, viewport):  # 
     say(page, "Where is my sister?")
     wait_reply(page, 2)
     # the next reply's prompt held the fact: the panel says so, with what else that reply remembered
-    page.wait_for_function("() => document.querySelector('#memories').innerText.includes('used by the last reply')")
-    assert "The last reply remembered" in page.inner_text("#memories")
+    page.wait_for_function("() => document.querySelector('#memories').innerText.includes('in the last reply')")
+    shown = page.inner_text("#memories")
+    # the offline engine quotes lines: the fact was in the prompt, and the panel never claims the reply used it
+    assert "In the last reply's prompt" in shown and "cannot use memories" in shown and "uses it" not in shown
     page.click("#pin-last")
     page.wait_for_function("() => document.querySelector('#memories').innerText.includes('from exchange 1')")
     listed = page.inner_text("#memories")
     assert "My sister is called Anna." in listed and "Where is my sister?" in listed and "over the" not in listed
-    assert "Anna. · ✅ used by the last reply" in listed and "pinned after the last reply" in listed
+    assert "Anna. · 📥 in the last reply's prompt" in listed and "pinned after the last reply" in listed
     assert "Pinned:" in page.inner_text("#memory-note")
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#memory-panel").scroll_into_view_if_needed()

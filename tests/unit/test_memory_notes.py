@@ -138,12 +138,29 @@ def test_the_panel_shows_what_the_last_reply_remembered(settings):
     reply = bot.answer("Tell me about Felix in Rotterdam.", "Anna")
     conv = Conversation("sherlock", bot.history, memory=bot.memory, last=reply)
     panel = memory_markdown(conv)
-    assert "Anna's cat is called Pickle. · ✅ used by the last reply" in panel
-    assert "The last reply remembered" in panel and "🪟 history window: exchanges" in panel
+    assert "Anna's cat is called Pickle. · 📥 in the last reply's prompt" in panel and "used by" not in panel
+    assert "In the last reply's prompt" in panel and "🪟 history window: exchanges" in panel
     assert "🗒️ notes on turns" in panel and "written by notetaker" in panel
     assert "🔎 turn" in panel and "2024-03-" in panel
     conv.memory.remember("Felix's fiancée is Marit.", made_at=len(conv.history))
     assert "Marit. · ⏳ pinned after the last reply" in memory_markdown(conv)
+
+
+def test_the_panel_says_used_only_when_the_reply_shows_it():
+    from chatharuhi_core.web.memory import uses
+
+    asked, fact = "What is my dog called?", "Watson: My dog is called Gladstone."
+    assert uses("Gladstone is asleep by the fire.", fact, asked)
+    assert not uses("The dog did nothing in the night-time.", fact, asked)  # the dog of the question, not the fact
+    assert uses("小白又在院子里叫了。", "我的狗叫小白。", "我的狗叫什么？") and not uses("你说什么？", "我的狗叫小白。")
+
+
+def test_the_offline_engine_is_said_to_use_no_memory(settings):
+    bot = _bot([Exchange("Anna", "Hello.", "Good evening.", "2024-03-01")], engine="script", budgets=Budgets())
+    bot.remember("My dog is called Gladstone.")
+    reply = bot.answer("What is my dog called?", "Anna")
+    panel = memory_markdown(Conversation("sherlock", bot.history, memory=bot.memory, last=reply))
+    assert "📥 in the last reply's prompt" in panel and "cannot use memories" in panel and "uses it" not in panel
 
 
 def test_the_panel_says_when_the_whole_conversation_is_still_in_the_window(settings):

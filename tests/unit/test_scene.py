@@ -121,7 +121,8 @@ def test_muted_characters_are_never_picked_but_can_be_made_to_speak(scene):
                 assert "dracula" not in {m.role_id for m in scene.responders()}
             assert scene.pick_next().role_id != "dracula"
     line = scene.turn("Dracula")  # forced, as the page's "next" and the CLI's /next do
-    assert line.role_id == "dracula" and line.text in own_lines("dracula")
+    # its own line, or, where none answers, one of its greetings (the offline engine's deflection)
+    assert line.role_id == "dracula" and line.text in own_lines("dracula") | set(load_role("dracula").greetings)
     scene.mute("dracula", False)
     assert not scene.member("Count Dracula").muted
 

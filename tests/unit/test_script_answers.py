@@ -11,6 +11,7 @@ from chatharuhi_core.chat.asking import asked, fit
 from chatharuhi_core.chat.chatbot import ChatHaruhi
 from chatharuhi_core.chat.engines.script import score_lines
 from chatharuhi_core.roles.address import learn, said_to
+from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.sources import load_role
 
 SCENES = [
@@ -125,3 +126,40 @@ def test_the_greeting_fits_the_visitor_who_named_themself():
     assert greeting_messages(wukong)[0]["content"] == wukong.greeting  # to 唐僧: "师父！…"
     other = greeting_messages(wukong, "小明")[0]["content"]
     assert other == wukong.alternate_greetings[0] and not wukong.addressing.elsewhere(other, "小明")
+
+
+def test_titles_endearments_and_longer_names_call_and_one_person_has_one_name():
+    scenes = ["Inspector Lestrade:「Well?」\nHolmes:「Look at the mud, Lestrade.」",
+              "Lestrade:「And?」\nHolmes:「Nothing yet.」",
+              "Jonathan Harker:「Good night.」\nHolmes:「Good night.」",
+              "Mina Harker:「Good night.」\nHolmes:「Good night.」",
+              "Lady Catherine:「Well?」\nHolmes:「No.」"]
+    a = learn(scenes, ["Holmes"])
+    assert a.speaker("Lestrade") == "Inspector Lestrade"  # one man under two names
+    assert a.elsewhere("Look at the mud, Lestrade.", "Inspector Lestrade") == ""
+    assert a.elsewhere("Good evening, Mr Harker.", "Watson") == "Jonathan Harker"  # a title before a shared name
+    assert a.elsewhere("Good evening, Mr Harker.", "Mina Harker") == ""  # a word two share calls the one addressed
+    assert a.elsewhere("Lady Catherine de Bourgh, madam, I am not afraid.", "Watson") == "Lady Catherine"
+    assert a.elsewhere("Ah, dearest Lestrade, come in.", "Watson") == "Inspector Lestrade"
+    assert a.mentions("Lestrade is a fool.", "Lestrade") and not a.mentions("Come in, Lestrade.", "Lestrade")
+
+
+def test_the_offline_engine_deflects_in_character_when_no_line_answers(settings, embedder):
+    role = load_role("sunwukong")
+    bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder)
+    reply = bot.answer("你会打麻将吗？我三缺一。").text
+    lines = {t for s in role.stories for spk, t in parse_scene_lines(s.text) if spk in role.speaker_names}
+    assert reply in role.greetings or reply in lines
+    assert not role.addressing.elsewhere(reply, "唐僧") and not role.addressing.mentions(reply, "唐僧")
+
+
+def test_a_group_scene_knows_the_words_the_others_call_a_character_by(settings, embedder):
+    from chatharuhi_core.scene import Scene
+
+    scene = Scene(["sherlock", "elizabeth", "dracula"], llm="script", user_role="Watson", settings=settings,
+                  embedder=embedder, seed=0)
+    assert "Count" in scene.member("dracula").called  # "Count, …" in the lines Dracula answers
+    scene.say("Count, why are you here?")
+    assert scene.responders()[0].role_id == "dracula"
+    wukong = Scene(["sunwukong", "luzhishen"], llm="script", user_role="唐僧", settings=settings, embedder=embedder)
+    assert "师父" not in wukong.member("luzhishen").called  # 师父 is 唐僧 to 孙悟空, who is present

@@ -212,7 +212,9 @@ def choose_line(request: ChatRequest) -> str:
             fresh += [c for c in _spare_lines(request, recent | {c.line for c in fresh}) if not unfit(c.line)]
         scores = _rank(request, fresh, to)
         best = max(range(len(fresh)), key=scores.__getitem__)
-        if unfit(fresh[best].line) or scores[best] < ANSWERS_AT:
+        ask = asked(request.text)  # "who are you" is answered by the character saying who it is, whatever its score
+        shaped = ask.kind == "who" and fit(ask, fresh[best].line, role.speaker_names) == 1.0
+        if unfit(fresh[best].line) or (scores[best] < ANSWERS_AT and not shaped):
             return deflection(request, to, recent)
         return fresh[best].line
     fit_for_visitor = [c for c in fresh if not unfit(c.line)]

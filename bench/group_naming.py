@@ -1,0 +1,74 @@
+"""Group scenes: who answers a line that names a present character, and whom the answers call (issue 50).
+
+    python bench/group_naming.py
+
+bench/data/group_naming.jsonl holds 64 visitor lines written by hand, apart from the engine: 8 for each bundled
+character, each calling it by a name, title or epithet its book uses ("Count", "Miss Bennet", "军师", "林姑娘",
+and harder ones the role lists nowhere: "Voivode", "弼马温", "相父"). Each is said in a scene of that character and
+two characters of other books (drawn per line, seeded), the visitor playing the named character's partner. It
+counts how often the named one answers first (natural order), then lets every present character answer once
+with the offline engine and counts, by the hand labels of bench/data/addressing-*.jsonl, the answers that call
+someone who is not in the scene.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from chatharuhi_core.data.metrics import clopper_pearson  # noqa: E402
+from chatharuhi_core.roles.sources import load_role  # noqa: E402
+from chatharuhi_core.scene.scene import Scene  # noqa: E402
+
+DATA = ROOT / "bench" / "data"
+CAST = ["alice", "dracula", "elizabeth", "sherlock", "lindaiyu", "luzhishen", "sunwukong", "zhugeliang"]
+
+
+def main() -> None:
+    lines = [json.loads(x) for x in (DATA / "group_naming.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    labels = {(r["role"], r["line"]): r for f in sorted(DATA.glob("addressing-*.jsonl"))
+              for r in map(json.loads, f.read_text(encoding="utf-8").splitlines()) if r}
+    first = {"en": [0, 0], "zh": [0, 0]}
+    absent = said = unlabelled = 0
+    misses = []
+    for row in lines:
+        rng = random.Random(row["id"])
+        others = rng.sample([r for r in CAST if r != row["addressed"]], 2)
+        cast = [*others, row["addressed"]]
+        rng.shuffle(cast)
+        visitor = load_role(row["addressed"]).visitor_name
+        scene = Scene(cast, llm="script", user_role=visitor, seed=0)
+        scene.say(row["message"])
+        who = scene.responders()
+        ok = bool(who) and who[0].role_id == row["addressed"]
+        first[row["language"]][0] += ok
+        first[row["language"]][1] += 1
+        if not ok:
+            misses.append(f"  {row['id']}: {row['message']!r} -> {who[0].name if who else 'nobody'}")
+        present = {visitor, *(m.name for m in scene.members)}
+        for member in list(scene.members):
+            line = scene.turn(member)
+            said += 1
+            label = labels.get((member.role_id, line.text))
+            if label is None:
+                unlabelled += 1
+                continue
+            role = load_role(member.role_id)
+            if any(role.addressing.speaker(c) not in {role.addressing.speaker(p) for p in present}
+                   for c in label["calls"]):
+                absent += 1
+                misses.append(f"  {row['id']}: {member.name} calls someone absent: {line.text[:80]}")
+    for lang, (k, n) in first.items():
+        print(f"{lang}: the named character answers first {k}/{n} {clopper_pearson(k, n).text('{:.1%}')}")
+    print(f"answers calling someone absent from the scene, by the hand labels: {absent}/{said - unlabelled}"
+          f" ({unlabelled} answers not among the labelled lines)")
+    print("\n".join(misses))
+
+
+if __name__ == "__main__":
+    main()
