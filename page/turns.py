@@ -21,20 +21,9 @@ from chatharuhi_core.web.chat import (
     stream_turn,
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
-from chatharuhi_core.web.story import set_persona
 
 from .settings_panel import choice
 from .visit import current
-
-
-def _with_persona(conv: Conversation | None, persona: str | None) -> Conversation:
-    """The conversation with whom the visitor plays as the box shows it now: a persona typed and sent at once
-    reaches this prompt even when its own save (on leaving the box) has not landed yet."""
-    conv = current(conv)
-    if persona is None or (persona or "").strip() == conv.persona:
-        return conv
-    new, said = set_persona(conv, persona)
-    return conv if said else new
 
 
 def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role: str, engine: EnginePanel,
@@ -71,27 +60,27 @@ def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role
         yield up.messages, box, state, status, pending
 
 
-def send(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, persona, *panel):
+def send(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
     """`panel`: the settings panel's values (SettingsPanel.inputs); `signed_in` is the visitor's Hugging Face
-    sign-in, handed in by Gradio from their session (None when signed out); `persona`: the box of whom they play."""
-    yield from _turn(gate, _with_persona(conv, persona), text, user_role, choice(panel, signed_in), False)
+    sign-in, handed in by Gradio from their session (None when signed out)."""
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), False)
 
 
-def regenerate(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, persona, *panel):
-    yield from _turn(gate, _with_persona(conv, persona), text, user_role, choice(panel, signed_in), True)
+def regenerate(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), True)
 
 
-def go_on(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, persona, *panel):
+def go_on(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
     """Continue: the last reply goes on from where it stopped, streamed after it."""
-    yield from _turn(gate, _with_persona(conv, persona), text, user_role, choice(panel, signed_in), False, True)
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), False, True)
 
 
-def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text, user_role, persona, *panel):
+def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text, user_role, *panel):
     """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
     if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
         yield (gr.skip(),) * 5
         return
-    yield from _turn(gate, _with_persona(conv, persona), text, user_role, choice(panel, signed_in), True)
+    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), True)
 
 
 def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
@@ -155,7 +144,7 @@ def wire(page) -> list:
     message until the reply is complete). Returns the turn events, for switches to cancel."""
     v, c = page.visit, page.chat
     turn_out = [c.chat, c.text, v.conv, c.reply_stats, v.pending]
-    turn_in = [v.gate, v.conv, c.text, c.user_role, c.story.persona, *page.chat.settings.inputs()]
+    turn_in = [v.gate, v.conv, c.text, c.user_role, *page.chat.settings.inputs()]
     after = (after_turn, [v.conv, c.speak_on, v.handled],
              [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
     focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once

@@ -16,7 +16,9 @@ def lines_of(role_id):
     from chatharuhi_core.roles.sources import load_role
 
     role = load_role(role_id)
-    return {t for s in role.stories for spk, t in parse_scene_lines(s.text) if spk in role.speaker_names}
+    # the offline engine quotes the character's lines, or, where none answers, deflects with one of its greetings
+    return {t for s in role.stories for spk, t in parse_scene_lines(s.text) if spk in role.speaker_names} | set(
+        role.greetings)
 
 
 def test_registry_has_the_core_engines():
