@@ -138,7 +138,6 @@ def engine_replies(qs: list[dict], at: float | None) -> tuple[list[str], list[fl
                 bot = ChatHaruhi(role=role, llm="script", user_role=q["visitor"])
                 replies.append(bot.chat(q["question"]))
             bests.append(scored[-1] if scored else -math.inf)
-            bot = ChatHaruhi(role=role, llm="script", user_role=q["visitor"])
             request_to = role.addressing.speaker(q["visitor"])
             deflections.append(script.deflection(bot_request(bot, q["question"]), request_to, set()))
     finally:

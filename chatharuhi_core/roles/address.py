@@ -87,6 +87,11 @@ class Addressing:
         words = [t for t, w in self.terms.items() if w == visitor or self.people.get(w) == visitor]
         return any(_named_at(line, t) and _vocative_at(line, t, t in self.learned) is None for t in words)
 
+    def wrong_for(self, line: str, visitor: str) -> bool:
+        """Whether a line is not to be said to `visitor`: it calls someone else, or speaks of them in the third
+        person; never for a line said to no one in particular (`visitor` "")."""
+        return bool(visitor) and bool(self.elsewhere(line, visitor) or self.mentions(line, visitor))
+
 
 def said_to(message: str, visitor: str) -> str:
     """Who a reply to `message` is said to: the visitor, or, when the message is a bit of scene ("赵云:「军师，…」"),
@@ -157,10 +162,8 @@ def learn(scenes: Iterable[str], own: Iterable[str]) -> Addressing:
         spoken = _spoken(scene)
         # `{{user}}` speaking in a card's example is the visitor, whatever name they give: never someone else
         speakers.update(s for s, _ in spoken if _is_other(s, own))
-        for (cue_by, _), (by, line) in zip([("", "")] + spoken, spoken):
-            if by not in own:
-                continue
-            if not _is_other(cue_by, own):
+        for (cue_by, _), (by, line) in zip(spoken, spoken[1:]):
+            if by not in own or not _is_other(cue_by, own):
                 continue
             if word := _opening_word(line):
                 openings[word][cue_by] += 1

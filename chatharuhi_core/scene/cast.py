@@ -28,8 +28,8 @@ class Member:
     muted: bool = False  # never picked by an order; the visitor can still make it speak
     spans: list[list[int | None]] = field(default_factory=lambda: [[0, None]])  # [joined, left) line indices
     mutes: list[list] = field(default_factory=list)  # [line index, muted] each time it was muted or unmuted
-    # words the others call it by in its own scenes ("Count", "先生"), less those that call someone else in a
-    # present member's scenes ("师父" is 唐僧 to 孙悟空): set by the scene as its cast changes, never saved
+    # words the others call it by in its own scenes ("Count", "先生"), less those that call someone else in
+    # another member's scenes ("师父" is 唐僧 to 孙悟空): set by the scene as its cast grows, never saved
     called: tuple[str, ...] = field(default=(), compare=False)
 
     @property

@@ -86,7 +86,7 @@ class Scene:
 
     def _learn_calls(self) -> None:
         """Each member answers to the words the others call it by in its scenes ("Count, …" to Dracula), except
-        a word another member's scenes use for someone else, or for a present member ("师父" beside 孙悟空)."""
+        a word a member's scenes use for someone else ("师父" beside 孙悟空), or another member's name."""
         taken = {w for m in self.members for w in (*self._bots[m.role_id].role.addressing.terms,
                                                     *self._bots[m.role_id].role.addressing.shared)}
         for m in self.members:

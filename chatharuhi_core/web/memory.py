@@ -88,8 +88,9 @@ def used_memory_markdown(conv: Conversation) -> str:
         return ""
     n = len(conv.history) - 1  # the last reply's own exchange is not part of what it remembered
     window = min(last.window, n)
+    quotes = _quotes_only(conv)
     lines = ["**In the last reply's prompt · 上一条回复的提示里有**"]
-    if _quotes_only(conv) and (conv.memory.pins or last.recalled or last.notes):
+    if quotes and (conv.memory.pins or last.recalled or last.notes):
         lines.append(QUOTES_ONLY)
     if not n:
         lines.append("- 🪟 nothing earlier: it answered the conversation's first message")
@@ -103,20 +104,19 @@ def used_memory_markdown(conv: Conversation) -> str:
         lines.append(f"- 🗒️ {html.escape(note.heading(conv.history).strip('[]'), quote=False)} "
                      f"(written by {html.escape(note.engine or 'an engine', quote=False)}): "
                      f"{html.escape(note.text, quote=False)}")
-    quotes = _quotes_only(conv)
     asked = conv.history[-1].text
-    shown_ones = sorted(last.recalled, key=lambda r: not (not quotes and uses(last.text, r.text, asked)))
-    for r in shown_ones[:SHOWN_RECALLS]:
+    # each recalled exchange with whether the reply's words show it used it, those first
+    marked = sorted(((r, not quotes and uses(last.text, r.text, asked)) for r in last.recalled), key=lambda x: not x[1])
+    for r, used_it in marked[:SHOWN_RECALLS]:
         when = f" · {shown(r.at)}" if r.at else ""
         why = f" · {html.escape(r.why, quote=False)}" if r.why else ""
-        mark = " · ✅ the reply uses it" if not quotes and uses(last.text, r.text, asked) else ""
+        mark = " · ✅ the reply uses it" if used_it else ""
         first = html.escape(r.text.splitlines()[0] if r.text else "", quote=False)
         lines.append(f"- 🔎 turn {r.turn}{when}{why}{mark}: {first[:160]}{'…' if len(first) > 160 else ''}")
-    if len(shown_ones) > SHOWN_RECALLS:
-        rest = len(shown_ones) - SHOWN_RECALLS
-        lines.append(f"- 🔎 and {rest} more recalled exchange{'s' * (rest != 1)}, nearer by words or meaning than the "
-                     "rest (none of them shown in the reply)" if not quotes else
-                     f"- 🔎 and {rest} more recalled exchange{'s' * (rest != 1)}")
+    rest = marked[SHOWN_RECALLS:]
+    if rest:
+        unused = "" if quotes or any(u for _, u in rest) else " (none of them shown in the reply)"
+        lines.append(f"- 🔎 and {len(rest)} more recalled exchange{'s' * (len(rest) != 1)}{unused}")
     if n > window and not (last.recalled or last.notes):
         lines.append("- 🔎 nothing earlier matched this message")
     done, total = last.indexed

@@ -125,10 +125,9 @@ def _what_it_says(request: ChatRequest, lines: list[str], meaning: np.ndarray, c
         score = W_MEANING * float(sim) + W_CONTEXT * float(before) + W_WORDS * overlap + W_SHAPE * fit(ask, line, own)
         if ask.question and is_question(line):
             score -= W_ASKS_BACK
-        called = addressing.called(line, to)
-        if to and (any(who != to for who in called) or addressing.mentions(line, to)):
+        if addressing.wrong_for(line, to):
             score -= ELSEWHERE
-        elif to in called:
+        elif to and to in addressing.called(line, to):
             score += W_CALLS_THEM
         out.append(score)
     return out
@@ -175,7 +174,7 @@ def _spare_lines(request: ChatRequest, taken: set[str]) -> list[Candidate]:
 def _unfit(request: ChatRequest, to: str) -> Callable[[str], bool]:
     """A line not to say to `to`: it calls someone else by name, or it speaks of `to` in the third person."""
     addressing = request.role.addressing
-    return lambda line: bool(to) and bool(addressing.elsewhere(line, to) or addressing.mentions(line, to))
+    return lambda line: addressing.wrong_for(line, to)
 
 
 def deflection(request: ChatRequest, to: str, avoid: set[str]) -> str:
