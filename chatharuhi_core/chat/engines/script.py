@@ -204,7 +204,9 @@ def choose_line(request: ChatRequest) -> str:
     role, to = request.role, _said_to(request)
     unfit = _unfit(request, to)
     cands = _candidates(request)
-    recent = {ex.reply for ex in request.history[-4:]} | set(request.avoid)
+    # the last few things it said, the greeting that opened the chat among them while the chat is short
+    said = [role.fitting_greeting(to), *(ex.reply for ex in request.history)]
+    recent = set(said[-4:]) | set(request.avoid)
     fresh = [c for c in cands if c.line not in recent] or cands
     if fresh and request.embedder is not None:
         if all(unfit(c.line) for c in fresh):
