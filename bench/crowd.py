@@ -27,8 +27,8 @@ from load import _one_visitor, llama_url, run_visitors, write_section
 START, END = "<!-- crowd -->", "<!-- /crowd -->"
 # the page's budgets for the local engine (LOCAL_BUDGETS): story, history, fold, memory, recall
 LOCAL_BUDGETS = (256, 192, False, 192, 128)
-LOCAL = ("Watson", "local", "", "", "", *LOCAL_BUDGETS)
-OFFLINE = ("Watson", "script", "", "", "", *LOCAL_BUDGETS)
+LOCAL = ("Watson", "local", "", "", "", *LOCAL_BUDGETS, "")  # then the persona box, left empty
+OFFLINE = ("Watson", "script", "", "", "", *LOCAL_BUDGETS, "")
 
 
 def _tokens(reply: str) -> int:
@@ -116,7 +116,7 @@ def server_rows(cache: Path) -> list[str]:
         if not server:
             return rows
         with app_process(cache, "app.py", CHATHARUHI_WARM_LOCAL="0") as (url, _app, _):
-            llama = ("Watson", "openai", "smollm2", server, "", *LOCAL_BUDGETS)
+            llama = ("Watson", "openai", "smollm2", server, "", *LOCAL_BUDGETS, "")
             run_visitors(url, llama, 1, echo=False, settle_s=4)
             for n in (1, 8):
                 rows.append(_row("llama-cpp-python's server (one slot: it has no batch), same file and budgets",

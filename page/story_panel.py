@@ -22,6 +22,7 @@ from chatharuhi_core.web.story import (
     set_persona,
     story_state,
     switch_line,
+    with_persona,
 )
 
 from .settings_panel import choice
@@ -80,7 +81,7 @@ class StoryControls:
         self.lines.input(_switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected], api_name=False,
                          cancels=turns)
         self.parent.click(_parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False, cancels=turns)
-        self.face.change(_face, [v.conv, self.face], [v.conv, c.chat], api_name=False, show_progress="hidden")
+        self.face.change(_face, [v.conv, self.face, self.persona], [v.conv, c.chat], api_name=False, show_progress="hidden")
         # the text left, or the default ticked: a field left while the box was being ticked reads it unticked, so
         # only the box itself clears this browser's default
         kept = [v.conv, page.session.saved_persona, c.feedback_note]
@@ -153,11 +154,13 @@ def _persona(ticked: bool):
     return run
 
 
-def _face(conv: Conversation | None, path: str | None):
-    """The visitor's portrait beside their messages, for this visit (an image removed: none)."""
-    conv = current(conv).copy()
+def _face(conv: Conversation | None, path: str | None, persona: str):
+    """The visitor's portrait beside their messages, for this visit (an image removed: none). It writes the
+    conversation back, so it carries the persona box too (its own save may be running beside this)."""
+    conv = current(conv)
     if (path or "") == conv.face:
         return gr.skip(), gr.skip()
+    conv = (with_persona(conv, persona) or conv).copy()
     conv.face = path or ""
     return conv, gr.Chatbot(avatar_images=(conv.face or None, portrait_of(load_role(conv.role_id))))
 

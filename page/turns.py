@@ -21,6 +21,7 @@ from chatharuhi_core.web.chat import (
     stream_turn,
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
+from chatharuhi_core.web.story import with_persona
 
 from .settings_panel import choice
 from .visit import current
@@ -60,27 +61,37 @@ def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role
         yield up.messages, box, state, status, pending
 
 
-def send(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
-    """`panel`: the settings panel's values (SettingsPanel.inputs); `signed_in` is the visitor's Hugging Face
-    sign-in, handed in by Gradio from their session (None when signed out)."""
-    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), False)
+def _split(rest: tuple) -> tuple[tuple, str | None]:
+    """The settings panel's values, then the persona box (the last input of every turn, so callers of the
+    page's own endpoints that leave it out keep their positions)."""
+    return rest[:-1], rest[-1]
 
 
-def regenerate(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
-    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), True)
+def send(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *rest):
+    """`rest`: the settings panel's values (SettingsPanel.inputs), then the persona box; `signed_in` is the
+    visitor's Hugging Face sign-in, handed in by Gradio from their session (None when signed out)."""
+    panel, persona = _split(rest)
+    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), False)
 
 
-def go_on(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *panel):
+def regenerate(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *rest):
+    panel, persona = _split(rest)
+    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), True)
+
+
+def go_on(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *rest):
     """Continue: the last reply goes on from where it stopped, streamed after it."""
-    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), False, True)
+    panel, persona = _split(rest)
+    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), False, True)
 
 
-def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text, user_role, *panel):
+def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text, user_role, *rest):
     """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
     if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
         yield (gr.skip(),) * 5
         return
-    yield from _turn(gate, conv, text, user_role, choice(panel, signed_in), True)
+    panel, persona = _split(rest)
+    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), True)
 
 
 def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
@@ -144,7 +155,7 @@ def wire(page) -> list:
     message until the reply is complete). Returns the turn events, for switches to cancel."""
     v, c = page.visit, page.chat
     turn_out = [c.chat, c.text, v.conv, c.reply_stats, v.pending]
-    turn_in = [v.gate, v.conv, c.text, c.user_role, *page.chat.settings.inputs()]
+    turn_in = [v.gate, v.conv, c.text, c.user_role, *page.chat.settings.inputs(), c.story.persona]
     after = (after_turn, [v.conv, c.speak_on, v.handled],
              [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
     focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once

@@ -144,6 +144,19 @@ def set_persona(conv: Conversation, description: str) -> tuple[Conversation, str
     return conv, ""
 
 
+def with_persona(conv: Conversation | None, persona: str | None) -> Conversation | None:
+    """The conversation with the page's persona box as it reads now.
+
+    Leaving the box saves the persona in its own event, which Gradio may run beside the Send the same click
+    started (or beside a portrait upload that writes the conversation back without it); a persona the page
+    shows is in the next prompt only if the turn itself reads the box. An over-long persona keeps what was
+    saved (its own event says why)."""
+    if conv is None or persona is None or persona.strip() == conv.persona:
+        return conv
+    fixed, said = set_persona(conv, persona)
+    return conv if said else fixed
+
+
 def story_state(conv: Conversation | None, user: str) -> str:
     """One line under the chat: which line of the story this is, whom the visitor plays, and the author's note."""
     if conv is None:

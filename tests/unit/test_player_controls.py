@@ -19,7 +19,15 @@ from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.web.browser_store import MAX_CHARS, pack, unpack
 from chatharuhi_core.web.chat import Conversation, export_chat, import_chat, stream_turn
 from chatharuhi_core.web.common import EnginePanel
-from chatharuhi_core.web.story import back_to_parent, branch_from, flip, line_choices, set_note, switch_line
+from chatharuhi_core.web.story import (
+    back_to_parent,
+    branch_from,
+    flip,
+    line_choices,
+    set_note,
+    switch_line,
+    with_persona,
+)
 
 VIOLIN = "Why do you play the violin at three in the morning?"
 
@@ -102,6 +110,19 @@ def test_a_persona_enters_the_system_message_and_names_the_visitor(settings, tmp
     with pytest.raises(InputError, match="0 to 20 messages"):
         authors_note("Short.", 21)
     assert authors_note("  ") is None
+
+
+def test_a_turn_reads_the_persona_box_even_when_its_save_has_not_landed(settings):
+    """The race a visitor meets by typing a persona and pressing Send at once: the box's own save runs beside
+    the turn, so the turn applies what the box shows (and an over-long one keeps what was saved)."""
+    conv = Conversation("sherlock")
+    assert with_persona(conv, None) is conv and with_persona(conv, "  ") is conv
+    mended = with_persona(conv, "  A retired army doctor.  ")
+    assert mended.persona == "A retired army doctor." and conv.persona == ""  # a copy: state is never mutated
+    assert with_persona(mended, "A retired army doctor.") is mended
+    assert with_persona(mended, "x" * 5000).persona == "A retired army doctor."
+    ups = list(stream_turn(mended, "Who are you?", "Watson", EnginePanel(), settings))
+    assert ups[-1].conversation.persona == "A retired army doctor."
 
 
 # ------------------------------------------------------------ continue and impersonate
