@@ -94,7 +94,7 @@ def main() -> None:
     on_gpu()  # where the `spaces` package is installed (ZeroGPU), the local engine's GPU function exists at start
     if settings.zero_gpu and not gpu_runtime():
         log.warning("this is a ZeroGPU Space, but torch and transformers are not installed: visitors start on the "
-                    "offline engine. Append requirements-zerogpu.txt to requirements.txt for %s on the GPU.",
+                    "offline engine. requirements.txt's ZeroGPU runtime installs them, for %s on the GPU.",
                     settings.gpu_model)
     # Gradio serves only files under these (and its temp folder and the working folder): the bundled
     # characters, the page's assets, imported characters and the spoken replies, which all live in the

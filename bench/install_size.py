@@ -1,5 +1,6 @@
-"""Size of the default install: a fresh virtual environment with requirements.txt (what a Space
-installs), and, for comparison, the local-model extra on top."""
+"""Size of the default install: a fresh virtual environment with requirements.txt above its ZeroGPU runtime
+(what scripts/setup.sh installs for the app, and what a CPU Space runs), and, for comparison, the local-model
+extra on top."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ def measure(tmp: Path, with_local: bool) -> dict:
     venv = tmp / "size-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     empty = _du_mb(venv)
-    _install(venv, "-r", "requirements.txt")
+    text = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    app = tmp / "requirements-app.txt"
+    app.write_text(text.split("\n# ZeroGPU runtime")[0], encoding="utf-8")
+    _install(venv, "-r", str(app))
     out = {"default_mb": _du_mb(venv) - empty}
     print(f"  default install (requirements.txt): {out['default_mb']:.0f} MB", flush=True)
     if with_local:

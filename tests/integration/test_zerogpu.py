@@ -109,3 +109,18 @@ def test_the_space_metadata_asks_for_zerogpu_and_preloads_its_model():
     assert meta["suggested_hardware"] == "zero-a10g"
     assert DEFAULT_GPU_MODEL in meta["preload_from_hub"]
     assert meta["hf_oauth"] is True and "inference-api" in meta["hf_oauth_scopes"]
+
+
+def test_a_space_installs_the_gpu_runtime_with_no_edit_and_set_up_leaves_it_out():
+    """A Space runs `pip install -r requirements.txt` on that one file (no other file is there yet): a ZeroGPU
+    duplicate must find torch and transformers in it; scripts/setup.sh installs the lines above the runtime, so a
+    laptop and CI get no CUDA torch."""
+    text = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    app, marker, runtime = text.partition("\n# ZeroGPU runtime")
+    assert marker and not any(line.strip().startswith(("-r", "-c")) for line in text.splitlines())
+    names = lambda part: {line.split("#")[0].strip().split("[")[0].split("=")[0].split(">")[0].split("<")[0]  # noqa: E731
+                          for line in part.splitlines() if line.split("#")[0].strip()}
+    assert {"torch", "transformers", "accelerate"} <= names(runtime) and "torch" not in names(app)
+    assert "gradio" in names(app) and "spaces" not in names(text)  # ZeroGPU brings its own `spaces`
+    assert "sed '/^# ZeroGPU runtime/,$d' requirements.txt" in (ROOT / "scripts" / "setup.sh").read_text()
+    assert "-r requirements.txt" not in (ROOT / "requirements-local.txt").read_text()  # it would pull CUDA torch
