@@ -33,6 +33,7 @@ from chatharuhi_core.web.scene import (
     set_cast,
     stream_scene,
     target_choices,
+    writes_new_line,
 )
 from chatharuhi_core.web.signin import language_warnings
 
@@ -269,6 +270,15 @@ def _flip(step: int):
     return run
 
 
+def next_text(signed_in: gr.OAuthToken | None, state, selected, *play):
+    """▶: the selected line's next text; past the latest line's last one, a new one written as Regenerate does."""
+    if writes_new_line(_state(state), selected, 1):
+        yield from regenerate_line(signed_in, state, *play)
+        return
+    state, chat, note = _flip(1)(state, selected)
+    yield chat, gr.skip(), state, note
+
+
 def edit(state: SceneState | None, evt: gr.EditData):
     state, note = edit_line(_state(state), evt.index, evt.value, Settings.from_env())
     return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
@@ -420,9 +430,8 @@ class GroupSceneTab:
         self.chat.select(clicked, None, self.selected, api_name=False, show_progress="hidden")
         gr.on([self.state.change, self.selected.change], _count, [self.state, self.selected], self.count,
               api_name=False, show_progress="hidden", trigger_mode="always_last")
-        for button, step in ((self.prev, -1), (self.next, 1)):
-            button.click(_flip(step), [self.state, self.selected], [self.state, self.chat, self.status],
-                         api_name=False, show_progress="hidden")
+        self.prev.click(_flip(-1), [self.state, self.selected], [self.state, self.chat, self.status],
+                        api_name=False, show_progress="hidden")  # ▶ is a run of its own (_wire_runs)
         self.state.change(refresh_export, self.state, self.export_btn, api_name=False)
         self.import_btn.upload(import_file, [self.import_btn, self.state], [self.cast, *view], api_name="scene_import")
         page.visit.added.change(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False)
@@ -440,6 +449,7 @@ class GroupSceneTab:
             self.send_btn.click(send_line, line, out, api_name=False),
             self.talk_btn.click(let_them_talk, [self.state, self.turns, *play], out, api_name="scene_talk"),
             self.regen_btn.click(regenerate_line, [self.state, *play], out, api_name="scene_regenerate"),
+            self.next.click(next_text, [self.state, self.selected, *play], out, api_name=False),
         ]
         events += [b.click(speak_now(k), [self.state, *play], out, api_name="scene_speak" if k == 0 else False)
                    for k, b in enumerate(self.buttons)]
@@ -447,7 +457,7 @@ class GroupSceneTab:
             ev.then(*after, api_name=False)
         # a new line, a forced speaker or another run cuts in: whatever is still running stops first
         # (its whole lines are kept in the state; a half line is dropped)
-        triggers = [self.text.submit, self.send_btn.click, self.talk_btn.click, self.regen_btn.click,
+        triggers = [self.text.submit, self.send_btn.click, self.talk_btn.click, self.regen_btn.click, self.next.click,
                     *(b.click for b in self.buttons)]
         for trigger, own in zip(triggers, events):
             trigger(None, None, None, cancels=[e for e in events if e is not own], queue=False, api_name=False)

@@ -73,9 +73,9 @@ class StoryControls:
         drawn = [v.conv, c.chat, c.feedback_note]
         c.chat.select(clicked, None, v.selected, api_name=False, show_progress="hidden")
         v.selected.change(_count, [v.conv, v.selected], self.count, api_name=False, show_progress="hidden")
-        for button, step in ((self.prev, -1), (self.next, 1)):
-            button.click(_flip(step), [v.conv, v.selected, c.user_role], drawn, api_name=False,
-                         show_progress="hidden", cancels=turns)
+        # ◀ flips back; ▶ is a turn of its own (turns.wire): past the latest reply's last alternative it writes one
+        self.prev.click(_flip(-1), [v.conv, v.selected, c.user_role], drawn, api_name=False,
+                        show_progress="hidden", cancels=turns)
         self.branch.click(_branch, [v.conv, v.selected, c.user_role], [*drawn, c.text, v.selected],
                           api_name=False, cancels=turns)
         self.lines.input(_switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected], api_name=False,
@@ -102,7 +102,7 @@ class StoryControls:
                            api_name=False)
 
 
-def _chat(conv: Conversation, user: str):
+def redrawn(conv: Conversation, user: str):
     role = load_role(conv.role_id)
     return gr.Chatbot(value=chat_messages(conv, role, user), feedback_value=feedback_values(conv, role))
 
@@ -111,10 +111,15 @@ def _count(conv: Conversation | None, selected):
     return alternatives_label(conv, selected)
 
 
+def flipped_to(conv: Conversation | None, selected, step: int, user: str):
+    """The selected reply's neighbouring alternative kept: the conversation, the chat and a sentence."""
+    conv, said = flip(current(conv), selected, step, Settings.from_env())
+    return conv, redrawn(conv, user), said
+
+
 def _flip(step: int):
     def run(conv: Conversation | None, selected, user: str):
-        conv, said = flip(current(conv), selected, step, Settings.from_env())
-        return conv, _chat(conv, user), said
+        return flipped_to(conv, selected, step, user)
     return run
 
 
@@ -123,7 +128,7 @@ def _branch(conv: Conversation | None, selected, user: str):
         new, box, said = branch_from(current(conv), selected)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip(), gr.skip()
-    return new, _chat(new, user), said, box if box else gr.skip(), None
+    return new, redrawn(new, user), said, box if box else gr.skip(), None
 
 
 def _switch_line(conv: Conversation | None, line_id: str | None, user: str):
@@ -131,7 +136,7 @@ def _switch_line(conv: Conversation | None, line_id: str | None, user: str):
         new = switch_line(current(conv), line_id)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
-    return new, _chat(new, user), f"↳ {new.line.name} · {len(new.history)} exchanges", None
+    return new, redrawn(new, user), f"↳ {new.line.name} · {len(new.history)} exchanges", None
 
 
 def _parent(conv: Conversation | None, user: str):
@@ -139,7 +144,7 @@ def _parent(conv: Conversation | None, user: str):
         new = back_to_parent(current(conv))
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
-    return new, _chat(new, user), f"↩ Back to {new.line.name}. · 已回到上一条故事线。", None
+    return new, redrawn(new, user), f"↩ Back to {new.line.name}. · 已回到上一条故事线。", None
 
 
 def _persona(ticked: bool):

@@ -21,9 +21,10 @@ from chatharuhi_core.web.chat import (
     stream_turn,
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
-from chatharuhi_core.web.story import with_persona
+from chatharuhi_core.web.story import with_persona, writes_new
 
 from .settings_panel import choice
+from .story_panel import flipped_to
 from .visit import current
 
 
@@ -92,6 +93,17 @@ def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text,
         return
     panel, persona = _split(rest)
     yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), True)
+
+
+def swipe_next(signed_in: gr.OAuthToken | None, selected, gate, conv, text, user_role, *rest):
+    """▶: the selected reply's next alternative; past the latest reply's last one, a new one written as
+    Regenerate writes it (streamed). Outputs: a turn's, then the note under the chat."""
+    if writes_new(current(conv), selected, 1):
+        for frame in regenerate(signed_in, gate, conv, text, user_role, *rest):
+            yield (*frame, gr.skip())
+        return
+    conv, chat, said = flipped_to(conv, selected, 1, user_role)
+    yield chat, gr.skip(), conv, gr.skip(), gr.skip(), said
 
 
 def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
@@ -166,6 +178,8 @@ def wire(page) -> list:
         ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
             None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
     turns.append(c.regen_btn.click(regenerate, turn_in, turn_out))
+    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+    turns.append(c.story.next.click(swipe_next, [v.selected, *turn_in], [*turn_out, c.feedback_note], api_name=False))
     turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
     turns.append(c.story.go_on.click(go_on, turn_in, turn_out, api_name=False))
     turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")

@@ -367,6 +367,16 @@ def _picked(state: SceneState, index: object) -> int | None:
     return k
 
 
+def writes_new_line(state: SceneState | None, index: object, step: int) -> bool:
+    """▶ on the scene's latest line, at its last text (or with none other), writes a new one as Regenerate does;
+    anywhere else it flips (as in the chat, web/story.writes_new)."""
+    if step <= 0 or state is None or (k := _picked(state, index)) is None or k != len(state.lines) - 1:
+        return False
+    ln = state.lines[k]
+    texts = ln.alternatives or [ln.text]
+    return ln.text not in texts or texts.index(ln.text) == len(texts) - 1
+
+
 def flip_line(state: SceneState, index: object, step: int, settings: Settings) -> tuple[SceneState, str]:
     """The next or previous text of the selected character line (the last one by default) kept; the choice goes
     to the feedback file as the kept text against the ones passed over (as in the chat, web/story.py)."""

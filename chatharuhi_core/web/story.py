@@ -40,6 +40,16 @@ def alternatives_label(conv: Conversation | None, index: object = None) -> str:
     return f"**{position(ex) + 1} / {len(replies_of(ex))}**{which}"
 
 
+def writes_new(conv: Conversation | None, index: object, step: int) -> bool:
+    """▶ on the latest reply's last alternative (or on a reply that has none) writes a new one, as a swipe past
+    the end does in SillyTavern; anywhere else it flips (an earlier reply cannot be written again without
+    changing what follows it)."""
+    if step <= 0 or conv is None or (k := selected_reply(conv, index)) is None or k != len(conv.history) - 1:
+        return False
+    ex = conv.history[k]
+    return position(ex) == len(replies_of(ex)) - 1
+
+
 def flip(conv: Conversation, index: object, step: int, settings: Settings) -> tuple[Conversation, str]:
     """The next or previous alternative of the selected reply kept; the choice goes to the feedback file as the
     kept reply against the ones passed over."""

@@ -66,15 +66,21 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     say(page, "What is your method?")
     first, _ = wait_reply(page, 2)
     first = first[-1]
-    # three alternatives: Regenerate adds one each time, and the newest is shown
+    # three alternatives: Regenerate adds one, and so does ▶ on the last (as a swipe past the end in
+    # SillyTavern); the newest is shown
     seen = [first]
-    for n in (2, 3):
-        page.click("#regenerate")
+    for n, button in ((2, "#regenerate"), (3, "#swipe-next")):
+        page.click(button)
         _wait_count(page, f"{n} / {n}")
         seen.append(settled_bot_texts(page)[-1])
     assert len(set(seen)) == 3, seen
-    # browsed back to the first and kept: the chat shows it, and the conversation goes on from it
+    # browsed back to the first and kept (▶ short of the last flips): the chat shows it, and the conversation
+    # goes on from it
     page.click("#swipe-prev")
+    _wait_count(page, "2 / 3")
+    page.click("#swipe-prev")
+    _wait_count(page, "1 / 3")
+    page.click("#swipe-next")
     _wait_count(page, "2 / 3")
     page.click("#swipe-prev")
     _wait_count(page, "1 / 3")
@@ -177,15 +183,17 @@ def test_a_group_scene_line_has_alternatives_to_browse(browser, app_server):  # 
     page.click("#scene-send")
     first = wait_lines(page, 2)[-1][1]
     seen = [first]
-    for n in (2, 3):
-        page.click("#scene-regenerate")
+    for n, button in ((2, "#scene-regenerate"), (3, "#scene-swipe-next")):  # ▶ on the last text writes one
+        page.click(button)
         page.wait_for_function("(t) => document.querySelector('#scene-swipe-count')?.innerText.includes(t)",
                                arg=f"{n} / {n}", timeout=30_000)
         seen.append(wait_lines(page, 2)[-1][1])
     assert len(set(seen)) == 3, seen
-    page.click("#scene-swipe-next")  # round to the first
-    page.wait_for_function("() => document.querySelector('#scene-swipe-count')?.innerText.includes('1 / 3')",
-                           timeout=30_000)
+    for button, at in (("#scene-swipe-prev", "2 / 3"), ("#scene-swipe-prev", "1 / 3"), ("#scene-swipe-next", "2 / 3"),
+                       ("#scene-swipe-prev", "1 / 3")):  # short of the last, ▶ flips
+        page.click(button)
+        page.wait_for_function("(t) => document.querySelector('#scene-swipe-count')?.innerText.includes(t)",
+                               arg=at, timeout=30_000)
     assert lines(page)[-1][1] == first
     page.screenshot(path=str(ARTIFACTS / "story-group.png"), full_page=True)
     context.close()

@@ -181,16 +181,17 @@ def deflection(request: ChatRequest, to: str, avoid: set[str]) -> str:
     """What the character says when none of its lines answers: one of its greetings that fits `to` (written to
     open a talk, they ask the visitor what brings them), the one nearest the message; once those were all said
     lately, one of its own lines that asks back, said to no one else. Ends an unanswerable question in character
-    instead of with an unrelated line."""
+    instead of with an unrelated line. Empty when every one of them is in `avoid` (a regenerate that has had
+    them all)."""
     role, unfit = request.role, _unfit(request, to)
     greetings = [g for g in role.greetings if not unfit(g)]
     pool = [g for g in greetings if g not in avoid]
     if not pool:
         pool = list(dict.fromkeys(t for s in role.stories for spk, t in parse_scene_lines(s.text)
                                   if spk in role.speaker_names and t and is_question(t) and not unfit(t)
-                                  and t not in avoid)) or greetings
+                                  and t not in avoid))
     if not pool:
-        return next(iter(role.greetings), "……")
+        return ""
     if request.embedder is None or len(pool) == 1:
         return pool[0]
     sims = cosine(request.embedder.embed([request.text]), request.embedder.embed(pool))[0]
@@ -216,7 +217,11 @@ def choose_line(request: ChatRequest) -> str:
         ask = asked(request.text)  # "who are you" is answered by the character saying who it is, whatever its score
         shaped = ask.kind == "who" and fit(ask, fresh[best].line, role.speaker_names) == 1.0
         if unfit(fresh[best].line) or (scores[best] < ANSWERS_AT and not shaped):
-            return deflection(request, to, recent)
+            # a deflection; once a regenerate has had them all, the best line that is fit to say to them
+            fit_order = [i for i in sorted(range(len(fresh)), key=scores.__getitem__, reverse=True)
+                         if not unfit(fresh[i].line)]
+            return (deflection(request, to, recent) or (fresh[fit_order[0]].line if fit_order else "")
+                    or role.fitting_greeting(to) or next(iter(role.greetings), "……"))
         return fresh[best].line
     fit_for_visitor = [c for c in fresh if not unfit(c.line)]
     if fit_for_visitor or fresh:
