@@ -301,6 +301,9 @@ def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePan
         yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
         return
     except ChatHaruhiError as exc:
+        if go_on:  # the reply stays as it was; why it could not go on is said under the chat, not in its words
+            yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, WARNING_MARK + str(exc))
+            return
         partial = (before + reply + "\n\n") if (before + reply) else ""
         msg = shown + [{"role": "assistant", "content": partial + WARNING_MARK + str(exc)}]
         yield TurnUpdate(msg, conv, str(exc), True)

@@ -138,6 +138,10 @@ def test_continue_quotes_the_next_line_of_the_scene_and_impersonate_a_line_of_th
     with pytest.raises(EngineError, match="finds no next line"):
         "".join(bot.continue_reply())
     assert bot.history[-1].reply.endswith("murderer.")  # a failed continue changes nothing
+    conv = Conversation("sherlock", history=list(bot.history), meta=[ReplyMeta("a", [], "script", "")])
+    *_, last = stream_turn(conv, "", "Watson", EnginePanel(), settings, go_on=True)
+    assert last.messages[-1]["content"].endswith("murderer.")  # the page's bubble keeps the reply's own words
+    assert "finds no next line" in last.error and "finds no next line" in last.status  # said under the chat
     line = "".join(bot.impersonate())
     watson = {t for s in bot.role.stories for spk, t in parse_scene_lines(s.text) if spk == "Watson"}
     assert line in watson and len(bot.history) == 1  # a line of Watson's, not sent
