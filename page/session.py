@@ -13,7 +13,7 @@ from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.browser_store import browser_secret, pack, unpack
 from chatharuhi_core.web.chat import Conversation, TurnGate
-from chatharuhi_core.web.picker import picker_choices, picker_entries
+from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import engine_for, sign_in_note
 from chatharuhi_core.web.user_store import account_id, forget_user, read_user, welcome_back, write_user
 
@@ -140,7 +140,7 @@ class Session:
                        show_progress="hidden").then(
             lambda name: (name or "").strip(), self.saved_name, v.visitor, api_name=False,
             show_progress="hidden").then(set_avatar, v.conv, [c.chat, c.scene_picture], api_name=False,
-                                         show_progress="hidden")
+                                         show_progress="hidden").then(None, js=SESSION_READY_JS, api_name=False)
         v.conv.change(remember_role, v.conv, self.last_role, api_name=False, show_progress="hidden")
         # a reply, a switch, a clear, an import, a memory; another engine or any of its settings (never the key).
         # One event for all of them: separate ones could finish out of order and leave an older record behind.

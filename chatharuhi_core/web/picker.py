@@ -54,8 +54,16 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
     return entries
 
 
-PICKER_JS = ("element.addEventListener('click', (e) => { const b = e.target.closest('button[data-ref]');"
-             " if (b) trigger('click', {ref: b.dataset.ref}); });")
+# A tile clicked before the visit's start has filled the page (SESSION_READY_JS) waits for it: run beside it, the
+# switch and the start each redraw the page, and whichever lands last would win, half of it or all.
+PICKER_JS = ("let held = null; const go = (ref) => trigger('click', {ref});"
+             " document.addEventListener('chatharuhi-ready', () => { if (held) { go(held); held = null; } });"
+             " element.addEventListener('click', (e) => { const b = e.target.closest('button[data-ref]');"
+             " if (!b) return; if (document.body.dataset.session === 'ready') go(b.dataset.ref);"
+             " else { held = b.dataset.ref; b.setAttribute('aria-busy', 'true');"
+             " setTimeout(() => { if (held) { go(held); held = null; } }, 8000); } });")  # a start that failed
+SESSION_READY_JS = ("() => { document.body.dataset.session = 'ready';"
+                    " document.dispatchEvent(new Event('chatharuhi-ready')); }")
 
 
 def tiles_html(entries: list[PickerEntry]) -> str:

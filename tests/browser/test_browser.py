@@ -115,6 +115,29 @@ def test_pick_each_role_and_chat(browser, app_server, index, role_id):
     page.close()
 
 
+def test_a_character_clicked_as_the_page_comes_up_is_the_whole_page(browser, app_server):
+    """A tile clicked before the visit's start has filled the page waits for it, then switches: the chat, the
+    title, the portrait and the questions offered all follow the one click (it was once lost, or half applied)."""
+    holmes = load_role("sherlock")
+    early = 0
+    for _ in range(3):
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(app_server, wait_until="commit")
+        page.locator("#picker [data-ref=sherlock]").click(timeout=60_000)  # as soon as the tile is there
+        early += page.evaluate("() => document.body.dataset.session !== 'ready'")
+        page.wait_for_function("() => document.body.dataset.session === 'ready'", timeout=60_000)
+        page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')",
+                               timeout=30_000)
+        page.wait_for_timeout(1500)  # anything still in flight lands
+        assert holmes.name in page.locator("#about").inner_text()
+        assert holmes.name in page.locator("#portrait img").get_attribute("alt")
+        assert holmes.greeting[:10] in settled_bot_texts(page)[0]
+        assert holmes.examples[0] in page.locator("#examples").inner_text()
+        context.close()
+    assert early, "every click came after the page had filled in: the test did not click early"
+
+
 def test_two_browser_visitors_never_share_history(browser, app_server):
     ctx_a, ctx_b = browser.new_context(), browser.new_context()
     a, b = ctx_a.new_page(), ctx_b.new_page()
