@@ -118,7 +118,8 @@ def _vocative_at(line: str, term: str, learned: bool) -> int | None:
         m = re.search(_CJK_BEFORE + re.escape(term) + _CJK_AFTER, line)
         return m.start() if m else None
     name = re.escape(term)
-    opening = re.match(rf"\s*(?:[Oo]h,?\s+|[Aa]h,?\s+)?{_FOND}{name}{_TAIL}(?=\s*[,.!?;—]|\s*$)", line)
+    # an opening name asked back is an echo of what was said, not a call ("Mycroft? Officially he audits…")
+    opening = re.match(rf"\s*(?:[Oo]h,?\s+|[Aa]h,?\s+)?{_FOND}{name}{_TAIL}(?=\s*[,.!;—]|\s*$)", line)
     if opening:
         return 0
     m = re.search(rf"[,;—]\s*{_FOND}{name}{_TAIL}(?=\s*[,.!?;—…]|\s*$)", line)
