@@ -26,7 +26,7 @@ from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel, change_engine
 from .story_panel import StoryControls
 from .turns import read_ahead_for, scene_picture, spoken
-from .visit import conversation_buttons, current, scene_name, tiles
+from .visit import current, scene_name, tiles
 
 FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
                  "server to improve the character. · 对回复的赞、踩和修改会被保存，用于改进角色。")
@@ -62,7 +62,8 @@ class ChatTab:
                 self.about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
                 # the scene the last reply drew on, beside the name: in sight without scrolling
                 self.scene_picture = gr.HTML(visible=False, elem_id="scene-image", min_height=0)
-            self.chat = gr.Chatbot(first_view[3], label="Chat", elem_id="chat", height=520, buttons=["copy"],
+            self.chat = gr.Chatbot(first_view[3], label="Chat", show_label=False, elem_id="chat", height=520,
+                                   buttons=["copy"],
                                    editable="all", avatar_images=(None, portrait_of(first)),
                                    feedback_options=("Like", "Dislike"))
             self.reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
@@ -77,24 +78,34 @@ class ChatTab:
                                        elem_id="message", max_lines=6)
                 self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
-            self.story = StoryControls().render_row()
+            self.story = StoryControls().render_row(more=self._reply_actions)
+            self._buttons()
             self.note = self.settings.note = gr.Markdown(elem_id="engine-note")
             self.sign_in = gr.Markdown(elem_id="sign-in-note")
             self.feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
                                              elem_id="feedback-note", elem_classes=["reply-stats"])
-            self._buttons()
+            self._voice()
             with gr.Accordion("Classic scenes retrieved for the last reply · 检索到的经典场景", open=False,
                               elem_id="scenes-panel"):
                 self.scenes = gr.Markdown(elem_id="scenes")
             self.memory = MemoryPanel().render()
             self.story.render_panel()
 
+    def _reply_actions(self) -> None:
+        """In the row under the box, beside the alternatives: a new reply, the last one read aloud, the chat saved."""
+        self.regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate", scale=1)
+        self.speak_btn = gr.Button("Speak · 朗读", size="sm", elem_id="speak-last", scale=1)
+        self.export_btn = gr.DownloadButton("⤓ Export chat · 导出", size="sm", elem_id="export-chat",
+                                            interactive=False, scale=1)
+
     def _buttons(self) -> None:
-        self.regen_btn, self.clear_btn, self.export_btn, self.import_btn = conversation_buttons(
-            "chat", ("regenerate", "clear", "export-chat", "import-chat"))
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=True, elem_id="chat-files"):
             self.speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
-            self.speak_btn = gr.Button("Speak last reply · 朗读上一句", size="sm", elem_id="speak-last", scale=1)
+            self.clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear", scale=1)
+            self.import_btn = gr.UploadButton("Import chat · 导入", size="sm", elem_id="import-chat",
+                                              file_types=[".jsonl"], type="filepath", scale=1)
+
+    def _voice(self) -> None:
         self.voice_audio = gr.Audio(visible=False, label="Voice · 语音", type="filepath", autoplay=True,
                                     interactive=False, elem_id="voice-audio", buttons=["download"],
                                     waveform_options=gr.WaveformOptions(show_recording_waveform=False))

@@ -358,7 +358,7 @@ class GroupSceneTab:
 
     def _main(self) -> None:
         with gr.Column(scale=2, elem_id="scene-main"):
-            self.chat = gr.Chatbot(label="Group scene", elem_id="scene-chat", height=520, editable="all",
+            self.chat = gr.Chatbot(label="Group scene", show_label=False, elem_id="scene-chat", height=520, editable="all",
                                    feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
                                    group_consecutive_messages=False)
             self.status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])

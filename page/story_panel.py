@@ -32,11 +32,15 @@ from .visit import clicked, current
 class StoryControls:
     """The row under the chat, and the Story panel; components as attributes."""
 
-    def render_row(self) -> StoryControls:
+    def render_row(self, more=None) -> StoryControls:
+        """The row under the message box; `more` renders the chat's own reply actions at its end (so that on a
+        laptop everything done to a reply is on the first screen)."""
         with gr.Row(elem_id="story-controls", equal_height=True):
             self.prev = gr.Button("◀", size="sm", min_width=40, elem_id="swipe-prev", scale=0)
             self.count = gr.Markdown(alternatives_label(None), elem_id="swipe-count", min_height=0)
             self.next = gr.Button("▶", size="sm", min_width=40, elem_id="swipe-next", scale=0)
+            if more is not None:
+                more()
             self.branch = gr.Button("↳ Branch · 分支", size="sm", elem_id="branch-here", scale=1)
             self.go_on = gr.Button("↪ Continue · 继续", size="sm", elem_id="continue", scale=1)
             self.my_line = gr.Button("✍ My line · 替我写", size="sm", elem_id="impersonate", scale=1)
