@@ -196,6 +196,15 @@ def test_screenplay_is_cut_into_scenes_with_an_exchange():
     assert role.user_name == "Tom" and role.greeting == "Shut the door. You're letting the sea in."
 
 
+def test_a_script_of_two_equal_parts_asks_which_one_to_become():
+    """No protagonist to guess: the sentence names both and how to choose; a name given settles it."""
+    duet = "\n".join(f"Ann: Line {i} of Ann?\nBen: Line {i} of Ben." for i in range(6))
+    with pytest.raises(ImportProblem, match=r"more than one main speaker: Ann \(6 lines\), Ben \(6 lines\)"):
+        role_from_script(duet, None, source_name="duet.txt")
+    assert role_from_script(duet, "Ben", source_name="duet.txt").name == "Ben"
+    assert role_from_script(SCREENPLAY, None, source_name="storm.txt").name == "Tom"  # 4 lines against 3: Tom leads
+
+
 def test_chinese_script_and_length_limit():
     role = role_from_script(CHINESE_SCRIPT, None, source_name="客栈.txt")
     assert role.name == "店小二" and role.language == "zh" and role.user_name == "老掌柜"
