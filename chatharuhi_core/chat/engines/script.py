@@ -218,10 +218,12 @@ def choose_line(request: ChatRequest) -> str:
         shaped = ask.kind == "who" and fit(ask, fresh[best].line, role.speaker_names) == 1.0
         if unfit(fresh[best].line) or (scores[best] < ANSWERS_AT and not shaped):
             # a deflection; once a regenerate has had them all, the best line that is fit to say to them
-            fit_order = [i for i in sorted(range(len(fresh)), key=scores.__getitem__, reverse=True)
-                         if not unfit(fresh[i].line)]
-            return (deflection(request, to, recent) or (fresh[fit_order[0]].line if fit_order else "")
-                    or role.fitting_greeting(to) or next(iter(role.greetings), "……"))
+            if said_back := deflection(request, to, recent):
+                return said_back
+            sayable = [i for i in range(len(fresh)) if not unfit(fresh[i].line)]
+            if sayable:
+                return fresh[max(sayable, key=scores.__getitem__)].line
+            return role.fitting_greeting(to) or next(iter(role.greetings), "……")
         return fresh[best].line
     fit_for_visitor = [c for c in fresh if not unfit(c.line)]
     if fit_for_visitor or fresh:
