@@ -243,7 +243,9 @@ class _Run:
         """The conversation a case is asked in: the scene's earlier turns as history, its own scene out of reach."""
         from ..chat.chatbot import ChatHaruhi
 
-        return ChatHaruhi(role=case.role, llm=answering, settings=self.settings, embedder=self.embedder,
+        # the scene is out of retrieval and out of what the engine learns (nicknames, word rarity) and quotes
+        return ChatHaruhi(role=case.role.holding_out([case.turn.scene_id]), llm=answering, settings=self.settings,
+                          embedder=self.embedder,
                           history=list(case.turn.context), user_role=case.turn.user_role,
                           budgets=CONDITIONS[cond].budgets(self.budgets), exclude_scenes=[case.turn.scene_id],
                           ruler=self.ruler, read_ahead=False)

@@ -16,8 +16,8 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,9 @@ class Role:
     # vectors that came with the texts (a ChatHaruhi jsonl column), keyed by column name;
     # a store uses them as they are when the column belongs to the active embedder
     embeddings: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # scenes kept out of everything the engine learns or quotes (eval's held-out scenes); the store still holds
+    # them, and retrieval leaves them out by `exclude_scenes`
+    held_out: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @functools.cached_property
     def stories_sha256(self) -> str:
@@ -111,16 +114,33 @@ class Role:
             h.update(s.id.encode("utf-8") + b"\x00" + s.text.encode("utf-8") + b"\x01")
         return h.hexdigest()
 
+    @property
+    def known_stories(self) -> list[Story]:
+        """The scenes the engine may learn from and quote: all of them but those held out for evaluation."""
+        if not self.held_out:
+            return self.stories
+        return [s for s in self.stories if s.id not in self.held_out]
+
+    def holding_out(self, scene_ids: Iterable[str]) -> Role:
+        """This role with `scene_ids` out of what is learned and quoted (eval: the scene a case is taken from
+        must not teach the engine a nickname or lend it the reference line). Same scenes, so the same store."""
+        ids = frozenset(scene_ids) | self.held_out
+        if ids == self.held_out:
+            return self
+        copy = replace(self, held_out=ids)
+        copy.__dict__["stories_sha256"] = self.stories_sha256  # computed once for the shared store
+        return copy
+
     @functools.cached_property
     def addressing(self) -> Addressing:
         """Who the character's lines call by name or nickname (roles/address.py), learned once from its scenes."""
-        return learn_addressing((s.text for s in self.stories), self.speaker_names)
+        return learn_addressing((s.text for s in self.known_stories), self.speaker_names)
 
     @functools.cached_property
     def called_by(self) -> tuple[str, ...]:
         """The words the others call the character by in its scenes beyond its names ("Count", "先生"), learned
         once: a group scene's visitor may name it so."""
-        return learn_called_by((s.text for s in self.stories), self.speaker_names, self.addressing)
+        return learn_called_by((s.text for s in self.known_stories), self.speaker_names, self.addressing)
 
     @property
     def greetings(self) -> list[str]:

@@ -192,6 +192,29 @@ def test_the_held_out_scene_never_reaches_the_model(settings):
             assert earlier.reply in said[-1] and earlier.reply in "\n".join(m["content"] for m in system.messages)
 
 
+def test_the_held_out_scene_teaches_the_engine_nothing(settings):
+    """The role a case is asked with has its scene out of the nicknames, the callers' words, the word rarity and
+    the lines the offline engine may quote, while the store (and its hash) stays the role's own."""
+    role = load_role("sherlock")
+    spy = FixedEngine("I observe.")
+    run_eval([role], spy, settings=settings, per_role=2)
+    cases = held_out_cases(role, 2)
+    for case, request in zip(cases, spy.requests[1::2]):
+        seen = request.role
+        assert case.turn.scene_id in seen.held_out and seen.stories_sha256 == role.stories_sha256
+        assert case.turn.scene_id not in {s.id for s in seen.known_stories}
+        assert len(seen.known_stories) == len(role.stories) - 1
+
+    # a nickname used only in the held-out scene is not learned from it
+    stories = [Story("a", "Kyon:「Hi.」\nHaruhi:「Hello, Kyon.」"),
+               Story("b", "Mikuru:「Hi.」\nHaruhi:「Mikuru-chan, go.」\nMikuru:「Why?」\nHaruhi:「Mikuru-chan, now.」")]
+    tiny = Role(id="nick", name="Haruhi", system_prompt="x", stories=stories)
+    assert "Mikuru-chan" in tiny.addressing.terms or "Mikuru" in tiny.addressing.terms
+    kept = tiny.holding_out(["b"])
+    assert not any(t.startswith("Mikuru") for t in kept.addressing.terms)
+    assert tiny.holding_out([]) is tiny and kept.holding_out(["b"]) is kept
+
+
 def deep_role():
     """Scenes s0-s3 end in the character's first answer; d0-d2 in a later one (d2 at depth 3)."""
     stories = [Story(f"s{i}", f"Kyon:「Question {i}?」\nHaruhi:「{ref}」")

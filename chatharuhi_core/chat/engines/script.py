@@ -98,8 +98,8 @@ def _rarity(texts: tuple[str, ...]) -> dict[str, float]:
 
 def _word_overlap(request: ChatRequest, lines: list[str]) -> list[float]:
     """The share of the message's words (weighted by rarity) that each line repeats: "Moriarty", "猴哥"."""
-    rarity = _rarity(tuple(s.text for s in request.role.stories))
-    unknown = math.log(1 + len(request.role.stories))
+    rarity = _rarity(tuple(s.text for s in request.role.known_stories))
+    unknown = math.log(1 + len(request.role.known_stories))
     asked_words = set(tokens(request.text))
     total = sum(rarity.get(t, unknown) for t in asked_words)
     if not total:
@@ -187,7 +187,7 @@ def deflection(request: ChatRequest, to: str, avoid: set[str]) -> str:
     greetings = [g for g in role.greetings if not unfit(g)]
     pool = [g for g in greetings if g not in avoid]
     if not pool:
-        pool = list(dict.fromkeys(t for s in role.stories for spk, t in parse_scene_lines(s.text)
+        pool = list(dict.fromkeys(t for s in role.known_stories for spk, t in parse_scene_lines(s.text)
                                   if spk in role.speaker_names and t and is_question(t) and not unfit(t)
                                   and t not in avoid))
     if not pool:
@@ -249,7 +249,7 @@ def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
 def next_line(request: ChatRequest) -> str:
     """Continue: the character's next line in the scene the reply so far ends with (a line quoted from it)."""
     names, reply = request.role.speaker_names, request.continuing.strip()
-    for story in request.role.stories:
+    for story in request.role.known_stories:
         own = [t for s, t in parse_scene_lines(story.text) if s in names and t]
         for line, after in zip(own, own[1:]):
             if reply.endswith(line.strip()):
@@ -265,7 +265,8 @@ def visitor_line(request: ChatRequest) -> str:
     who = request.role.addressing.speaker(request.user_role) or request.user_role
     said = {ex.text for ex in request.history}
     found: list[Candidate] = []
-    for texts in ([(h.text, h.similarity) for h in _sent(request)], [(s.text, 0.0) for s in request.role.stories]):
+    anywhere = [(s.text, 0.0) for s in request.role.known_stories]
+    for texts in ([(h.text, h.similarity) for h in _sent(request)], anywhere):
         for text, similarity in texts:
             spoken = [(s, t) for s, t in parse_scene_lines(text) if s is not None and t]
             for (spk, cue), (nxt, line) in zip([(None, "")] + spoken, spoken):
