@@ -189,11 +189,20 @@ def learn(scenes: Iterable[str], own: Iterable[str]) -> Addressing:
     return Addressing(terms, frozenset(w for w in learned if w in terms), shared, people)
 
 
+# Characters a Chinese word that calls someone hardly holds: pronouns, demonstratives and particles ("你好，",
+# "这泼猴，", "谁能去，" open a line without naming anyone)
+_NOT_IN_A_NAME = frozenset("你您我俺他她它谁这那哪的了吗呢吧啊么呀哦嘛")
+# A character saying what it is called: "My people called me Voivode"
+_CALLS_ITSELF = re.compile(r"\b(?:call(?:ed|s)?|name[ds]?) me (?:the )?([A-Z][a-z]{2,})\b")
+
+
 def called_by(scenes: Iterable[str], own: Iterable[str], addressing: Addressing | None = None) -> tuple[str, ...]:
-    """The words the others call the character by, from the lines it answers: "Count, …", "…, Count?",
-    "军师，…", "Miss Bennet, …", each at least twice, never a word the character opens its own lines with
-    (an interjection) or one that calls someone else in its scenes. An English word must also stand as a
-    name somewhere (capitalised inside a sentence: "the Count"), so "Yes, …" and "Well, …" are not names."""
+    """The words the others call the character by, from the lines it answers ("Count, …", "…, Count?",
+    "军师，…", "Miss Bennet, …", "相父，…", the most used first) and the names it says it is called by ("called
+    me Voivode"); never a word the character opens its own lines with (an interjection), one that calls someone
+    else in its scenes, or a Chinese opening made of pronouns and particles ("你好"). An English word must also
+    stand as a name somewhere (capitalised inside a sentence: "the Count"), so "Yes, …" and "Well, …" are not
+    names. A word heard once counts: a group scene only asks whether a line names someone present."""
     own = frozenset(n.strip() for n in own if n and n.strip())
     scenes = list(scenes)
     addressing = addressing or learn(scenes, own)
@@ -205,12 +214,13 @@ def called_by(scenes: Iterable[str], own: Iterable[str], addressing: Addressing 
         for s, t in spoken:
             if s in own:
                 own_words.update(_callers_words(t))
+                counts.update(set(_CALLS_ITSELF.findall(t)))
         for (cue_by, cue), (by, _) in zip(spoken, spoken[1:]):
             if by in own and _is_other(cue_by, own):
                 counts.update(set(_callers_words(cue)))
     others = set(addressing.terms) | set(addressing.shared)
-    return tuple(w for w, n in counts.most_common() if n >= MIN_LEARNED and w not in own and w not in own_words
-                 and w not in others and (is_cjk(w) or _a_name_in(w, text)))
+    return tuple(w for w, _ in counts.most_common() if w not in own and w not in own_words and w not in others
+                 and (not is_cjk(w) or not _NOT_IN_A_NAME & set(w)) and (is_cjk(w) or _a_name_in(w, text)))
 
 
 def _callers_words(line: str) -> set[str]:

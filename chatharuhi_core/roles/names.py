@@ -78,6 +78,20 @@ def _latin_pattern(name: str) -> re.Pattern:
     return re.compile(rf"(?<![\w]){body}(?![\w])", re.IGNORECASE if proper else 0)
 
 
+def written_small(names: Iterable[str], texts: Iterable[str]) -> list[str]:
+    """The lower-case forms of one-word Latin names that call the character typed in a hurry ("alice",
+    "lizzie"): only a name whose lower-case form `texts` (the cast's scenes) never use as a word ("will", "rose",
+    "count" are words there, or in EVERYDAY_WORDS and TITLES, and keep needing a capital)."""
+    words = {w for t in texts for w in re.findall(r"(?<![\w'’])[a-z][a-z'’-]+", t)}
+    out = []
+    for name in names:
+        low = (name or "").strip().lower()
+        if (" " not in low and re.fullmatch(r"[a-z][a-z'’-]+", low) and low != name.strip()
+                and low not in words and low not in EVERYDAY_WORDS and low not in TITLES):
+            out.append(low)
+    return list(dict.fromkeys(out))
+
+
 def find_name(text: str, names: Iterable[str]) -> int | None:
     """Where any of `names` first occurs in `text`, or None. Chinese names match anywhere but need two
     characters ("亮" alone is too common); Latin names match as whole words."""

@@ -33,7 +33,7 @@ from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..roles.lines import format_query
-from ..roles.names import find_name
+from ..roles.names import find_name, written_small
 from ..roles.role import Role
 from ..roles.sources import bundled_ids, load_role
 from .cast import MAX_MEMBERS, MIN_MEMBERS, Line, Member, SceneState, mention_at
@@ -89,9 +89,13 @@ class Scene:
         a word a member's scenes use for someone else ("师父" beside 孙悟空), or another member's name."""
         taken = {w for m in self.members for w in (*self._bots[m.role_id].role.addressing.terms,
                                                     *self._bots[m.role_id].role.addressing.shared)}
+        texts = [s.text for m in self.members for s in self._bots[m.role_id].role.known_stories]
         for m in self.members:
             others = {n for o in self.members if o is not m for n in (o.name, *o.aliases)}
-            m.called = tuple(w for w in self._bots[m.role_id].role.called_by if w not in taken and w not in others)
+            called = [w for w in self._bots[m.role_id].role.called_by if w not in taken and w not in others]
+            # "alice", "lizzie": a name typed in lower case, where the cast's scenes never use it as a word
+            small = written_small([m.name, *m.aliases, *called], texts)
+            m.called = tuple(dict.fromkeys([*called, *(w for w in small if w not in taken and w not in others)]))
 
     # ------------------------------------------------------------ cast
 

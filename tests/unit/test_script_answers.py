@@ -163,3 +163,24 @@ def test_a_group_scene_knows_the_words_the_others_call_a_character_by(settings, 
     assert scene.responders()[0].role_id == "dracula"
     wukong = Scene(["sunwukong", "luzhishen"], llm="script", user_role="唐僧", settings=settings, embedder=embedder)
     assert "师父" not in wukong.member("luzhishen").called  # 师父 is 唐僧 to 孙悟空, who is present
+
+
+def test_a_group_scene_hears_a_name_said_once_typed_small_or_given_by_the_character_itself(settings, embedder):
+    from chatharuhi_core.roles.names import written_small
+    from chatharuhi_core.scene import Scene
+
+    scene = Scene(["sherlock", "elizabeth", "dracula", "alice"], llm="script", user_role="Watson",
+                  settings=settings, embedder=embedder, seed=0)
+    assert "Voivode" in scene.member("dracula").called  # "My people called me Voivode"
+    for line, who in [("Voivode, did you fight the Turks?", "dracula"), ("what did the mushroom taste like, alice?",
+                      "alice"), ("lizzie do you think your mother will calm down", "elizabeth")]:
+        scene.say(line)
+        assert scene.responders()[0].role_id == who, line
+    han = Scene(["zhugeliang", "sunwukong", "lindaiyu"], llm="script", user_role="刘禅", settings=settings,
+                embedder=embedder, seed=0)
+    assert "相父" in han.member("zhugeliang").called  # "相父，你又要北伐了吗？", heard once
+    assert not {"你好", "这泼猴"} & set(han.member("sunwukong").called)  # pronouns and particles name nobody
+    han.say("朕读书总读不进去，相父，你能不能给朕讲讲兵法？")
+    assert han.responders()[0].role_id == "zhugeliang"
+    # a lower-case form only where the scenes never use it as a word
+    assert written_small(["Alice", "Will", "Rose", "Holmes"], ["He will come.", "a rose"]) == ["alice", "holmes"]
