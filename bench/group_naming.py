@@ -8,7 +8,8 @@ and harder ones the role lists nowhere: "Voivode", "弼马温", "相父"). Each 
 two characters of other books (drawn per line, seeded), the visitor playing the named character's partner. It
 counts how often the named one answers first (natural order), then lets every present character answer once
 with the offline engine and counts, by the hand labels of bench/data/addressing-*.jsonl, the answers that call
-someone who is not in the scene.
+someone who is not in the scene, and how many different lines (and greetings) they say: a scene that calls
+no one absent by falling back on greetings would show it there.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def main() -> None:
     labels = {(r["role"], r["line"]): r for f in sorted(DATA.glob("addressing-*.jsonl"))
               for r in map(json.loads, f.read_text(encoding="utf-8").splitlines()) if r}
     first = {"en": [0, 0], "zh": [0, 0]}
-    absent = said = unlabelled = 0
+    absent = said = unlabelled = greeted = 0
+    distinct: set[tuple[str, str]] = set()
     misses = []
     for row in lines:
         rng = random.Random(row["id"])
@@ -54,6 +56,8 @@ def main() -> None:
         for member in list(scene.members):
             line = scene.turn(member)
             said += 1
+            distinct.add((member.role_id, line.text))
+            greeted += line.text in load_role(member.role_id).greetings
             label = labels.get((member.role_id, line.text))
             if label is None:
                 unlabelled += 1
@@ -67,6 +71,7 @@ def main() -> None:
         print(f"{lang}: the named character answers first {k}/{n} {clopper_pearson(k, n).text('{:.1%}')}")
     print(f"answers calling someone absent from the scene, by the hand labels: {absent}/{said - unlabelled}"
           f" ({unlabelled} answers not among the labelled lines)")
+    print(f"what they say: {len(distinct)} different lines in {said} answers; a greeting {greeted} times")
     print("\n".join(misses))
 
 

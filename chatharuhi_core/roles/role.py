@@ -28,6 +28,7 @@ from .address import learn as learn_addressing
 from .lorebook import Lorebook, book_from_json
 from .names import HAN, with_derived
 from .placeholders import natural_visitor
+from .vocatives import openers as learn_openers
 
 FORMAT_VERSION = 3
 # Han characters are allowed (蓝掌柜-53c060d601): they have no decomposed form, so an id reads the
@@ -141,6 +142,12 @@ class Role:
         """The words the others call the character by in its scenes beyond its names ("Count", "先生"), learned
         once: a group scene's visitor may name it so."""
         return learn_called_by((s.text for s in self.known_stories), self.speaker_names, self.addressing)
+
+    @functools.cached_property
+    def openers(self) -> frozenset[str]:
+        """The Chinese words the character opens its answers to several people with (interjections, "好啊"): a
+        group scene's wide net for calls (roles/vocatives.py) lets them pass."""
+        return learn_openers((s.text for s in self.known_stories), self.speaker_names)
 
     @property
     def greetings(self) -> list[str]:

@@ -327,6 +327,7 @@ class Scene:
         return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else self.user_role,
                            text=query, scenes=drawn.scenes, history=history, embedder=bot.embedder,
                            avoid=tuple(avoid), visitor=self.user_role, packed=len(drawn.packed), lore=drawn.lore,
+                           cast=(self.user_role, *(n for m in self.present for n in m.names())),
                            recalled=recalled, pinned=len(bot.pinned()))
 
     def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Generator[str, None, Reply]:

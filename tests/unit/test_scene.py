@@ -197,8 +197,8 @@ def test_script_engine_characters_quote_their_own_lines(settings, embedder):
     assert lines and lines[0].role_id == "sunwukong"
     lines += list(scene.talk(4))
     assert len(lines) >= 5
-    for ln in lines:
-        assert ln.text in own_lines(ln.role_id)
+    for ln in lines:  # a line of its scenes, or a greeting where none fits (it deflects)
+        assert ln.text in own_lines(ln.role_id) | set(load_role(ln.role_id).greetings)
         assert ln.scenes and all("id" in s for s in ln.scenes)
 
 

@@ -184,3 +184,22 @@ def test_a_group_scene_hears_a_name_said_once_typed_small_or_given_by_the_charac
     assert han.responders()[0].role_id == "zhugeliang"
     # a lower-case form only where the scenes never use it as a word
     assert written_small(["Alice", "Will", "Rose", "Holmes"], ["He will come.", "a rose"]) == ["alice", "holmes"]
+
+
+def test_a_group_scene_member_calls_no_one_absent_and_a_chat_keeps_its_lines(settings, embedder):
+    from chatharuhi_core.roles.vocatives import vocatives
+    from chatharuhi_core.scene import Scene
+
+    scene = Scene(["elizabeth", "luzhishen", "zhugeliang"], llm="script", user_role="Watson", settings=settings,
+                  embedder=embedder, seed=0)
+    present = {"Watson", *(n for m in scene.members for n in m.names())}
+    for message in ["What do you think of marriage?", "你们谁最会打仗？", "Tell me about your family."]:
+        scene.say(message)
+        for member in list(scene.members):
+            line = scene.turn(member).text
+            role = load_role(member.role_id)
+            assert all(any(n in word for n in present) for word in vocatives(line, role.openers)), (member.name, line)
+    # a chat is said to someone of the book: the net is not cast there ("嫂子" is fine for 王熙凤)
+    bot = ChatHaruhi(role=load_role("lindaiyu"), llm="script", settings=settings, embedder=embedder,
+                     user_role="王熙凤")
+    assert bot.answer("妹妹，你尝尝这茶怎么样？").text

@@ -34,6 +34,7 @@ class ChatRequest:
     avoid: tuple[str, ...] = ()  # replies not to give again (the one being regenerated)
     plain: bool = False  # a writing task (e.g. new questions), not the character's next line
     visitor: str = ""  # the visitor's name in the story ({{user}}) when it is not user_role (a scene)
+    cast: tuple[str, ...] = ()  # a group scene: every name of those present, the visitor's among them; () in a chat
     packed: int = 0  # how many of `scenes` (most similar first) fitted the scene budget and are in `messages`
     lore: list[Fired] = field(default_factory=list)  # the lorebook entries in `messages`, and why they fired
     recalled: list[Recalled] = field(default_factory=list)  # earlier exchanges memory brought back, and how close

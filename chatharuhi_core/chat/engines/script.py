@@ -22,6 +22,8 @@ from ...embedding import cosine
 from ...errors import EngineError
 from ...roles.address import said_to
 from ...roles.lines import parse_scene_lines
+from ...roles.names import find_name, is_cjk
+from ...roles.vocatives import vocatives
 from ..asking import asked, fit, is_question
 from ..lexical import tokens
 from .base import ChatRequest, EngineBase, register_engine
@@ -120,12 +122,13 @@ def _what_it_says(request: ChatRequest, lines: list[str], meaning: np.ndarray, c
     own = request.role.speaker_names
     words = _word_overlap(request, lines)
     addressing = request.role.addressing
+    unfit = _unfit(request, to)
     out = []
     for line, sim, before, overlap in zip(lines, meaning, context, words):
         score = W_MEANING * float(sim) + W_CONTEXT * float(before) + W_WORDS * overlap + W_SHAPE * fit(ask, line, own)
         if ask.question and is_question(line):
             score -= W_ASKS_BACK
-        if addressing.wrong_for(line, to):
+        if unfit(line):
             score -= ELSEWHERE
         elif to and to in addressing.called(line, to):
             score += W_CALLS_THEM
@@ -172,9 +175,21 @@ def _spare_lines(request: ChatRequest, taken: set[str]) -> list[Candidate]:
 
 
 def _unfit(request: ChatRequest, to: str) -> Callable[[str], bool]:
-    """A line not to say to `to`: it calls someone else by name, or it speaks of `to` in the third person."""
+    """A line not to say to `to`: it calls someone else by name, or it speaks of `to` in the third person. In a
+    group scene also a line with any word that looks like calling someone (roles/vocatives.py) unless it calls
+    someone present: the member's scenes were said to people of its own book, who are not there."""
     addressing = request.role.addressing
-    return lambda line: addressing.wrong_for(line, to)
+    if not request.cast:
+        return lambda line: addressing.wrong_for(line, to)
+    names = tuple(n for n in request.cast if n)
+    present = {addressing.speaker(n) for n in names} | {to}
+    general = request.role.openers
+
+    def present_one(word: str) -> bool:
+        return (find_name(word, names) is not None or any(is_cjk(n) and len(n) >= 2 and n in word for n in names)
+                or addressing.speaker(addressing.terms.get(word, "")) in present)
+
+    return lambda line: addressing.wrong_for(line, to) or not all(map(present_one, vocatives(line, general)))
 
 
 def deflection(request: ChatRequest, to: str, avoid: set[str]) -> str:
