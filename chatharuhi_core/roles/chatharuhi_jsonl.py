@@ -99,9 +99,10 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
     keep = {active} if active else set(columns)
     embeddings = {c: np.stack(v) for c, v in columns.items() if len(v) == len(stories) and c in keep}
     m = _ACT_LIKE.search(system_prompt)
-    name_guess = role_name or (m.group(1).strip() if m else None) or main_speaker([s.text for s in stories], system_prompt)
+    texts = [s.text for s in stories]
+    name_guess = role_name or (m.group(1).strip() if m else None) or main_speaker(texts, system_prompt, name)
     role_name = (name_guess or Path(name).stem).strip()
-    speaker = main_speaker([s.text for s in stories], system_prompt)
+    speaker = main_speaker(texts, system_prompt)
     aliases = [speaker] if speaker and speaker != role_name else []  # e.g. listed 凉宫春日, speaking as 春日
     series = m.group(2).strip() if m else ""
     if not system_prompt:

@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from ..errors import ImportProblem
+
 NARRATOR_ROLES = frozenset({"旁白", "narrator", "scene", "场景", "narration"})
 
 
@@ -43,9 +45,30 @@ def parse_scene_lines(scene: str) -> list[tuple[str | None, str]]:
     return out
 
 
-def main_speaker(scenes: Iterable[str], prompt: str = "") -> str | None:
-    """The character of a set of scenes: a speaker the system prompt names, else the most frequent."""
-    counts = Counter(spk for text in scenes for spk, _ in parse_scene_lines(text) if spk)
+CLOSE_SECOND = 0.9  # a speaker with this share of the top speaker's lines is as likely the one to become
+
+
+def lead_speaker(counts: Counter, source_name: str) -> str:
+    """The speaker with the most lines, when one clearly leads; else the visitor is asked which one to become
+    (two equal parts have no one protagonist to guess)."""
+    ranked = counts.most_common()
+    close = [s for s, n in ranked if n >= CLOSE_SECOND * ranked[0][1]]
+    if len(close) > 1:
+        options = ", ".join(f"{s} ({n} lines)" for s, n in ranked if s in close)
+        raise ImportProblem(f"{source_name} has more than one main speaker: {options}. Say which one to become "
+                            "(the page's \"Character's name\", or --name) and add it again. · "
+                            "剧本里有不止一个主要角色，请在“角色名”中填写要扮演的那一个，再添加一次。")
+    return ranked[0][0]
+
+
+def main_speaker(scenes: Iterable[str], prompt: str = "", source_name: str = "") -> str | None:
+    """The character of a set of scenes: a speaker the system prompt names, else the most frequent. Given a
+    `source_name` (an import), two speakers with nearly as many lines are not guessed between: it asks."""
+    counts = Counter(spk for text in scenes for spk, _ in parse_scene_lines(text)
+                     if spk and spk.lower() not in NARRATOR_ROLES)
     named = Counter({spk: n for spk, n in counts.items() if spk in prompt})
-    best = (named or counts).most_common(1)
-    return best[0][0] if best else None
+    if not (named or counts):
+        return None
+    if source_name and not named:
+        return lead_speaker(counts, source_name)
+    return (named or counts).most_common(1)[0][0]

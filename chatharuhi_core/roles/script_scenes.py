@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ImportProblem
 from ..tokens import count_tokens
+from .lines import lead_speaker
 from .names import with_derived
 from .role import HAN, Role, Story, derive_role_id, fill_system_prompt, guess_language
 
@@ -164,22 +165,6 @@ def speakers(text: str) -> Counter:
     return Counter(line.speaker for line in read_lines(text) if line.kind == "say")
 
 
-CLOSE_SECOND = 0.9  # a speaker with this share of the top speaker's lines is as likely the one to become
-
-
-def _who_speaks_most(counts: Counter, source_name: str) -> str:
-    """The speaker with the most lines, when one clearly leads; else the visitor is asked which one to become
-    (a screenplay of two equal parts has no one protagonist to guess)."""
-    ranked = counts.most_common()
-    close = [s for s, n in ranked if n >= CLOSE_SECOND * ranked[0][1]]
-    if len(close) > 1:
-        options = ", ".join(f"{s} ({n} lines)" for s, n in ranked if s in close)
-        raise ImportProblem(f"{source_name} has more than one main speaker: {options}. Say which one to become "
-                            "(the page's \"Character's name\", or --name) and add it again. · "
-                            "剧本里有不止一个主要角色，请在“角色名”中填写要扮演的那一个，再添加一次。")
-    return ranked[0][0]
-
-
 def role_from_script(text: str, name: str | None, *, source_name: str, aliases: Iterable[str] = (),
                      series: str = "", personality: str = "", role_id: str | None = None,
                      max_tokens: int = MAX_SCENE_TOKENS) -> Role:
@@ -190,7 +175,7 @@ def role_from_script(text: str, name: str | None, *, source_name: str, aliases: 
             f"{source_name} has no dialogue lines. Write them as `Name:「line」`, `NAME: line` "
             "or screenplay blocks (a NAME in capitals, the speech below)."
         )
-    name = (name or "").strip() or _who_speaks_most(counts, source_name)
+    name = (name or "").strip() or lead_speaker(counts, source_name)
     names = [name, *aliases]
     scenes = cut_scenes(text, names, max_tokens)
     if not scenes:

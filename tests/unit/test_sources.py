@@ -205,6 +205,22 @@ def test_a_script_of_two_equal_parts_asks_which_one_to_become():
     assert role_from_script(SCREENPLAY, None, source_name="storm.txt").name == "Tom"  # 4 lines against 3: Tom leads
 
 
+def test_a_chatharuhi_file_of_two_equal_parts_asks_which_one_to_become():
+    """A ChatHaruhi jsonl whose prompt names no speaker and says no "act like": two equal parts are not guessed
+    between; a prompt that names one, or a name given, settles it."""
+    from chatharuhi_core.roles.chatharuhi_jsonl import parse_chatharuhi_jsonl
+
+    rows = [{"text": f"Ann:「Line {i} of Ann?」\nBen:「Line {i} of Ben.」"} for i in range(6)]
+    body = "\n".join(json.dumps(r) for r in rows)
+    with pytest.raises(ImportProblem, match=r"duet.jsonl has more than one main speaker: Ann \(6 lines\), Ben"):
+        parse_chatharuhi_jsonl(body, "duet.jsonl")
+    assert parse_chatharuhi_jsonl(body, "duet.jsonl", role_name="Ann").name == "Ann"
+    named = json.dumps({"text": "You are Ben, a sailor.", "luotuo_openai": "system_prompt"}) + "\n" + body
+    assert parse_chatharuhi_jsonl(named, "duet.jsonl").name == "Ben"
+    lead = body + "\n" + json.dumps({"text": "Ben:「One more.」"})
+    assert parse_chatharuhi_jsonl(lead + "\n" + json.dumps({"text": "Ben:「And one.」"}), "d.jsonl").name == "Ben"
+
+
 def test_chinese_script_and_length_limit():
     role = role_from_script(CHINESE_SCRIPT, None, source_name="客栈.txt")
     assert role.name == "店小二" and role.language == "zh" and role.user_name == "老掌柜"
