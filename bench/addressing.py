@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from chatharuhi_core.data.metrics import clopper_pearson  # noqa: E402
 from chatharuhi_core.roles.sources import load_role  # noqa: E402
+from chatharuhi_core.roles.vocatives import vocatives  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 
@@ -39,6 +40,7 @@ def main() -> None:
     roles: dict = {}
     tally = defaultdict(lambda: [0, 0, 0])  # language -> [both, detector only, labels only]
     wrong = []
+    net = defaultdict(lambda: [0, 0, 0, 0])  # language -> lines [calls and caught, caught only, calls only, neither]
     for row in rows():
         role = roles.setdefault(row["role"], load_role(row["role"]))
         a = role.addressing
@@ -51,10 +53,18 @@ def main() -> None:
             tally[key][0] += len(both)
             tally[key][1] += len(found - truth)
             tally[key][2] += len(truth - found)
+        caught = bool(vocatives(row["line"], role.openers)) or bool(found)
+        net[lang][(0 if truth else 1) if caught else (2 if truth else 3)] += 1
+        net["all"][(0 if truth else 1) if caught else (2 if truth else 3)] += 1
         if found != truth:
             wrong.append((row["role"], row["scene"], sorted(found - truth), sorted(truth - found), row["line"][:90]))
     for lang in ("en", "zh", "all"):
         tp, fp, fn = tally[lang]
+        p, r = clopper_pearson(tp, tp + fp), clopper_pearson(tp, tp + fn)
+        print(f"{lang}: precision {tp}/{tp + fp} {p.text('{:.1%}')}, recall {tp}/{tp + fn} {r.text('{:.1%}')}")
+    print("The wide net of group scenes (roles/vocatives.py, or a learned call), per line: does it call anyone?")
+    for lang in ("en", "zh", "all"):
+        tp, fp, fn, _ = net[lang]
         p, r = clopper_pearson(tp, tp + fp), clopper_pearson(tp, tp + fn)
         print(f"{lang}: precision {tp}/{tp + fp} {p.text('{:.1%}')}, recall {tp}/{tp + fn} {r.text('{:.1%}')}")
     if not args.quiet:

@@ -29,6 +29,7 @@ from .lorebook import Lorebook, book_from_json
 from .names import HAN, with_derived
 from .placeholders import natural_visitor
 from .vocatives import openers as learn_openers
+from .vocatives import said_to as learn_said_to
 
 FORMAT_VERSION = 3
 # Han characters are allowed (蓝掌柜-53c060d601): they have no decomposed form, so an id reads the
@@ -148,6 +149,11 @@ class Role:
         """The Chinese words the character opens its answers to several people with (interjections, "好啊"): a
         group scene's wide net for calls (roles/vocatives.py) lets them pass."""
         return learn_openers((s.text for s in self.known_stories), self.speaker_names)
+
+    @functools.cached_property
+    def said_to(self) -> dict[str, frozenset[str]]:
+        """Whom the character called by each word of the wide net in its scenes ("主公" to 刘备)."""
+        return learn_said_to((s.text for s in self.known_stories), self.speaker_names, self.openers)
 
     @property
     def greetings(self) -> list[str]:

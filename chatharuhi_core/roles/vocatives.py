@@ -24,7 +24,7 @@ _STOP = "，,。！!？?；;…—、：:"
 _SENTENCE = "。！!？?；;…"
 # the characters a word that calls someone hardly holds: pronouns ("洒家", "咱"), demonstratives, particles,
 # "is", "not", laughter, and the words that put "你" after them as an object ("替你", "给你", "跟你")
-_FUNCTION = frozenset("你您我俺洒咱他她它谁这那哪的了吗呢吧啊么呀哦嘛是不就也都还很哈嘿呵嘻哼唉哎嗯替给把被让叫对和跟与")
+_FUNCTION = frozenset("你您我俺洒咱他她它谁这那哪的了吗呢吧啊么呀哦嘛是不就也都还很哈嘿呵嘻哼唉哎嗯替给把被让叫对和跟与者")
 # how Chinese calls kin and rank: said at the start of a sentence, these call someone
 _KIN_AND_RANK = (
     "哥哥|姐姐|妹妹|弟弟|嫂子|嫂嫂|大嫂|兄弟|兄长|贤弟|贤兄|大哥|二哥|三哥|四哥|大姐|姐夫|妹夫|外祖母|外祖父|祖母|"
@@ -51,17 +51,34 @@ _NOT_A_CALL_EN = frozenset({
 
 
 def openers(scenes: Iterable[str], own: Iterable[str]) -> frozenset[str]:
-    """Chinese words the character opens its answers with towards two or more people: interjections and
-    general words ("好啊", "哼哼"), never one person's name."""
+    """Words of the character's scenes that call no one: Chinese words it opens its answers with towards two or
+    more people (interjections, "好啊"), and every English word the scenes write in lower case ("eat", so
+    "Eat, my friend" is no call; "jane" never is)."""
     own = frozenset(own)
     towards: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    lower: set[str] = set()
     for scene in scenes:
+        lower.update(re.findall(r"(?<![\w'’])[a-z][a-z'’-]+", scene))
         spoken = [(s, t) for s, t in parse_scene_lines(scene) if s]
         for (cue_by, _), (by, line) in zip(spoken, spoken[1:]):
             if by in own and cue_by not in own:
                 if m := _OPENING.match(line):
                     towards[m.group(1)][cue_by] += 1
-    return frozenset(w for w, c in towards.items() if len(c) >= 2)
+    return frozenset(w for w, c in towards.items() if len(c) >= 2) | lower
+
+
+def said_to(scenes: Iterable[str], own: Iterable[str], general: frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
+    """For each word of the net in the character's answers, the people it answered when it said it ("主公，…" to
+    刘备): such a word may be said to them again, to no one else."""
+    own = frozenset(own)
+    out: defaultdict[str, set[str]] = defaultdict(set)
+    for scene in scenes:
+        spoken = [(s, t) for s, t in parse_scene_lines(scene) if s]
+        for (cue_by, _), (by, line) in zip(spoken, spoken[1:]):
+            if by in own and cue_by not in own:
+                for word in vocatives(line, general):
+                    out[word].add(cue_by)
+    return {w: frozenset(who) for w, who in out.items()}
 
 
 def _a_word(word: str) -> bool:
@@ -86,6 +103,7 @@ def vocatives(line: str, general: frozenset[str] = frozenset()) -> list[str]:
         found.append((m.start(), m.group(0)))
     for m in [*_CALLED.finditer(line), *_OPENS.finditer(line), *_YOU_ARE.finditer(line)]:
         word = m.group(1)
-        if word.split()[-1] not in _NOT_A_CALL_EN and word.split()[0] not in _NOT_A_CALL_EN:
+        if (word.split()[-1] not in _NOT_A_CALL_EN and word.split()[0] not in _NOT_A_CALL_EN
+                and not (" " not in word and word.lower() in general)):
             found.append((m.start(1), word))
     return list(dict.fromkeys(w for _, w in sorted(found)))

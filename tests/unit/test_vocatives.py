@@ -30,3 +30,19 @@ def test_a_role_learns_its_openers_from_the_scenes_it_may_learn_from():
     stories = [Story("a", "甲:「去吗？」\n悟空:「好啊，走。」"), Story("b", "乙:「吃吗？」\n悟空:「好啊，吃。」")]
     role = Role(id="wk", name="悟空", system_prompt="x", stories=stories)
     assert role.openers == {"好啊"} and role.holding_out(["b"]).openers == frozenset()
+
+
+def test_a_chat_leaves_out_a_call_the_character_made_to_someone_else_and_keeps_one_made_to_the_visitor():
+    from chatharuhi_core.chat.engines.base import ChatRequest
+    from chatharuhi_core.chat.engines.script import _unfit
+    from chatharuhi_core.roles.sources import load_role
+
+    zhuge = load_role("zhugeliang")
+    assert "刘备" in zhuge.said_to["主公"]  # "主公，…" answers 刘备 in its scenes
+    to_liubei = _unfit(ChatRequest(messages=[], role=zhuge, user_role="刘备", text="你怎么看？"), "刘备")
+    assert not to_liubei("主公，哪有什么神机。")
+    assert not to_liubei("不过是乡里朋友的戏称罢了。水镜先生说，卧龙凤雏。亮惭愧，不敢当此虚名。")  # 亮: itself
+    assert to_liubei("写的是粮草几何。三将军，仗不是只在阵前打的。")  # 张飞's, not 刘备's
+    lu = load_role("luzhishen")
+    to_linchong = _unfit(ChatRequest(messages=[], role=lu, user_role="林冲", text="你去吗？"), "林冲")
+    assert to_linchong("哥哥要去，洒家拦不住。可洒家不去！")  # 宋江's

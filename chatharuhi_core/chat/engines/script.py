@@ -175,21 +175,22 @@ def _spare_lines(request: ChatRequest, taken: set[str]) -> list[Candidate]:
 
 
 def _unfit(request: ChatRequest, to: str) -> Callable[[str], bool]:
-    """A line not to say to `to`: it calls someone else by name, or it speaks of `to` in the third person. In a
-    group scene also a line with any word that looks like calling someone (roles/vocatives.py) unless it calls
-    someone present: the member's scenes were said to people of its own book, who are not there."""
-    addressing = request.role.addressing
-    if not request.cast:
-        return lambda line: addressing.wrong_for(line, to)
-    names = tuple(n for n in request.cast if n)
+    """A line not to say to `to`: it calls someone else by name, or it speaks of `to` in the third person, or it
+    holds a word that looks like calling someone (roles/vocatives.py) that calls no one there: not a name of
+    `to` (or, in a group scene, of anyone present), nor a word the character said in its scenes to one of them.
+    The learned names miss "哥哥" for 宋江 and "三将军" for 张飞; 宋江 is not the visitor."""
+    addressing, role = request.role.addressing, request.role
+    names = tuple(n for n in (request.cast or (to, request.user_role, request.visitor)) if n)
     present = {addressing.speaker(n) for n in names} | {to}
-    general = request.role.openers
+    own = tuple(n for n in role.speaker_names if n)
 
-    def present_one(word: str) -> bool:
+    def fits(word: str) -> bool:
         return (find_name(word, names) is not None or any(is_cjk(n) and len(n) >= 2 and n in word for n in names)
-                or addressing.speaker(addressing.terms.get(word, "")) in present)
+                or addressing.speaker(addressing.terms.get(word, "")) in present
+                or any(addressing.speaker(w) in present for w in role.said_to.get(word, ()))
+                or word.startswith(own))  # "亮惭愧": the character naming itself
 
-    return lambda line: addressing.wrong_for(line, to) or not all(map(present_one, vocatives(line, general)))
+    return lambda line: addressing.wrong_for(line, to) or not all(map(fits, vocatives(line, role.openers)))
 
 
 def deflection(request: ChatRequest, to: str, avoid: set[str]) -> str:
