@@ -12,7 +12,7 @@ from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.sources import bundled_ids, load_role, open_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, import_chat, reopen
 from chatharuhi_core.web.common import WARNING_MARK
-from chatharuhi_core.web.picker import picker_choices, picker_entries
+from chatharuhi_core.web.picker import after_start_js, picker_choices, picker_entries
 
 from .add_tab import add_role
 from .chat_tab import set_avatar
@@ -128,7 +128,7 @@ def wire(page, turns: list) -> None:
                          **stops),
         c.picker.click(pick_role, [v.added, *v.seat()], view + [c.chooser, c.role_status], api_name=False, **stops),
         c.chooser.input(switch_role, [c.chooser, *v.seat()], view + [c.chooser, c.role_status],
-                        api_name="switch_role", **stops),
+                        api_name="switch_role", js=after_start_js(1 + len(v.seat())), **stops),
         a.add_btn.click(add_role, [*a.inputs(), v.added, *v.seat()],
                         view + [c.chooser, c.picker, v.added, a.add_status, page.tabs, c.role_status, a.upload],
                         api_name="add_character", **stops),

@@ -62,6 +62,14 @@ PICKER_JS = ("let held = null; const go = (ref) => trigger('click', {ref});"
              " if (!b) return; if (document.body.dataset.session === 'ready') go(b.dataset.ref);"
              " else { held = b.dataset.ref; b.setAttribute('aria-busy', 'true');"
              " setTimeout(() => { if (held) { go(held); held = null; } }, 8000); } });")  # a start that failed
+# The search box's pick waits the same way (the event's `js` runs before its function, and is awaited): `n` is
+# the number of the event's inputs, passed on unchanged.
+def after_start_js(n: int) -> str:
+    return ("async (...args) => { if (document.body.dataset.session !== 'ready') await new Promise((done) => {"
+            " document.addEventListener('chatharuhi-ready', done, {once: true}); setTimeout(done, 8000); });"
+            f" return args.slice(0, {n}); }}")
+
+
 SESSION_READY_JS = ("() => { document.body.dataset.session = 'ready';"
                     " document.dispatchEvent(new Event('chatharuhi-ready')); }")
 
