@@ -33,7 +33,9 @@ _KIN_AND_RANK = (
     "婶婶|叔叔|伯伯|表哥|表妹|二爷|宝玉|恩人|客官|贤侄|孩儿|徒弟|众位|诸位|列位"
 )
 _KIN_AT = re.compile(rf"(?:^|(?<=[{_STOP}「]))(?:[一二三四五六七八九十大小老]?)(?:{_KIN_AND_RANK})")
-_OPENING = re.compile(rf"(?:^|(?<=[{_SENTENCE}]))([{_HAN}]{{2,3}})(?=[，,！!])")
+# before a comma only: a short word and "！" is as often an exclamation ("好酒！", "放肆！"); kin and rank words
+# called out ("嫂嫂！") are caught as such
+_OPENING = re.compile(rf"(?:^|(?<=[{_SENTENCE}]))([{_HAN}]{{2,3}})(?=[，,])")
 _BEFORE_YOU = re.compile(rf"(?:^|(?<=[{_STOP}]))([{_HAN}]{{2,3}})(?=[你您])")
 _YOU_THIS = re.compile(rf"你们?这(?:伙|帮|群|些)?([{_HAN}]{{1,3}})(?=[{_STOP}])")  # "你这土地，" "你们这伙鸟人，"
 _RESPECT = re.compile(r"\b(?:[Yy]our (?:[Ll]adyship|[Ll]ordship|[Mm]ajesty|[Hh]ighness|[Gg]race|[Ee]xcellency|"

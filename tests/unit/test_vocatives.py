@@ -46,3 +46,8 @@ def test_a_chat_leaves_out_a_call_the_character_made_to_someone_else_and_keeps_o
     lu = load_role("luzhishen")
     to_linchong = _unfit(ChatRequest(messages=[], role=lu, user_role="林冲", text="你去吗？"), "林冲")
     assert to_linchong("哥哥要去，洒家拦不住。可洒家不去！")  # 宋江's
+
+
+def test_an_exclamation_is_no_call():
+    assert vocatives("好酒！再来二十碗，今日与诸位英雄喝个痛快。") == []
+    assert vocatives("嫂嫂！借扇子一用。") == ["嫂嫂"]
