@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from conftest import ARTIFACTS
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import bot_texts, browser, open_page, say, settled_bot_texts, wait_reply  # noqa: F401
 
 from chatharuhi_core.roles.sources import load_role
@@ -35,7 +36,11 @@ def _line_options(page, least: int = 1) -> list[str]:
     options: list[str] = []
     for _ in range(20):
         page.locator("#story-line input").click()
-        page.get_by_role("option").first.wait_for(timeout=5_000)
+        try:
+            page.get_by_role("option").first.wait_for(timeout=5_000)
+        except PlaywrightTimeout:  # the list was redrawn as it opened (the page still filling in): open it again
+            page.keyboard.press("Escape")
+            continue
         options = [o.strip() for o in page.get_by_role("option").all_inner_texts()]
         page.keyboard.press("Escape")
         page.get_by_role("option").first.wait_for(state="hidden", timeout=5_000)
