@@ -25,13 +25,13 @@ import argparse
 import datetime
 import json
 import random
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.questions import commit  # noqa: E402
 from chatharuhi_core.data.metrics import clopper_pearson  # noqa: E402
 from chatharuhi_core.roles.sources import load_role  # noqa: E402
 from chatharuhi_core.scene.scene import Scene  # noqa: E402
@@ -108,14 +108,6 @@ def main() -> None:
         with log.open("a", encoding="utf-8") as f:
             f.write(f"| {datetime.date.today()} | {commit()} | {' · '.join(out)} |\n")
     print("\n".join(misses))
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 if __name__ == "__main__":

@@ -191,7 +191,7 @@ def learn(scenes: Iterable[str], own: Iterable[str]) -> Addressing:
 
 # Characters a Chinese word that calls someone hardly holds: pronouns, demonstratives and particles ("你好，",
 # "这泼猴，", "谁能去，" open a line without naming anyone)
-_NOT_IN_A_NAME = frozenset("你您我俺他她它谁这那哪的了吗呢吧啊么呀哦嘛")
+NOT_IN_A_NAME = frozenset("你您我俺他她它谁这那哪的了吗呢吧啊么呀哦嘛")
 # A character saying what it is called: "My people called me Voivode"
 _CALLS_ITSELF = re.compile(r"\b(?:call(?:ed|s)?|name[ds]?) me (?:the )?([A-Z][a-z]{2,})\b")
 
@@ -220,7 +220,7 @@ def called_by(scenes: Iterable[str], own: Iterable[str], addressing: Addressing 
                 counts.update(set(_callers_words(cue)))
     others = set(addressing.terms) | set(addressing.shared)
     return tuple(w for w, _ in counts.most_common() if w not in own and w not in own_words and w not in others
-                 and (not is_cjk(w) or not _NOT_IN_A_NAME & set(w)) and (is_cjk(w) or _a_name_in(w, text)))
+                 and (not is_cjk(w) or not NOT_IN_A_NAME & set(w)) and (is_cjk(w) or _a_name_in(w, text)))
 
 
 def _callers_words(line: str) -> set[str]:

@@ -17,6 +17,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+from .address import NOT_IN_A_NAME
 from .lines import parse_scene_lines
 
 _HAN = "\u3400-\u9fff"
@@ -24,7 +25,7 @@ _STOP = "，,。！!？?；;…—、：:"
 _SENTENCE = "。！!？?；;…"
 # the characters a word that calls someone hardly holds: pronouns ("洒家", "咱"), demonstratives, particles,
 # "is", "not", laughter, and the words that put "你" after them as an object ("替你", "给你", "跟你")
-_FUNCTION = frozenset("你您我俺洒咱他她它谁这那哪的了吗呢吧啊么呀哦嘛是不就也都还很哈嘿呵嘻哼唉哎嗯替给把被让叫对和跟与者")
+_FUNCTION = NOT_IN_A_NAME | frozenset("洒咱是不就也都还很哈嘿呵嘻哼唉哎嗯替给把被让叫对和跟与者")
 # how Chinese calls kin and rank: said at the start of a sentence, these call someone
 _KIN_AND_RANK = (
     "哥哥|姐姐|妹妹|弟弟|嫂子|嫂嫂|大嫂|兄弟|兄长|贤弟|贤兄|大哥|二哥|三哥|四哥|大姐|姐夫|妹夫|外祖母|外祖父|祖母|"
