@@ -89,10 +89,11 @@ class CoreWatch:
     minutes says little about the last second. One per batcher: what it keeps is a fact about the machine."""
 
     def __init__(self, cores: list[int] | None = None, every_s: float = 0.25, fresh_after_s: float = 2.0,
-                 read: Callable[[], str] | None = None):
+                 read: Callable[[], str] | None = None, own_cpu: Callable[[], float] | None = None):
         self.cores = cores or our_cores()
         self.every_s, self.fresh_after_s = every_s, fresh_after_s
         self._read = read or _read_stat
+        self._own_cpu = own_cpu or _own_cpu  # a test's stand-in: leftover threads in a test process spend CPU too
         self._last: tuple[float, float, str] | None = None  # (when, own CPU seconds, /proc/stat)
         self.free = len(self.cores)
 
@@ -104,10 +105,10 @@ class CoreWatch:
         try:
             if self._last is None or now - self._last[0] > self.fresh_after_s:
                 self.free = free_cores(self.cores, read=self._read)
-                self._last = (time.perf_counter(), _own_cpu(), self._read())
+                self._last = (time.perf_counter(), self._own_cpu(), self._read())
                 return self.free
             then, own, before = self._last
-            after, spent, now = self._read(), _own_cpu(), time.perf_counter()
+            after, spent, now = self._read(), self._own_cpu(), time.perf_counter()
         except OSError:
             return len(self.cores)
         self.free = free_between(before, after, self.cores, spent - own, now - then)
