@@ -13,6 +13,7 @@ starting with the user and ending with the reply.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..chat.prompt import fold_messages
 from ..roles.lines import format_reply
@@ -43,17 +44,33 @@ def sharegpt_row(messages: Sequence[dict]) -> dict:
     return {"system": system, "conversations": turns} if system else {"conversations": turns}
 
 
-def _turn_problems(turns: list, role_key: str, text_key: str, ask: str, answer: str, noun: str,
-                   first_number: int = 1) -> list[str]:
+@dataclass(frozen=True)
+class _Spelling:
+    """How a format writes its turns (the keys of a turn's speaker and text, the two speakers, what a turn is
+    called): one value per format, so one check serves both."""
+
+    role_key: str
+    text_key: str
+    ask: str
+    answer: str
+    noun: str
+
+
+_OPENAI = _Spelling("role", "content", "user", "assistant", "message")
+_SHAREGPT = _Spelling("from", "value", "human", "gpt", "turn")
+
+
+def _turn_problems(turns: list, spelling: _Spelling, first_number: int = 1) -> list[str]:
     """Roles alternate ask, answer, ask...; no text is empty. Numbers count from `first_number`."""
+    s = spelling
     problems = []
     for i, t in enumerate(turns):
-        want = ask if i % 2 == 0 else answer
-        if t.get(role_key) != want:
-            got = f"is {t.get(role_key)!r}" if noun == "message" else f"is from {t.get(role_key)!r}"
-            problems.append(f"{noun} {i + first_number} {got}, expected {want!r}")
-        if not isinstance(t.get(text_key), str) or not t[text_key].strip():
-            problems.append(f"{noun} {i + first_number} is empty")
+        want = s.ask if i % 2 == 0 else s.answer
+        if t.get(s.role_key) != want:
+            got = f"is {t.get(s.role_key)!r}" if s.noun == "message" else f"is from {t.get(s.role_key)!r}"
+            problems.append(f"{s.noun} {i + first_number} {got}, expected {want!r}")
+        if not isinstance(t.get(s.text_key), str) or not t[s.text_key].strip():
+            problems.append(f"{s.noun} {i + first_number} is empty")
     return problems
 
 
@@ -63,7 +80,7 @@ def openai_problems(row: dict) -> list[str]:
     if not isinstance(msgs, list) or not msgs:
         return ["no messages"]
     body = msgs[1:] if msgs[0].get("role") == "system" else msgs
-    problems = _turn_problems(body, "role", "content", "user", "assistant", "message", 1 + len(msgs) - len(body))
+    problems = _turn_problems(body, _OPENAI, 1 + len(msgs) - len(body))
     if not body or body[-1].get("role") != "assistant":
         problems.append("does not end with an assistant reply")
     return problems
@@ -73,7 +90,7 @@ def sharegpt_problems(row: dict) -> list[str]:
     turns = row.get("conversations")
     if not isinstance(turns, list) or not turns:
         return ["no conversations"]
-    problems = _turn_problems(turns, "from", "value", "human", "gpt", "turn")
+    problems = _turn_problems(turns, _SHAREGPT)
     if len(turns) % 2:
         problems.append("odd number of turns: the last one has no answer")
     return problems
