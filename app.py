@@ -12,7 +12,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 
 import gradio as gr  # noqa: E402
 
-from chatharuhi_core.chat.engines.local_model import on_gpu, warm_at_start  # noqa: E402
+from chatharuhi_core.chat.engines.local.model import on_gpu, warm_at_start  # noqa: E402
 from chatharuhi_core.config import Settings, gpu_runtime  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import bundled_ids, load_role  # noqa: E402

@@ -33,7 +33,7 @@ OFFLINE = ("Watson", "script", "", "", "", *LOCAL_BUDGETS, "")
 
 def _tokens(reply: str) -> int:
     """The bundled model's tokens in a reply (its own tokenizer: the decode figures count what it wrote)."""
-    from chatharuhi_core.chat.engines.local_model import load_model, resolve_model
+    from chatharuhi_core.chat.engines.local.model import load_model, resolve_model
 
     return load_model(resolve_model(None)).count_tokens(reply)
 
@@ -144,9 +144,9 @@ def engine_rows(rounds: int = 3) -> tuple[list[str], list[str]]:
     batch and one at a time; tokens per second of all replies together, medians of `rounds`."""
     import random
 
-    from chatharuhi_core.chat.engines.local_llamacpp import LLAMA_CPP
-    from chatharuhi_core.chat.engines.local_model import load_model, resolve_model
-    from chatharuhi_core.chat.engines.local_runtime import Sampling
+    from chatharuhi_core.chat.engines.local.llamacpp import LLAMA_CPP
+    from chatharuhi_core.chat.engines.local.model import load_model, resolve_model
+    from chatharuhi_core.chat.engines.local.runtime import Sampling
 
     lm = load_model(resolve_model(None))
     handle, batch = lm.handle, lm.handle.batch

@@ -244,7 +244,7 @@ def llama_url(stack) -> str | None:
     """Start llama.cpp's server with the bundled model when scripts/setup-llama-server.sh built it."""
     from loopback import LLAMA_PYTHON, llama_server
 
-    from chatharuhi_core.chat.engines.local_model import bundled_spec
+    from chatharuhi_core.chat.engines.local.model import bundled_spec
 
     if not LLAMA_PYTHON.exists():
         return None

@@ -68,7 +68,7 @@ def prompts(settings) -> dict:
     each starts (what is read ahead while the visitor types)."""
     from chatharuhi_core import ChatHaruhi
     from chatharuhi_core.chat.engines import options_for
-    from chatharuhi_core.chat.engines.local_model import LocalModelEngine
+    from chatharuhi_core.chat.engines.local.model import LocalModelEngine
 
     out = {}
     for role_id, (before, questions) in TURNS.items():
@@ -106,14 +106,14 @@ class InProcess:
     """A runtime of the engine, driven as the engine drives it (the worker thread aside)."""
 
     def __init__(self, lm):
-        from chatharuhi_core.chat.engines.local_runtime import runtime_named
+        from chatharuhi_core.chat.engines.local.runtime import runtime_named
 
         self.lm, self.runtime = lm, runtime_named(lm.runtime)
 
     def forget(self) -> None:
         handle = self.lm.handle
         if self.lm.runtime == "llama.cpp":
-            from chatharuhi_core.chat.engines.local_llamacpp import PromptStates
+            from chatharuhi_core.chat.engines.local.llamacpp import PromptStates
 
             handle.states = PromptStates()
             for llm in (handle.llm, handle.prefill):
@@ -125,8 +125,8 @@ class InProcess:
     def warm(self, messages) -> None:
         """What the engine does after a reply, while the visitor types (the llama.cpp runtime only), on a
         thread of its own as the engine reads ahead: llama.cpp's work on this long-lived thread would leave an
-        OpenMP pool beside every reply's and slow their decoding (chat/engines/local_model.py, on_own_thread)."""
-        from chatharuhi_core.chat.engines.local_model import on_own_thread
+        OpenMP pool beside every reply's and slow their decoding (chat/engines/local/model.py, on_own_thread)."""
+        from chatharuhi_core.chat.engines.local.model import on_own_thread
 
         read_ahead = getattr(self.runtime, "warm", None)
         if read_ahead:
@@ -190,8 +190,8 @@ class Server:
 def measure(systems: dict, turns: dict, rounds: int) -> dict:
     """{(system, role, figure): [value per round]} for figure in first, opened, ordinary (seconds), decode
     (tokens/s)."""
-    from chatharuhi_core.chat.engines.local_model import LocalModelEngine
-    from chatharuhi_core.chat.engines.local_runtime import Sampling
+    from chatharuhi_core.chat.engines.local.model import LocalModelEngine
+    from chatharuhi_core.chat.engines.local.runtime import Sampling
 
     line = LocalModelEngine.sampling
     closed = Sampling(max_tokens=line.max_tokens, stop=("」", "\n\n"))
@@ -228,9 +228,9 @@ def random_adapter(folder: Path) -> Path:
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from chatharuhi_core.chat.engines.local_model import FINETUNE_MANIFEST
-    from chatharuhi_core.chat.engines.local_runtime import bundled_spec
-    from chatharuhi_core.chat.engines.local_transformers import read_model
+    from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST
+    from chatharuhi_core.chat.engines.local.runtime import bundled_spec
+    from chatharuhi_core.chat.engines.local.transformers_model import read_model
 
     _, base = read_model(bundled_spec())
     torch.manual_seed(0)
@@ -244,10 +244,10 @@ def random_adapter(folder: Path) -> Path:
 def speeds(settings, rounds: int, adapter: Path, log: Path) -> dict:
     from loopback import llama_server
 
-    from chatharuhi_core.chat.engines.gguf_lora import lora_for
-    from chatharuhi_core.chat.engines.llama_cpu import in_use
-    from chatharuhi_core.chat.engines.local_llamacpp import FLASH_ATTENTION
-    from chatharuhi_core.chat.engines.local_model import load_model, resolve_model
+    from chatharuhi_core.chat.engines.local.gguf_lora import lora_for
+    from chatharuhi_core.chat.engines.local.llama_cpu import in_use
+    from chatharuhi_core.chat.engines.local.llamacpp import FLASH_ATTENTION
+    from chatharuhi_core.chat.engines.local.model import load_model, resolve_model
 
     base, tuned = (replace(resolve_model(m), cache=str(settings.cache_dir)) for m in ("", str(adapter)))
     gguf = Path(base.source) / base.gguf_file
@@ -305,9 +305,9 @@ def builds(settings, tuned_narrow: Path | None) -> list[dict]:
     600 tokens of Holmes's scenes read (median of 5) and 100 tokens written after 300 (median of 3)."""
     import subprocess
 
-    from chatharuhi_core.chat.engines.llama_cpu import ENV, WHEEL, runnable
-    from chatharuhi_core.chat.engines.local_llamacpp import eight_bit_copy, prefill_copy
-    from chatharuhi_core.chat.engines.local_model import resolve_model
+    from chatharuhi_core.chat.engines.local.llama_cpu import ENV, WHEEL, runnable
+    from chatharuhi_core.chat.engines.local.llamacpp import eight_bit_copy, prefill_copy
+    from chatharuhi_core.chat.engines.local.model import resolve_model
 
     base = resolve_model("")
     gguf = Path(base.source) / base.gguf_file
@@ -338,7 +338,7 @@ def page(cache: Path, rounds: int) -> dict:
     TYPING_S after the last reply."""
     from gradio_client import Client
 
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS as b
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS as b
 
     # the settings panel as it stands once a visitor picks the local engine (its sliders follow the engine)
     budgets = (b.story_tokens, b.history_tokens, False, b.memory_tokens, b.recall_tokens, "")  # then the persona box
@@ -450,7 +450,7 @@ def main() -> int:
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(args.cache)})
-    from chatharuhi_core.chat.engines.local_model import on_own_thread
+    from chatharuhi_core.chat.engines.local.model import on_own_thread
 
     # torch's work on this long-lived thread would slow every later llama.cpp reply (they share libgomp)
     adapter = args.adapter or on_own_thread(random_adapter, args.cache / "random-lora")
@@ -478,7 +478,7 @@ def main() -> int:
     which = f"`{args.adapter}`" if args.adapter else ("a random adapter of finetune's shape (LoRA r=16 on every "
                                                        "linear layer; speed does not depend on the weights)")
     lines += ["", f"Fine-tuned: {which}, merged by the engine into 16- and 8-bit copies of the base "
-              "(`chatharuhi_core/chat/engines/gguf_lora.py`), converted to llama.cpp's adapter format for the "
+              "(`chatharuhi_core/chat/engines/local/gguf_lora.py`), converted to llama.cpp's adapter format for the "
               "server (`--lora_path`). Both ran in every round beside the base; the ratio is the fine-tuned "
               "model's against the base's in the same round (median, range; above 1: faster).", "",
               "| figure | engine, fine-tuned | against the base engine | server, fine-tuned | against the base "
@@ -486,10 +486,10 @@ def main() -> int:
     lines += _tuned_rows(fig)
     lines += [""]
     if kernels:
-        from chatharuhi_core.chat.engines.llama_cpu import build_name
+        from chatharuhi_core.chat.engines.local.llama_cpu import build_name
 
         lines += ["llama.cpp's CPU kernels: the wheel's build (AVX2) and the variants built at set-up for this CPU's "
-                  f"instructions (`chatharuhi_core/chat/engines/llama_cpu.py`; the engine ran **{build_name()}** in "
+                  f"instructions (`chatharuhi_core/chat/engines/local/llama_cpu.py`; the engine ran **{build_name()}** in "
                   "this run), on each copy of the weights, each in a child process: 600 tokens of Holmes's scenes "
                   "read (median of 5), 100 tokens written after 300 (median of 3), greedy, 256 tokens a batch.", "",
                   "| build | weights | read, tokens/s | with flash attention | write, tokens/s | with flash attention |",

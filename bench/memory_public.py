@@ -291,7 +291,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
     from chatharuhi_core.chat.engines import options_for
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS, LocalModelEngine
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS, LocalModelEngine
     from chatharuhi_core.config import Budgets
 
     started = time.time()
@@ -383,7 +383,7 @@ def main() -> int:
               "| imported chat | first message ready after | embedded by then | whole index in the background | goal | |",
               "|---:|---:|---:|---:|---|---|"]
     for t in timing:
-        ok = t["first_s"] <= 1.5 and (t["n"] != 300 or t["full_s"] <= 10)
+        ok = t["first_s"] <= 1.0 and (t["n"] != 300 or t["full_s"] <= 10)  # the goal the row states: 1 s
         lines.append(f"| {t['n']:,} exchanges | {t['first_s']:.2f} s | {t['indexed_then']}/{t['total']} | "
                      f"{t['full_s']:.1f} s | first message ≤ 1 s of waiting; 300 indexed ≤ 10 s | "
                      f"{'met' if ok else '**missed**'} |")

@@ -143,7 +143,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
     from chatharuhi_core.chat.engines import options_for
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS, LocalModelEngine
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS, LocalModelEngine
     from chatharuhi_core.config import Budgets
 
     settings, embedder = cached_settings(args.cache)

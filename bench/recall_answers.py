@@ -34,7 +34,7 @@ ROLE = "sherlock"
 
 def answers(size: int, seed: int, settings, embedder, engine) -> list[dict]:
     from chatharuhi_core import ChatHaruhi
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS
     from chatharuhi_core.chat.memory import Memory
     from chatharuhi_core.roles.sources import load_role
 

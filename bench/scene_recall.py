@@ -172,7 +172,7 @@ def main() -> int:
     parser.add_argument("--show-misses", action="store_true", help="print each missed probe and what came instead")
     args = parser.parse_args()
     from chatharuhi_core.chat.engines import open_engine, options_for
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS, LocalModelEngine
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS, LocalModelEngine
     from chatharuhi_core.config import Budgets
 
     settings, embedder = cached_settings(args.cache)

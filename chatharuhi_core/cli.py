@@ -345,7 +345,7 @@ def cmd_speak(args: argparse.Namespace) -> int:
 
 def cmd_engines(args: argparse.Namespace) -> int:
     if args.gguf:  # the bundled model file, e.g. for llama.cpp's server
-        from .chat.engines.local_model import bundled_spec
+        from .chat.engines.local.model import bundled_spec
 
         spec = bundled_spec()
         print(Path(spec.source) / spec.gguf_file)

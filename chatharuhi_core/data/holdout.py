@@ -133,7 +133,7 @@ def trained_on(model: str | Path, cases: Iterable[Case]) -> list[Case]:
     """The cases whose scene a model from `finetune` trained on, read from its manifest: every scene of a
     role it trained, except the ones it held out. A model without a manifest (not made by `finetune`) has
     nothing to check, and returns none; a damaged manifest is a sentence naming it."""
-    from ..chat.engines.local_model import FINETUNE_MANIFEST
+    from ..chat.engines.local.model import FINETUNE_MANIFEST
     from ..errors import InputError
 
     path = Path(model).expanduser() / FINETUNE_MANIFEST

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..chat.engines import engine_info
 from ..chat.engines.hf_inference import DEFAULT_MODEL, suggested_hf_models
-from ..chat.engines.local_model import BUNDLED_LABEL, suggested_models
+from ..chat.engines.local.model import BUNDLED_LABEL, suggested_models
 from ..config import Settings
 
 

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from chatharuhi_core.chat.chatbot import ChatHaruhi
-from chatharuhi_core.chat.engines import cpu_share, local_llamacpp, open_engine
+from chatharuhi_core.chat.engines import cpu_share, open_engine
+from chatharuhi_core.chat.engines.local import llamacpp as local_llamacpp
 
 BEFORE = "cpu  10 0 10 80 0 0 0 0\ncpu0 5 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 40 0 0 0 0 0 0\nintr 1 2\n"
 AFTER = "cpu  30 0 10 90 0 0 0 0\ncpu0 25 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 50 0 0 0 0 0 0\nintr 1 2\n"

@@ -13,7 +13,7 @@ import pytest
 from make_inputs import TINY_LLAMA, tiny_llama_hub_cache
 from test_api_cli import run_cli
 
-from chatharuhi_core.chat.engines.local_model import FINETUNE_MANIFEST, find_finetuned, read_model, resolve_model
+from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, find_finetuned, read_model, resolve_model
 from chatharuhi_core.cli import main
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.data.evaluate import held_out_cases
@@ -190,7 +190,7 @@ def test_merge_writes_a_full_model_the_local_engine_reads(env, settings, tmp_pat
 
     bot = ChatHaruhi(role_name="dracula", llm="local", model=str(out), settings=settings)
     assert bot.chat("Good evening, Count.")
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS
 
     assert bot.budgets == LOCAL_BUDGETS and LOCAL_BUDGETS.story_tokens == 256  # the local engine's own budgets
 

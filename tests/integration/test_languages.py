@@ -8,7 +8,7 @@ import json
 from test_api_cli import run_cli
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.engines.local_model import FINETUNE_MANIFEST, ModelSpec, spec_languages
+from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, ModelSpec, spec_languages
 from chatharuhi_core.chat.languages import EN, ZH_EN, engine_languages, family_languages, language_gap
 from chatharuhi_core.data.evaluate import CaseResult, Report
 from chatharuhi_core.data.finetune import record_eval

@@ -12,9 +12,10 @@ from dataclasses import replace
 import pytest
 
 from chatharuhi_core.chat.chatbot import ChatHaruhi
-from chatharuhi_core.chat.engines import local_model, open_engine
-from chatharuhi_core.chat.engines.local_llamacpp import ngram_ban
-from chatharuhi_core.chat.engines.local_runtime import Sampling, bundled_spec
+from chatharuhi_core.chat.engines import open_engine
+from chatharuhi_core.chat.engines.local import model as local_model
+from chatharuhi_core.chat.engines.local.llamacpp import ngram_ban
+from chatharuhi_core.chat.engines.local.runtime import Sampling, bundled_spec
 
 SAMPLING = Sampling(max_tokens=40, temperature=0.8)  # sampled, as visitors get their replies
 QUESTIONS = ["What do you make of the mud on my boots?", "Who is Moriarty?", "Why the violin at night?",
@@ -126,7 +127,7 @@ def test_the_batch_runs_on_the_free_cores(lm, monkeypatch):
 
 
 def test_the_app_loads_the_local_model_as_it_starts_and_says_it_is_warming_up(settings, monkeypatch):
-    from chatharuhi_core.chat.engines.local_model import _LOADED, warm_at_start
+    from chatharuhi_core.chat.engines.local.model import _LOADED, warm_at_start
 
     monkeypatch.setenv("CHATHARUHI_LOCAL_RUNTIME", "llama.cpp")  # its own load, beside the module's model
     engine = open_engine("local", settings)

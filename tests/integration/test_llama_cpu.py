@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from loopback import ROOT
 
-from chatharuhi_core.chat.engines import llama_cpu
-from chatharuhi_core.chat.engines.llama_cpu import VARIANTS, agrees, choose, runnable, variants_root, wheel_libs
+from chatharuhi_core.chat.engines.local import llama_cpu
+from chatharuhi_core.chat.engines.local.llama_cpu import VARIANTS, agrees, choose, runnable, variants_root, wheel_libs
 
 ALL = frozenset().union(*(v.cpu_flags for v in VARIANTS))
 THREADS = 2
@@ -101,10 +101,10 @@ def test_the_engine_runs_the_best_variant_this_cpu_passes_and_leaves_no_trace_in
     the reply is written, and LLAMA_CPP_LIB_PATH is not left for the processes it starts."""
     script = (
         "import os, sys\n"
-        "from chatharuhi_core.chat.engines.local_model import load_model, resolve_model\n"
-        "from chatharuhi_core.chat.engines.local_llamacpp import LLAMA_CPP\n"
-        "from chatharuhi_core.chat.engines.local_runtime import Sampling\n"
-        "from chatharuhi_core.chat.engines.llama_cpu import build_name\n"
+        "from chatharuhi_core.chat.engines.local.model import load_model, resolve_model\n"
+        "from chatharuhi_core.chat.engines.local.llamacpp import LLAMA_CPP\n"
+        "from chatharuhi_core.chat.engines.local.runtime import Sampling\n"
+        "from chatharuhi_core.chat.engines.local.llama_cpu import build_name\n"
         "lm = load_model(resolve_model(''), 'cpu')\n"
         "out = []\n"
         "LLAMA_CPP.generate(lm, [{'role': 'user', 'content': 'Who are you?'}], '', Sampling(max_tokens=12, seed=0),"

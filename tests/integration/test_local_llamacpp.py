@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.engines import local_model
-from chatharuhi_core.chat.engines.gguf_lora import lora_for, merged_for
-from chatharuhi_core.chat.engines.local_llamacpp import (
+from chatharuhi_core.chat.engines.local import model as local_model
+from chatharuhi_core.chat.engines.local.gguf_lora import lora_for, merged_for
+from chatharuhi_core.chat.engines.local.llamacpp import (
     LLAMA_CPP,
     LlamaHandle,
     _verdict_key,
@@ -28,7 +28,7 @@ from chatharuhi_core.chat.engines.local_llamacpp import (
     read_prompt,
     reads_faster,
 )
-from chatharuhi_core.chat.engines.local_runtime import Sampling, bundled_spec
+from chatharuhi_core.chat.engines.local.runtime import Sampling, bundled_spec
 from chatharuhi_core.chat.prompt import Exchange
 from chatharuhi_core.errors import EngineError, UnknownNameError
 
@@ -81,7 +81,7 @@ def test_lines_are_scored_as_transformers_scores_them(lm):
     """Next-line choice ranks lines by their mean log-probability: llama.cpp's (the prompt read once, every
     line's logits in one batch) agrees with transformers' on the same weights, and the line the model writes
     itself ranks first."""
-    from chatharuhi_core.chat.engines.local_runtime import runtime_named
+    from chatharuhi_core.chat.engines.local.runtime import runtime_named
 
     mine = _generate(lm, GREEDY, opening="Sherlock Holmes:「")
     lines = [mine, "俺老孙来也！妖怪，吃俺老孙一棒！", "I have never been to London and I do not care for puzzles."]
@@ -406,7 +406,7 @@ def adapter(tmp_path_factory):
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from chatharuhi_core.chat.engines.local_transformers import read_model
+    from chatharuhi_core.chat.engines.local.transformers_model import read_model
 
     folder = tmp_path_factory.mktemp("adapters") / "sherlock-random-lora"
     tokenizer, base = read_model(bundled_spec())
@@ -492,7 +492,7 @@ def test_a_load_runs_on_a_thread_that_ends_with_it(adapter, monkeypatch):
     share one libgomp, which keeps a worker pool per calling thread while that thread lives: the load on a
     long-lived thread (the bench's main thread; a visitor's worker thread) left every later llama.cpp reply
     3.5 times slower on 2 cores. So the load runs on a thread of its own, gone when the model comes back."""
-    from chatharuhi_core.chat.engines.local_transformers import TransformersRuntime
+    from chatharuhi_core.chat.engines.local.transformers_model import TransformersRuntime
 
     ran_on: list[threading.Thread] = []
     load = TransformersRuntime.load
@@ -509,7 +509,7 @@ def test_a_load_runs_on_a_thread_that_ends_with_it(adapter, monkeypatch):
 
 def test_the_adapter_cache_keeps_the_most_recently_used_within_its_size(tmp_path):
     """Every finetune run is a new adapter and each merge of the bundled model is 400 MB: old ones go."""
-    from chatharuhi_core.chat.engines.gguf_lora import prune
+    from chatharuhi_core.chat.engines.local.gguf_lora import prune
 
     for age, name in enumerate(["newest", "second", "third", "oldest"]):
         (tmp_path / f"{name}.gguf").write_bytes(b"x" * 100)

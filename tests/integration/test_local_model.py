@@ -11,9 +11,9 @@ import pytest
 from make_inputs import TINY_LLAMA, tiny_llama_hub_cache
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.engines import local_model
 from chatharuhi_core.chat.engines.base import open_engine
-from chatharuhi_core.chat.engines.local_model import ModelSpec, resolve_model
+from chatharuhi_core.chat.engines.local import model as local_model
+from chatharuhi_core.chat.engines.local.model import ModelSpec, resolve_model
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.errors import EngineError
 from chatharuhi_core.tokens import count_tokens
@@ -112,7 +112,7 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol_hf):
     the whole prompt. (llama.cpp reuses the longest cached prefix itself: tests/test_local_llamacpp.py.)"""
     import torch
 
-    from chatharuhi_core.chat.engines.local_transformers import TRANSFORMERS
+    from chatharuhi_core.chat.engines.local.transformers_model import TRANSFORMERS
 
     smol = smol_hf
     bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=settings)

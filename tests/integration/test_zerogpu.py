@@ -13,7 +13,8 @@ from loopback import ROOT, gradio_app
 from test_app_client import text_of
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.engines import local_model, zerogpu
+from chatharuhi_core.chat.engines.local import model as local_model
+from chatharuhi_core.chat.engines.local import zerogpu
 from chatharuhi_core.config import Settings
 
 FAKE = ROOT / "tests" / "fake_spaces"

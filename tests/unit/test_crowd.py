@@ -10,8 +10,8 @@ import time
 import pytest
 
 from chatharuhi_core.chat.engines.cpu_share import CoreWatch
-from chatharuhi_core.chat.engines.llama_batch import STATE_MAGIC, BatchReply, streams
-from chatharuhi_core.chat.engines.local_runtime import Sampling
+from chatharuhi_core.chat.engines.local.llama_batch import STATE_MAGIC, BatchReply, streams
+from chatharuhi_core.chat.engines.local.runtime import Sampling
 from chatharuhi_core.chat.lanes import Lanes, LaneSpec
 from chatharuhi_core.errors import EngineError
 from chatharuhi_core.web.common import FRAME_INTERVAL_S, FRAMES_PER_S, MAX_FRAME_INTERVAL_S, Throttle

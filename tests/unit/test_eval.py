@@ -570,7 +570,7 @@ def test_compared_systems_read_the_same_packed_prompt(settings, embedder):
     """Equal footing: one set of budgets (the smallest of the systems' own) counted with one ruler, and the
     script engine quotes only from the scenes that fitted, as a model reads only those."""
     from chatharuhi_core import ChatHaruhi
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS
     from chatharuhi_core.chat.engines.script import choose_line
     from chatharuhi_core.config import Budgets
     from chatharuhi_core.data.evaluate import SystemSpec, shared_budgets

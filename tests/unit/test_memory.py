@@ -235,7 +235,7 @@ def test_the_pages_turn_sends_the_pins_and_keeps_them(settings):
 
 def test_the_settings_panel_sets_memory_budgets_over_the_engines_own(settings):
     """The page's two memory sliders; left unsent (an older API client), the engine's own budgets stand."""
-    from chatharuhi_core.chat.engines.local_model import LOCAL_BUDGETS
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS
     from chatharuhi_core.web.common import EnginePanel
 
     assert EnginePanel("local").budgets(settings).recall_tokens == LOCAL_BUDGETS.recall_tokens

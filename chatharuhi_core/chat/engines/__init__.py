@@ -3,7 +3,7 @@ registers the built-in ones; none of them imports its SDK until it is used."""
 
 # isort: off
 from . import script as _script  # noqa: F401  (registers "script")
-from . import local_model as _local  # noqa: F401  (registers "local")
+from .local import model as _local  # noqa: F401  (registers "local")
 from . import openai_compat as _openai  # noqa: F401  (registers "openai")
 from . import hf_inference as _hf  # noqa: F401  (registers "hf")
 # isort: on

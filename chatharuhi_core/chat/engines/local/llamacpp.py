@@ -30,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import EngineError
-from ...jsonl import read_object, replace_text
-from .cpu_share import foreground_busy, free_cores, less_for_foreground
+from ....errors import EngineError
+from ....jsonl import read_object, replace_text
+from ..cpu_share import foreground_busy, free_cores, less_for_foreground
 from .llama_batch import KV_BUDGET_BYTES, SEQ_CONTEXT, SLOTS, Batcher, kv_bytes_per_token
 from .llama_cpu import build_name, cpu_name, llama
-from .local_runtime import (
+from .runtime import (
     NEEDS_EXTRA,
     Emit,
     LoadedModel,
@@ -186,8 +186,8 @@ def gguf_path(spec: ModelSpec) -> Path:
         return Path(spec.source) / str(spec.gguf_file)
     from huggingface_hub import hf_hub_download
 
-    from ...config import Settings
-    from ...roles.hub import cache_only
+    from ....config import Settings
+    from ....roles.hub import cache_only
 
     settings = Settings.from_env()
     offline = cache_only(settings)
@@ -241,7 +241,7 @@ def prefill_copy(path: Path, cache: Path | None = None) -> Path | None:
     if size * 16 / 5 > PREFILL_COPY_MAX_BYTES:  # 4-5 bits a weight now; 16 in the copy
         return None
     if cache is None:
-        from ...config import Settings
+        from ....config import Settings
 
         cache = Settings.from_env().cache_dir / "gguf-f16"
     import hashlib

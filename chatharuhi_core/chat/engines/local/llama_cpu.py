@@ -30,8 +30,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import EngineError
-from ...jsonl import read_object, replace_text
+from ....errors import EngineError
+from ....jsonl import read_object, replace_text
 
 log = logging.getLogger(__name__)
 ENV = "LLAMA_CPP_LIB_PATH"  # llama-cpp-python loads its libraries from this folder when it is set

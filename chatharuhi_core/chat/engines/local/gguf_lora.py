@@ -25,8 +25,8 @@ import logging
 import math
 from pathlib import Path
 
-from ...errors import EngineError
-from .local_runtime import file_stamp, made_once, quantize
+from ....errors import EngineError
+from .runtime import file_stamp, made_once, quantize
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the written file changes, so old conversions are not reused
@@ -55,7 +55,7 @@ def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, make) -> P
     """`make(path)` once into the cache, named by the adapter's and the base's identity; a half-written file
     never stays behind."""
     if cache is None:
-        from ...config import Settings
+        from ....config import Settings
 
         cache = Settings.from_env().cache_dir / "lora-gguf"
     for name in ("adapter_config.json", "adapter_model.safetensors"):

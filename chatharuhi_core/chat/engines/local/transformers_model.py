@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import EngineError
-from .local_runtime import (
+from ....errors import EngineError
+from .runtime import (
     NEEDS_EXTRA,
     LoadedModel,
     check_length,
@@ -30,7 +30,7 @@ from .local_runtime import (
 )
 
 if TYPE_CHECKING:
-    from .local_runtime import Emit, ModelSpec, Sampling
+    from .runtime import Emit, ModelSpec, Sampling
 
 log = logging.getLogger(__name__)
 PREFIX_CACHE_SIZE = 16  # system prompts whose attention cache is kept (about 15 MB each for SmolLM2)
@@ -46,8 +46,8 @@ def _hub_kwargs(spec: ModelSpec) -> dict:
     """Revision, token and offline mode for a Hub model; the cache alone when the Hub is unreachable."""
     if not spec.on_hub:
         return {}
-    from ...config import Settings
-    from ...roles.hub import cache_only
+    from ....config import Settings
+    from ....roles.hub import cache_only
 
     settings = Settings.from_env()
     offline = cache_only(settings)

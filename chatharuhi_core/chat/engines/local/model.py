@@ -24,14 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from ...config import Budgets
-from ...errors import EngineError
-from ...roles.lines import format_reply
-from ..lanes import LaneSpec
-from ..languages import EN, IN_LANGUAGE_MIN, family_languages
-from ..prompt import Layout
-from .base import ChatRequest, EngineBase, EngineOptions, options_for, register_engine
-from .local_runtime import (
+from ....config import Budgets
+from ....errors import EngineError
+from ....roles.lines import format_reply
+from ...lanes import LaneSpec
+from ...languages import EN, IN_LANGUAGE_MIN, family_languages
+from ...prompt import Layout
+from ..base import ChatRequest, EngineBase, EngineOptions, options_for, register_engine
+from .runtime import (
     BUNDLED_FILE,
     BUNDLED_LABEL,
     NEEDS_EXTRA,  # noqa: F401  (re-exported)
@@ -46,8 +46,8 @@ from .zerogpu import on_gpu as wrap_for_gpu
 from .zerogpu import reply_seconds
 
 # isort: off
-from .local_llamacpp import LLAMA_CPP  # noqa: F401  (registers "llama.cpp" first: preferred for GGUF files)
-from .local_transformers import TRANSFORMERS, read_model  # noqa: F401  (registers "transformers"; finetune's reader)
+from .llamacpp import LLAMA_CPP  # noqa: F401  (registers "llama.cpp" first: preferred for GGUF files)
+from .transformers_model import TRANSFORMERS, read_model  # noqa: F401  (registers "transformers"; finetune's reader)
 # isort: on
 
 log = logging.getLogger(__name__)
@@ -368,7 +368,7 @@ def prepare() -> int:
     import sys
     import time
 
-    from ...config import Settings
+    from ....config import Settings
 
     started = time.perf_counter()
     try:

@@ -30,10 +30,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...errors import EngineError
-from .cpu_share import CoreWatch, foreground_busy, less_for_foreground
+from ....errors import EngineError
+from ..cpu_share import CoreWatch, foreground_busy, less_for_foreground
 from .llama_cpu import llama
-from .local_runtime import Emit, Sampling
+from .runtime import Emit, Sampling
 
 log = logging.getLogger(__name__)
 
