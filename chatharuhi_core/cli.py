@@ -376,7 +376,7 @@ def _roles(refs: Sequence[str] | None, settings: Settings):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .data.evaluate import SystemSpec, compare, parse_system
+    from .data.evaluate import EvalOptions, SystemSpec, compare, parse_system
 
     settings = Settings.from_env()
     if args.rescore:
@@ -389,12 +389,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         systems = [SystemSpec(_engine(args, settings), args.model or "")]
     roles = _roles(args.roles, settings)
     server = EngineChoice(base_url=args.base_url, api_key=args.api_key)  # every system's server and key, if given
-    comparison = compare(roles, systems, settings=settings, options=server,
-                         conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
-                         seed=args.seed, deep=args.deep_cases, baselines=not args.no_baselines,
-                         next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
-                         allow_trained=args.allow_trained, samples=args.samples, greedy=args.greedy,
-                         budgets=_eval_budgets(args),
+    options = EvalOptions(conditions=args.conditions, per_role=args.cases, min_tokens=args.min_tokens,
+                          seed=args.seed, deep=args.deep_cases, baselines=not args.no_baselines,
+                          next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
+                          allow_trained=args.allow_trained, samples=args.samples, greedy=args.greedy,
+                          budgets=_eval_budgets(args))
+    comparison = compare(roles, systems, options, settings=settings, server=server,
                          progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
     files = comparison.write(Path(args.out))
     print(comparison.markdown())
@@ -418,7 +418,7 @@ def _eval_budgets(args: argparse.Namespace):
 
 
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
-    from .data.evaluate import rescore
+    from .data.evaluate import EvalOptions, rescore
 
     labels = {}
     for given in args.label or []:
@@ -426,9 +426,10 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
         if not sep or not system or not label:
             raise ChatHaruhiError(f"--label takes SYSTEM=LABEL (e.g. local:runs/all-lora=all-lora), not '{given}'.")
         labels[system] = label
-    comparison = rescore(Path(args.rescore), _roles(args.roles, settings), settings=settings, per_role=args.cases,
-                         min_tokens=args.min_tokens, seed=args.seed, deep=args.deep_cases,
-                         baselines=not args.no_baselines, labels=labels)
+    options = EvalOptions(per_role=args.cases, min_tokens=args.min_tokens, seed=args.seed, deep=args.deep_cases,
+                          baselines=not args.no_baselines)
+    comparison = rescore(Path(args.rescore), _roles(args.roles, settings), options, settings=settings,
+                         labels=labels)
     files = comparison.write(Path(args.out))
     print(comparison.markdown())
     for kind, path in files.items():

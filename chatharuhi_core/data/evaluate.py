@@ -49,12 +49,12 @@ from .metrics import (
     rouge_l,
     wrong_language,
 )
-from .next_line import DISTRACTORS, VARIANTS, choice_for, credit
+from .next_line import DISTRACTORS, VARIANTS, ChoicePool, choice_for, credit
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MIN_REPLY_TOKENS", "Case", "Comparison", "Report", "SystemSpec", "compare", "cosine_scores",
-           "held_out_cases", "parse_system", "run_eval"]
+__all__ = ["MIN_REPLY_TOKENS", "Case", "Comparison", "EvalOptions", "Report", "SystemSpec", "compare",
+           "cosine_scores", "held_out_cases", "parse_system", "rescore", "run_eval"]
 
 
 def held_out_cases(role: Role, per_role: int, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0,
@@ -105,44 +105,75 @@ def parse_system(text: str) -> SystemSpec:
 Progress = Callable[[int, int], None]
 
 
-def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script", *, settings: Settings | None = None,
-             conditions: Sequence[str] = ("system", "full"), per_role: int = HoldOut.per_role,
-             min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0, deep: int = DEEP_CASES_PER_ROLE,
-             scorer: Embedder | None = None,
-             progress: Progress | None = None, next_line: Sequence[str] = tuple(VARIANTS),
-             distractors: int = DISTRACTORS, others: Sequence[Role] = (), allow_trained: bool = False,
-             samples: int = 1, greedy: bool = False, budgets: Budgets | None = None) -> Report:
+@dataclass(frozen=True)
+class EvalOptions:
+    """What an eval run is asked for besides its roles and system: one value that the command line builds and
+    compare, rescore and run_eval hand on whole, instead of a dozen keywords passed along."""
+
+    conditions: tuple[str, ...] = ("system", "full")
+    per_role: int = HoldOut.per_role  # the hold-out: these four numbers select the cases (data/holdout.py)
+    min_tokens: int = MIN_REPLY_TOKENS
+    seed: int = 0  # also the seed of the samples, the baselines' draws and the next-line distractors
+    deep: int = DEEP_CASES_PER_ROLE
+    next_line: tuple[str, ...] = tuple(VARIANTS)  # next-line variants to rank; () for none
+    distractors: int = DISTRACTORS  # lines ranked beside the original one
+    others: tuple[Role, ...] | None = None  # roles whose lines may serve as another character's; None: compare
+    # adds every bundled role, run_eval none
+    allow_trained: bool = False  # score a fine-tuned model on scenes it trained on (marked)
+    samples: int = 1  # answers per case from an engine that samples, each with its own seed
+    greedy: bool = False  # one answer per case at temperature 0, the same on every run
+    budgets: Budgets | None = None  # counted with one ruler for every system; None: each engine's own
+    baselines: bool = True  # compare and rescore: the baselines beside the systems
+
+    def __post_init__(self) -> None:
+        for name in ("conditions", "next_line", "others"):  # a list given is kept as a tuple: the value stays fixed
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+    @property
+    def holdout(self) -> HoldOut:
+        return HoldOut(self.per_role, self.min_tokens, self.seed, self.deep)
+
+
+def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script", options: EvalOptions = EvalOptions(),
+             *, settings: Settings | None = None, scorer: Embedder | None = None,
+             progress: Progress | None = None) -> Report:
     """Answer every held-out case under every condition with one engine (`llm`: a name, an Engine, or an
     EngineChoice with its model, server and key; or a baseline's name), and score the replies;
-    then, for each next-line variant, let the engine rank the original line among `distractors` others
-    (`others`: roles whose lines may serve as another character's, besides `roles`). An engine that samples
-    answers each case `samples` times, each with its own seed, or once with the most likely tokens (`greedy`:
-    temperature 0, the same reply on every run); `budgets`, when given, are counted for every
-    system with one ruler (cl100k_base), so that systems compared see the same scenes and history."""
+    then, for each next-line variant, let the engine rank the original line among `options.distractors`
+    others (`options.others`: roles whose lines may serve as another character's, besides `roles`). An engine
+    that samples answers each case `options.samples` times, each with its own seed, or once with the most likely
+    tokens (`options.greedy`: temperature 0, the same reply on every run); `options.budgets`, when given, are
+    counted for every system with one ruler (cl100k_base), so that systems compared see the same scenes and
+    history."""
     settings = settings or Settings.from_env()
+    conditions = options.conditions
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown or not conditions:
         raise InputError(f"Unknown condition(s) {', '.join(unknown) or '(none)'}; use {', '.join(CONDITIONS)}.")
-    holdout = HoldOut(per_role, min_tokens, seed, deep)
+    holdout = options.holdout
     cases = [c for role in roles for c in holdout.cases(role)]
     if not cases:
-        raise InputError(f"No scene ends in a reply of {min_tokens}+ tokens by these roles; lower --min-tokens.")
+        raise InputError(f"No scene ends in a reply of {options.min_tokens}+ tokens by these roles; "
+                         "lower --min-tokens.")
     embedder = get_embedder(settings.embedder)
     scorer = scorer or embedder
     if isinstance(llm, str) and llm in BASELINES:
-        return _baseline_report(llm, cases, holdout, seed, conditions, scorer, progress)
+        return _baseline_report(llm, cases, options, scorer, progress)
     choice = as_choice(llm)
-    trained = _trained(choice, cases, allow_trained)
-    run = _Run(choice, settings, embedder, budgets)
-    draws, greedy = run.draws(seed, samples, greedy)
+    trained = _trained(choice, cases, options.allow_trained)
+    run = _Run(choice, settings, embedder, options.budgets)
+    draws, greedy = run.draws(options.seed, options.samples, options.greedy)
     report = Report(run.probe_label(roles[0]), "", scorer.name, list(conditions), system=run.system,
-                    distractors=distractors, trained_cases=len(trained), samples=len(draws), greedy=greedy,
+                    distractors=options.distractors, trained_cases=len(trained), samples=len(draws), greedy=greedy,
                     budgets=run.budgets)
     ranks = getattr(run.engine, "score", None)
-    if next_line and ranks is None:
+    if options.next_line and ranks is None:
         report.choice_note = "cannot rank given lines"
-    variants = list(next_line) if ranks is not None else []
-    pool = list(roles) + [r for r in others if r.id not in {x.id for x in roles}]
+    variants = list(options.next_line) if ranks is not None else []
+    pool = ChoicePool((*roles, *(r for r in options.others or () if r.id not in {x.id for x in roles})), holdout,
+                      options.distractors, options.seed)
     count = _Counted(len(cases) * (len(conditions) * len(draws) + len(variants)), progress)
     raw: dict[int, str] = {}
     for case in cases:
@@ -153,7 +184,7 @@ def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script",
         if len(report.failures) == len(report.results):  # the engine is down or misconfigured: stop now
             raise _failed(report.failures[0].error)
         for variant in variants:
-            choice = choice_for(case, variant, pool, holdout, run.system, distractors, seed)
+            choice = choice_for(case, variant, pool, run.system)
             run.rank(case, conditions[-1], choice, ranks)
             report.choices.append(choice)
             count.one()
@@ -189,14 +220,15 @@ class _Counted:
             self.progress(self.done, self.total)
 
 
-def _baseline_report(name: str, cases: Sequence[Case], holdout: HoldOut, seed: int, conditions: Sequence[str],
-                     scorer: Embedder, progress: Progress | None) -> Report:
+def _baseline_report(name: str, cases: Sequence[Case], options: EvalOptions, scorer: Embedder,
+                     progress: Progress | None) -> Report:
     """A baseline's line for every case: it reads no prompt, so it is the same under every condition."""
     baseline = BASELINES[name]
-    report = Report(baseline.label, "", scorer.name, list(conditions), system=name)
+    holdout = options.holdout
+    report = Report(baseline.label, "", scorer.name, list(options.conditions), system=name)
     for case in cases:
-        reply = baseline.answer(case, holdout, seed)
-        for cond in conditions:
+        reply = baseline.answer(case, holdout, options.seed)
+        for cond in options.conditions:
             report.results.append(CaseResult(name, case.role.id, case.role.name, case.turn.scene_id, cond,
                                              case.turn.query, case.reference, reply=reply, depth=case.depth))
     if progress:
@@ -310,45 +342,46 @@ def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[i
     return report
 
 
-def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], *, settings: Settings | None = None,
-            options: EngineChoice = EngineChoice(), progress_for: Callable[[str], Progress] | None = None,
-            baselines: bool = True, **kwargs) -> Comparison:
+def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], options: EvalOptions = EvalOptions(), *,
+            settings: Settings | None = None, server: EngineChoice = EngineChoice(),
+            progress_for: Callable[[str], Progress] | None = None, scorer: Embedder | None = None) -> Comparison:
     """The same held-out cases answered by several systems, each under every condition; the baselines
-    (greeting, random line) beside them unless `baselines` is False or they were named. `options`: what every
-    system is opened with besides its engine and model (a server's URL and key)."""
+    (greeting, random line) beside them unless `options.baselines` is False or they were named. `server`: what
+    every system is opened with besides its engine and model (a server's URL and key)."""
     settings = settings or Settings.from_env()
     specs = [s if isinstance(s, SystemSpec) else parse_system(s) for s in systems]
-    if baselines:
+    if options.baselines:
         specs = [SystemSpec(b) for b in BASELINE_ORDER if SystemSpec(b) not in specs] + specs
     for spec in specs:
         if spec.engine not in BASELINES:
             engine_info(spec.engine)
-    if kwargs.get("budgets") is None and sum(s.engine not in BASELINES for s in specs) > 1:
-        kwargs["budgets"] = shared_budgets(specs, settings)  # equal footing: the same packed prompt for each system
-    if "others" not in kwargs:  # another character's lines for next-line choice: every bundled role too
+    if options.budgets is None and sum(s.engine not in BASELINES for s in specs) > 1:
+        # equal footing: the same packed prompt for each system
+        options = replace(options, budgets=shared_budgets(specs, settings))
+    if options.others is None:  # another character's lines for next-line choice: every bundled role too
         from ..roles.sources import bundled_roles
 
-        kwargs["others"] = bundled_roles()
+        options = replace(options, others=tuple(bundled_roles()))
     reports = []
     for spec in specs:
         progress = progress_for(spec.text) if progress_for and spec.engine not in BASELINES else None
-        system = spec.engine if spec.engine in BASELINES else replace(options, engine=spec.engine,
+        system = spec.engine if spec.engine in BASELINES else replace(server, engine=spec.engine,
                                                                         model=spec.model or None)
-        reports.append(run_eval(roles, system, settings=settings, progress=progress, **kwargs))
+        reports.append(run_eval(roles, system, options, settings=settings, scorer=scorer, progress=progress))
     return Comparison(reports)
 
 
 CASE_COLUMNS = ("system", "role_id", "scene_id", "condition", "reply")
 
 
-def rescore(cases_csv: Path, roles: Sequence[Role], *, settings: Settings | None = None,
-            per_role: int = HoldOut.per_role, min_tokens: int = MIN_REPLY_TOKENS, seed: int = 0,
-            deep: int = DEEP_CASES_PER_ROLE, scorer: Embedder | None = None, baselines: bool = True,
+def rescore(cases_csv: Path, roles: Sequence[Role], options: EvalOptions = EvalOptions(), *,
+            settings: Settings | None = None, scorer: Embedder | None = None,
             labels: dict[str, str] | None = None) -> Comparison:
     """A past run's replies (its cases.csv) scored again with today's metrics, with the baselines answered on
-    the same held-out cases: no model runs again. The hold-out settings must be the run's (the cases are
-    matched by scene id); next-line choice needs the models and is not part of a rescore. `labels` names
-    systems for the tables (by their spec in the file)."""
+    the same held-out cases (unless `options.baselines` is False): no model runs again. The hold-out settings
+    (`options`' per_role, min_tokens, seed, deep) must be the run's (the cases are matched by scene id); next-line
+    choice needs the models and is not part of a rescore. `labels` names systems for the tables (by their spec
+    in the file)."""
     settings = settings or Settings.from_env()
     try:
         with cases_csv.open(encoding="utf-8", newline="") as f:
@@ -362,12 +395,12 @@ def rescore(cases_csv: Path, roles: Sequence[Role], *, settings: Settings | None
     def selected(holdout: HoldOut) -> dict[tuple[str, str], Case]:
         return {(c.role.id, c.turn.scene_id): c for role in roles for c in holdout.cases(role)}
 
-    holdout = HoldOut(per_role, min_tokens, seed, deep)
+    holdout = options.holdout
     cases = selected(holdout)
     answered = {(r["role_id"], r["scene_id"]) for r in rows}
-    if deep and not any(c.depth > 1 and k in answered for k, c in cases.items()):
+    if options.deep and not any(c.depth > 1 and k in answered for k, c in cases.items()):
         # a run from before cases with history (or one with --deep-cases 0): its cases are the depth-1 sample
-        holdout = HoldOut(per_role, min_tokens, seed, 0)
+        holdout = replace(holdout, deep=0)
         cases = selected(holdout)
     missing = sorted({f"{r['role_id']}/{r['scene_id']}" for r in rows} - {f"{k[0]}/{k[1]}" for k in cases})
     if missing or not rows:
@@ -376,11 +409,10 @@ def rescore(cases_csv: Path, roles: Sequence[Role], *, settings: Settings | None
     scorer = scorer or get_embedder(settings.embedder)
     conditions = list(dict.fromkeys(r["condition"] for r in rows))
     reports = []
-    if baselines:
+    if options.baselines:
         run_roles = [r for r in roles if any(k[0] == r.id for k in cases)]
-        reports += [run_eval(run_roles, b, settings=settings, conditions=conditions, per_role=per_role,
-                             min_tokens=min_tokens, seed=seed, deep=holdout.deep, scorer=scorer)
-                    for b in BASELINE_ORDER]
+        on_these = replace(options, conditions=tuple(conditions), deep=holdout.deep)
+        reports += [run_eval(run_roles, b, on_these, settings=settings, scorer=scorer) for b in BASELINE_ORDER]
     for system in dict.fromkeys(r["system"] for r in rows):
         report = Report((labels or {}).get(system, system), "", scorer.name, conditions, system=system,
                         choice_note="not rescored (needs the model)")

@@ -66,10 +66,21 @@ def distractors(case: Case, variant: str, others: Sequence[Role], holdout: HoldO
     return drawn[:k]
 
 
-def choice_for(case: Case, variant: str, others: Sequence[Role], holdout: HoldOut, system: str,
-               k: int = DISTRACTORS, seed: int = 0) -> ChoiceResult:
+@dataclass(frozen=True)
+class ChoicePool:
+    """Where a run's distractors come from and how many each case gets: the same for every case of a run, so
+    it is made once and handed whole to `choice_for`."""
+
+    others: tuple[Role, ...]  # roles whose lines may serve as another character's
+    holdout: HoldOut
+    k: int = DISTRACTORS
+    seed: int = 0
+
+
+def choice_for(case: Case, variant: str, pool: ChoicePool, system: str) -> ChoiceResult:
     """The lines to rank, the original at a seeded place among the distractors."""
-    lines = distractors(case, variant, others, holdout, k, seed)
+    seed = pool.seed
+    lines = distractors(case, variant, pool.others, pool.holdout, pool.k, seed)
     at = random.Random(f"{seed}:place:{variant}:{case.role.id}:{case.turn.scene_id}").randrange(len(lines) + 1)
     lines.insert(at, case.reference)
     return ChoiceResult(system, case.role.id, case.turn.scene_id, variant, lines, at, depth=case.depth)

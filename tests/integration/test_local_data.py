@@ -2,14 +2,14 @@
 
 from test_synthesize import check_files
 
-from chatharuhi_core.data.evaluate import Comparison, run_eval
+from chatharuhi_core.data.evaluate import Comparison, EvalOptions, run_eval
 from chatharuhi_core.data.synthesize import synthesize
 from chatharuhi_core.jsonl import read_records
 from chatharuhi_core.roles.sources import load_role
 
 
 def test_local_model_eval_answers_and_scores(settings, tmp_path):
-    report = run_eval([load_role("sherlock")], "local", settings=settings, per_role=2, deep=0)
+    report = run_eval([load_role("sherlock")], "local", EvalOptions(per_role=2, deep=0), settings=settings)
     assert len(report.results) == 4 and not report.failures
     assert "SmolLM2" in report.model
     assert all(r.reply and -1 <= r.score <= 1 for r in report.results)

@@ -10,7 +10,7 @@ from PIL import Image
 from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.cli import main
 from chatharuhi_core.data.baselines import BASELINES, role_lines
-from chatharuhi_core.data.evaluate import Comparison, compare, cosine_scores, held_out_cases, run_eval
+from chatharuhi_core.data.evaluate import Comparison, EvalOptions, compare, cosine_scores, held_out_cases, run_eval
 from chatharuhi_core.data.holdout import HoldOut
 from chatharuhi_core.data.metrics import (
     bootstrap,
@@ -157,7 +157,7 @@ def test_distinct_2_is_low_for_a_reply_that_loops():
 def test_a_run_with_a_known_answer(settings):
     """Replies "east" against references east, north, north-east: 1, 0 and 1/sqrt(2) under both prompts."""
     role = tiny_role(["east", "north", "north-east"])
-    report = run_eval([role], FixedEngine("east"), settings=settings, per_role=10, min_tokens=1,
+    report = run_eval([role], FixedEngine("east"), EvalOptions(per_role=10, min_tokens=1), settings=settings,
                       scorer=TableEmbedder())
     rows = {r["role"]: r for r in report.rows()}
     expected = (1 + 0 + 1 / math.sqrt(2)) / 3
@@ -173,7 +173,7 @@ def test_a_run_with_a_known_answer(settings):
 def test_the_held_out_scene_never_reaches_the_model(settings):
     role = load_role("sherlock")
     spy = FixedEngine("I observe.")
-    report = run_eval([role], spy, settings=settings, per_role=6)
+    report = run_eval([role], spy, EvalOptions(per_role=6), settings=settings)
     cases = held_out_cases(role, 6)  # 3 of them at depth 2, by default
     assert [c.depth for c in cases].count(1) == 3 and [c.depth for c in cases].count(2) == 3
     assert len(report.results) == 12 and len(spy.requests) == 12
@@ -197,7 +197,7 @@ def test_the_held_out_scene_teaches_the_engine_nothing(settings):
     the lines the offline engine may quote, while the store (and its hash) stays the role's own."""
     role = load_role("sherlock")
     spy = FixedEngine("I observe.")
-    run_eval([role], spy, settings=settings, per_role=2)
+    run_eval([role], spy, EvalOptions(per_role=2), settings=settings)
     cases = held_out_cases(role, 2)
     for case, request in zip(cases, spy.requests[1::2]):
         seen = request.role
@@ -247,8 +247,8 @@ def test_cases_with_history_are_drawn_apart_and_reported_by_depth(settings):
         HoldOut(-2)
 
     spy = FixedEngine("east")
-    report = run_eval([role], spy, settings=settings, per_role=10, min_tokens=1, deep=10, scorer=TableEmbedder(),
-                      next_line=())
+    report = run_eval([role], spy, EvalOptions(per_role=10, min_tokens=1, deep=10, next_line=()), settings=settings,
+                      scorer=TableEmbedder())
     assert {r.depth for r in report.results} == {1, 2, 3}
     last_of_d2 = [q for q in spy.requests if q.messages[-1]["content"].endswith("Three?」")][-1]
     assert [m["content"] for m in last_of_d2.messages if m["role"] == "assistant"] == ["Haruhi:「north」",
@@ -257,14 +257,14 @@ def test_cases_with_history_are_drawn_apart_and_reported_by_depth(settings):
     assert report.interval("cosine", "full", depth=1).value == pytest.approx((1 + 0 + 1 / math.sqrt(2) - 1) / 4)
     assert report.interval("cosine", "full", depth=2).value == pytest.approx((1 + 1 / math.sqrt(2) + 1) / 3)
     assert report.interval("cosine", "full").n == 7
-    greeting = run_eval([role], "greeting", settings=settings, per_role=10, min_tokens=1, deep=10,
+    greeting = run_eval([role], "greeting", EvalOptions(per_role=10, min_tokens=1, deep=10), settings=settings,
                         scorer=TableEmbedder())
     text = Comparison([greeting, report]).markdown()
     assert "## By depth, full ChatHaruhi" in text
     assert "first answer in its scene (4 cases); at depth 2+ (3 cases)" in text
     assert "- fixed against greeting (baseline): depth 1 " in text and "; depth 2+ " in text
-    flat = Comparison([run_eval([tiny_role(["east", "north"])], FixedEngine("east"), settings=settings,
-                                min_tokens=1, scorer=TableEmbedder())])
+    flat = Comparison([run_eval([tiny_role(["east", "north"])], FixedEngine("east"), EvalOptions(min_tokens=1),
+                                settings=settings, scorer=TableEmbedder())])
     assert "By depth" not in flat.markdown()  # no case with history: no table about it
     assert "Baselines read nothing of the conversation: greeting" in text  # named where they were scored
     assert "Baselines" not in flat.markdown()  # and no sentence about baselines left out
@@ -329,14 +329,14 @@ def test_an_engine_that_is_down_stops_with_a_sentence(settings):
             yield
 
     with pytest.raises(ChatHaruhiError, match="Every reply failed.*Cannot reach"):
-        run_eval([load_role("alice")], Down(), settings=settings, per_role=2, deep=0)
+        run_eval([load_role("alice")], Down(), EvalOptions(per_role=2, deep=0), settings=settings)
 
 
 def test_eval_through_an_openai_compatible_server(settings, fake_openai):
     from fake_openai import GOOD_KEY
 
     echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
-    report = run_eval([load_role("elizabeth")], echo, settings=settings, per_role=2, deep=1, samples=2)
+    report = run_eval([load_role("elizabeth")], echo, EvalOptions(per_role=2, deep=1, samples=2), settings=settings)
     assert not report.failures and report.model == "echo"
     # an engine that writes answers each case twice, each draw with its own recorded seed; figures per case
     assert len(report.results) == 2 * 2 * 2 and {r.seed for r in report.results} == {0, 1}
@@ -353,8 +353,8 @@ def test_greedy_eval_asks_once_per_case_at_temperature_zero(settings, fake_opena
     from fake_openai import GOOD_KEY
 
     echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
-    report = run_eval([load_role("elizabeth")], echo, settings=settings, per_role=2, deep=0, samples=3, greedy=True,
-                      next_line=())
+    report = run_eval([load_role("elizabeth")], echo,
+                      EvalOptions(per_role=2, deep=0, samples=3, greedy=True, next_line=()), settings=settings)
     assert len(report.results) == 2 * 2 and report.greedy and report.samples == 1
     asked = [r["body"] for r in fake_openai.requests if r["path"].endswith("/chat/completions")]
     assert len(asked) == 4 and all(b["temperature"] == 0 for b in asked)
@@ -393,7 +393,8 @@ def test_the_baselines_read_nothing_and_draw_only_from_scenes_not_held_out(setti
         assert drawn in free and drawn == BASELINES["random-line"].answer(case, holdout, 0)  # seeded per case
     role.greeting = ""
     assert BASELINES["greeting"].answer(holdout.cases(role)[0], holdout, 0) == "east"  # else the first line
-    report = run_eval([role], "greeting", settings=settings, per_role=2, min_tokens=1, scorer=TableEmbedder())
+    report = run_eval([role], "greeting", EvalOptions(per_role=2, min_tokens=1), settings=settings,
+                      scorer=TableEmbedder())
     assert report.is_baseline and report.label == "greeting (baseline)"
     assert {r.reply for r in report.results} == {"east"} and len(report.results) == 4  # both prompts, same line
 
@@ -402,7 +403,7 @@ def test_head_to_head_is_a_paired_difference_against_each_baseline(settings):
     """A system that always says "north-east" against the greeting ("north") on references east, north,
     north-east, west: per-case cosine differences known in advance."""
     role = four_scene_role()
-    kwargs = dict(settings=settings, per_role=4, min_tokens=1, scorer=TableEmbedder())
+    kwargs = dict(options=EvalOptions(per_role=4, min_tokens=1), settings=settings, scorer=TableEmbedder())
     reports = [run_eval([role], "greeting", **kwargs), run_eval([role], "random-line", **kwargs),
                run_eval([role], FixedEngine("north-east"), **kwargs)]
     comparison = Comparison(reports)
@@ -422,7 +423,7 @@ def test_head_to_head_is_a_paired_difference_against_each_baseline(settings):
 def test_distinct_2_counts_a_repeated_greeting_once_and_language_is_a_rate(settings):
     role = tiny_role(["Well then, my friend.", "Quite so, my friend.", "Indeed it is.", "我们走吧。"])
     role.greeting = "Good morning to you, my friend."
-    kwargs = dict(settings=settings, per_role=4, min_tokens=1, scorer=TableEmbedder())
+    kwargs = dict(options=EvalOptions(per_role=4, min_tokens=1), settings=settings, scorer=TableEmbedder())
     greeting = run_eval([role], "greeting", **kwargs)
     assert greeting.interval("distinct_2", "full").value == pytest.approx(5 / 20)  # 5 pairs, said 4 times
     assert greeting.interval("distinct_2", "full").text() == "0.250"  # one figure for the set, no interval
@@ -438,11 +439,13 @@ def test_distinct_2_counts_a_repeated_greeting_once_and_language_is_a_rate(setti
 
 def test_compare_adds_the_baselines_unless_asked_not_to(settings):
     role = four_scene_role()
-    kwargs = dict(settings=settings, per_role=2, min_tokens=1, scorer=TableEmbedder())
-    with_them = compare([role], ["script"], **kwargs)
+    kwargs = dict(settings=settings, scorer=TableEmbedder())
+    options = EvalOptions(per_role=2, min_tokens=1)
+    with_them = compare([role], ["script"], options, **kwargs)
     assert [r.system for r in with_them.reports] == ["greeting", "random-line", "script"]
-    assert [r.system for r in compare([role], ["script"], baselines=False, **kwargs).reports] == ["script"]
-    assert [r.system for r in compare([role], ["random-line", "script"], **kwargs).reports] == \
+    alone = EvalOptions(per_role=2, min_tokens=1, baselines=False)
+    assert [r.system for r in compare([role], ["script"], alone, **kwargs).reports] == ["script"]
+    assert [r.system for r in compare([role], ["random-line", "script"], options, **kwargs).reports] == \
         ["greeting", "random-line", "script"]
 
 
@@ -468,7 +471,7 @@ def marked_roles():
 
 
 def test_next_line_distractors_come_from_the_right_pool_and_are_seeded():
-    from chatharuhi_core.data.next_line import choice_for, credit, distractors
+    from chatharuhi_core.data.next_line import ChoicePool, choice_for, credit, distractors
 
     haruhi, mikuru = marked_roles()
     holdout = HoldOut(per_role=3, min_tokens=1, seed=0)
@@ -481,9 +484,10 @@ def test_next_line_distractors_come_from_the_right_pool_and_are_seeded():
         other = distractors(case, "who", [haruhi, mikuru], holdout, k=4)
         assert all("Mikuru" in line for line in other)
         assert not {c.reference for c in holdout.cases(mikuru)} & set(other)
-        c = choice_for(case, "who", [haruhi, mikuru], holdout, "x", k=4)
+        pool = ChoicePool((haruhi, mikuru), holdout, k=4)
+        c = choice_for(case, "who", pool, "x")
         assert c.lines[c.answer] == case.reference and len(c.lines) == 5
-        assert c.lines == choice_for(case, "who", [haruhi, mikuru], holdout, "x", k=4).lines  # seeded
+        assert c.lines == choice_for(case, "who", pool, "x").lines  # seeded
     assert len(held) == 3
     assert credit([0.1, 0.5, 0.2], 1) == 1.0 and credit([0.5, 0.5, 0.2], 1) == 0.5 and credit([0.9, 0.5], 1) == 0
 
@@ -493,8 +497,8 @@ def test_next_line_choice_in_a_run_with_a_known_answer(settings, tmp_path):
     Haruhi's lines apart (what comes next: every line ties, 1/5 each, which is chance)."""
     haruhi, mikuru = marked_roles()
     engine = ByMarker("SOS")
-    report = run_eval([haruhi], engine, settings=settings, per_role=3, min_tokens=1, scorer=TableEmbedder(),
-                      others=[mikuru])
+    report = run_eval([haruhi], engine, EvalOptions(per_role=3, min_tokens=1, others=(mikuru,)), settings=settings,
+                      scorer=TableEmbedder())
     assert len(report.choices) == 6 and not any(c.error for c in report.choices)
     assert report.choice_accuracy("who").value == 1.0
     assert report.choice_accuracy("next").value == pytest.approx(0.2)
@@ -502,7 +506,7 @@ def test_next_line_choice_in_a_run_with_a_known_answer(settings, tmp_path):
     assert request.text.startswith("Question") and request.scenes  # the case's cue, with the full prompt's scenes
     for (req, shown_lines), choice in zip(engine.shown, report.choices):  # the full prompt, its own scene out
         assert choice.scene_id not in {h.id for h in req.scenes} and shown_lines == choice.lines
-    comparison = Comparison([run_eval([haruhi], "greeting", settings=settings, per_role=3, min_tokens=1,
+    comparison = Comparison([run_eval([haruhi], "greeting", EvalOptions(per_role=3, min_tokens=1), settings=settings,
                                       scorer=TableEmbedder()), report])
     table = comparison.markdown()
     assert "## Next-line choice" in table and "| chance | 20.0% | 20.0% |" in table
@@ -510,16 +514,16 @@ def test_next_line_choice_in_a_run_with_a_known_answer(settings, tmp_path):
     files = comparison.write(tmp_path)
     rows = list(csv.DictReader(files["choices"].open(encoding="utf-8")))
     assert len(rows) == 6 and {r["variant"] for r in rows} == {"who", "next"}
-    rival = run_eval([haruhi], ByMarker("SOS"), settings=settings, per_role=3, min_tokens=1,
-                     scorer=TableEmbedder(), others=[mikuru])
+    rival = run_eval([haruhi], ByMarker("SOS"), EvalOptions(per_role=3, min_tokens=1, others=(mikuru,)),
+                     settings=settings, scorer=TableEmbedder())
     head_to_head = Comparison([report, rival]).markdown()  # two ranking systems: each against the other
     assert "- fixed against fixed, who says it: +0.0%" in head_to_head and "not distinguishable from chance" \
         in head_to_head
 
 
 def test_an_engine_that_cannot_rank_lines_is_said_so(settings):
-    report = run_eval([four_scene_role()], FixedEngine("east"), settings=settings, per_role=2, min_tokens=1,
-                      scorer=TableEmbedder())
+    report = run_eval([four_scene_role()], FixedEngine("east"), EvalOptions(per_role=2, min_tokens=1),
+                      settings=settings, scorer=TableEmbedder())
     assert not report.choices and report.choice_note == "cannot rank given lines"
 
 
@@ -541,25 +545,24 @@ def test_a_past_run_is_rescored_with_baselines_on_the_same_cases(settings, tmp_p
     from chatharuhi_core.errors import InputError
 
     role = four_scene_role()
-    kwargs = dict(settings=settings, per_role=3, min_tokens=1, scorer=TableEmbedder())
+    kwargs = dict(options=EvalOptions(per_role=3, min_tokens=1), settings=settings, scorer=TableEmbedder())
     first = Comparison([run_eval([role], FixedEngine("north-east"), **kwargs)])
     first.write(tmp_path / "run")
-    again = rescore(tmp_path / "run" / "cases.csv", [role], baselines=True, labels={"fixed": "the fixed engine"},
-                    **kwargs)
+    again = rescore(tmp_path / "run" / "cases.csv", [role], labels={"fixed": "the fixed engine"}, **kwargs)
     assert [r.label for r in again.reports] == ["greeting (baseline)", "random line (baseline)", "the fixed engine"]
     old, new = first.reports[0], again.reports[-1]
     assert new.interval("cosine", "full").value == pytest.approx(old.interval("cosine", "full").value)
     assert {(r.scene_id, r.condition) for r in new.results} == {(r.scene_id, r.condition) for r in old.results}
     assert "## Next-line choice" not in again.markdown()  # it needs the models
     with pytest.raises(InputError, match="hold-out settings do not select"):
-        rescore(tmp_path / "run" / "cases.csv", [role], settings=settings, per_role=1, min_tokens=1,
+        rescore(tmp_path / "run" / "cases.csv", [role], EvalOptions(per_role=1, min_tokens=1), settings=settings,
                 scorer=TableEmbedder())
     deep = deep_role()  # a run from before cases with history: its cases are the depth-1 sample
-    past = Comparison([run_eval([deep], FixedEngine("east"), settings=settings, per_role=3, min_tokens=1, deep=0,
-                                scorer=TableEmbedder())])
+    past = Comparison([run_eval([deep], FixedEngine("east"), EvalOptions(per_role=3, min_tokens=1, deep=0),
+                                settings=settings, scorer=TableEmbedder())])
     past.write(tmp_path / "past")
-    again = rescore(tmp_path / "past" / "cases.csv", [deep], settings=settings, per_role=3, min_tokens=1,
-                    scorer=TableEmbedder())
+    again = rescore(tmp_path / "past" / "cases.csv", [deep], EvalOptions(per_role=3, min_tokens=1),
+                    settings=settings, scorer=TableEmbedder())
     assert all(r.depth == 1 for rep in again.reports for r in rep.results) and len(again.reports[0].results) == 6
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(InputError, match="is not an eval cases.csv"):
@@ -585,7 +588,7 @@ def test_compared_systems_read_the_same_packed_prompt(settings, embedder):
     request = bot.prepare("Who is the most dangerous man in London?")
     assert request.packed == 1 and len(request.scenes) > 1
     assert choose_line(request) in request.scenes[0].text  # nothing from a scene the prompt did not carry
-    report = run_eval([load_role("sherlock")], "script", settings=settings, per_role=2, budgets=shared)
+    report = run_eval([load_role("sherlock")], "script", EvalOptions(per_role=2, budgets=shared), settings=settings)
     full = [r for r in report.results if r.condition == "full"]
     assert max(r.scenes for r in full) >= 1 and all(0 < r.prompt_tokens for r in full)
     table = Comparison([report]).markdown()
