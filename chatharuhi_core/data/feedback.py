@@ -27,17 +27,34 @@ from .training_data import (
 )
 
 
-def feedback_record(*, reply_id: str, role_id: str, role_name: str, user_role: str, text: str,
-                    messages: list[dict], original: str, corrected: str | None, rating: str | None,
-                    engine: str = "", model: str = "", event: str = "",
-                    passed_over: list[str] | None = None) -> dict:
-    """One line of the feedback file; `messages` is the prompt as the model received it, `passed_over` the
-    other replies the message had, which the visitor did not keep."""
+@dataclass(frozen=True)
+class FeedbackRecord:
+    """A reply's state as the visitor left it, with what it answered: one typed value where there were thirteen
+    keywords, so the page and the tests build the same thing."""
+
+    reply_id: str
+    role_id: str
+    role_name: str
+    user_role: str
+    text: str  # what the visitor said
+    messages: list[dict]  # the prompt as the model received it
+    original: str
+    corrected: str | None
+    rating: str | None
+    engine: str = ""
+    model: str = ""
+    event: str = ""
+    passed_over: list[str] | None = None  # the other replies the message had, which the visitor did not keep
+
+
+def feedback_record(record: FeedbackRecord) -> dict:
+    """One line of the feedback file, stamped with the time it was written."""
+    r = record
     return {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "event": event, "reply_id": reply_id,
-        "role": role_id, "name": role_name, "user_role": user_role, "text": text,
-        "messages": messages, "original": original, "corrected": corrected, "rating": rating,
-        "engine": engine, "model": model, "passed_over": list(passed_over or []),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "event": r.event, "reply_id": r.reply_id,
+        "role": r.role_id, "name": r.role_name, "user_role": r.user_role, "text": r.text,
+        "messages": r.messages, "original": r.original, "corrected": r.corrected, "rating": r.rating,
+        "engine": r.engine, "model": r.model, "passed_over": list(r.passed_over or []),
     }
 
 

@@ -16,7 +16,7 @@ from typing import ClassVar, Protocol
 
 from ..chat.engines import EngineChoice, default_budgets, engine_info
 from ..config import Budgets, Settings
-from ..data.feedback import feedback_record
+from ..data.feedback import FeedbackRecord, feedback_record
 from ..errors import UnknownNameError
 from ..jsonl import append_record
 from ..roles.role import Role
@@ -261,10 +261,10 @@ def record_feedback(settings: Settings, said: Rated, text: str, *, role_id: str,
     path = settings.feedback_path
     if path is None:
         return None
-    rec = feedback_record(reply_id=said.id, role_id=role_id, role_name=role_name, user_role=user_role, text=asked,
-                          messages=said.messages, original=said.original or text,
-                          corrected=text if said.original is not None else None, rating=said.rating,
-                          engine=said.engine, model=said.model, event=event, passed_over=passed_over)
+    rec = feedback_record(FeedbackRecord(reply_id=said.id, role_id=role_id, role_name=role_name, user_role=user_role,
+                                         text=asked, messages=said.messages, original=said.original or text,
+                                         corrected=text if said.original is not None else None, rating=said.rating,
+                                         engine=said.engine, model=said.model, event=event, passed_over=passed_over))
     try:
         append_record(path, rec)
     except OSError as exc:

@@ -13,7 +13,7 @@ import pytest
 
 from chatharuhi_core.chat.transcript import load_chat
 from chatharuhi_core.cli import main
-from chatharuhi_core.data.feedback import build_training_data, feedback_record
+from chatharuhi_core.data.feedback import FeedbackRecord, build_training_data, feedback_record
 from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
 from chatharuhi_core.errors import InputError
 from chatharuhi_core.jsonl import append_record, read_records
@@ -125,8 +125,9 @@ def test_feedback_becomes_sft_rows_and_preference_pairs(tmp_path, capsys):
               {"role": "user", "content": "Hatter:「Why is a raven like a writing-desk?」"}]
 
     def rec(rid, original, corrected=None, rating=None, messages=prompt):
-        return feedback_record(reply_id=rid, role_id="alice", role_name="Alice", user_role="Hatter", text="Why?",
-                               messages=messages, original=original, corrected=corrected, rating=rating)
+        return feedback_record(FeedbackRecord(reply_id=rid, role_id="alice", role_name="Alice", user_role="Hatter",
+                                              text="Why?", messages=messages, original=original, corrected=corrected,
+                                              rating=rating))
 
     path = tmp_path / "feedback.jsonl"
     for r in [rec("a", "I give it up.", rating="like"),
