@@ -461,7 +461,7 @@ def _record_in_model_cards(comparison, out: Path) -> None:
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
-    from .data.synthesize import synthesize
+    from .data.synthesize import SynthesisOptions, synthesize
 
     settings = Settings.from_env()
     engine = engine_choice(args, settings)
@@ -470,10 +470,11 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from .data.holdout import HoldOut
 
     try:
-        result = synthesize(roles, out, engine, settings=settings, scenes=args.scenes, questions=args.questions,
-                            seed=args.seed,
-                            progress=progress_bar("answering", "dialogue"),
-                            holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed, args.holdout_deep_cases))
+        options = SynthesisOptions(scenes=args.scenes, questions=args.questions, seed=args.seed,
+                                   holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed,
+                                                   args.holdout_deep_cases))
+        result = synthesize(roles, out, engine, options, settings=settings,
+                            progress=progress_bar("answering", "dialogue"))
     except KeyboardInterrupt:
         print(f"\nStopped. What was answered is kept in {out}; run the same command again to go on.",
               file=sys.stderr)

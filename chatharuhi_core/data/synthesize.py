@@ -191,33 +191,56 @@ class SynthesisResult:
 Progress = Callable[[int, int], None]
 
 
-def _questions_for(role: Role, engine: Engine, can_write: bool, wanted: int, out: Path, seed: int,
-                   seen: set[str], result: SynthesisResult, embedder: Embedder) -> list[str]:
-    """This role's questions: those kept by an earlier run, topped up to `wanted`."""
-    kept = [r["question"] for r in read_records(out / QUESTIONS).records if r.get("role") == role.id]
-    missing = wanted - len(kept)
-    if missing > 0:
-        seen |= {normalize(q) for q in kept}
-        if can_write:
-            new = generate_questions(role, engine, missing, seen, seed, embedder)
-            origin = "generated"
-        else:
-            new = corpus_questions(role, missing, seen, seed)
-            origin = "scenes"
-        for q in new:
-            append_record(out / QUESTIONS, {"role": role.id, "question": q, "origin": origin})
-        kept += new
-        if len(new) < missing:
-            result.notes.append(f"{role.name}: {len(kept)} of {wanted} questions found (not enough new ones).")
-    return kept[:wanted]
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """What a synthesis run makes, besides its roles and engine: one value the command line builds."""
+
+    scenes: int | None = None  # scene openings per role (None: every one)
+    questions: int = 10  # new questions per role
+    seed: int = 0  # which examples are shown, which corpus questions are drawn
+    holdout: HoldOut | None = HoldOut()  # the scenes eval holds out, left out of everything; None for none
 
 
-def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoice = "script", *,
-               settings: Settings | None = None, scenes: int | None = None, questions: int = 10, seed: int = 0,
-               progress: Progress | None = None, holdout: HoldOut | None = HoldOut()) -> SynthesisResult:
+@dataclass
+class _Questions:
+    """Where a run's questions come from and go: its engine (when it can write), folder, seed and result; one
+    value, asked role by role."""
+
+    engine: Engine
+    can_write: bool
+    wanted: int
+    out: Path
+    seed: int
+    result: SynthesisResult
+    embedder: Embedder
+
+    def for_role(self, role: Role, seen: set[str]) -> list[str]:
+        """This role's questions: those kept by an earlier run, topped up to `wanted`."""
+        out, wanted = self.out, self.wanted
+        kept = [r["question"] for r in read_records(out / QUESTIONS).records if r.get("role") == role.id]
+        missing = wanted - len(kept)
+        if missing > 0:
+            seen |= {normalize(q) for q in kept}
+            if self.can_write:
+                new = generate_questions(role, self.engine, missing, seen, self.seed, self.embedder)
+                origin = "generated"
+            else:
+                new = corpus_questions(role, missing, seen, self.seed)
+                origin = "scenes"
+            for q in new:
+                append_record(out / QUESTIONS, {"role": role.id, "question": q, "origin": origin})
+            kept += new
+            if len(new) < missing:
+                self.result.notes.append(f"{role.name}: {len(kept)} of {wanted} questions found (not enough new ones).")
+        return kept[:wanted]
+
+
+def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoice = "script",
+               options: SynthesisOptions = SynthesisOptions(), *, settings: Settings | None = None,
+               progress: Progress | None = None) -> SynthesisResult:
     """Answer every scene opening and question of these roles; append each to `out/dialogues.jsonl`.
 
-    The scenes eval holds out (`holdout`; None for none) are neither answered, nor shown as examples,
+    The scenes eval holds out (`options.holdout`; None for none) are neither answered, nor shown as examples,
     nor retrieved, so that `finetune --data` can train on the result without leaking the test.
     """
     from ..chat.chatbot import ChatHaruhi
@@ -229,6 +252,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoic
     can_write = writes(engine)
     out.mkdir(parents=True, exist_ok=True)
     result = SynthesisResult(out)
+    questions, holdout = options.questions, options.holdout
     if not can_write and questions:
         result.notes.append("The script engine cannot write new questions; the questions come "
                             "from the scenes' later cues and the roles' example questions.")
@@ -238,8 +262,8 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoic
     probe.load()
     held_cases = {r.id: holdout.cases(r) if holdout else [] for r in roles}
     held: dict[str, set[str]] = {rid: {c.turn.scene_id for c in cs} for rid, cs in held_cases.items()}
-    tasks = _tasks(roles, held, scenes, lambda role, seen: _questions_for(
-        role, engine, can_write, questions, out, seed, seen, result, probe.embedder) if questions else [], result)
+    asker = _Questions(engine, can_write, questions, out, options.seed, result, probe.embedder)
+    tasks = _tasks(roles, held, options.scenes, asker.for_role if questions else lambda role, seen: [], result)
     todo = [t for t in tasks if t.id not in done]
     total = len(tasks)
     if progress:

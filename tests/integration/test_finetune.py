@@ -258,11 +258,11 @@ def test_eval_holds_out_what_finetune_holds_out(settings):
 
 def test_synthesized_rows_and_corrections_join_the_training(env, settings, tmp_path):
     """CharacterGLM's loop: synthesize's rows and the visitors' corrections (SFT rows, then DPO pairs)."""
-    from chatharuhi_core.data.synthesize import synthesize
+    from chatharuhi_core.data.synthesize import SynthesisOptions, synthesize
 
     role = load_role("sherlock")
     synth = tmp_path / "synth"
-    synthesize([role], synth, "script", settings=settings, scenes=None, questions=2)
+    synthesize([role], synth, "script", SynthesisOptions(scenes=None, questions=2), settings=settings)
     held = HoldOut().scene_ids(role)
     answered = [json.loads(line) for line in (synth / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()]
     assert answered and not {a["scene"] for a in answered} & held  # synthesize leaves eval's scenes out

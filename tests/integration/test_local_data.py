@@ -3,7 +3,7 @@
 from test_synthesize import check_files
 
 from chatharuhi_core.data.evaluate import Comparison, EvalOptions, run_eval
-from chatharuhi_core.data.synthesize import synthesize
+from chatharuhi_core.data.synthesize import SynthesisOptions, synthesize
 from chatharuhi_core.jsonl import read_records
 from chatharuhi_core.roles.sources import load_role
 
@@ -18,7 +18,8 @@ def test_local_model_eval_answers_and_scores(settings, tmp_path):
 
 
 def test_local_model_writes_questions_and_answers_them(settings, tmp_path):
-    result = synthesize([load_role("sherlock")], tmp_path, "local", settings=settings, scenes=1, questions=2)
+    result = synthesize([load_role("sherlock")], tmp_path, "local", SynthesisOptions(scenes=1, questions=2),
+                        settings=settings)
     assert result.failed == 0 and result.rows >= 2
     openai, _ = check_files(tmp_path, result.rows)
     kept = read_records(tmp_path / "questions.jsonl").records

@@ -7,7 +7,7 @@ import pytest
 from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.cli import main
 from chatharuhi_core.data.scene_turns import scene_turns
-from chatharuhi_core.data.synthesize import parse_questions, synthesize
+from chatharuhi_core.data.synthesize import SynthesisOptions, parse_questions, synthesize
 from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
 from chatharuhi_core.errors import EngineError
 from chatharuhi_core.jsonl import read_records
@@ -36,8 +36,8 @@ def check_files(out, expected_rows):
 
 def test_script_synthesis_files_load_as_chat_datasets(settings, tmp_path):
     out = tmp_path / "synth"
-    result = synthesize([load_role("sherlock"), load_role("sunwukong")], out, "script", settings=settings,
-                        scenes=3, questions=2)
+    result = synthesize([load_role("sherlock"), load_role("sunwukong")], out, "script",
+                        SynthesisOptions(scenes=3, questions=2), settings=settings)
     assert (result.answered, result.failed, result.rows) == (10, 0, 10)
     assert any("cannot write new questions" in n for n in result.notes)
     openai, _ = check_files(out, 10)
@@ -59,9 +59,9 @@ def test_script_synthesis_files_load_as_chat_datasets(settings, tmp_path):
 def test_rerunning_skips_what_is_done_and_an_interrupted_run_goes_on(settings, tmp_path):
     out = tmp_path / "synth"
     roles = [load_role("alice")]
-    first = synthesize(roles, out, "script", settings=settings, scenes=4, questions=0)
+    first = synthesize(roles, out, "script", SynthesisOptions(scenes=4, questions=0), settings=settings)
     assert first.answered == 4
-    again = synthesize(roles, out, "script", settings=settings, scenes=4, questions=0)
+    again = synthesize(roles, out, "script", SynthesisOptions(scenes=4, questions=0), settings=settings)
     assert (again.done_before, again.answered, again.rows) == (4, 0, 4)
 
     class Interrupted:
@@ -81,10 +81,10 @@ def test_rerunning_skips_what_is_done_and_an_interrupted_run_goes_on(settings, t
             yield from self.inner.stream(request)
 
     with pytest.raises(KeyboardInterrupt):
-        synthesize(roles, out, "script" and Interrupted(), settings=settings, scenes=8, questions=0)
+        synthesize(roles, out, "script" and Interrupted(), SynthesisOptions(scenes=8, questions=0), settings=settings)
     assert len(read_records(out / "dialogues.jsonl").records) == 6
     check_files(out, 6)  # the files were rewritten on the way out
-    done = synthesize(roles, out, "script", settings=settings, scenes=8, questions=0)
+    done = synthesize(roles, out, "script", SynthesisOptions(scenes=8, questions=0), settings=settings)
     assert (done.done_before, done.answered) == (6, 2)
     openai, _ = check_files(out, 8)
     assert len({r["id"] for r in read_records(out / "dialogues.jsonl").records}) == 8
@@ -95,7 +95,7 @@ def test_the_same_opening_in_two_scenes_is_kept_once(settings, tmp_path):
                Story("b", "Kyon:「why」\nHaruhi:「Because I said so.」"),
                Story("c", "Kyon:「Where are we going?」\nHaruhi:「To find aliens!」")]
     role = Role(id="dup-haruhi", name="Haruhi", system_prompt="You are Haruhi.", stories=stories)
-    result = synthesize([role], tmp_path, "script", settings=settings, questions=0)
+    result = synthesize([role], tmp_path, "script", SynthesisOptions(questions=0), settings=settings)
     assert (result.rows, result.duplicates) == (2, 1)
 
 
@@ -122,7 +122,7 @@ def test_questions_are_written_alpaca_style_parsed_and_deduplicated(settings, tm
                            "3. Holmes enjoyed long walks in the park.", role) == [
         "What is in the box?", "Why?", "Tell me of your brother."]  # narration about him is not a question
     writer = Writer()
-    result = synthesize([role], tmp_path, writer, settings=settings, scenes=0, questions=3)
+    result = synthesize([role], tmp_path, writer, SynthesisOptions(scenes=0, questions=3), settings=settings)
     kept = read_records(tmp_path / "questions.jsonl").records
     assert [q["question"] for q in kept] == ["What is in the box?", "Do you fear Moriarty?", "Who taught you to fence?"]
     assert {q["origin"] for q in kept} == {"generated"}
@@ -132,7 +132,7 @@ def test_questions_are_written_alpaca_style_parsed_and_deduplicated(settings, tm
     assert openai[0]["messages"][-1]["content"] == "Sherlock Holmes:「Data, Watson, data.」"
     # a re-run keeps the questions it has instead of asking again
     again = Writer()
-    synthesize([role], tmp_path, again, settings=settings, scenes=0, questions=3)
+    synthesize([role], tmp_path, again, SynthesisOptions(scenes=0, questions=3), settings=settings)
     assert again.plain == []
 
 
@@ -158,7 +158,8 @@ def test_synthesis_through_an_openai_compatible_server(settings, tmp_path, fake_
     from fake_openai import GOOD_KEY
 
     echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
-    result = synthesize([load_role("dracula")], tmp_path, echo, settings=settings, scenes=2, questions=1)
+    result = synthesize([load_role("dracula")], tmp_path, echo, SynthesisOptions(scenes=2, questions=1),
+                        settings=settings)
     # the echo server repeats the request, whose numbered lines are the role's own cues: at most one
     # of them (a later turn's cue, not a scene opening) can pass as new
     assert result.failed == 0 and result.rows in (2, 3)
@@ -189,7 +190,7 @@ def test_an_answer_that_copies_a_held_out_line_is_left_out(settings, tmp_path):
         def stream(self, request):
             yield case.reference.upper().replace(",", ";")  # punctuation and case aside, the same line
 
-    result = synthesize([role], tmp_path, Copier(), settings=settings, scenes=3, questions=0)
+    result = synthesize([role], tmp_path, Copier(), SynthesisOptions(scenes=3, questions=0), settings=settings)
     assert result.answered == 0 and result.leaked == 3 and not rows(tmp_path / "openai.jsonl")
     assert leaked_lines([case], "我们 " + case.reference.replace(".", "!") + " 走吧")
     assert not leaked_lines([case], "An unrelated line about the weather in Baker Street this morning.")
