@@ -267,13 +267,13 @@ def cmd_role_import(args: argparse.Namespace) -> int:
 def cmd_role_build(args: argparse.Namespace) -> int:
     from .roles.export import export_role
     from .roles.safety import read_text
-    from .roles.script_scenes import role_from_script
+    from .roles.script_scenes import ScriptOptions, role_from_script
 
     settings = Settings.from_env()
     script = Path(args.script)
-    role = role_from_script(read_text(script), args.name, source_name=script.name, aliases=args.alias or (),
-                            series=args.series or "", personality=args.personality or "",
-                            role_id=args.id, max_tokens=args.max_tokens)
+    options = ScriptOptions(aliases=tuple(args.alias or ()), series=args.series or "",
+                            personality=args.personality or "", role_id=args.id, max_tokens=args.max_tokens)
+    role = role_from_script(read_text(script), args.name, source_name=script.name, options=options)
     out = Path(args.out or role.id)
     export_role(role, out, settings, "folder" if not out.suffix else None, progress=progress_bar("embedding scenes"))
     print(f"Built {role.name}: {len(role.stories)} scenes from {script.name} -> {out}")

@@ -165,10 +165,22 @@ def speakers(text: str) -> Counter:
     return Counter(line.speaker for line in read_lines(text) if line.kind == "say")
 
 
-def role_from_script(text: str, name: str | None, *, source_name: str, aliases: Iterable[str] = (),
-                     series: str = "", personality: str = "", role_id: str | None = None,
-                     max_tokens: int = MAX_SCENE_TOKENS) -> Role:
+@dataclass(frozen=True)
+class ScriptOptions:
+    """What a role built from a script may be told besides its character's name: one value that `role build`
+    and the importer fill in."""
+
+    aliases: tuple[str, ...] = ()  # other names the character speaks under
+    series: str = ""
+    personality: str = ""
+    role_id: str | None = None  # default: derived from the name (or the file's) and the text
+    max_tokens: int = MAX_SCENE_TOKENS  # a scene is cut before it grows past this
+
+
+def role_from_script(text: str, name: str | None, *, source_name: str,
+                     options: ScriptOptions = ScriptOptions()) -> Role:
     """A role from a script: its scenes, a filled system prompt, a guessed partner and greeting."""
+    aliases, series = options.aliases, options.series
     counts = speakers(text)
     if not counts:
         raise ImportProblem(
@@ -177,7 +189,7 @@ def role_from_script(text: str, name: str | None, *, source_name: str, aliases: 
         )
     name = (name or "").strip() or lead_speaker(counts, source_name)
     names = [name, *aliases]
-    scenes = cut_scenes(text, names, max_tokens)
+    scenes = cut_scenes(text, names, options.max_tokens)
     if not scenes:
         found = ", ".join(s for s, _ in counts.most_common(8))
         raise ImportProblem(
@@ -193,11 +205,11 @@ def role_from_script(text: str, name: str | None, *, source_name: str, aliases: 
     language = guess_language(" ".join(scenes[:10]))
     stories = [Story(f"scene-{i:04d}", s) for i, s in enumerate(scenes, 1)]
     return Role(
-        id=role_id or derive_role_id(name if re.search(rf"[A-Za-z0-9{HAN}]", name) else source_name.rsplit(".", 1)[0],
-                                          text),
+        id=options.role_id or derive_role_id(
+            name if re.search(rf"[A-Za-z0-9{HAN}]", name) else source_name.rsplit(".", 1)[0], text),
         name=name,
         aliases=with_derived(name, [*aliases, *(s for s in counts if is_role(s))]),  # the forms it speaks under
-        system_prompt=fill_system_prompt(name, series, personality),
+        system_prompt=fill_system_prompt(name, series, options.personality),
         stories=stories,
         series=series,
         language=language,

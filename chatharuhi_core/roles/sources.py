@@ -233,11 +233,11 @@ def _active_embedder(settings: Settings):
 
 @register_importer(".txt")
 def import_script(path: Path, settings: Settings, options: ImportOptions) -> Role:
-    from .script_scenes import role_from_script
+    from .script_scenes import ScriptOptions, role_from_script
 
     label = _label(path, options)
     role = role_from_script(read_text(path, options.limits, label), options.name, source_name=label,
-                            aliases=options.aliases, series=options.series)
+                            options=ScriptOptions(aliases=tuple(options.aliases), series=options.series))
     _check_scene_count(role, label, options.limits)
     return _persist(role, settings)
 
