@@ -393,8 +393,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                           seed=args.seed, deep=args.deep_cases, baselines=not args.no_baselines,
                           next_line=() if args.no_next_line else ("who", "next"), distractors=args.distractors,
                           allow_trained=args.allow_trained, samples=args.samples, greedy=args.greedy,
-                          budgets=_eval_budgets(args))
-    comparison = compare(roles, systems, options, settings=settings, server=server,
+                          budgets=_eval_budgets(args), server=server)
+    comparison = compare(roles, systems, options, settings=settings,
                          progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
     files = comparison.write(Path(args.out))
     print(comparison.markdown())

@@ -124,6 +124,8 @@ class EvalOptions:
     greedy: bool = False  # one answer per case at temperature 0, the same on every run
     budgets: Budgets | None = None  # counted with one ruler for every system; None: each engine's own
     baselines: bool = True  # compare and rescore: the baselines beside the systems
+    server: EngineChoice = EngineChoice()  # compare: what every system is opened with besides its engine and model
+    # (a server's URL and key)
 
     def __post_init__(self) -> None:
         for name in ("conditions", "next_line", "others"):  # a list given is kept as a tuple: the value stays fixed
@@ -343,11 +345,11 @@ def _scored(report: Report, cases: Sequence[Case], scorer: Embedder, raw: dict[i
 
 
 def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], options: EvalOptions = EvalOptions(), *,
-            settings: Settings | None = None, server: EngineChoice = EngineChoice(),
-            progress_for: Callable[[str], Progress] | None = None, scorer: Embedder | None = None) -> Comparison:
+            settings: Settings | None = None, progress_for: Callable[[str], Progress] | None = None,
+            scorer: Embedder | None = None) -> Comparison:
     """The same held-out cases answered by several systems, each under every condition; the baselines
-    (greeting, random line) beside them unless `options.baselines` is False or they were named. `server`: what
-    every system is opened with besides its engine and model (a server's URL and key)."""
+    (greeting, random line) beside them unless `options.baselines` is False or they were named. Each system is
+    opened with `options.server` (a server's URL and key) besides its engine and model."""
     settings = settings or Settings.from_env()
     specs = [s if isinstance(s, SystemSpec) else parse_system(s) for s in systems]
     if options.baselines:
@@ -365,7 +367,7 @@ def compare(roles: Sequence[Role], systems: Sequence[SystemSpec | str], options:
     reports = []
     for spec in specs:
         progress = progress_for(spec.text) if progress_for and spec.engine not in BASELINES else None
-        system = spec.engine if spec.engine in BASELINES else replace(server, engine=spec.engine,
+        system = spec.engine if spec.engine in BASELINES else replace(options.server, engine=spec.engine,
                                                                         model=spec.model or None)
         reports.append(run_eval(roles, system, options, settings=settings, scorer=scorer, progress=progress))
     return Comparison(reports)
