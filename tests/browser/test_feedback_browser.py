@@ -4,8 +4,7 @@ export a chat, import it in a fresh session and see the same conversation."""
 import json
 import time
 
-from conftest import ARTIFACTS
-from test_browser import bot_texts, browser, open_page, say, wait_reply  # noqa: F401  (browser is a fixture)
+from support.browser import ARTIFACTS, bot_texts, open_page, say, wait_reply
 
 from chatharuhi_core.jsonl import read_records
 
@@ -46,7 +45,7 @@ def feedback_for(path, reply_id=None, timeout=10) -> list[dict]:
     return []
 
 
-def test_dislike_and_correct_a_reply_lands_in_the_feedback_file(browser, app_server, app_feedback_file):  # noqa: F811
+def test_dislike_and_correct_a_reply_lands_in_the_feedback_file(browser, app_server, app_feedback_file):
     page = open_page(browser, app_server)
     pick(page, "Sherlock Holmes")
     say(page, "What is your method?")
@@ -76,7 +75,7 @@ def test_dislike_and_correct_a_reply_lands_in_the_feedback_file(browser, app_ser
     assert bot_texts(page)[1] == CORRECTION
 
 
-def test_export_then_import_in_a_fresh_session_restores_the_chat(browser, app_server, tmp_path):  # noqa: F811
+def test_export_then_import_in_a_fresh_session_restores_the_chat(browser, app_server, tmp_path):
     page = open_page(browser, app_server)
     pick(page, "林黛玉")
     page.fill("#user-role textarea", "宝玉")
@@ -109,7 +108,7 @@ def test_export_then_import_in_a_fresh_session_restores_the_chat(browser, app_se
     wait_reply(fresh, 5)
 
 
-def test_a_file_that_is_not_a_chat_is_refused_in_a_sentence(browser, app_server, tmp_path):  # noqa: F811
+def test_a_file_that_is_not_a_chat_is_refused_in_a_sentence(browser, app_server, tmp_path):
     page = open_page(browser, app_server)
     bad = tmp_path / "notes.jsonl"
     bad.write_text('{"hello": "world"}\n', encoding="utf-8")

@@ -3,8 +3,7 @@ questions a new visitor asks first, in a one-to-one chat and in a group scene, a
 never with a name or nickname for somebody else ("呆子" to the master), and "who are you" is answered by
 the character saying who it is."""
 
-from test_browser import browser, open_page, say, wait_reply  # noqa: F401  (the module's browser fixture)
-from test_scene_browser import open_scene, wait_lines
+from support.browser import open_page, open_scene, say, wait_lines, wait_reply
 
 from chatharuhi_core.chat.asking import asked, fit
 from chatharuhi_core.roles.sources import load_role
@@ -15,7 +14,7 @@ FIRST_QUESTIONS = {
 }
 
 
-def test_first_questions_are_answered_to_the_visitor(browser, app_server):  # noqa: F811
+def test_first_questions_are_answered_to_the_visitor(browser, app_server):
     page = open_page(browser, app_server)
     for role_id, questions in FIRST_QUESTIONS.items():
         role = load_role(role_id)
@@ -32,7 +31,7 @@ def test_first_questions_are_answered_to_the_visitor(browser, app_server):  # no
     page.close()
 
 
-def test_in_a_group_scene_a_character_answers_the_visitor_not_someone_else(browser, app_server):  # noqa: F811
+def test_in_a_group_scene_a_character_answers_the_visitor_not_someone_else(browser, app_server):
     context = browser.new_context()
     page = open_scene(context, app_server, ["Sherlock Holmes", "Count Dracula", "Alice"], "Watson")
     sherlock = load_role("sherlock")

@@ -4,41 +4,11 @@
 import time
 
 import pytest
-from conftest import ARTIFACTS
-from test_browser import browser, wait_reply  # noqa: F401  (the module's browser fixture)
-from test_scene_browser import cast_scene
-
-PHONE = {"width": 390, "height": 844}
-LAPTOP = {"width": 1366, "height": 768}
-
-
-def open_at(context_or_browser, url, viewport):
-    is_context = hasattr(context_or_browser, "cookies")  # a context carries its own viewport
-    page = context_or_browser.new_page() if is_context else context_or_browser.new_page(viewport=viewport)
-    page.goto(url)
-    page.wait_for_selector("#chat .message.bot", timeout=60_000)  # the greeting
-    page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
-    time.sleep(0.5)
-    return page
-
-
-def inside_viewport(page, selector, settle_s: float = 5.0) -> bool:
-    """Whether `selector` is on the screen once the page has settled: looked at again for up to `settle_s`, since
-    on a busy machine a panel filled in by the session's start may still be moving things for a moment (at 320 px
-    the box's bottom is 19 px above the screen's)."""
-    deadline = time.time() + settle_s
-    while True:
-        box = page.locator(selector).first.bounding_box()
-        view = page.viewport_size
-        inside = bool(box) and box["y"] >= 0 and box["y"] + box["height"] <= view["height"] and box["x"] >= 0 \
-            and box["x"] + box["width"] <= view["width"] + 1
-        if inside or time.time() > deadline:
-            return inside
-        time.sleep(0.25)
+from support.browser import ARTIFACTS, LAPTOP, PHONE, cast_scene, inside_viewport, open_at, search, wait_reply
 
 
 @pytest.mark.parametrize("name, viewport", [("phone", PHONE), ("laptop", LAPTOP)])
-def test_the_message_box_and_the_greeting_are_on_the_first_screen(browser, app_server, name, viewport):  # noqa: F811
+def test_the_message_box_and_the_greeting_are_on_the_first_screen(browser, app_server, name, viewport):
     page = open_at(browser, app_server, viewport)
     assert inside_viewport(page, "#message textarea"), "the message box is below the first screen"
     assert inside_viewport(page, "#chat .message.bot"), "the greeting is below the first screen"
@@ -70,7 +40,7 @@ def test_the_message_box_and_the_greeting_are_on_the_first_screen(browser, app_s
     page.close()
 
 
-def test_the_page_works_at_320_px_and_switching_keeps_the_chat_in_view(browser, app_server):  # noqa: F811
+def test_the_page_works_at_320_px_and_switching_keeps_the_chat_in_view(browser, app_server):
     page = open_at(browser, app_server, {"width": 320, "height": 640})
     assert page.evaluate("document.documentElement.scrollWidth") <= 322  # no sideways scrolling
     assert inside_viewport(page, "#message textarea")
@@ -82,7 +52,7 @@ def test_the_page_works_at_320_px_and_switching_keeps_the_chat_in_view(browser, 
     page.close()
 
 
-def test_a_picked_character_survives_a_reload(browser, app_server):  # noqa: F811
+def test_a_picked_character_survives_a_reload(browser, app_server):
     context = browser.new_context(viewport=LAPTOP)
     page = open_at(context, app_server, LAPTOP)
     page.locator("#picker .thumbnail-item").nth(2).click()  # 林黛玉
@@ -99,16 +69,7 @@ def test_a_picked_character_survives_a_reload(browser, app_server):  # noqa: F81
     other.context.close()
 
 
-def search(page, words) -> list[str]:
-    box = page.locator("#role-choice input")
-    box.click()
-    box.fill(words)
-    box.press("Shift")  # Gradio filters on a key event; an IME sends one when a word is composed, fill() does not
-    time.sleep(0.6)
-    return [t.strip() for t in page.locator("[role=option]").all_inner_texts()]
-
-
-def test_search_finds_a_hub_role_by_chinese_name_and_by_work_and_the_hub_is_grouped(browser, app_server):  # noqa: F811
+def test_search_finds_a_hub_role_by_chinese_name_and_by_work_and_the_hub_is_grouped(browser, app_server):
     page = open_at(browser, app_server, LAPTOP)
     assert any("Jack Sparrow" in o for o in search(page, "杰克·斯派洛"))
     assert any("Jack Sparrow" in o for o in search(page, "Pirates of the Caribbean"))
@@ -124,7 +85,7 @@ def test_search_finds_a_hub_role_by_chinese_name_and_by_work_and_the_hub_is_grou
     page.close()
 
 
-def test_the_scene_on_a_phone_shows_cast_scene_and_box_first(browser, app_server):  # noqa: F811
+def test_the_scene_on_a_phone_shows_cast_scene_and_box_first(browser, app_server):
     page = open_at(browser, app_server, PHONE)
     page.get_by_role("tab", name="Group · 群戏").click()
     box = page.locator("#scene-cast input")

@@ -4,13 +4,12 @@ visitor's message are listed, and the scenes panel shows what the reply drew on.
 from __future__ import annotations
 
 import pytest
-from conftest import ARTIFACTS
-from test_browser import browser, open_page, say, wait_reply  # noqa: F401  (the module's browser fixture)
+from support.browser import ARTIFACTS, open_page, say, wait_reply
 
 
 @pytest.mark.parametrize("size, viewport", [("laptop", {"width": 1366, "height": 768}),
                                             ("phone", {"width": 390, "height": 844})])
-def test_write_pin_and_forget_a_memory(browser, app_server, size, viewport):  # noqa: F811
+def test_write_pin_and_forget_a_memory(browser, app_server, size, viewport):
     page = open_page(browser, app_server)
     page.set_viewport_size(viewport)
     page.click("#memory-panel button")  # open the panel

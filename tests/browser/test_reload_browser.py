@@ -3,14 +3,7 @@
 import time
 
 import pytest
-from conftest import ARTIFACTS
-from test_browser import browser, say, wait_reply  # noqa: F401  (the module's browser fixture)
-from test_layout_browser import LAPTOP, PHONE, open_at
-
-
-def user_texts(page) -> list[str]:
-    return [t.strip() for t in page.locator("#chat .message.user").all_inner_texts()]
-
+from support.browser import ARTIFACTS, LAPTOP, PHONE, open_at, pick, say, user_texts, wait_reply
 
 KEPT_SIZE = "(localStorage.getItem('chatharuhi-chats') || '').length"
 
@@ -26,13 +19,8 @@ def wait_kept(page, before: int) -> None:
     time.sleep(1.0)
 
 
-def pick(page, ref: str, name: str) -> None:
-    page.locator(f"#picker [data-ref={ref}]").click()
-    page.wait_for_function(f"() => document.querySelector('#about')?.innerText.includes('{name}')")
-
-
 @pytest.mark.parametrize("name, viewport", [("laptop", LAPTOP), ("phone", PHONE)])
-def test_a_reload_brings_each_chat_back(browser, app_server, name, viewport):  # noqa: F811
+def test_a_reload_brings_each_chat_back(browser, app_server, name, viewport):
     context = browser.new_context(viewport=viewport)
     page = open_at(context, app_server, viewport)
     pick(page, "sherlock", "Sherlock")
@@ -61,9 +49,9 @@ def test_a_reload_brings_each_chat_back(browser, app_server, name, viewport):  #
     context.close()
 
 
-def test_a_reload_keeps_the_engine_settings_but_not_the_key(browser, app_server, fake_openai):  # noqa: F811
-    from fake_openai import GOOD_KEY
-    from test_browser import use_server
+def test_a_reload_keeps_the_engine_settings_but_not_the_key(browser, app_server, fake_openai):
+    from support.browser import use_server
+    from support.fake_openai import GOOD_KEY
 
     context = browser.new_context(viewport=LAPTOP)
     page = open_at(context, app_server, LAPTOP)

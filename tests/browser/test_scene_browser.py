@@ -2,74 +2,11 @@
 
 import time
 
-from conftest import ARTIFACTS
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser import browser  # noqa: F401  (the module's browser fixture)
-from test_engines import lines_of
+from support.browser import ARTIFACTS, lines, open_scene, wait_lines
+from support.expect import lines_of
 
 
-def cast_scene(page, names):
-    """Add characters to the scene by typing their names in the cast picker (the Scene tab is open)."""
-    box = page.locator("#scene-cast input")
-    for name in names:
-        present = page.locator(f"#scene-present li:has-text('{name}')").first
-        for _ in range(3):  # on a busy machine the list's choices may still be arriving when Enter is pressed
-            box.click()
-            box.fill(name)
-            time.sleep(0.3)
-            page.keyboard.press("Enter")  # the first match: the bundled role
-            try:
-                present.wait_for(timeout=10_000)
-                break
-            except PlaywrightTimeout:
-                if page.locator(f"#scene-cast .token:has-text('{name}')").count():
-                    break  # picked, the cast line is slow: pressing Enter again would take it out
-                page.keyboard.press("Escape")
-        present.wait_for(timeout=30_000)
-    page.keyboard.press("Escape")
-
-
-def open_scene(context, url, names, user_role=None):
-    page = context.new_page()
-    page.set_viewport_size({"width": 1366, "height": 900})
-    page.goto(url)
-    page.wait_for_selector("#chat .message", timeout=60_000)
-    page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
-    page.get_by_role("tab", name="Group · 群戏").click()
-    cast_scene(page, names)
-    if user_role:
-        page.fill("#scene-user textarea", user_role)
-    return page
-
-
-def lines(page) -> list[tuple[str | None, str]]:
-    """(role id or None for the visitor, text) of every bubble in the scene."""
-    out = []
-    for msg in page.locator("#scene-chat .message").all():
-        role = msg.locator(".speaker").first
-        classes = (role.get_attribute("class") or "").split() if role.count() else []
-        rid = next((c[5:] for c in classes if c.startswith("role-")), None)
-        text = msg.inner_text().strip()
-        if rid:
-            text = text.split("\n", 1)[1].strip() if "\n" in text else ""
-        out.append((rid, text))
-    return out
-
-
-def wait_lines(page, count, timeout=60):
-    """At least `count` bubbles once the event is over (the status line leaves its busy mark)."""
-    deadline = time.time() + timeout
-    time.sleep(0.3)
-    while time.time() < deadline:
-        now = lines(page)
-        if len(now) >= count and "进行中" not in page.locator("#scene-status").inner_text():
-            return lines(page)
-        time.sleep(0.25)
-    raise AssertionError(f"the scene has {len(lines(page))} lines, expected {count}: {lines(page)}; "
-                         f"status: {page.locator('#scene-status').inner_text()}")
-
-
-def test_a_three_character_scene_answers_by_name_with_the_right_portrait(browser, app_server):  # noqa: F811
+def test_a_three_character_scene_answers_by_name_with_the_right_portrait(browser, app_server):
     context = browser.new_context()
     page = open_scene(context, app_server, ["孙悟空", "诸葛亮", "林黛玉"], "唐僧")
     page.fill("#scene-message textarea", "悟空，前面是不是有妖怪？")
@@ -111,7 +48,7 @@ def test_a_three_character_scene_answers_by_name_with_the_right_portrait(browser
     context.close()
 
 
-def test_two_visitors_scenes_never_see_each_other(browser, app_server):  # noqa: F811
+def test_two_visitors_scenes_never_see_each_other(browser, app_server):
     ctx_a, ctx_b = browser.new_context(), browser.new_context()
     a = open_scene(ctx_a, app_server, ["Sherlock Holmes", "Elizabeth Bennet", "Count Dracula"], "Watson")
     b = open_scene(ctx_b, app_server, ["孙悟空", "林黛玉"], "唐僧")
@@ -133,7 +70,7 @@ def test_two_visitors_scenes_never_see_each_other(browser, app_server):  # noqa:
     ctx_b.close()
 
 
-def test_a_whisper_to_one_character(browser, app_server):  # noqa: F811
+def test_a_whisper_to_one_character(browser, app_server):
     """The "to" picker beside the box: the line is marked as a whisper, only that character answers, and its
     answer is marked as heard by the visitor alone; laptop and phone."""
     context = browser.new_context()

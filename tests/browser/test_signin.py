@@ -10,12 +10,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
 from gradio_client import Client
-from hf_signin import session_cookie, space_env
-from loopback import gradio_app
-from test_app_client import text_of
-from test_browser import browser  # noqa: F401  (the module's browser fixture)
+from support.app import text_of
+from support.fake_openai import FakeOpenAI
+from support.hf_signin import session_cookie, space_env
+from support.loopback import gradio_app
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.config import DEFAULT_HF_MODELS, Settings
@@ -184,7 +183,7 @@ def test_the_token_is_never_logged_or_stored(space_app, router):
 # ------------------------------------------------------------------ in Chromium
 
 def signed_in_page(chromium, url: str, who: str | None, viewport: dict):
-    from test_layout_browser import open_at
+    from support.browser import open_at
 
     context = chromium.new_context(viewport=viewport, accept_downloads=True)
     if who:
@@ -193,10 +192,8 @@ def signed_in_page(chromium, url: str, who: str | None, viewport: dict):
 
 
 @pytest.mark.parametrize("name", ["laptop", "phone"])
-def test_signed_in_in_chromium(browser, space_app, router, name):  # noqa: F811
-    from conftest import ARTIFACTS
-    from test_browser import bot_texts, say, wait_reply
-    from test_layout_browser import LAPTOP, PHONE
+def test_signed_in_in_chromium(browser, space_app, router, name):
+    from support.browser import ARTIFACTS, LAPTOP, PHONE, bot_texts, say, wait_reply
 
     url, _, _ = space_app
     page = signed_in_page(browser, url, "ada", LAPTOP if name == "laptop" else PHONE)
@@ -220,9 +217,8 @@ def test_signed_in_in_chromium(browser, space_app, router, name):  # noqa: F811
     page.context.close()
 
 
-def test_signed_out_visitor_is_told_what_signing_in_gives(browser, space_app):  # noqa: F811
-    from conftest import ARTIFACTS
-    from test_layout_browser import PHONE
+def test_signed_out_visitor_is_told_what_signing_in_gives(browser, space_app):
+    from support.browser import ARTIFACTS, PHONE
 
     url, _, _ = space_app
     page = signed_in_page(browser, url, None, PHONE)
@@ -237,10 +233,9 @@ def test_signed_out_visitor_is_told_what_signing_in_gives(browser, space_app):  
     page.context.close()
 
 
-def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, app_server):  # noqa: F811
+def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, app_server):
     """The app as README starts it: 孙悟空 on screen, the local engine chosen, the warning before any message."""
-    from conftest import ARTIFACTS
-    from test_browser import choose_engine, open_page
+    from support.browser import ARTIFACTS, choose_engine, open_page
 
     page = open_page(browser, app_server)
     warning = page.locator("#language-note")
@@ -261,9 +256,8 @@ def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, 
     page.close()
 
 
-def test_the_scene_tab_warns_too(browser, app_server):  # noqa: F811
-    from test_browser import choose_engine, open_page
-    from test_scene_browser import cast_scene
+def test_the_scene_tab_warns_too(browser, app_server):
+    from support.browser import cast_scene, choose_engine, open_page
 
     page = open_page(browser, app_server)
     choose_engine(page, "Local model")
@@ -275,15 +269,12 @@ def test_the_scene_tab_warns_too(browser, app_server):  # noqa: F811
     page.close()
 
 
-def test_a_signed_in_visitors_chats_follow_them_to_another_browser_until_they_forget(browser, space_app):  # noqa: F811
+def test_a_signed_in_visitors_chats_follow_them_to_another_browser_until_they_forget(browser, space_app):
     """Kept under the account's own folder on the Space (never the token), listed when they come back on another
     browser, apart from another account's; "Forget me" deletes all of it."""
     import time
 
-    from conftest import ARTIFACTS
-    from test_browser import say, wait_reply
-    from test_layout_browser import LAPTOP, PHONE
-    from test_reload_browser import pick, user_texts
+    from support.browser import ARTIFACTS, LAPTOP, PHONE, pick, say, user_texts, wait_reply
 
     url, _, home = space_app
     users = Path(home) / "data" / "users"

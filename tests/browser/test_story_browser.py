@@ -6,9 +6,8 @@ import json
 import time
 from pathlib import Path
 
-from conftest import ARTIFACTS
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser import bot_texts, browser, open_page, say, settled_bot_texts, wait_reply  # noqa: F401
+from support.browser import ARTIFACTS, open_page, say, settled_bot_texts, wait_reply
 
 from chatharuhi_core.roles.sources import load_role
 
@@ -65,7 +64,7 @@ def _export(page, tmp_path: Path, until=lambda lines: True, timeout_s: float = 3
             return path
 
 
-def test_a_players_session_alternatives_continue_my_line_persona_note_and_branches(browser, app_server, tmp_path):  # noqa: F811
+def test_a_players_session_alternatives_continue_my_line_persona_note_and_branches(browser, app_server, tmp_path):
     page = open_page(browser, app_server)
     _sherlock(page)
     say(page, "What is your method?")
@@ -163,8 +162,8 @@ def test_a_players_session_alternatives_continue_my_line_persona_note_and_branch
     page.close()
 
 
-def test_the_story_controls_fit_a_phone_without_hiding_the_box(browser, app_server):  # noqa: F811
-    from test_layout_browser import PHONE, open_at
+def test_the_story_controls_fit_a_phone_without_hiding_the_box(browser, app_server):
+    from support.browser import PHONE, open_at
 
     page = open_at(browser.new_context(viewport=PHONE), app_server, PHONE)
     _sherlock(page)
@@ -179,8 +178,8 @@ def test_the_story_controls_fit_a_phone_without_hiding_the_box(browser, app_serv
     page.close()
 
 
-def test_a_group_scene_line_has_alternatives_to_browse(browser, app_server):  # noqa: F811
-    from test_scene_browser import lines, open_scene, wait_lines
+def test_a_group_scene_line_has_alternatives_to_browse(browser, app_server):
+    from support.browser import lines, open_scene, wait_lines
 
     context = browser.new_context()
     page = open_scene(context, app_server, ["Sherlock", "Elizabeth"], "Watson")
@@ -204,8 +203,8 @@ def test_a_group_scene_line_has_alternatives_to_browse(browser, app_server):  # 
     context.close()
 
 
-def test_continue_and_my_line_with_the_local_model(browser, app_server):  # noqa: F811
-    from test_browser import choose_engine
+def test_continue_and_my_line_with_the_local_model(browser, app_server):
+    from support.browser import choose_engine
 
     page = open_page(browser, app_server)
     _sherlock(page)
@@ -228,7 +227,7 @@ def test_continue_and_my_line_with_the_local_model(browser, app_server):  # noqa
     page.close()
 
 
-def test_a_default_persona_follows_the_visitor_to_a_new_chat(browser, app_server):  # noqa: F811
+def test_a_default_persona_follows_the_visitor_to_a_new_chat(browser, app_server):
     page = open_page(browser, app_server)
     page.click("#story-panel button, #story-panel .label-wrap")
     page.fill("#persona textarea", "A wandering scholar who collects riddles.")

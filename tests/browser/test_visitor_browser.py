@@ -5,12 +5,22 @@ Every test here, like every test on the shared app, fails if the server logged a
 import time
 
 import pytest
-from conftest import ARTIFACTS
-from fake_openai import GOOD_KEY, FakeOpenAI
-from test_browser import bot_texts, browser, open_page, say, settled_bot_texts, use_server, wait_reply  # noqa: F401  (the module's browser fixture)
-from test_engines import lines_of
-from test_layout_browser import LAPTOP, PHONE, inside_viewport, open_at
-from test_scene_browser import cast_scene, wait_lines
+from support.browser import (
+    ARTIFACTS,
+    LAPTOP,
+    PHONE,
+    cast_scene,
+    inside_viewport,
+    open_at,
+    open_page,
+    say,
+    settled_bot_texts,
+    use_server,
+    wait_lines,
+    wait_reply,
+)
+from support.expect import lines_of
+from support.fake_openai import GOOD_KEY, FakeOpenAI
 
 
 def played(page, selector: str, old: str | None = None) -> bytes:
@@ -25,7 +35,7 @@ def played(page, selector: str, old: str | None = None) -> bytes:
     return got.body()
 
 
-def test_voice_plays_in_chat_and_scene_from_the_cache_in_the_home(browser, app_server, app_cache):  # noqa: F811
+def test_voice_plays_in_chat_and_scene_from_the_cache_in_the_home(browser, app_server, app_cache):
     page = open_page(browser, app_server)
     page.click("#speak-last")  # the greeting, before any message
     assert played(page, "#voice-audio").startswith(b"RIFF")
@@ -50,7 +60,7 @@ def test_voice_plays_in_chat_and_scene_from_the_cache_in_the_home(browser, app_s
     page.close()
 
 
-def test_switching_mid_reply_stops_it_and_keeps_each_characters_chat(browser, app_server):  # noqa: F811
+def test_switching_mid_reply_stops_it_and_keeps_each_characters_chat(browser, app_server):
     with FakeOpenAI(token_delay_s=0.25) as slow:
         page = open_page(browser, app_server)
         page.locator("#picker [data-ref=sherlock]").click()
@@ -84,7 +94,7 @@ def test_switching_mid_reply_stops_it_and_keeps_each_characters_chat(browser, ap
         page.close()
 
 
-def test_the_name_in_the_story_stays_the_visitors(browser, app_server):  # noqa: F811
+def test_the_name_in_the_story_stays_the_visitors(browser, app_server):
     context = browser.new_context(viewport=LAPTOP)
     page = open_at(context, app_server, LAPTOP)
     name = page.locator("#user-role textarea")
@@ -111,7 +121,7 @@ def test_the_name_in_the_story_stays_the_visitors(browser, app_server):  # noqa:
     (["Elizabeth Bennet", "Count Dracula", "Sherlock Holmes"], "Sherlock,", "sherlock"),
     (["孙悟空", "诸葛亮", "林黛玉"], "Lin Daiyu, what do you think?", "lindaiyu"),
 ])
-def test_scenes_hear_the_names_visitors_use_and_say_who_will_not_answer(browser, app_server, cast, said, first):  # noqa: F811
+def test_scenes_hear_the_names_visitors_use_and_say_who_will_not_answer(browser, app_server, cast, said, first):
     page = open_page(browser, app_server)
     page.get_by_role("tab", name="Group · 群戏").click()
     cast_scene(page, cast)
@@ -135,7 +145,7 @@ def test_scenes_hear_the_names_visitors_use_and_say_who_will_not_answer(browser,
     page.close()
 
 
-def test_regenerate_moves_on_and_try_asking_hides_when_empty(browser, app_server, tmp_path):  # noqa: F811
+def test_regenerate_moves_on_and_try_asking_hides_when_empty(browser, app_server, tmp_path):
     page = open_page(browser, app_server)
     say(page, "你的金箍棒有多重？")
     texts, _ = wait_reply(page, 2)
@@ -150,7 +160,7 @@ def test_regenerate_moves_on_and_try_asking_hides_when_empty(browser, app_server
 
 
 @pytest.mark.parametrize("size, viewport", [("phone", PHONE), ("laptop", LAPTOP)])
-def test_every_tab_and_the_settings_are_in_reach(browser, app_server, size, viewport):  # noqa: F811
+def test_every_tab_and_the_settings_are_in_reach(browser, app_server, size, viewport):
     page = open_at(browser, app_server, viewport)
     for tab in ("Chat · 聊天", "Group · 群戏", "Add a character · 添加角色"):
         assert page.get_by_role("tab", name=tab).is_visible(), f"{tab} is hidden on a {size}"
@@ -163,8 +173,8 @@ def test_every_tab_and_the_settings_are_in_reach(browser, app_server, size, view
     page.close()
 
 
-def test_an_offline_hub_pick_is_one_sentence_and_the_search_box_goes_back(browser, app_server):  # noqa: F811
-    from test_layout_browser import search
+def test_an_offline_hub_pick_is_one_sentence_and_the_search_box_goes_back(browser, app_server):
+    from support.browser import search
 
     page = open_page(browser, app_server)
     options = search(page, "Jack Sparrow")

@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from support.app import run_cli
+from support.loopback import ROOT
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.roles.sources import BUNDLED_DIR
-
-ROOT = BUNDLED_DIR.parent
 
 
 def test_role_name_form(settings):
@@ -55,14 +55,6 @@ def test_regenerate_replaces_the_last_reply(settings):
     assert len(bot.history) == 1 and bot.history[0].reply == again and again != first
 
 
-def run_cli(*args, cache, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATHARUHI_"))}
-    env["CHATHARUHI_CACHE"] = str(cache)
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "chatharuhi_core", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_cli_one_message_in_character(cache_dir):
     out = run_cli("chat", "--role", "sherlock", "--llm", "script", "hello", cache=cache_dir)
     assert out.returncode == 0, out.stderr
@@ -72,7 +64,7 @@ def test_cli_one_message_in_character(cache_dir):
 
 
 def test_cli_engines_stats_and_fold(cache_dir, fake_openai, smollm2_gguf):
-    from fake_openai import GOOD_KEY
+    from support.fake_openai import GOOD_KEY
 
     out = run_cli("engines", cache=cache_dir)
     assert [line.split()[0] for line in out.stdout.splitlines()] == ["script", "local", "openai", "hf"]
@@ -148,7 +140,7 @@ def test_cli_errors_are_sentences(cache_dir, tmp_path):
 
 
 def test_cli_role_build_import_export_push(cache_dir, tmp_path):
-    from make_inputs import SCREENPLAY
+    from support.make_inputs import SCREENPLAY
 
     (tmp_path / "storm.txt").write_text(SCREENPLAY, encoding="utf-8")
     out = run_cli("role", "build", str(tmp_path / "storm.txt"), "--name", "Mira", "--out", str(tmp_path / "mira"),

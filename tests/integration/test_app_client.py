@@ -4,24 +4,10 @@ import threading
 import time
 
 import pytest
-from fake_openai import GOOD_KEY
 from gradio_client import Client
-from test_engines import lines_of
-
-
-def text_of(message) -> str:
-    content = message["content"]
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content
-
-
-def send(client, text, user_role="", engine="script", model="", base_url="", key=""):
-    job = client.submit(text, user_role, engine, model, base_url, key, 1500, 1200, False, 300, 400, "", api_name="/send")
-    frames = list(job)
-    chat, box, _stats = job.result()
-    scenes = client.predict(False, api_name="/after_turn")[0]  # what the page runs once the reply is done
-    return frames, (chat, box, scenes)
+from support.app import send, text_of
+from support.expect import lines_of
+from support.fake_openai import GOOD_KEY
 
 
 def test_page_serves_and_lists_endpoints(app_server):
@@ -100,7 +86,7 @@ def test_add_a_character_by_upload_and_chat_with_it(app_server, tmp_path):
     import json
 
     from gradio_client import handle_file
-    from make_inputs import KEEPER_CARD, SCREENPLAY
+    from support.make_inputs import KEEPER_CARD, SCREENPLAY
 
     client = Client(app_server, verbose=False)
     (tmp_path / "mira.json").write_text(json.dumps(KEEPER_CARD))
@@ -133,7 +119,7 @@ def test_a_bad_upload_is_a_sentence_and_the_chat_goes_on(app_server, tmp_path):
 
 
 def test_hub_roles_cached_work_offline_and_uncached_say_so(app_server):
-    from make_inputs import HARUHI_STORIES
+    from support.make_inputs import HARUHI_STORIES
 
     client = Client(app_server, verbose=False)
     out = client.predict("silk-road/ChatHaruhi-RolePlaying/haruhi", api_name="/switch_role")

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_http
+from support.loopback import free_port, wait_http
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.config import Settings

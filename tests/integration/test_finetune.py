@@ -10,8 +10,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from make_inputs import TINY_LLAMA, tiny_llama_hub_cache
-from test_api_cli import run_cli
+from support.app import run_cli
+from support.make_inputs import TINY_LLAMA, tiny_llama_hub_cache
 
 from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, find_finetuned, read_model, resolve_model
 from chatharuhi_core.cli import main

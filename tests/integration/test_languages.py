@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from test_api_cli import run_cli
+from support.app import run_cli
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, ModelSpec, spec_languages

@@ -151,7 +151,7 @@ def test_the_app_loads_the_local_model_as_it_starts_and_says_it_is_warming_up(se
 def test_without_the_start_up_load_the_first_local_reply_says_it_is_loading(tmp_path):
     """CHATHARUHI_WARM_LOCAL=0: the model loads on first use, and the page says so while it does."""
     from gradio_client import Client
-    from loopback import gradio_app
+    from support.loopback import gradio_app
 
     with gradio_app(tmp_path / "cache", timeout=120, CHATHARUHI_WARM_LOCAL="0") as (url, _app, _):
         client = Client(url, verbose=False)
@@ -167,7 +167,7 @@ def test_a_first_local_reply_right_after_start_up_waits_for_no_load(tmp_path):
     """The app as README's command starts it loads the local model as it starts: once the log says so, a
     visitor's first local reply shows no loading line, and neither the load nor the reply left a traceback."""
     from gradio_client import Client
-    from loopback import gradio_app
+    from support.loopback import gradio_app
 
     log = tmp_path / "app.log"
     with gradio_app(tmp_path / "cache", log=log, timeout=120, CHATHARUHI_WARM_LOCAL="1") as (url, _app, _):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from loopback import ROOT
+from support.loopback import ROOT
 
 from chatharuhi_core.chat.engines.local import llama_cpu
 from chatharuhi_core.chat.engines.local.llama_cpu import VARIANTS, agrees, choose, runnable, variants_root, wheel_libs

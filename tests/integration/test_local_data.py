@@ -1,6 +1,6 @@
 """Eval and synthesis with the bundled local model (SmolLM2, tens of seconds each)."""
 
-from test_synthesize import check_files
+from support.expect import check_files
 
 from chatharuhi_core.data.evaluate import Comparison, EvalOptions, run_eval
 from chatharuhi_core.data.synthesize import SynthesisOptions, synthesize

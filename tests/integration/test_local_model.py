@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from make_inputs import TINY_LLAMA, tiny_llama_hub_cache
+from support.make_inputs import TINY_LLAMA, tiny_llama_hub_cache
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.engines.base import open_engine

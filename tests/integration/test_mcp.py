@@ -9,8 +9,8 @@ import asyncio
 import json
 
 import pytest
-from fake_openai import GOOD_KEY, FakeOpenAI
-from loopback import gradio_app
+from support.fake_openai import GOOD_KEY, FakeOpenAI
+from support.loopback import gradio_app
 
 
 @pytest.fixture(scope="module")

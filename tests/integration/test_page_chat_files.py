@@ -2,7 +2,7 @@
 
 import json
 
-from test_feedback import _turn
+from support.app import page_turn
 
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, export_chat
@@ -10,9 +10,9 @@ from chatharuhi_core.web.chat import Conversation, chat_messages, export_chat
 
 def test_import_through_the_api_restores_the_chat_and_it_goes_on(app_server, settings, tmp_path):
     from gradio_client import Client, handle_file
-    from test_app_client import send, text_of
+    from support.app import send, text_of
 
-    conv = _turn(settings, Conversation("zhugeliang"), "先生为何出山？", "刘备")
+    conv = page_turn(settings, Conversation("zhugeliang"), "先生为何出山？", "刘备")
     path = export_chat(conv, "刘备", tmp_path)
     client = Client(app_server, verbose=False)
     out = client.predict(handle_file(str(path)), api_name="/import_chat")
@@ -25,8 +25,8 @@ def test_import_through_the_api_restores_the_chat_and_it_goes_on(app_server, set
 
 def test_a_chat_with_an_added_character_brings_it_into_a_fresh_pickers_list(app_server, tmp_path):
     from gradio_client import Client, handle_file
-    from make_inputs import KEEPER_CARD
-    from test_app_client import text_of
+    from support.app import text_of
+    from support.make_inputs import KEEPER_CARD
 
     (tmp_path / "mira.json").write_text(json.dumps(KEEPER_CARD))
     added = Client(app_server, verbose=False).predict("", handle_file(str(tmp_path / "mira.json")), "",

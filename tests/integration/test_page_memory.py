@@ -1,6 +1,6 @@
 """Memory on the page: a long chat written elsewhere, imported through the app and asked about."""
 
-from test_memory_retrieval import _chat
+from support.make_inputs import long_chat
 
 
 def test_a_long_chat_imported_on_the_page_recalls_by_words_and_day_in_the_panel(app_server, tmp_path):
@@ -9,13 +9,13 @@ def test_a_long_chat_imported_on_the_page_recalls_by_words_and_day_in_the_panel(
     import json
 
     from gradio_client import Client, handle_file
-    from test_app_client import text_of
+    from support.app import text_of
 
     planted = {7: ("We took the ferry over to Gulangyu on Sunday and walked until dark.", "A pleasant excursion.")}
     lines = [{"format": "chatharuhi-chat", "version": 2, "role": "sherlock", "name": "Sherlock Holmes",
               "user_role": "Anna"}]
     lines += [{"user_role": ex.user_role, "text": ex.text, "reply": ex.reply, "at": ex.at}
-              for ex in _chat("Anna", planted, 300)]
+              for ex in long_chat("Anna", planted, 300)]
     path = tmp_path / "long.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     client = Client(app_server, verbose=False)

@@ -8,10 +8,10 @@ import time
 import urllib.request
 
 import pytest
-from conftest import gradio_app
-from fake_openai import GOOD_KEY, FakeOpenAI
 from gradio_client import Client
-from test_app_client import text_of
+from support.app import text_of
+from support.fake_openai import GOOD_KEY, FakeOpenAI
+from support.loopback import gradio_app
 
 
 @pytest.fixture(scope="module")

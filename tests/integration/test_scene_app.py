@@ -1,8 +1,8 @@
 """The scene tab of the app on loopback, through gradio_client."""
 
-from fake_openai import GOOD_KEY
 from gradio_client import Client, handle_file
-from test_app_client import text_of
+from support.app import text_of
+from support.fake_openai import GOOD_KEY
 
 ENGINE = ("script", "", "", "", 1500, 1200, False, 300, 400)
 

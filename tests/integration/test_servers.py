@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from fake_openai import GOOD_KEY, FakeOpenAI
+from support.fake_openai import GOOD_KEY, FakeOpenAI
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.prompt import fold_messages
@@ -67,7 +67,7 @@ def test_hf_faults_are_the_same_sentences(settings, fake_openai, model, key, wor
 
 
 def test_hf_timeout_down_and_no_token(settings):
-    from conftest import free_port
+    from support.loopback import free_port
 
     with FakeOpenAI(slow_s=5) as srv:
         start = time.monotonic()

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 from gradio_client import Client
-from loopback import ROOT, gradio_app
-from test_app_client import text_of
+from support.app import text_of
+from support.loopback import ROOT, gradio_app
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.engines.local import model as local_model

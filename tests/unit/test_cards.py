@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from support.make_inputs import ASH_CARD
 
 from chatharuhi_core.chat.chatbot import ChatHaruhi
 from chatharuhi_core.chat.prompt import Exchange
@@ -19,42 +20,6 @@ from chatharuhi_core.roles.role import FORMAT_VERSION, load_role_package, write_
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.tokens import count_tokens
 from chatharuhi_core.web.chat import Conversation, describe_role, greeting_messages, scenes_markdown
-
-ASH_CARD = {
-    "spec": "chara_card_v2",
-    "spec_version": "2.0",
-    "data": {
-        "name": "Captain Ash",
-        "description": "{{char}} commands the airship Kestrel and owes {{user}} a favour.",
-        "personality": "gruff, loyal, counts every coin",
-        "scenario": "{{user}} has just climbed aboard the Kestrel at dawn.",
-        "first_mes": "Welcome aboard, {{user}}. Mind the ropes.",
-        "mes_example": "<START>\n{{user}}: Where are we headed?\n{{char}}: North, where the wind pays.",
-        "creator_notes": "Tested by ChatHaruhi; never for the model.",
-        "system_prompt": "You are a narrator-free role-play partner. Write only {{char}}'s next line.",
-        "post_history_instructions": "Keep {{char}}'s answer under three sentences and call {{user}} by name.",
-        "alternate_greetings": [],
-        "tags": ["airship"],
-        "creator": "tests",
-        "character_version": "1",
-        "extensions": {},
-        "character_book": {
-            "name": "Kestrel", "scan_depth": 4, "token_budget": 60,
-            "entries": [
-                {"id": 1, "keys": ["Ashfall"], "content": "Ashfall is the smugglers' port under the volcano.",
-                 "enabled": True, "insertion_order": 20, "priority": 10, "case_sensitive": True},
-                {"id": 2, "keys": ["engine"], "secondary_keys": ["repair", "broken"], "selective": True,
-                 "content": "The Kestrel's engine was rebuilt by {{user}}'s father.", "enabled": True,
-                 "insertion_order": 10, "priority": 5},
-                {"id": 3, "keys": [], "constant": True, "content": "The crew never flies through storms.",
-                 "enabled": True, "insertion_order": 0, "priority": 100},
-                {"id": 4, "keys": ["gold"], "content": "gold " * 80, "enabled": True, "insertion_order": 30,
-                 "priority": 1, "name": "The long gold note"},
-                {"id": 5, "keys": ["mutiny"], "content": "A disabled note.", "enabled": False},
-            ],
-        },
-    },
-}
 
 
 @pytest.fixture()

@@ -3,22 +3,13 @@
 import time
 
 import pytest
-from fake_openai import GOOD_KEY
+from support.expect import lines_of
+from support.fake_openai import GOOD_KEY
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.engines import engine_names
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import EngineError, InputError
-
-
-def lines_of(role_id):
-    from chatharuhi_core.roles.lines import parse_scene_lines
-    from chatharuhi_core.roles.sources import load_role
-
-    role = load_role(role_id)
-    # the offline engine quotes the character's lines, or, where none answers, deflects with one of its greetings
-    return {t for s in role.stories for spk, t in parse_scene_lines(s.text) if spk in role.speaker_names} | set(
-        role.greetings)
 
 
 def test_registry_has_the_core_engines():
@@ -94,7 +85,7 @@ def test_faults_are_sentences_and_history_survives(settings, fake_openai, model,
 
 
 def test_timeout_is_cut_and_told(settings):
-    from fake_openai import FakeOpenAI
+    from support.fake_openai import FakeOpenAI
 
     with FakeOpenAI(slow_s=5) as srv:
         bot = openai_bot(settings, srv, model="slow", timeout=1.0)
@@ -106,7 +97,7 @@ def test_timeout_is_cut_and_told(settings):
 
 
 def test_server_down_is_told_quickly(settings):
-    from conftest import free_port
+    from support.loopback import free_port
 
     bot = ChatHaruhi(role_name="sherlock", llm="openai", model="echo", api_key=GOOD_KEY,
                      base_url=f"http://127.0.0.1:{free_port()}/v1", settings=settings)

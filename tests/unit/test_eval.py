@@ -297,7 +297,7 @@ def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys
 
 
 def test_eval_compares_several_systems_on_the_same_cases(settings, tmp_path, capsys, fake_openai, monkeypatch):
-    from fake_openai import GOOD_KEY
+    from support.fake_openai import GOOD_KEY
 
     monkeypatch.setenv("CHATHARUHI_CACHE", str(settings.cache_dir))
     code = main(["eval", "--compare", "script", "openai:echo", "--base-url", fake_openai.base_url, "--api-key",
@@ -333,7 +333,7 @@ def test_an_engine_that_is_down_stops_with_a_sentence(settings):
 
 
 def test_eval_through_an_openai_compatible_server(settings, fake_openai):
-    from fake_openai import GOOD_KEY
+    from support.fake_openai import GOOD_KEY
 
     echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
     report = run_eval([load_role("elizabeth")], echo, EvalOptions(per_role=2, deep=1, samples=2), settings=settings)
@@ -350,7 +350,7 @@ def test_eval_through_an_openai_compatible_server(settings, fake_openai):
 
 
 def test_greedy_eval_asks_once_per_case_at_temperature_zero(settings, fake_openai):
-    from fake_openai import GOOD_KEY
+    from support.fake_openai import GOOD_KEY
 
     echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
     report = run_eval([load_role("elizabeth")], echo,

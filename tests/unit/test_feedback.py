@@ -10,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from support.app import page_turn
 
 from chatharuhi_core.chat.transcript import load_chat
 from chatharuhi_core.cli import main
@@ -25,9 +26,8 @@ from chatharuhi_core.web.chat import (
     export_chat,
     import_chat,
     rate_reply,
-    stream_turn,
 )
-from chatharuhi_core.web.common import EnginePanel, rating_of
+from chatharuhi_core.web.common import rating_of
 
 # ------------------------------------------------------------ crash-safe JSON Lines
 
@@ -71,20 +71,14 @@ def test_killing_a_writer_mid_stream_loses_no_complete_record(tmp_path):
 # ------------------------------------------------------------ feedback to fine-tuning data
 
 
-def _turn(settings, conv, text, user_role=""):
-    *_, last = stream_turn(conv, text, user_role, EnginePanel(), settings)
-    assert last.error is None
-    return last.conversation
-
-
 @pytest.fixture()
 def fb_settings(settings, tmp_path):
     return settings.with_(feedback_file=tmp_path / "feedback.jsonl")
 
 
 def test_rate_and_edit_in_the_page_functions(fb_settings):
-    conv = _turn(fb_settings, Conversation("sherlock"), "What is your method?")
-    conv = _turn(fb_settings, conv, "Who are you?")
+    conv = page_turn(fb_settings, Conversation("sherlock"), "What is your method?")
+    conv = page_turn(fb_settings, conv, "Who are you?")
     # chat: 0 greeting, 1 user, 2 reply, 3 user, 4 reply
     assert rate_reply(conv, 0, True, fb_settings)[1].startswith("Only the character's replies")
     assert edit_message(conv, 0, "something else", fb_settings)[1].startswith("The greeting cannot be edited")
@@ -107,14 +101,14 @@ def test_rate_and_edit_in_the_page_functions(fb_settings):
     assert recs[0]["reply_id"] != recs[1]["reply_id"] == recs[2]["reply_id"]
 
     # the correction is what the next prompt carries in its history
-    conv = _turn(fb_settings, conv, "Tell me about Moriarty.")
+    conv = page_turn(fb_settings, conv, "Tell me about Moriarty.")
     sent = conv.meta[-1].messages
     assert "Sherlock Holmes:「I am Sherlock Holmes. It is my business to know.」" in [m["content"] for m in sent]
 
 
 def test_feedback_off_writes_nothing(settings, tmp_path):
     off = settings.with_(feedback_off=True)
-    conv = _turn(off, Conversation("alice"), "Who are you?")
+    conv = page_turn(off, Conversation("alice"), "Who are you?")
     assert rate_reply(conv, 2, True, off)[1].startswith("Thanks")
     assert off.feedback_path is None and not list(tmp_path.iterdir())
 
@@ -165,7 +159,7 @@ def test_rating_values_from_gradio():
 def test_an_exported_chat_imports_exactly(settings, tmp_path):
     conv = Conversation("lindaiyu")
     for q in ["妹妹今天可好？", "你为什么哭？"]:
-        conv = _turn(settings, conv, q, "宝玉")
+        conv = page_turn(settings, conv, q, "宝玉")
     conv, _ = rate_reply(conv, 2, True, settings.with_(feedback_off=True))
     path = export_chat(conv, "宝玉", tmp_path)
     back, user = import_chat(path)

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from loopback import ROOT
+from support.loopback import ROOT
 
 from chatharuhi_core.chat.engines import engine_info
 from chatharuhi_core.embedding import get_embedder

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from loopback import ROOT
+from support.loopback import ROOT
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.memory import PINNED_HEADER, RECALL_HEADER, Memory, Pin, RecallIndex

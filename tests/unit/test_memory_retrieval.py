@@ -10,31 +10,13 @@ from datetime import date
 
 import numpy as np
 import pytest
+from support.make_inputs import CHATTER, long_chat
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.lexical import LexicalIndex, tokens
 from chatharuhi_core.chat.memory import Memory, RecallIndex, RecallQuery, first_person, recall_line
-from chatharuhi_core.chat.prompt import Exchange
 from chatharuhi_core.chat.when import day_of, days_mentioned, on_day, shown
 from chatharuhi_core.config import Budgets
-
-CHATTER = [("How are you this morning?", "Tolerably well. The fog is thick."),
-           ("Did you sleep at all?", "Three hours. Sleep is a habit, not a need."),
-           ("What are you reading?", "A monograph on the ash of 140 tobaccos."),
-           ("Shall I open the window?", "Only if you wish to let the fog in."),
-           ("Is there any tea left?", "Mrs. Hudson took the pot away an hour ago."),
-           ("Have you eaten?", "Digestion slows the mind; I shall eat tonight.")]
-
-
-def _chat(user: str, planted: dict[int, tuple[str, str]], total: int, day0: str = "2024-03-01") -> list[Exchange]:
-    """`total` exchanges of chatter, one day per ten exchanges, with `planted` ones (turn -> lines)."""
-    start = date.fromisoformat(day0).toordinal()
-    out = []
-    for turn in range(1, total + 1):
-        text, reply = planted.get(turn) or CHATTER[turn % len(CHATTER)]
-        at = date.fromordinal(start + (turn - 1) // 10).isoformat()
-        out.append(Exchange(user, text if turn in planted else f"{text} ({turn})", reply, at))
-    return out
 
 
 def test_tokens_stem_english_and_split_chinese_into_characters_and_pairs():
@@ -101,7 +83,7 @@ def test_a_rare_word_is_found_when_meaning_alone_ranks_it_low(settings):
     """Words beside meaning: a paraphrase-free question with the one rare name in it finds its exchange among
     120, by words, and the panel can say why."""
     planted = {7: ("We took the ferry over to Gulangyu on Sunday and walked until dark.", "A pleasant excursion.")}
-    bot = _bot(settings, _chat("Anna", planted, 120))
+    bot = _bot(settings, long_chat("Anna", planted, 120))
     request = bot.prepare("Tell me again about Gulangyu.", "Anna")
     hit = next(r for r in request.recalled if r.turn == 7)
     assert "same words" in hit.why and hit.at == "2024-03-01"
@@ -113,7 +95,7 @@ def test_a_day_named_brings_that_days_exchanges(settings):
     """'What did I say on 5 March?': the exchanges of that day come before closer matches on other days."""
     planted = {41: ("The plumber finally came and fixed the kitchen tap.", "About time."),
                5: ("The kitchen tap is dripping again.", "Then call a plumber.")}
-    bot = _bot(settings, _chat("Anna", planted, 120), recall_k=3)
+    bot = _bot(settings, long_chat("Anna", planted, 120), recall_k=3)
     request = bot.prepare("What did I tell you about the kitchen tap on 5 March?", "Anna")
     turns = [r.turn for r in request.recalled]
     assert 41 in turns and sum(41 <= t <= 50 for t in turns) >= 2  # 5 March: exchanges 41-50
@@ -124,7 +106,7 @@ def test_a_day_named_brings_that_days_exchanges(settings):
 
 def test_a_third_person_question_finds_what_the_visitor_said_in_the_first(settings):
     planted = {12: ("I started pottery lessons on Thursday evenings with Mrs. Okafor.", "A patient art.")}
-    bot = _bot(settings, _chat("Anna", planted, 100))
+    bot = _bot(settings, long_chat("Anna", planted, 100))
     assert 12 in [r.turn for r in bot.prepare("Who teaches Anna pottery?", "Anna").recalled]
 
 
@@ -132,7 +114,7 @@ def test_neighbours_come_with_a_strong_match(settings):
     """The answer often sits in the exchange after the one the question matches."""
     planted = {30: ("Guess where my brother Felix is moving!", "Do tell."),
                31: ("Rotterdam. He got the job at the port.", "A city of water and ships.")}
-    bot = _bot(settings, _chat("Anna", planted, 100), recall_k=8)
+    bot = _bot(settings, long_chat("Anna", planted, 100), recall_k=8)
     recalled = bot.prepare("Where is my brother Felix moving?", "Anna").recalled
     assert {30, 31} <= {r.turn for r in recalled}
 
@@ -140,7 +122,7 @@ def test_neighbours_come_with_a_strong_match(settings):
 def test_packing_skips_an_exchange_that_does_not_fit_and_takes_the_next(settings):
     long_story = "I must tell you about the lighthouse keeper. " * 30
     planted = {10: (long_story, "A long tale."), 20: ("The lighthouse keeper's name was Abel.", "Noted.")}
-    bot = _bot(settings, _chat("Anna", planted, 80), recall_tokens=120)
+    bot = _bot(settings, long_chat("Anna", planted, 80), recall_tokens=120)
     recalled = bot.prepare("What about the lighthouse keeper?", "Anna").recalled
     assert 20 in [r.turn for r in recalled] and 10 not in [r.turn for r in recalled]
 
@@ -191,7 +173,7 @@ def test_a_history_rewritten_while_embedding_is_embedded_again(embedder):
 def test_a_first_message_over_a_long_imported_chat_waits_about_a_second(settings, embedder):
     slow = SlowEmbedder(embedder, 0.4)
     planted = {20: ("My cousin breeds alpacas in Peru.", "Remarkable animals.")}
-    bot = ChatHaruhi(role_name="sherlock", settings=settings, embedder=slow, history=_chat("Anna", planted, 300),
+    bot = ChatHaruhi(role_name="sherlock", settings=settings, embedder=slow, history=long_chat("Anna", planted, 300),
                      read_ahead=False, budgets=Budgets(history_tokens=200))
     started = time.perf_counter()
     request = bot.prepare("Who breeds alpacas?", "Anna")
@@ -203,7 +185,7 @@ def test_a_first_message_over_a_long_imported_chat_waits_about_a_second(settings
 
 
 def test_recall_is_safe_from_two_threads(settings):
-    bot = _bot(settings, _chat("Anna", {9: ("My locket is silver.", "Noted.")}, 150))
+    bot = _bot(settings, long_chat("Anna", {9: ("My locket is silver.", "Noted.")}, 150))
     found: list[int] = []
 
     def ask():
@@ -217,8 +199,8 @@ def test_recall_is_safe_from_two_threads(settings):
 
 
 def test_two_conversations_indexes_never_meet(settings):
-    one = _bot(settings, _chat("Anna", {5: ("My password hint is a red kite.", "Noted.")}, 60))
-    two = _bot(settings, _chat("Bob", {}, 60))
+    one = _bot(settings, long_chat("Anna", {5: ("My password hint is a red kite.", "Noted.")}, 60))
+    two = _bot(settings, long_chat("Bob", {}, 60))
     one.prepare("What is my password hint?", "Anna")
     assert "red kite" not in str(two.prepare("What is my password hint?", "Bob").messages)
     assert one.memory.index is not two.memory.index and isinstance(Memory().index, RecallIndex)

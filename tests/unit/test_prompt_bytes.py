@@ -25,7 +25,7 @@ def _ruler(text: str) -> int:
 
 
 def _keeper(settings):
-    from make_inputs import KEEPER_CARD
+    from support.make_inputs import KEEPER_CARD
 
     from chatharuhi_core.roles.cards import card_to_role
 

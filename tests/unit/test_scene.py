@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from fake_openai import GOOD_KEY
+from support.fake_openai import GOOD_KEY
 
 from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.errors import EngineError, InputError, UnknownNameError
@@ -225,7 +225,7 @@ def test_a_stopped_or_failed_turn_leaves_the_transcript_whole(fake_openai, setti
 
 
 def test_a_server_that_dies_mid_scene_gets_a_sentence(settings, embedder):
-    from fake_openai import FakeOpenAI
+    from support.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as srv:
         scene = Scene(EN, llm=EngineChoice("openai", model="echo", base_url=srv.base_url, api_key=GOOD_KEY),
@@ -315,7 +315,8 @@ def test_cli_scene_one_line_and_a_loop(cache_dir, tmp_path, fake_openai):
     import subprocess
     import sys
 
-    from test_api_cli import ROOT, run_cli
+    from support.app import run_cli
+    from support.loopback import ROOT
 
     out = run_cli("chat", "--role", "sunwukong", "--role", "zhugeliang", "--role", "lindaiyu", "--llm", "script",
                   "--seed", "1", "军师，这一仗怎么打？", cache=cache_dir)

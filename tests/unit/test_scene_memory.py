@@ -190,8 +190,9 @@ def test_the_command_line_whispers(cache_dir, fake_openai, tmp_path):
     import subprocess
     import sys
 
-    from fake_openai import GOOD_KEY
-    from test_api_cli import ROOT, run_cli
+    from support.app import run_cli
+    from support.fake_openai import GOOD_KEY
+    from support.loopback import ROOT
 
     session = tmp_path / "scene.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHATHARUHI_"))}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from make_inputs import (
+from support.make_inputs import (
     CHINESE_SCRIPT,
     HARUHI_STORIES,
     KEEPER_CARD,

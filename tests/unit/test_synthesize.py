@@ -3,35 +3,16 @@
 import json
 
 import pytest
+from support.expect import check_files, rows
 
 from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.cli import main
 from chatharuhi_core.data.scene_turns import scene_turns
 from chatharuhi_core.data.synthesize import SynthesisOptions, parse_questions, synthesize
-from chatharuhi_core.data.training_data import openai_problems, sharegpt_problems
 from chatharuhi_core.errors import EngineError
 from chatharuhi_core.jsonl import read_records
 from chatharuhi_core.roles.role import Role, Story
 from chatharuhi_core.roles.sources import load_role
-
-
-def rows(path):
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def check_files(out, expected_rows):
-    openai, sharegpt = rows(out / "openai.jsonl"), rows(out / "sharegpt.jsonl")
-    assert len(openai) == len(sharegpt) == expected_rows
-    for a, b in zip(openai, sharegpt):
-        assert openai_problems(a) == [] and sharegpt_problems(b) == []
-        assert set(a) == {"messages"} and a["messages"][0]["role"] == "system"
-        roles = [m["role"] for m in a["messages"][1:]]
-        assert roles == ["user", "assistant"] * (len(roles) // 2)  # the scenes and the query are one turn
-        assert b["system"] == a["messages"][0]["content"]
-        assert [t["value"] for t in b["conversations"]] == [m["content"] for m in a["messages"][1:]]
-    users = [json.dumps(a["messages"][1:-1], ensure_ascii=False) for a in openai]
-    assert len(set(users)) == len(users)  # no prompt twice
-    return openai, sharegpt
 
 
 def test_script_synthesis_files_load_as_chat_datasets(settings, tmp_path):
@@ -155,7 +136,7 @@ def test_script_engine_refuses_a_writing_task():
 
 
 def test_synthesis_through_an_openai_compatible_server(settings, tmp_path, fake_openai):
-    from fake_openai import GOOD_KEY
+    from support.fake_openai import GOOD_KEY
 
     echo = EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY)
     result = synthesize([load_role("dracula")], tmp_path, echo, SynthesisOptions(scenes=2, questions=1),

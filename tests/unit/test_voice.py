@@ -6,7 +6,7 @@ import time
 import wave
 
 import pytest
-from test_api_cli import run_cli
+from support.app import run_cli
 
 from chatharuhi_core.chat.voice import speak, speakable
 from chatharuhi_core.roles.sources import load_role

@@ -9,9 +9,14 @@ import base64
 import json
 import struct
 import zlib
+from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from chatharuhi_core.chat.prompt import Exchange
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -41,6 +46,43 @@ KEEPER_CARD = {
         "creator": "tests",
         "character_version": "1.2",
         "extensions": {"depth_prompt": {"prompt": "She smells of salt.", "depth": 4}, "someone_else": [1, 2, 3]},
+    },
+}
+
+# a card with a lorebook: keys, a secondary key, a constant entry, one too long, one disabled
+ASH_CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Captain Ash",
+        "description": "{{char}} commands the airship Kestrel and owes {{user}} a favour.",
+        "personality": "gruff, loyal, counts every coin",
+        "scenario": "{{user}} has just climbed aboard the Kestrel at dawn.",
+        "first_mes": "Welcome aboard, {{user}}. Mind the ropes.",
+        "mes_example": "<START>\n{{user}}: Where are we headed?\n{{char}}: North, where the wind pays.",
+        "creator_notes": "Tested by ChatHaruhi; never for the model.",
+        "system_prompt": "You are a narrator-free role-play partner. Write only {{char}}'s next line.",
+        "post_history_instructions": "Keep {{char}}'s answer under three sentences and call {{user}} by name.",
+        "alternate_greetings": [],
+        "tags": ["airship"],
+        "creator": "tests",
+        "character_version": "1",
+        "extensions": {},
+        "character_book": {
+            "name": "Kestrel", "scan_depth": 4, "token_budget": 60,
+            "entries": [
+                {"id": 1, "keys": ["Ashfall"], "content": "Ashfall is the smugglers' port under the volcano.",
+                 "enabled": True, "insertion_order": 20, "priority": 10, "case_sensitive": True},
+                {"id": 2, "keys": ["engine"], "secondary_keys": ["repair", "broken"], "selective": True,
+                 "content": "The Kestrel's engine was rebuilt by {{user}}'s father.", "enabled": True,
+                 "insertion_order": 10, "priority": 5},
+                {"id": 3, "keys": [], "constant": True, "content": "The crew never flies through storms.",
+                 "enabled": True, "insertion_order": 0, "priority": 100},
+                {"id": 4, "keys": ["gold"], "content": "gold " * 80, "enabled": True, "insertion_order": 30,
+                 "priority": 1, "name": "The long gold note"},
+                {"id": 5, "keys": ["mutiny"], "content": "A disabled note.", "enabled": False},
+            ],
+        },
     },
 }
 
@@ -177,7 +219,7 @@ def tiny_llama_hub_cache(hub: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from chatharuhi_core.chat.engines.local_model import bundled_spec
+    from chatharuhi_core.chat.engines.local.model import bundled_spec
 
     spec = bundled_spec()
     tokenizer = AutoTokenizer.from_pretrained(spec.source, gguf_file=spec.gguf_file)
@@ -192,3 +234,25 @@ def tiny_llama_hub_cache(hub: Path) -> Path:
         tokenizer.save_pretrained(tmp)
         files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
     return lay_out_hub_cache(hub, {TINY_LLAMA: files}, kind="models")
+
+
+CHATTER = [("How are you this morning?", "Tolerably well. The fog is thick."),
+           ("Did you sleep at all?", "Three hours. Sleep is a habit, not a need."),
+           ("What are you reading?", "A monograph on the ash of 140 tobaccos."),
+           ("Shall I open the window?", "Only if you wish to let the fog in."),
+           ("Is there any tea left?", "Mrs. Hudson took the pot away an hour ago."),
+           ("Have you eaten?", "Digestion slows the mind; I shall eat tonight.")]
+
+
+def long_chat(user: str, planted: dict[int, tuple[str, str]], total: int, day0: str = "2024-03-01") -> list[Exchange]:
+    """`total` exchanges of chatter, one day per ten exchanges, with `planted` ones (turn -> lines): a long chat
+    whose few telling exchanges memory has to find."""
+    from chatharuhi_core.chat.prompt import Exchange
+
+    start = date.fromisoformat(day0).toordinal()
+    out = []
+    for turn in range(1, total + 1):
+        text, reply = planted.get(turn) or CHATTER[turn % len(CHATTER)]
+        at = date.fromordinal(start + (turn - 1) // 10).isoformat()
+        out.append(Exchange(user, text if turn in planted else f"{text} ({turn})", reply, at))
+    return out

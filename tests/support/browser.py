@@ -1,0 +1,259 @@
+"""Driving the app's page in Debian's Chromium (Playwright): opening it at a size, sending a message, waiting for
+replies and scene lines, the settings and the upload tab. Shared by the browser lane's modules, so that none
+imports another; the `browser` fixture itself is in tests/browser/conftest.py."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .loopback import ROOT
+
+ARTIFACTS = ROOT / "test-artifacts"  # screenshots, kept by CI
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1366, "height": 768}
+
+Page = Any  # playwright.sync_api.Page: imported only where the browser lane runs
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium launched by Playwright (skipped without Playwright; a failure without Chromium, which
+    scripts/test.sh installs)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not shutil.which("chromium") and not shutil.which(CHROMIUM):
+        pytest.fail("Debian's chromium is missing: run scripts/test.sh, which installs it")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+# ------------------------------------------------------------ the chat page
+
+
+def open_page(browser: Any, url: str) -> Page:
+    """A new page at a desktop size, once the greeting is shown and the session has loaded."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#chat .message", timeout=60_000)  # the greeting is shown
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
+    return page
+
+
+def open_at(context_or_browser: Any, url: str, viewport: dict[str, int]) -> Page:
+    """A new page at `viewport` (a context carries its own), once the greeting and the session are there."""
+    is_context = hasattr(context_or_browser, "cookies")  # a context carries its own viewport
+    page = context_or_browser.new_page() if is_context else context_or_browser.new_page(viewport=viewport)
+    page.goto(url)
+    page.wait_for_selector("#chat .message.bot", timeout=60_000)  # the greeting
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
+    time.sleep(0.5)
+    return page
+
+
+def inside_viewport(page: Page, selector: str, settle_s: float = 5.0) -> bool:
+    """Whether `selector` is on the screen once the page has settled: looked at again for up to `settle_s`, since
+    on a busy machine a panel filled in by the session's start may still be moving things for a moment (at 320 px
+    the box's bottom is 19 px above the screen's)."""
+    deadline = time.time() + settle_s
+    while True:
+        box = page.locator(selector).first.bounding_box()
+        view = page.viewport_size
+        inside = bool(box) and box["y"] >= 0 and box["y"] + box["height"] <= view["height"] and box["x"] >= 0 \
+            and box["x"] + box["width"] <= view["width"] + 1
+        if inside or time.time() > deadline:
+            return inside
+        time.sleep(0.25)
+
+
+def bot_texts(page: Page) -> list[str]:
+    """The character's messages in the chat, as shown."""
+    return [t.strip() for t in page.locator("#chat .message.bot").all_inner_texts()]
+
+
+def user_texts(page: Page) -> list[str]:
+    """The visitor's messages in the chat, as shown."""
+    return [t.strip() for t in page.locator("#chat .message.user").all_inner_texts()]
+
+
+def settled_bot_texts(page: Page, timeout_ms: int = 30_000, quiet_ms: int = 1_500) -> list[str]:
+    """The bot messages once the chat has been quiet for `quiet_ms`: no pending bubble and no change.
+
+    Gradio's chatbot shows a "Loading content" bubble (`.message.bot.pending`) for any event writing to
+    the chat, even a hidden one, while it waits in the queue. An event fired by a click may be queued a
+    moment after the click returns, so one look at "no pending bubble" can come too early; the chat
+    must stay the same, with nothing pending, across the whole quiet window."""
+    deadline, quiet_since, last = time.time() + timeout_ms / 1000, None, None
+    while time.time() < deadline:
+        pending = page.locator("#chat .message.bot.pending").count() > 0
+        texts = bot_texts(page)
+        if pending or texts != last:
+            quiet_since, last = (None if pending else time.time()), texts
+        elif quiet_since is not None and (time.time() - quiet_since) * 1000 >= quiet_ms:
+            return texts
+        if quiet_since is None and not pending:
+            quiet_since = time.time()
+        page.wait_for_timeout(150)
+    raise AssertionError(f"the chat did not settle within {timeout_ms} ms; last seen: {last}")
+
+
+def say(page: Page, text: str) -> None:
+    """Type a message and send it, as a visitor does."""
+    page.fill("#message textarea", text)
+    page.click("#send")
+
+
+def wait_reply(page: Page, count: int, timeout: float = 30, changed_from: str | None = None) -> tuple[list[str], list[str]]:
+    """Wait until there are `count` bot messages and the last one has stopped changing."""
+    deadline, seen, stable = time.time() + timeout, [], 0
+    while time.time() < deadline:
+        texts = [t for t in bot_texts(page) if t and t != "Loading content"]
+        if len(texts) >= count and texts[-1] != changed_from:
+            stable = stable + 1 if seen and seen[-1] == texts[-1] else 0
+            seen.append(texts[-1])
+            if stable >= 4:
+                return texts, seen
+        time.sleep(0.2)
+    raise AssertionError(f"no reply: {bot_texts(page)}")
+
+
+def pick(page: Page, ref: str, name: str) -> None:
+    """Click a character in the picker and wait until the page is about them."""
+    page.locator(f"#picker [data-ref={ref}]").click()
+    page.wait_for_function(f"() => document.querySelector('#about')?.innerText.includes('{name}')")
+
+
+def search(page: Page, words: str) -> list[str]:
+    """Type `words` in the character search; the options it then lists."""
+    box = page.locator("#role-choice input")
+    box.click()
+    box.fill(words)
+    box.press("Shift")  # Gradio filters on a key event; an IME sends one when a word is composed, fill() does not
+    time.sleep(0.6)
+    return [t.strip() for t in page.locator("[role=option]").all_inner_texts()]
+
+
+# ------------------------------------------------------------ settings and the upload tab
+
+
+def choose_engine(page: Page, label: str) -> None:
+    """Settings: pick the engine shown as `label`."""
+    page.click("#settings button")
+    page.locator("#backend input").click()
+    page.get_by_role("option", name=label).click()
+
+
+def use_server(page: Page, base_url: str, key: str, model: str = "echo") -> Any:
+    """Settings: the OpenAI-compatible engine at base_url with key and model; returns a field finder
+    (a settings field's input by its element id)."""
+    choose_engine(page, "OpenAI-compatible server")
+    field = lambda elem: page.locator(f"#{elem}").locator("input, textarea").first  # noqa: E731
+    field("model").fill(model)
+    field("base-url").fill(base_url)
+    field("api-key").fill(key)
+    return field
+
+
+def add_file(page: Page, path: Path, name: str = "", expect: str = "Added") -> str:
+    """Upload a file in the 'add a character' tab; return the status it shows."""
+    page.get_by_role("tab", name="Add a character · 添加角色").click()
+    # the file input can be set before the tab's upload component has wired it up (seen once in the full suite
+    # on 2 busy cores: the name never showed); then the file is given again, as a visitor would pick it again
+    for attempt in range(3):
+        page.locator("#upload input[type=file]").set_input_files(str(path))
+        try:
+            page.wait_for_selector("#upload :text('" + path.name + "')", timeout=20_000)
+            break
+        except Exception as exc:  # playwright's TimeoutError (imported only where the browser tests run)
+            if type(exc).__name__ != "TimeoutError" or attempt == 2:
+                raise
+    page.locator("#script-name").locator("input, textarea").first.fill(name)
+    page.click("#add-role")
+    page.wait_for_function(
+        "(want) => (document.querySelector('#add-status')?.innerText || '').includes(want)", arg=expect,
+        timeout=60_000)
+    return page.locator("#add-status").inner_text()
+
+
+def throwaway_settings(tmp_path: Path) -> Any:
+    """Settings with a cache of their own under tmp_path, for making a file to upload outside the app."""
+    from chatharuhi_core.config import Settings
+
+    return Settings.from_env({"CHATHARUHI_CACHE": str(tmp_path / "cache")})
+
+
+# ------------------------------------------------------------ group scenes
+
+
+def cast_scene(page: Page, names: list[str]) -> None:
+    """Add characters to the scene by typing their names in the cast picker (the Scene tab is open)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.locator("#scene-cast input")
+    for name in names:
+        present = page.locator(f"#scene-present li:has-text('{name}')").first
+        for _ in range(3):  # on a busy machine the list's choices may still be arriving when Enter is pressed
+            box.click()
+            box.fill(name)
+            time.sleep(0.3)
+            page.keyboard.press("Enter")  # the first match: the bundled role
+            try:
+                present.wait_for(timeout=10_000)
+                break
+            except PlaywrightTimeout:
+                if page.locator(f"#scene-cast .token:has-text('{name}')").count():
+                    break  # picked, the cast line is slow: pressing Enter again would take it out
+                page.keyboard.press("Escape")
+        present.wait_for(timeout=30_000)
+    page.keyboard.press("Escape")
+
+
+def open_scene(context: Any, url: str, names: list[str], user_role: str | None = None) -> Page:
+    """A new page in `context` on the Group tab with `names` cast (and the visitor's role, when given)."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#chat .message", timeout=60_000)
+    page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
+    page.get_by_role("tab", name="Group · 群戏").click()
+    cast_scene(page, names)
+    if user_role:
+        page.fill("#scene-user textarea", user_role)
+    return page
+
+
+def lines(page: Page) -> list[tuple[str | None, str]]:
+    """(role id or None for the visitor, text) of every bubble in the scene."""
+    out = []
+    for msg in page.locator("#scene-chat .message").all():
+        role = msg.locator(".speaker").first
+        classes = (role.get_attribute("class") or "").split() if role.count() else []
+        rid = next((c[5:] for c in classes if c.startswith("role-")), None)
+        text = msg.inner_text().strip()
+        if rid:
+            text = text.split("\n", 1)[1].strip() if "\n" in text else ""
+        out.append((rid, text))
+    return out
+
+
+def wait_lines(page: Page, count: int, timeout: float = 60) -> list[tuple[str | None, str]]:
+    """At least `count` bubbles once the event is over (the status line leaves its busy mark)."""
+    deadline = time.time() + timeout
+    time.sleep(0.3)
+    while time.time() < deadline:
+        now = lines(page)
+        if len(now) >= count and "进行中" not in page.locator("#scene-status").inner_text():
+            return lines(page)
+        time.sleep(0.25)
+    raise AssertionError(f"the scene has {len(lines(page))} lines, expected {count}: {lines(page)}; "
+                         f"status: {page.locator('#scene-status').inner_text()}")
