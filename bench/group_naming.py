@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bench.questions import commit  # noqa: E402
 from chatharuhi_core.data.metrics import clopper_pearson  # noqa: E402
 from chatharuhi_core.roles.sources import load_role  # noqa: E402
-from chatharuhi_core.scene.scene import Scene  # noqa: E402
+from chatharuhi_core.scene.scene import Scene, SceneSetup  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 CAST = ["alice", "dracula", "elizabeth", "sherlock", "lindaiyu", "luzhishen", "sunwukong", "zhugeliang"]
@@ -68,7 +68,7 @@ def main() -> None:
             cast = [*others, addressed]
             rng.shuffle(cast)
             visitor = load_role(addressed).visitor_name
-        scene = Scene(cast, llm="script", user_role=visitor, seed=0)
+        scene = Scene(cast, engine="script", user_role=visitor, setup=SceneSetup(seed=0))
         scene.say(row["message"])
         who = scene.responders()
         if addressed:

@@ -73,7 +73,7 @@ def prompts(settings) -> dict:
     out = {}
     for role_id, (before, questions) in TURNS.items():
         engine = LocalModelEngine(replace(options_for("local", settings), seed=0))  # the same history each run
-        bot = ChatHaruhi(role_name=role_id, llm=engine, settings=settings)
+        bot = ChatHaruhi(role_name=role_id, engine=engine, settings=settings)
         opened, first = bot.next_prompt_start(), bot.prepare(before[0]).messages
         assert first[:len(opened)] == opened
         for text in before:
@@ -381,12 +381,12 @@ def _text(message) -> str:
 
 def training(settings, steps: int) -> dict:
     """A short real `finetune` on one role: its tokens per second."""
-    from chatharuhi_core.data.finetune import TrainSettings, finetune
+    from chatharuhi_core.data.finetune import FinetuneOptions, TrainSettings, finetune
     from chatharuhi_core.roles.sources import load_role
 
     with tempfile.TemporaryDirectory() as tmp:
-        result = finetune([load_role("sherlock")], Path(tmp) / "bench-lora", train=TrainSettings(max_steps=steps),
-                          settings=settings, progress=False)
+        options = FinetuneOptions(train=TrainSettings(max_steps=steps), progress=False)
+        result = finetune([load_role("sherlock")], Path(tmp) / "bench-lora", options, settings=settings)
     t = result.manifest["training"]
     print(f"  training: {t['steps']} steps in {t['seconds']:.0f} s, {t['tokens_per_s']} tokens/s", flush=True)
     return t

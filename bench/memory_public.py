@@ -197,7 +197,7 @@ class Remembering:
 def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
     """Each question of a case: evidence in the prompt, its best rank, the recall block's tokens, the time."""
     from chatharuhi_core import ChatHaruhi
-    from chatharuhi_core.chat.memory import RECALL_HEADER
+    from chatharuhi_core.chat.memory import RECALL_HEADER, recall_query
     from chatharuhi_core.chat.when import day_of
     from chatharuhi_core.roles.sources import load_role
 
@@ -206,7 +206,7 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
                      ruler=ruler, read_ahead=False)
     bot.clock = lambda: case.today
     bot.index_ahead()  # an imported chat indexed in the background before its first question (timed apart)
-    in_window = bot._in_window()
+    in_window = bot.in_window()
     older = len(case.history) - in_window
     window = set(range(older + 1, len(case.history) + 1))
     days = [day_of(ex.at) for ex in case.history[:older]]
@@ -220,7 +220,9 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
         ranks = []
         if groups and older:
             vector = embedder.embed([text])[0]
-            ranked = bot.memory.index.rank(bot.recall_query(text, vector, case.person, case.today), older, days)
+            query = recall_query(text, vector, embedder, bot.visitor_names(case.person), bot.role.name,
+                                 today=day_of(case.today))
+            ranked = bot.memory.index.rank(query, older, days)
             order = {c.index + 1: n for n, c in enumerate(ranked, 1)}
             ranks = [min((order.get(t, 10 ** 6) if t <= older else 0) for t in g) for g in groups]
         out.append({"set": case.set, "split": case.split, "lang": case.lang, "kinds": kind, "answerable": bool(groups),

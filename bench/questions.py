@@ -135,7 +135,7 @@ def engine_replies(qs: list[dict], at: float | None) -> tuple[list[str], list[fl
             role = roles.setdefault(q["role"], load_role(q["role"]))
             scored.clear()
             with threshold(at) if at is not None else contextlib.nullcontext():
-                bot = ChatHaruhi(role=role, llm="script", user_role=q["visitor"])
+                bot = ChatHaruhi(role=role, engine="script", user_role=q["visitor"])
                 replies.append(bot.chat(q["question"]))
             bests.append(scored[-1] if scored else -math.inf)
             request_to = role.addressing.speaker(q["visitor"])

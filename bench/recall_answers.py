@@ -49,7 +49,7 @@ def answers(size: int, seed: int, settings, embedder, engine) -> list[dict]:
             if pins:
                 for _, fact, _, _ in probes:
                     memory.remember(fact)
-            bot = ChatHaruhi(role=role, llm=engine, settings=settings, embedder=embedder, budgets=budgets,
+            bot = ChatHaruhi(role=role, engine=engine, settings=settings, embedder=embedder, budgets=budgets,
                              history=list(history), memory=memory, read_ahead=False)
             reply = bot.answer(question)
             said = "\n".join(m["content"] for m in reply.messages)

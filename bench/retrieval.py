@@ -57,7 +57,7 @@ def measure(sizes: list[int], cache: Path, turns: int = 200) -> list[dict]:
         started = time.perf_counter()
         open_store(role, embedder, settings, vectors=vectors)
         build_s = time.perf_counter() - started
-        bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder, history=history)
+        bot = ChatHaruhi(role=role, engine="script", settings=settings, embedder=embedder, history=history)
         for q in QUERIES:  # warm the caches of the query path
             bot.prepare(q)
         times = []

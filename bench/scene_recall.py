@@ -107,13 +107,14 @@ class Script:
 
 def measure(language: str, size: int, budgets_name: str, budgets, engine, settings, embedder, seed: int,
             show_misses: bool = False) -> dict:
-    from chatharuhi_core.scene import Scene
+    from chatharuhi_core.chat.engines import EngineChoice
+    from chatharuhi_core.scene import Scene, SceneSetup
 
     script = Script(language, size, seed)
-    common = dict(llm=engine, user_role=script.user, settings=settings, embedder=embedder, seed=seed,
-                  read_ahead=False)
-    scene = Scene(script.first, budgets=budgets, **common)
-    off = Scene(script.first, budgets=replace(budgets, recall_tokens=0), **common)
+    common = dict(user_role=script.user, settings=settings,
+                  setup=SceneSetup(embedder=embedder, seed=seed, read_ahead=False))
+    scene = Scene(script.first, EngineChoice(engine, budgets=budgets), **common)
+    off = Scene(script.first, EngineChoice(engine, budgets=replace(budgets, recall_tokens=0)), **common)
     probes = len(FACTS[language])
     facts = script.play([scene, off], size - 2 * probes)
     for sc in (scene, off):  # stores opened, tokenizers read: not part of a turn

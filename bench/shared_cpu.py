@@ -102,7 +102,7 @@ def measure(rounds: int, busy: int, choose: bool, condition: int) -> tuple[float
         time.sleep(0.5)
         speeds, firsts, threads = [], [], []
         for i in range(rounds):
-            bot = ChatHaruhi(role_name="sherlock", llm=engine, settings=settings)
+            bot = ChatHaruhi(role_name="sherlock", engine=engine, settings=settings)
             # a question no other reply of this run asks: its prompt is read afresh (the system prompt aside),
             # as a visitor's is, not restored from the state an earlier round or condition saved
             said = bot.answer(question(condition, i))

@@ -36,7 +36,7 @@ def measure(cache: Path) -> dict:
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(cache)})
     out: dict = {}
     with FakeOpenAI(token_delay_s=0.01) as srv:  # "plain": no Name:「 wrapper for the library to hold back
-        bot = ChatHaruhi(role_name="sherlock", llm="openai", model="plain", base_url=srv.base_url, api_key=GOOD_KEY,
+        bot = ChatHaruhi(role_name="sherlock", engine="openai", model="plain", base_url=srv.base_url, api_key=GOOD_KEY,
                          settings=settings)
         bot.chat("warm up")
         bot.reset()

@@ -156,15 +156,15 @@ def tiny_adapter(app_cache, app_hub_cache, settings) -> Path:
 
     from support.make_inputs import TINY_LLAMA
 
-    from chatharuhi_core.data.finetune import TrainSettings, finetune
+    from chatharuhi_core.data.finetune import FinetuneOptions, TrainSettings, finetune
     from chatharuhi_core.roles.sources import load_role
 
     before = {k: os.environ.get(k) for k in ("HF_HUB_CACHE", "HF_HUB_OFFLINE")}
     os.environ.update(HF_HUB_CACHE=str(app_hub_cache), HF_HUB_OFFLINE="1")
     try:
         out = app_cache / "models" / "sherlock-tiny-lora"
-        finetune([load_role("sherlock")], out, base=TINY_LLAMA, train=TrainSettings(max_steps=2, grad_accum=1),
-                 settings=settings, progress=False)
+        options = FinetuneOptions(base=TINY_LLAMA, train=TrainSettings(max_steps=2, grad_accum=1), progress=False)
+        finetune([load_role("sherlock")], out, options, settings=settings)
         return out
     finally:
         for k, v in before.items():

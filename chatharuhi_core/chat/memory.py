@@ -259,6 +259,31 @@ class RecallIndex:
         return out
 
 
+@dataclass(frozen=True)
+class Ask:
+    """How memory is asked for one message: the query (a RecallQuery, or a bare vector), the embedder that keeps
+    the index, the budget in tokens counted by `count`, at most `k` units, and how long to wait for the
+    embedding (`wait`, seconds; None: as long as it takes)."""
+
+    query: RecallQuery | np.ndarray | None
+    embedder: Embedder
+    budget: int
+    k: int
+    count: Counter
+    wait: float | None = WAIT_S
+
+
+@dataclass(frozen=True)
+class Units:
+    """What recall chooses among, oldest first: each unit's views (the index's keys), its text as the prompt
+    writes it, its number (a turn, a line of the transcript) and its time ("" where unknown)."""
+
+    keys: Sequence[tuple[str, ...]]
+    texts: Sequence[str]
+    numbers: Sequence[int]
+    times: Sequence[str] = ()
+
+
 @dataclass
 class Memory:
     """One conversation's memory: its pins, the index of its earlier exchanges, and dated notes on older
@@ -336,31 +361,28 @@ class Memory:
         """Bring the index up to `older`, the exchanges out of the history window (waits for the embedding)."""
         self.index.sync([exchange_views(ex, character) for ex in older], embedder)
 
-    def recall(self, history: Sequence[Exchange], in_window: int, character: str,
-               query: RecallQuery | np.ndarray | None, embedder: Embedder, budget: int, k: int, count: Counter,
-               wait: float | None = WAIT_S) -> list[Recalled]:
-        """The earlier exchanges the message brings up (`query`), among those the history window does not hold
+    def recall(self, history: Sequence[Exchange], in_window: int, character: str, ask: Ask) -> list[Recalled]:
+        """The earlier exchanges the message brings up (`ask`), among those the history window does not hold
         (all but its last `in_window`), packed best first while they fit, then in turn order."""
         older = history[:len(history) - in_window] if in_window else history
-        return self.recall_among([exchange_views(ex, character) for ex in older],
-                                 [exchange_text(ex, character) for ex in older], range(1, len(older) + 1),
-                                 query, embedder, budget, k, count, times=[ex.at for ex in older], wait=wait)
+        units = Units([exchange_views(ex, character) for ex in older], [exchange_text(ex, character) for ex in older],
+                      range(1, len(older) + 1), [ex.at for ex in older])
+        return self.recall_among(units, ask)
 
-    def recall_among(self, keys: Sequence[tuple[str, ...]], texts: Sequence[str], numbers: Sequence[int],
-                     query: RecallQuery | np.ndarray | None, embedder: Embedder, budget: int, k: int,
-                     count: Counter, header: str = RECALL_HEADER, label: str = "turn", times: Sequence[str] = (),
-                     wait: float | None = WAIT_S) -> list[Recalled]:
+    def recall_among(self, units: Units, ask: Ask, header: str = RECALL_HEADER, label: str = "turn") -> list[Recalled]:
         """The core of recall for any unit (an exchange here, a witnessed line in a scene): the index is brought
-        up to `keys` (each unit's views, oldest first; the embedding is waited for at most `wait` seconds), the
-        units are ranked by meaning, words and day (RecallIndex.rank), and the best are packed while their
-        `texts` fit the budget (one that does not fit is skipped, not the end), at most k, returned in order,
-        each with its `numbers` entry and its time (`times`)."""
+        up to the units' keys (each unit's views, oldest first; the embedding is waited for at most `ask.wait`
+        seconds), the units are ranked by meaning, words and day (RecallIndex.rank), and the best are packed while
+        their texts fit the budget (one that does not fit is skipped, not the end), at most `ask.k`, returned in
+        order, each with its number and its time."""
+        keys, texts, numbers = units.keys, units.texts, units.numbers
+        query, budget, k, count = ask.query, ask.budget, ask.k, ask.count
         if query is None or budget <= 0 or k <= 0 or not keys:
             return []
         if not isinstance(query, RecallQuery):
             query = RecallQuery(np.asarray(query))
-        self.index.sync(list(keys), embedder, wait)
-        times = list(times) + [""] * (len(keys) - len(times))
+        self.index.sync(list(keys), ask.embedder, ask.wait)
+        times = list(units.times) + [""] * (len(keys) - len(units.times))
         days = [day_of(t) for t in times] if query.days else []  # only a message that names a day needs them
         picked, used, seen = [], count(header), set()
         for c in self.index.rank(query, len(keys), days)[:SCAN * k]:
@@ -430,15 +452,14 @@ def query_forms(text: str, visitor: Sequence[str] = (), character: str = "", als
 
 
 def recall_query(text: str, vectors: np.ndarray | None, embedder: Embedder, visitor: Sequence[str] = (),
-                 character: str = "", also: Sequence[str] = (), today: date | None = None) -> RecallQuery:
+                 character: str = "", today: date | None = None) -> RecallQuery:
     """How memory is asked for one message: its vectors (rows: the message, then its query_forms; a caller that
     embedded only the message gets the forms embedded here), its words, the days it names."""
-    forms = query_forms(text, visitor, character, also)
+    forms = query_forms(text, visitor, character)
     rows = None if vectors is None else np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     if rows is not None and forms and len(rows) < 1 + len(forms):
         rows = np.concatenate([rows[:1], np.asarray(embedder.embed(forms), dtype=np.float32)])
-    words = tuple(tokens(" ".join([text, *also])))
-    return RecallQuery(rows, words, frozenset(days_mentioned(text, today)))
+    return RecallQuery(rows, tuple(tokens(text)), frozenset(days_mentioned(text, today)))
 
 
 def recall_line(turn: int, text: str, label: str = "turn", at: str = "") -> str:

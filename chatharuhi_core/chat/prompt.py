@@ -23,7 +23,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..config import Budgets
 from ..roles.lines import format_query, format_reply
 from ..tokens import count_tokens
 
@@ -146,25 +145,6 @@ def exchange_messages(history: Sequence[Exchange], character: str, budget: int,
         messages.append({"role": "user", "content": format_query(ex.user_role, ex.text)})
         messages.append({"role": "assistant", "content": format_reply(character, ex.reply)})
     return messages
-
-
-def build_messages(system_prompt: str, character: str, stories: Sequence[str],
-                   history: Sequence[Exchange], user_role: str, text: str,
-                   budgets: Budgets = Budgets(), count: Counter = count_tokens, post_history: str = "",
-                   scenes_last: bool = False) -> list[dict]:
-    """The full message list for one turn, budgets applied (scenes packed, history trimmed)."""
-    parts = PromptParts(system_prompt, exchange_messages(history, character, budgets.history_tokens, count),
-                        post_history, pack_stories(stories, budgets.story_tokens, count),
-                        message=format_query(user_role, text))
-    return lay_out(parts, Layout(scenes_last=scenes_last))
-
-
-def history_messages(system_prompt: str, character: str, history: Sequence[Exchange],
-                     budgets: Budgets = Budgets(), count: Counter = count_tokens,
-                     post_history: str = "") -> list[dict]:
-    """How a prompt with `scenes_last` starts (prompt_start), from the conversation's history."""
-    history_part = exchange_messages(history, character, budgets.history_tokens, count)
-    return prompt_start(PromptParts(system_prompt, history_part, post_history))
 
 
 def fold_messages(messages: Sequence[dict]) -> list[dict]:

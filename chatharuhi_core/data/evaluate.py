@@ -253,7 +253,7 @@ class _Run:
         """The engine's label, once its model is loaded (so loading is not part of any case's timing)."""
         from ..chat.chatbot import ChatHaruhi
 
-        probe = ChatHaruhi(role=role, llm=self.engine, settings=self.settings, embedder=self.embedder)
+        probe = ChatHaruhi(role=role, engine=self.engine, settings=self.settings, embedder=self.embedder)
         probe.load()
         return probe.engine_label
 
@@ -278,7 +278,7 @@ class _Run:
         from ..chat.chatbot import ChatHaruhi
 
         # the scene is out of retrieval and out of what the engine learns (nicknames, word rarity) and quotes
-        return ChatHaruhi(role=case.role.holding_out([case.turn.scene_id]), llm=answering, settings=self.settings,
+        return ChatHaruhi(role=case.role.holding_out([case.turn.scene_id]), engine=answering, settings=self.settings,
                           embedder=self.embedder,
                           history=list(case.turn.context), user_role=case.turn.user_role,
                           budgets=CONDITIONS[cond].budgets(self.budgets), exclude_scenes=[case.turn.scene_id],

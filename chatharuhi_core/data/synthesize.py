@@ -258,7 +258,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoic
                             "from the scenes' later cues and the roles' example questions.")
     done = {r["id"] for r in read_records(out / DIALOGUES).records if "id" in r}
     result.done_before = len(done)
-    probe = ChatHaruhi(role=roles[0], llm=engine, settings=settings)
+    probe = ChatHaruhi(role=roles[0], engine=engine, settings=settings)
     probe.load()
     held_cases = {r.id: holdout.cases(r) if holdout else [] for r in roles}
     held: dict[str, set[str]] = {rid: {c.turn.scene_id for c in cs} for rid, cs in held_cases.items()}
@@ -272,7 +272,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoic
     try:
         for i, task in enumerate(todo):
             role = full[task.role.id]
-            bot = ChatHaruhi(role=role, llm=engine, settings=settings, embedder=probe.embedder,
+            bot = ChatHaruhi(role=role, engine=engine, settings=settings, embedder=probe.embedder,
                              history=list(task.context), user_role=task.user_role,
                              exclude_scenes=[*held[role.id], *([task.scene_id] if task.scene_id else ())],
                              read_ahead=False)

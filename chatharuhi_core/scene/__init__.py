@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .cast import Line, Member, SceneState
-    from .scene import Scene
+    from .scene import Scene, SceneSetup
 
-__all__ = ["Line", "Member", "Scene", "SceneState"]
+__all__ = ["Line", "Member", "Scene", "SceneSetup", "SceneState"]
 
 
 def __getattr__(name: str):
@@ -21,7 +21,7 @@ def __getattr__(name: str):
         from . import cast
 
         return getattr(cast, name)
-    if name == "Scene":
+    if name in ("Scene", "SceneSetup"):
         from . import scene
 
         return getattr(scene, name)

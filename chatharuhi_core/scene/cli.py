@@ -15,7 +15,7 @@ from ..chat.languages import warn_language
 from ..config import Settings
 from ..errors import ChatHaruhiError
 from ..roles.sources import load_role
-from .scene import Scene
+from .scene import Scene, SceneSetup
 
 HELP = """/who            who is here, muted or not, and how talkative
 /next NAME      make NAME speak now (even when muted)
@@ -84,16 +84,15 @@ def _save(scene: Scene, path: Path | None) -> None:
 def run_scene(args: argparse.Namespace, engine: EngineChoice, settings: Settings) -> int:
     """`chat` with several --role: a group scene, answered by `engine` (the command's choice)."""
     path = Path(args.session) if args.session else None
-    common = dict(settings=settings, seed=args.seed)
     if path is not None and path.exists():
-        scene = Scene.load(path.read_bytes(), llm=engine, **common)
+        scene = Scene.load(path.read_bytes(), engine, settings=settings, setup=SceneSetup(seed=args.seed))
         if args.order:
             scene.state.order = args.order
     else:
         roles = [load_role(r) for r in args.role]
         user = args.user_role or roles[0].visitor_name
-        scene = Scene(roles, llm=engine, user_role=user, order=args.order or "natural",
-                      allow_self=args.allow_self, **common)
+        setup = SceneSetup(order=args.order or "natural", allow_self=args.allow_self, seed=args.seed)
+        scene = Scene(roles, engine, user_role=user, settings=settings, setup=setup)
     scene.check_cast()
     for member in scene.present:
         warn_language(scene.engine, scene.bot(member).role)

@@ -1,6 +1,6 @@
 """A scene: 2 to 6 characters and the visitor share one transcript.
 
-    scene = Scene(["sunwukong", "zhugeliang", "lindaiyu"], llm="script", user_role="唐僧")
+    scene = Scene(["sunwukong", "zhugeliang", "lindaiyu"], engine="script", user_role="唐僧")
     scene.chat("悟空，你怎么看？")          # the visitor's line, then whoever the order picks answers
     for line in scene.talk(3): ...         # the characters carry on among themselves
 
@@ -21,15 +21,16 @@ import logging
 import random
 import re
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
 from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.lexical import tokens
-from ..chat.memory import Memory, Recalled, RecallQuery, in_background, recall_block
+from ..chat.memory import Ask, Memory, Recalled, RecallQuery, Units, in_background, recall_block
 from ..chat.prompt import Exchange, PromptParts, lay_out
 from ..chat.swipes import merged, stepped
-from ..config import Budgets, Settings
+from ..config import Settings
+from ..deprecated import renamed
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..roles.lines import format_query
@@ -44,33 +45,41 @@ DIRECTOR_LINES = 12  # how much of the transcript the director reads
 SCENE_RECALL_HEADER = "Earlier in this scene:\n"
 
 
+@dataclass(frozen=True)
+class SceneSetup:
+    """How a scene runs, beside its cast, engine and visitor: who speaks next (`order`, order.py), whether a
+    character may answer itself (`allow_self`), the embedder the app loaded (else the settings'), the seed of its
+    draws, a saved state to take up (saved.py), and whether each member indexes new lines in the background."""
+
+    order: str = "natural"
+    allow_self: bool = False
+    embedder: Embedder | None = None
+    seed: int | None = None
+    state: SceneState | None = None
+    read_ahead: bool = True
+
+
 class Scene:
     """One visitor's scene with several characters. Not shared between visitors."""
 
-    def __init__(
-        self,
-        roles: Sequence[str | Role | ChatHaruhi] = (),
-        llm: str | Engine | EngineChoice = "script",
-        *,
-        user_role: str = "You",
-        order: str = "natural",
-        allow_self: bool = False,
-        budgets: Budgets | None = None,
-        settings: Settings | None = None,
-        embedder: Embedder | None = None,
-        fold_prompt: bool | None = None,
-        seed: int | None = None,
-        state: SceneState | None = None,
-        read_ahead: bool = True,
-    ):
+    def __init__(self, roles: Sequence[str | Role | ChatHaruhi] = (), engine: str | Engine | EngineChoice = "script",
+                 *, user_role: str = "You", settings: Settings | None = None, setup: SceneSetup | None = None,
+                 llm: str | Engine | EngineChoice | None = None):
+        if llm is not None:
+            renamed("Scene(llm=...)", "Scene(engine=...)")
+            engine = llm
+        setup = setup or SceneSetup()
         self.settings = settings or Settings.from_env()
-        self.embedder = embedder or get_embedder(self.settings.embedder)
-        # one engine for the whole cast (`llm`: a name, an Engine, or an EngineChoice with its options)
-        choice = as_choice(llm, budgets=budgets, fold_prompt=fold_prompt)
-        self.engine: Engine = choice.open(self.settings)
-        self._budgets, self._fold = choice.budgets, choice.fold_prompt
+        self.embedder = setup.embedder or get_embedder(self.settings.embedder)
+        # one engine for the whole cast, opened once (`engine`: a name, an Engine, or an EngineChoice with its
+        # options, budgets and fold); every member is a conversation core given that choice
+        choice = as_choice(engine)
+        self.choice = replace(choice, engine=choice.open(self.settings))
+        self.engine: Engine = self.choice.engine
         # after each line, each member's memory embeds it in the background (index_ahead)
-        self.read_ahead = read_ahead
+        self.read_ahead = setup.read_ahead
+        seed, state = setup.seed, setup.state
+        order, allow_self = setup.order, setup.allow_self
         self.rng = random.Random(seed)
         state = state or SceneState(user_role=user_role, order=order, allow_self=allow_self)
         get_order(state.order)  # an unknown order fails here, not on the first turn
@@ -124,8 +133,8 @@ class Scene:
             self.state.memory.setdefault(role.role.id, role.memory)
             return role
         memory = self.state.memory.setdefault(role.id, Memory())
-        return ChatHaruhi(role=role, llm=self.engine, settings=self.settings, embedder=self.embedder,
-                          budgets=self._budgets, fold_prompt=self._fold, memory=memory, read_ahead=False)
+        return ChatHaruhi(role=role, engine=self.choice, settings=self.settings, embedder=self.embedder,
+                          memory=memory, read_ahead=False)
 
     def add(self, role: str | Role | ChatHaruhi) -> Member:
         """A character joins now: it will see only what is said from here on."""
@@ -272,10 +281,10 @@ class Scene:
         b = bot.budgets
         lines = [self.lines[i] for i in older]
         query = RecallQuery(vector, tuple(tokens(" ".join(texts))))
-        return bot.memory.recall_among(
-            [_line_views(ln) for ln in lines], [format_query(ln.speaker, ln.text) for ln in lines],
-            [i + 1 for i in older], query, bot.embedder, b.recall_tokens, b.recall_k, bot.count_tokens,
-            SCENE_RECALL_HEADER, "line")
+        units = Units([_line_views(ln) for ln in lines], [format_query(ln.speaker, ln.text) for ln in lines],
+                      [i + 1 for i in older])
+        ask = Ask(query, bot.embedder, b.recall_tokens, b.recall_k, bot.count_tokens)
+        return bot.memory.recall_among(units, ask, SCENE_RECALL_HEADER, "line")
 
     def index_ahead(self) -> None:
         """Embed every present member's witnessed lines now, after a line, while the visitor reads: its next
@@ -432,11 +441,13 @@ class Scene:
         return dump_scene(self.state)
 
     @classmethod
-    def load(cls, data: bytes | str, llm: str | Engine | EngineChoice = "script", **kwargs) -> Scene:
+    def load(cls, data: bytes | str, engine: str | Engine | EngineChoice = "script", *,
+             settings: Settings | None = None, setup: SceneSetup | None = None) -> Scene:
         """A saved scene, with the same cast, presence, order and transcript."""
         from .saved import load_scene
 
-        return cls(llm=llm, state=load_scene(data), **kwargs)
+        setup = replace(setup or SceneSetup(), state=load_scene(data))
+        return cls(engine=engine, settings=settings, setup=setup)
 
 
 def _line_views(ln: Line) -> tuple[str, str]:

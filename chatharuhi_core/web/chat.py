@@ -210,7 +210,7 @@ def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: 
     role = load_role(conv.role_id)
     player = persona(user_role or role.visitor_name, conv.persona) if conv.persona else None
     return ChatHaruhi(role=role, user_role=user_role or None, history=conv.history, memory=conv.memory,
-                      llm=engine.choice(settings), settings=settings, persona=player, note=conv.note)
+                      engine=engine.choice(settings), settings=settings, persona=player, note=conv.note)
 
 
 def read_ahead(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> threading.Thread | None:

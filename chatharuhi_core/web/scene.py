@@ -21,7 +21,7 @@ from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
 from ..scene.cast import MAX_MEMBERS, Member, SceneState, happenings
-from ..scene.scene import Scene
+from ..scene.scene import Scene, SceneSetup
 from .common import (
     PLACEHOLDER_IMAGE,
     WARNING_MARK,
@@ -47,7 +47,7 @@ PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let t
 
 def make_scene(state: SceneState, engine: EnginePanel, settings: Settings, seed: int | None = None) -> Scene:
     """A Scene for one event, around a copy of the visitor's state."""
-    return Scene(llm=engine.choice(settings), settings=settings, seed=seed, state=state.copy())
+    return Scene(engine=engine.choice(settings), settings=settings, setup=SceneSetup(seed=seed, state=state.copy()))
 
 
 # ------------------------------------------------------------ how the scene looks
@@ -179,7 +179,7 @@ def set_cast(state: SceneState, role_ids: Sequence[str], settings: Settings) -> 
     if len(role_ids) > MAX_MEMBERS:
         raise InputError(f"A scene holds at most {MAX_MEMBERS} characters.")
     state = state.copy()
-    scene = Scene(llm="script", settings=settings, state=state)
+    scene = Scene(engine="script", settings=settings, setup=SceneSetup(state=state))
     wanted = list(dict.fromkeys(role_ids))
     for m in scene.members:
         if m.present and m.role_id not in wanted:

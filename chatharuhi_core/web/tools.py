@@ -124,7 +124,7 @@ def _run(role: str, history: list[dict] | None, user_name: str, persona: str, st
     exchanges = _exchanges(history or [], who, Exchange)
     try:
         player = make_persona(who, persona) if (persona or "").strip() else None
-        bot = ChatHaruhi(role=found, llm=settings.default_engine, user_role=who, settings=settings,
+        bot = ChatHaruhi(role=found, engine=settings.default_engine, user_role=who, settings=settings,
                          history=exchanges, persona=player, note=authors_note(note, depth))
         bot.load()
         with ticket_for(bot.engine) as ticket:  # in line behind the page's visitors on a one-at-a-time engine
@@ -177,7 +177,7 @@ def search_scenes(role: str, query: str, k: int = 5) -> list[dict]:
     settings = Settings.from_env()
     found = _role(role, settings)
     try:
-        hits = ChatHaruhi(role=found, llm="script", settings=settings).store.search(query, max(1, min(MAX_SCENES,
+        hits = ChatHaruhi(role=found, engine="script", settings=settings).store.search(query, max(1, min(MAX_SCENES,
                                                                                                       int(k))))
     except ChatHaruhiError as exc:
         raise ToolError(str(exc)) from None

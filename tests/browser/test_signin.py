@@ -106,9 +106,9 @@ def test_the_sign_in_token_is_the_key_of_the_hf_engine_only():
 ])
 def test_router_faults_are_one_sentence_each(settings, router, model, token, words):
     s = settings.with_(hf_router=router.base_url.removesuffix("/v1"))
-    bot = ChatHaruhi(role_name="sunwukong", llm="hf", api_key=TOKENS["ada"], settings=s)
+    bot = ChatHaruhi(role_name="sunwukong", engine="hf", api_key=TOKENS["ada"], settings=s)
     assert bot.chat("你是谁？").startswith("Echo:")
-    broken = ChatHaruhi(role_name="sunwukong", llm="hf", model=model, api_key=token, settings=s,
+    broken = ChatHaruhi(role_name="sunwukong", engine="hf", model=model, api_key=token, settings=s,
                         history=list(bot.history))
     with pytest.raises(EngineError, match=words) as err:
         broken.chat("还在吗？")

@@ -101,7 +101,8 @@ def test_a_visitor_who_leaves_frees_their_sequence(lm):
 def test_a_seeded_reply_keeps_its_words_while_the_batch_is_busy(settings, lm):
     def seeded() -> str:
         engine = open_engine("local", settings, seed=7, temperature=0.8)
-        return ChatHaruhi(role_name="sherlock", llm=engine, settings=settings).answer("What do you make of Moriarty?").text
+        bot = ChatHaruhi(role_name="sherlock", engine=engine, settings=settings)
+        return bot.answer("What do you make of Moriarty?").text
 
     quiet = seeded()
     out: dict = {}

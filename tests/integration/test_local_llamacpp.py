@@ -51,7 +51,7 @@ def _generate(lm, sampling: Sampling, messages=MESSAGES, opening: str = "") -> s
 
 def test_the_bundled_model_runs_in_process_with_llama_cpp(settings, lm):
     assert lm.runtime == "llama.cpp" and lm.device == "cpu"
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     assert bot.engine.load() is lm  # one model for every conversation
     said = bot.answer("Who are you?")
     assert said.text and said.stats.model == "SmolLM2-135M-Instruct (llama.cpp, cpu)"
@@ -105,7 +105,7 @@ def test_scoring_leaves_no_compute_threads_with_its_caller(settings, lm):
     """Eval scores lines from its long-lived main thread. llama.cpp's OpenMP keeps a worker pool per calling
     thread while that thread lives, and a pool left beside every reply's own made decoding 2.5 times slower
     on 2 cores: the engine scores on a thread of its own, so its caller gains no thread."""
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     request = bot.prepare("What do you make of the mud on my boots?")
     scored, release = threading.Event(), threading.Event()
     out: list = []
@@ -135,7 +135,7 @@ def test_scoring_leaves_no_compute_threads_with_its_caller(settings, lm):
 def test_a_fixed_seed_gives_the_same_reply(settings):
     def bot(seed: int | None) -> ChatHaruhi:
         engine = local_model.LocalModelEngine(local_model.EngineOptions(seed=seed))
-        return ChatHaruhi(role_name="sunwukong", llm=engine, settings=settings)
+        return ChatHaruhi(role_name="sunwukong", engine=engine, settings=settings)
 
     assert bot(7).chat("你是谁？") == bot(7).chat("你是谁？")
     assert len({bot(None).chat("你是谁？") for _ in range(3)}) > 1  # unseeded replies still vary
@@ -185,7 +185,7 @@ def test_a_prompt_read_before_is_taken_from_the_saved_states(lm):
 def test_the_next_turns_start_is_read_while_the_visitor_types(settings, lm):
     """After a reply the engine reads the next prompt's start (system prompt, history) in the background; the
     next message then reads only its scenes and itself."""
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     me = bot.user_role
     bot.history = [Exchange(me, "Good morning, Mr. Holmes.", "Good morning. You have come about your brother."),
                    Exchange(me, "He has vanished.", "Since Tuesday night, to judge by the mud on your cuffs.")]
@@ -380,7 +380,7 @@ def test_no_four_tokens_are_repeated_as_transformers_no_repeat_ngram_does(lm):
 def test_a_file_that_is_not_a_gguf_model_is_named(settings, tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a model at all" * 100)
-    bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(bad), settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model=str(bad), settings=settings)
     with pytest.raises(EngineError, match=r"broken\.gguf is not a GGUF model file"):
         bot.chat("Hello")
     assert bot.history == []
@@ -468,7 +468,7 @@ def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, 
     # measured: 0.98 in 16 bits (8 bits passes the same bar); 0.44 when re-quantised to the base's Q4_1
     assert agreement(opened(wide)) > 0.94 and agreement(opened(narrow)) > 0.94
     # through the engine: the fine-tuned folder answers on llama.cpp, under its own name
-    bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model=str(folder), settings=settings)
     said = bot.answer("Who are you?")
     assert said.stats.model == "sherlock-random-lora (llama.cpp, cpu)"
     # merged: read by its 16-bit copy, as the base, or by itself in 8 bits where 8-bit weights read faster

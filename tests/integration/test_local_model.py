@@ -22,7 +22,7 @@ from chatharuhi_core.tokens import count_tokens
 @pytest.fixture(scope="module")
 def smol(settings):
     """The bundled model, loaded once for the module (as the app loads it once per process)."""
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     loading = bot.loading_message()  # None when another test module (eval, synthesize) loaded it first
     assert loading is None or loading.startswith("Loading the local model SmolLM2-135M-Instruct")
     bot.load()
@@ -51,7 +51,7 @@ def test_model_names_resolve(smollm2_gguf, tmp_path):
 
 
 def test_bundled_model_answers_in_english_and_streams(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     streaming = bot.stream("Who are you?")
     pieces = list(streaming)
     reply = bot.history[-1].reply
@@ -65,7 +65,7 @@ def test_bundled_model_answers_in_english_and_streams(settings, smol):
 
 
 def test_budgets_count_with_the_models_tokenizer(settings, smol):
-    bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sunwukong", engine="local", settings=settings)
     text = "齐天大圣孙悟空，金箍棒重一万三千五百斤。"
     assert bot.count_tokens(text) == smol.count_tokens(text) != count_tokens(text)
     req = bot.prepare("你是谁？")
@@ -75,18 +75,18 @@ def test_budgets_count_with_the_models_tokenizer(settings, smol):
 
 
 def test_the_engine_brings_budgets_sized_to_a_small_model(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     assert bot.budgets == local_model.LOCAL_BUDGETS == Budgets(story_tokens=256, history_tokens=192, memory_tokens=192,
                                                                recall_tokens=128, recall_k=6, note_tokens=0)
-    assert ChatHaruhi(role_name="sherlock", llm="script", settings=settings).budgets == Budgets()  # the paper's
+    assert ChatHaruhi(role_name="sherlock", engine="script", settings=settings).budgets == Budgets()  # the paper's
     mine = Budgets(story_tokens=600, history_tokens=300)
-    assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings, budgets=mine).budgets == mine
-    assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings.with_(budgets=mine)).budgets == mine
+    assert ChatHaruhi(role_name="sherlock", engine="local", settings=settings, budgets=mine).budgets == mine
+    assert ChatHaruhi(role_name="sherlock", engine="local", settings=settings.with_(budgets=mine)).budgets == mine
 
 
 def test_transformers_runs_the_same_file_when_asked(settings, smol_hf, monkeypatch):
     monkeypatch.setenv("CHATHARUHI_LOCAL_RUNTIME", "transformers")
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     assert bot.engine.load() is smol_hf and smol_hf.runtime == "transformers"
     said = bot.answer("Who are you?")
     letters = [c for c in said.text if c.isalpha()]
@@ -102,7 +102,7 @@ def test_greedy_gives_the_most_likely_reply_whatever_the_seed(settings, smol, sm
 
     def reply(seed: int) -> str:
         engine = open_engine("local", settings, seed=seed, temperature=0.0, max_tokens=24)
-        return ChatHaruhi(role_name="alice", llm=engine, settings=settings).chat("Who are you?")
+        return ChatHaruhi(role_name="alice", engine=engine, settings=settings).chat("Who are you?")
 
     assert reply(1) == reply(2) != ""
 
@@ -115,7 +115,7 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol_hf):
     from chatharuhi_core.chat.engines.local.transformers_model import TRANSFORMERS
 
     smol = smol_hf
-    bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sunwukong", engine="local", settings=settings)
     messages = bot.prepare("你的金箍棒有多重？").messages
     TRANSFORMERS.inputs(smol, messages, "孙悟空:「")  # the first turn with this role fills the cache
     enc, cache = TRANSFORMERS.inputs(smol, messages, "孙悟空:「")
@@ -135,8 +135,8 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol_hf):
 
 
 def test_one_model_shared_by_every_conversation(settings, smol):
-    a = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
-    b = ChatHaruhi(role_name="alice", llm="local", settings=settings)
+    a = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    b = ChatHaruhi(role_name="alice", engine="local", settings=settings)
     assert a.engine.load() is b.engine.load() is smol
 
 
@@ -145,7 +145,7 @@ def _generating() -> int:
 
 
 def test_a_reader_who_leaves_stops_the_generation(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     stream = bot.stream("Tell me the whole story of the Hound of the Baskervilles.")
     next(stream)
     assert _generating() == 1
@@ -158,11 +158,11 @@ def test_a_reader_who_leaves_stops_the_generation(settings, smol):
 
 
 def test_a_model_that_hangs_is_cut_by_the_timeout(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings.with_(timeout_s=0.05))
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings.with_(timeout_s=0.05))
     with smol.handle.lock, pytest.raises(EngineError, match="produced nothing for 0.05 seconds"):
         bot.chat("Who are you?")  # the model held elsewhere: nothing comes (a prompt read before could be quick)
     assert bot.history == []
-    assert ChatHaruhi(role_name="sherlock", llm="local", settings=settings).chat("Hello!")  # next one works
+    assert ChatHaruhi(role_name="sherlock", engine="local", settings=settings).chat("Hello!")  # next one works
 
 
 @pytest.fixture(scope="module")
@@ -176,17 +176,17 @@ def tiny_hub_model(tmp_path_factory):
 def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, monkeypatch):
     folder, cache = tiny_hub_model
     budgets = settings.budgets.__class__(story_tokens=80, history_tokens=40)
-    bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings, budgets=budgets)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model=str(folder), settings=settings, budgets=budgets)
     said = bot.answer("Hi")
     assert said.text  # random weights: any text, but it streams through the same path
     assert said.stats.model == f"{folder.name} (transformers, cpu)"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    hub_bot = ChatHaruhi(role_name="sherlock", llm="local", model=TINY_LLAMA, settings=settings,
+    hub_bot = ChatHaruhi(role_name="sherlock", engine="local", model=TINY_LLAMA, settings=settings,
                          budgets=budgets)
     said = hub_bot.answer("Hi")
     assert said.text and said.stats.model == "chatharuhi-llama (transformers, cpu)"
-    missing = ChatHaruhi(role_name="sherlock", llm="local", model="test-org/not-cached", settings=settings)
+    missing = ChatHaruhi(role_name="sherlock", engine="local", model="test-org/not-cached", settings=settings)
     start = time.monotonic()
     with pytest.raises(EngineError, match="not in the local Hugging Face cache"):
         missing.chat("Hi")
@@ -195,7 +195,7 @@ def test_a_model_folder_and_a_hub_id_from_the_cache(settings, tiny_hub_model, mo
 
 def test_a_prompt_longer_than_the_model_reads_is_told(settings, tiny_hub_model):
     folder, _ = tiny_hub_model  # this model reads 1,024 tokens; the paper's budgets give far more
-    bot = ChatHaruhi(role_name="sherlock", llm="local", model=str(folder), settings=settings, budgets=Budgets())
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model=str(folder), settings=settings, budgets=Budgets())
     with pytest.raises(EngineError, match="more than .* can read .*Lower the scene or history budget"):
         bot.chat("Who are you?")
     assert bot.history == []

@@ -20,7 +20,7 @@ def test_the_cap_is_the_engines_own(settings):
 
 def test_the_local_model_cut_at_its_limit_is_marked_and_says_so(settings):
     engine = open_engine("local", settings, seed=0, temperature=0.0, max_tokens=40)
-    bot = ChatHaruhi(role_name="sherlock", llm=engine, settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine=engine, settings=settings)
     streaming = bot.stream("Tell me everything about your method, from the beginning, in detail.")
     shown = "".join(streaming)
     said = streaming.reply

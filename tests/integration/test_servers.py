@@ -28,7 +28,7 @@ def _root(base_url: str) -> str:
 
 def hf_bot(settings, srv, model="echo", key=GOOD_KEY, timeout=None, **kw):
     s = settings if timeout is None else settings.with_(timeout_s=timeout)
-    return ChatHaruhi(role_name="sherlock", llm="hf", model=model, base_url=_root(srv.base_url), api_key=key,
+    return ChatHaruhi(role_name="sherlock", engine="hf", model=model, base_url=_root(srv.base_url), api_key=key,
                       settings=s, **kw)
 
 
@@ -74,12 +74,12 @@ def test_hf_timeout_down_and_no_token(settings):
         with pytest.raises(EngineError, match="did not answer within 1 seconds"):
             hf_bot(settings, srv, model="slow", timeout=1.0).chat("hello")
         assert time.monotonic() - start < 4
-    down = ChatHaruhi(role_name="sherlock", llm="hf", model="echo", api_key=GOOD_KEY, settings=settings,
+    down = ChatHaruhi(role_name="sherlock", engine="hf", model="echo", api_key=GOOD_KEY, settings=settings,
                       base_url=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(EngineError, match="Could not reach"):
         down.chat("hello")
     with pytest.raises(EngineError, match="No HF token"):
-        ChatHaruhi(role_name="sherlock", llm="hf", settings=settings.with_(hf_token=None)).chat("hello")
+        ChatHaruhi(role_name="sherlock", engine="hf", settings=settings.with_(hf_token=None)).chat("hello")
 
 
 def test_hf_under_hub_offline_mode_says_what_to_use(settings, fake_openai, monkeypatch):
@@ -107,12 +107,12 @@ def test_fold_messages_alternates_and_keeps_every_word():
 @pytest.mark.parametrize("llm", ["openai", "hf"])
 def test_a_strict_server_needs_the_fold_and_says_so(settings, fake_openai, llm):
     base = fake_openai.base_url if llm == "openai" else _root(fake_openai.base_url)
-    strict = ChatHaruhi(role_name="sherlock", llm=llm, model="strict", base_url=base, api_key=GOOD_KEY,
+    strict = ChatHaruhi(role_name="sherlock", engine=llm, model="strict", base_url=base, api_key=GOOD_KEY,
                         settings=settings)
     with pytest.raises(EngineError, match=r"rejected the prompt's layout \(400\).*System role not supported.*"
                                            r"Fold the prompt"):
         strict.chat("Who are you?")
-    folded = ChatHaruhi(role_name="sherlock", llm=llm, model="strict", base_url=base, api_key=GOOD_KEY,
+    folded = ChatHaruhi(role_name="sherlock", engine=llm, model="strict", base_url=base, api_key=GOOD_KEY,
                         settings=settings, fold_prompt=True)
     assert folded.chat("Who are you?").startswith("Echo: I want you to act like Sherlock Holmes")
     sent = fake_openai.requests[-1]["body"]["messages"]
@@ -135,7 +135,7 @@ def test_the_fold_option_comes_from_the_environment(cache_dir):
 @pytest.mark.parametrize("llm", ["openai", "hf"])
 def test_engines_stream_from_llama_cpp_server(settings, llama_server, llm):
     base = llama_server if llm == "openai" else _root(llama_server)
-    bot = ChatHaruhi(role_name="sherlock", llm=llm, model="smollm2", base_url=base, settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine=llm, model="smollm2", base_url=base, settings=settings)
     streaming = bot.stream("Who are you?")
     pieces = list(streaming)
     assert len(pieces) > 3 and "".join(pieces) == bot.history[-1].reply
@@ -148,7 +148,7 @@ def test_engines_stream_from_llama_cpp_server(settings, llama_server, llm):
 
 
 def test_llama_cpp_server_wrong_model_and_folded_prompt(settings, llama_server):
-    bot = ChatHaruhi(role_name="sherlock", llm="openai", model="smollm2", base_url=llama_server, settings=settings,
+    bot = ChatHaruhi(role_name="sherlock", engine="openai", model="smollm2", base_url=llama_server, settings=settings,
                      fold_prompt=True)
     said = bot.answer("Who are you?")
     assert said.text

@@ -30,7 +30,7 @@ def ash(tmp_path, settings):
 
 
 def bot_for(role, settings, embedder, user="Sam", history=()):
-    return ChatHaruhi(role=role, llm="script", user_role=user, settings=settings, embedder=embedder,
+    return ChatHaruhi(role=role, engine="script", user_role=user, settings=settings, embedder=embedder,
                       history=list(history))
 
 
@@ -101,7 +101,7 @@ class Chunks:
 def test_a_placeholder_split_across_stream_chunks_is_never_shown_half_written(ash, settings, embedder):
     assert hold_partial("Hello {{us") == "Hello " and hold_partial("Hello <US") == "Hello "
     assert hold_partial("Hello {{user}}") == "Hello {{user}}" and hold_partial("3 < 4") == "3 < 4"
-    bot = ChatHaruhi(role=ash, llm=Chunks(["Captain Ash:「Aye, {{us", "er}}, we fly", " at dawn.」"]),
+    bot = ChatHaruhi(role=ash, engine=Chunks(["Captain Ash:「Aye, {{us", "er}}, we fly", " at dawn.」"]),
                      user_role="Sam", settings=settings, embedder=embedder)
     shown = list(bot.stream("When do we leave?"))
     assert "".join(shown) == "Aye, Sam, we fly at dawn."

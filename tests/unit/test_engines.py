@@ -27,14 +27,14 @@ def test_registry_has_the_core_engines():
     ],
 )
 def test_script_engine_quotes_the_right_line(settings, role_id, text, expected):
-    bot = ChatHaruhi(role_name=role_id, llm="script", settings=settings)
+    bot = ChatHaruhi(role_name=role_id, engine="script", settings=settings)
     reply = bot.chat(text)
     assert expected in reply
     assert reply in lines_of(role_id)  # a quote, not an invention
 
 
 def test_script_engine_streams_and_varies(settings):
-    bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="script", settings=settings)
     pieces = list(bot.stream("What is your method?"))
     assert len(pieces) > 5 and "".join(pieces) == bot.history[-1].reply
     second = bot.chat("What is your method?")
@@ -43,7 +43,7 @@ def test_script_engine_streams_and_varies(settings):
 
 def openai_bot(settings, srv, model="echo", key=GOOD_KEY, timeout=None, **kw):
     s = settings if timeout is None else settings.with_(timeout_s=timeout)
-    return ChatHaruhi(role_name="sherlock", llm="openai", model=model, base_url=srv.base_url, api_key=key,
+    return ChatHaruhi(role_name="sherlock", engine="openai", model=model, base_url=srv.base_url, api_key=key,
                       settings=s, **kw)
 
 
@@ -99,7 +99,7 @@ def test_timeout_is_cut_and_told(settings):
 def test_server_down_is_told_quickly(settings):
     from support.loopback import free_port
 
-    bot = ChatHaruhi(role_name="sherlock", llm="openai", model="echo", api_key=GOOD_KEY,
+    bot = ChatHaruhi(role_name="sherlock", engine="openai", model="echo", api_key=GOOD_KEY,
                      base_url=f"http://127.0.0.1:{free_port()}/v1", settings=settings)
     start = time.monotonic()
     with pytest.raises(EngineError, match="Could not reach the model server"):
@@ -108,7 +108,7 @@ def test_server_down_is_told_quickly(settings):
 
 
 def test_no_key_and_no_url_says_what_to_do(settings):
-    bot = ChatHaruhi(role_name="sherlock", llm="openai", settings=settings.with_(openai_api_key=None))
+    bot = ChatHaruhi(role_name="sherlock", engine="openai", settings=settings.with_(openai_api_key=None))
     with pytest.raises(EngineError, match="No API key"):
         bot.chat("hello")
 
@@ -119,7 +119,7 @@ def test_operator_key_and_url_come_from_the_environment(cache_dir, fake_openai):
     s = Settings.from_env(env)
     assert s.default_engine == "openai"
     assert GOOD_KEY not in repr(s)  # secrets stay out of logs
-    assert ChatHaruhi(role_name="sherlock", llm=s.default_engine, settings=s).chat("hi") == "Echo: Watson:「hi」"
+    assert ChatHaruhi(role_name="sherlock", engine=s.default_engine, settings=s).chat("hi") == "Echo: Watson:「hi」"
     assert Settings.from_env({"CHATHARUHI_CACHE": str(cache_dir)}).default_engine == "script"
 
 

@@ -46,7 +46,7 @@ def _history(n: int) -> list[Exchange]:
 
 
 def _bot(history, engine=None, budgets=BUDGETS):
-    bot = ChatHaruhi(role_name="sherlock", llm=engine or NoteTaker(), budgets=budgets, history=history,
+    bot = ChatHaruhi(role_name="sherlock", engine=engine or NoteTaker(), budgets=budgets, history=history,
                      read_ahead=False)
     bot.clock = lambda: "2024-04-01"
     return bot
@@ -66,7 +66,7 @@ def test_a_note_covers_the_oldest_stretch_out_of_the_window_and_records_its_writ
     assert "[notes on turns 1-12 · 2024-03-01 to 2024-03-02]" == first.heading(bot.history)
     prompt = bot.engine.asked[0]
     assert "Anna" in prompt[0]["content"] and "(2024-03-01) Anna:「Item 1" in prompt[1]["content"]
-    older = len(bot.history) - bot._in_window()
+    older = len(bot.history) - bot.in_window()
     assert len(bot.write_notes(limit=10)) == older // STRETCH - 2
     assert bot.write_notes(limit=10) == []  # every whole stretch out of the window has its note
 
@@ -106,7 +106,7 @@ def test_the_script_engine_and_the_local_budgets_make_no_notes(settings):
 def test_notes_are_written_after_a_reply_in_the_background(settings):
     import time
 
-    bot = ChatHaruhi(role_name="sherlock", llm=NoteTaker(), budgets=BUDGETS, history=_history(30))
+    bot = ChatHaruhi(role_name="sherlock", engine=NoteTaker(), budgets=BUDGETS, history=_history(30))
     bot.chat("Good evening.", "Anna")
     for _ in range(100):
         if bot.memory.notes:

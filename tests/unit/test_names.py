@@ -7,7 +7,7 @@ import pytest
 from chatharuhi_core.roles.names import derived_names, find_name
 from chatharuhi_core.roles.role import load_role_package
 from chatharuhi_core.roles.sources import ImportOptions, load_role
-from chatharuhi_core.scene import Scene
+from chatharuhi_core.scene import Scene, SceneSetup
 from chatharuhi_core.web.scene import edit_line, feedback_values, line_at, scene_messages
 
 
@@ -52,7 +52,7 @@ def test_older_packages_and_imports_get_the_names_that_follow(tmp_path, settings
 
 
 def _scene(roles, seed=1, **kw):
-    scene = Scene(roles, llm="script", seed=seed, **kw)
+    scene = Scene(roles, engine="script", **kw, setup=SceneSetup(seed=seed))
     for m in scene.members:
         m.talkativeness = 0.0  # only a named character answers
     return scene

@@ -33,7 +33,7 @@ VIOLIN = "Why do you play the violin at three in the morning?"
 
 
 def _bot(settings, role="sherlock", **kw):
-    return ChatHaruhi(role_name=role, llm="script", settings=settings, **kw)
+    return ChatHaruhi(role_name=role, engine="script", settings=settings, **kw)
 
 
 # ------------------------------------------------------------ alternatives
@@ -311,11 +311,11 @@ def test_the_chat_loop_takes_the_player_s_commands(monkeypatch, capsys, tmp_path
 
 def test_a_group_scene_line_keeps_its_alternatives_through_the_file_and_feedback(settings, embedder, tmp_path):
     from chatharuhi_core.scene.saved import dump_scene, load_scene
-    from chatharuhi_core.scene.scene import Scene
+    from chatharuhi_core.scene.scene import Scene, SceneSetup
     from chatharuhi_core.web.scene import alternatives_label, flip_line
 
-    scene = Scene(["sherlock", "elizabeth"], llm="script", user_role="Watson", settings=settings, embedder=embedder,
-                  seed=0)
+    scene = Scene(["sherlock", "elizabeth"], engine="script", user_role="Watson", settings=settings,
+                  setup=SceneSetup(embedder=embedder, seed=0))
     scene.say("What is your method?")
     "".join(scene.stream_turn("sherlock"))
     first = scene.lines[-1]

@@ -62,7 +62,7 @@ def _chat_cases(settings, embedder) -> dict[str, list[dict]]:
     out = {}
     for name, c in cases.items():
         visitor = c.get("visitor", "Watson" if c.get("role_name") == "sherlock" else "Sam")
-        bot = ChatHaruhi(role_name=c.get("role_name"), role=c.get("role"), llm=c.get("llm", "script"),
+        bot = ChatHaruhi(role_name=c.get("role_name"), role=c.get("role"), engine=c.get("llm", "script"),
                          api_key="sk-test" if c.get("llm") == "openai" else None, settings=settings,
                          embedder=embedder, budgets=c.get("budgets"), fold_prompt=c.get("fold", False),
                          ruler=_ruler, read_ahead=False, user_role=visitor,
@@ -77,15 +77,17 @@ def _chat_cases(settings, embedder) -> dict[str, list[dict]]:
 
 
 def _scene_cases(settings, embedder) -> dict[str, list[dict]]:
+    from chatharuhi_core.chat.engines import EngineChoice
     from chatharuhi_core.config import Budgets
     from chatharuhi_core.scene.cast import Line
-    from chatharuhi_core.scene.scene import Scene
+    from chatharuhi_core.scene.scene import Scene, SceneSetup
 
     out = {}
     for name, fold, budgets in (("three", False, None), ("three-folded", True, None),
                                 ("three-recall", False, Budgets(history_tokens=120, recall_tokens=300))):
-        scene = Scene(["sherlock", "elizabeth", "alice"], llm="script", user_role="Sam", settings=settings,
-                      embedder=embedder, fold_prompt=fold, budgets=budgets, read_ahead=False, seed=1)
+        scene = Scene(["sherlock", "elizabeth", "alice"], EngineChoice("script", budgets=budgets, fold_prompt=fold),
+                      user_role="Sam", settings=settings,
+                      setup=SceneSetup(embedder=embedder, read_ahead=False, seed=1))
         ids = {m.name: m.role_id for m in scene.members}
         for i in range(6):
             scene.say(f"Everyone, remember the number {40 + i} and the colour {['red', 'blue', 'green'][i % 3]}.")
@@ -94,8 +96,8 @@ def _scene_cases(settings, embedder) -> dict[str, list[dict]]:
         scene.say("Holmes, what do you make of the numbers?")
         for m in scene.members:
             out[f"scene/{name}/{m.role_id}"] = scene.prepare(m).messages
-    scene = Scene(["sherlock", "elizabeth"], llm="script", user_role="Sam", settings=settings, embedder=embedder,
-                  read_ahead=False, seed=2)
+    scene = Scene(["sherlock", "elizabeth"], engine="script", user_role="Sam", settings=settings,
+                  setup=SceneSetup(embedder=embedder, read_ahead=False, seed=2))
     scene.say("Good evening to you both.")
     scene.add("alice")
     scene.whisper(scene.members[0].name, "Do not tell the others about the key.")

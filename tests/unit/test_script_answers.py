@@ -86,7 +86,7 @@ SHERLOCK_MESSAGES = ["Who are you?", "What do you think of Moriarty?", "What is 
 def test_the_offline_engine_never_calls_the_visitor_by_someone_elses_name(settings, embedder, role_id, messages):
     role = load_role(role_id)
     for visitor in (role.user_name, "小明" if role.language == "zh" else "Stranger"):
-        bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder, user_role=visitor)
+        bot = ChatHaruhi(role=role, engine="script", settings=settings, embedder=embedder, user_role=visitor)
         for message in messages:
             reply = bot.answer(message).text
             assert not role.addressing.elsewhere(reply, visitor), (visitor, message, reply)
@@ -95,14 +95,14 @@ def test_the_offline_engine_never_calls_the_visitor_by_someone_elses_name(settin
 def test_who_are_you_gets_the_character_saying_who_it_is(settings, embedder):
     for role_id, message in (("sherlock", "Who are you?"), ("dracula", "Who are you?"), ("sunwukong", "你是谁？")):
         role = load_role(role_id)
-        reply = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder).answer(message).text
+        reply = ChatHaruhi(role=role, engine="script", settings=settings, embedder=embedder).answer(message).text
         assert fit(asked(message), reply, role.speaker_names) == 1.0, (role_id, reply)
 
 
 def test_the_next_line_ranking_reads_what_a_line_says_not_where_it_was_found(settings, embedder):
     """A held-out line has no scene; a line from a scene sent must not win for having one."""
     role = load_role("sherlock")
-    bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder, user_role="Watson")
+    bot = ChatHaruhi(role=role, engine="script", settings=settings, embedder=embedder, user_role="Watson")
     request = bot.prepare("Who are you?")
     found = next(t for s, t in (ln for hit in request.scenes[:request.packed] for ln in _lines(hit.text))
                  if s in role.speaker_names)
@@ -146,7 +146,7 @@ def test_titles_endearments_and_longer_names_call_and_one_person_has_one_name():
 
 def test_the_offline_engine_deflects_in_character_when_no_line_answers(settings, embedder):
     role = load_role("sunwukong")
-    bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder)
+    bot = ChatHaruhi(role=role, engine="script", settings=settings, embedder=embedder)
     reply = bot.answer("你会打麻将吗？我三缺一。").text
     lines = {t for s in role.stories for spk, t in parse_scene_lines(s.text) if spk in role.speaker_names}
     assert reply in role.greetings or reply in lines
@@ -154,30 +154,31 @@ def test_the_offline_engine_deflects_in_character_when_no_line_answers(settings,
 
 
 def test_a_group_scene_knows_the_words_the_others_call_a_character_by(settings, embedder):
-    from chatharuhi_core.scene import Scene
+    from chatharuhi_core.scene import Scene, SceneSetup
 
-    scene = Scene(["sherlock", "elizabeth", "dracula"], llm="script", user_role="Watson", settings=settings,
-                  embedder=embedder, seed=0)
+    scene = Scene(["sherlock", "elizabeth", "dracula"], engine="script", user_role="Watson", settings=settings,
+                  setup=SceneSetup(embedder=embedder, seed=0))
     assert "Count" in scene.member("dracula").called  # "Count, …" in the lines Dracula answers
     scene.say("Count, why are you here?")
     assert scene.responders()[0].role_id == "dracula"
-    wukong = Scene(["sunwukong", "luzhishen"], llm="script", user_role="唐僧", settings=settings, embedder=embedder)
+    wukong = Scene(["sunwukong", "luzhishen"], engine="script", user_role="唐僧", settings=settings,
+                   setup=SceneSetup(embedder=embedder))
     assert "师父" not in wukong.member("luzhishen").called  # 师父 is 唐僧 to 孙悟空, who is present
 
 
 def test_a_group_scene_hears_a_name_said_once_typed_small_or_given_by_the_character_itself(settings, embedder):
     from chatharuhi_core.roles.names import written_small
-    from chatharuhi_core.scene import Scene
+    from chatharuhi_core.scene import Scene, SceneSetup
 
-    scene = Scene(["sherlock", "elizabeth", "dracula", "alice"], llm="script", user_role="Watson",
-                  settings=settings, embedder=embedder, seed=0)
+    scene = Scene(["sherlock", "elizabeth", "dracula", "alice"], engine="script", user_role="Watson", settings=settings,
+                  setup=SceneSetup(embedder=embedder, seed=0))
     assert "Voivode" in scene.member("dracula").called  # "My people called me Voivode"
     for line, who in [("Voivode, did you fight the Turks?", "dracula"), ("what did the mushroom taste like, alice?",
                       "alice"), ("lizzie do you think your mother will calm down", "elizabeth")]:
         scene.say(line)
         assert scene.responders()[0].role_id == who, line
-    han = Scene(["zhugeliang", "sunwukong", "lindaiyu"], llm="script", user_role="刘禅", settings=settings,
-                embedder=embedder, seed=0)
+    han = Scene(["zhugeliang", "sunwukong", "lindaiyu"], engine="script", user_role="刘禅", settings=settings,
+                setup=SceneSetup(embedder=embedder, seed=0))
     assert "相父" in han.member("zhugeliang").called  # "相父，你又要北伐了吗？", heard once
     assert not {"你好", "这泼猴"} & set(han.member("sunwukong").called)  # pronouns and particles name nobody
     han.say("朕读书总读不进去，相父，你能不能给朕讲讲兵法？")
@@ -188,10 +189,10 @@ def test_a_group_scene_hears_a_name_said_once_typed_small_or_given_by_the_charac
 
 def test_a_group_scene_member_calls_no_one_absent_and_a_chat_keeps_its_lines(settings, embedder):
     from chatharuhi_core.roles.vocatives import vocatives
-    from chatharuhi_core.scene import Scene
+    from chatharuhi_core.scene import Scene, SceneSetup
 
-    scene = Scene(["elizabeth", "luzhishen", "zhugeliang"], llm="script", user_role="Watson", settings=settings,
-                  embedder=embedder, seed=0)
+    scene = Scene(["elizabeth", "luzhishen", "zhugeliang"], engine="script", user_role="Watson", settings=settings,
+                  setup=SceneSetup(embedder=embedder, seed=0))
     present = {"Watson", *(n for m in scene.members for n in m.names())}
     for message in ["What do you think of marriage?", "你们谁最会打仗？", "Tell me about your family."]:
         scene.say(message)
@@ -200,6 +201,6 @@ def test_a_group_scene_member_calls_no_one_absent_and_a_chat_keeps_its_lines(set
             role = load_role(member.role_id)
             assert all(any(n in word for n in present) for word in vocatives(line, role.openers)), (member.name, line)
     # a chat is said to someone of the book: the net is not cast there ("嫂子" is fine for 王熙凤)
-    bot = ChatHaruhi(role=load_role("lindaiyu"), llm="script", settings=settings, embedder=embedder,
+    bot = ChatHaruhi(role=load_role("lindaiyu"), engine="script", settings=settings, embedder=embedder,
                      user_role="王熙凤")
     assert bot.answer("妹妹，你尝尝这茶怎么样？").text

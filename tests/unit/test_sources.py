@@ -162,7 +162,7 @@ def test_chatharuhi_jsonl_out_and_in_uses_stored_vectors(env, embedder):
     assert [s.text for s in role.stories] == [s.text for s in wukong.stories]
     assert role.name == "孙悟空" and role.series == "西游记" and role.system_prompt == wukong.system_prompt
     assert role.embeddings["use_m3"].shape == (len(wukong.stories), 512)
-    bot = ChatHaruhi(role=role, llm="script", settings=settings)
+    bot = ChatHaruhi(role=role, engine="script", settings=settings)
     assert bot.chat("你的金箍棒有多重？", role="唐僧")
 
 
@@ -178,7 +178,7 @@ def test_matching_column_is_used_as_is_and_other_columns_are_re_embedded(env):
     hits = store.search_vector(role.embeddings["test_col"][2], 1)
     assert hits[0].text == HARUHI_STORIES[2] and hits[0].similarity > 0.999
     # with the default embedder no column matches: the texts are embedded again and it still works
-    bot = ChatHaruhi(role=load_role(inp / "haruhi.jsonl", settings), llm="script", settings=settings)
+    bot = ChatHaruhi(role=load_role(inp / "haruhi.jsonl", settings), engine="script", settings=settings)
     assert bot.chat("你想成立什么社团？", role="阿虚")
 
 
@@ -283,7 +283,7 @@ def test_hub_jsonl_from_the_cache_while_the_hub_is_unreachable(env):
     assert time.monotonic() - start < 10
     assert role.name == "凉宫春日" and "春日" in role.aliases and role.user_name == "阿虚"
     assert role.series.startswith("凉宫春日的忧郁") and len(role.stories) == 4
-    bot = ChatHaruhi(role=role, llm="script", settings=settings)
+    bot = ChatHaruhi(role=role, engine="script", settings=settings)
     assert "外星人" in bot.chat("你对普通人有兴趣吗？", role="阿虚") or bot.history
     assert load_role(role.id, settings).stories == role.stories  # later by id, from <cache>/roles
 
@@ -321,7 +321,7 @@ def test_community_dataset_owner_name_is_read_as_a_chatharuhi_jsonl(env):
     role = load_role("hhhwmws/xiaofeng", settings)  # as ChatHaruhi's role_from_hf="hhhwmws/xiaofeng"
     assert role.name == "萧峰" and "Xiao Feng" in role.aliases and role.series.startswith("天龙八部")
     assert "community" in role.description and role.id.startswith("xiaofeng-") and len(role.stories) == 2
-    assert "二十碗" in ChatHaruhi(role=role, llm="script", settings=settings).chat("萧大哥，再喝一碗？")
+    assert "二十碗" in ChatHaruhi(role=role, engine="script", settings=settings).chat("萧大哥，再喝一碗？")
 
 
 def test_rolellm_role_with_a_space_in_its_name_and_a_bge_en_column(env):
@@ -332,7 +332,7 @@ def test_rolellm_role_with_a_space_in_its_name_and_a_bge_en_column(env):
     role = load_role("silk-road/ChatHaruhi-from-RoleLLM/Jack Sparrow", settings)
     assert role.name == "Jack Sparrow" and "杰克·斯派洛船长" in role.aliases and "RoleLLM" in role.description
     assert role.embeddings == {}  # neither column is the active embedder's: the texts are embedded again
-    store = open_store(role, ChatHaruhi(role=role, llm="script", settings=settings).embedder, settings)
+    store = open_store(role, ChatHaruhi(role=role, engine="script", settings=settings).embedder, settings)
     assert store.search("Does your compass work?", 1)[0].text.startswith("Gibbs:「Captain, the compass")
     wrong = chatharuhi_rows(SPARROW_STORIES, {"bge_en_s15": 512}, "act like Jack Sparrow from x.")
     lay_out_hub_cache(settings.hub_cache, {"silk-road/ChatHaruhi-from-RoleLLM": {"Will Turner.jsonl": wrong.encode()}})
@@ -479,6 +479,6 @@ def test_a_chinese_named_card_gets_a_readable_id_that_loads_and_chats(env, embed
     assert role.root.name == role.id and (role.root / "role.json").is_file()
     again = load_role(role.id, settings)  # by its id, from the cache, as the page and the CLI do
     assert again.name == "蓝掌柜"
-    assert ChatHaruhi(role=again, llm="script", settings=settings, embedder=embedder).chat("你好")
+    assert ChatHaruhi(role=again, engine="script", settings=settings, embedder=embedder).chat("你好")
     assert ROLE_ID_RE.match("role-53c060d601") and ROLE_ID_RE.match("sherlock")
     assert not ROLE_ID_RE.match("../etc") and not ROLE_ID_RE.match("a b")
