@@ -1,4 +1,4 @@
-"""Command line: `python -m chatharuhi_core chat --role ID [--llm NAME] [TEXT]` and friends."""
+"""Command line: `python -m chatharuhi_core chat --role ID [--engine NAME] [TEXT]` and friends."""
 
 from __future__ import annotations
 
@@ -15,9 +15,20 @@ from .errors import ChatHaruhiError, InputError
 from .scene.order import order_names
 
 
+class _OldFlag(argparse.Action):
+    """A flag's old spelling (--engine) still works for one release, and says once which flag replaces it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string and option_string != self.option_strings[0]:
+            print(f"{option_string} is now {self.option_strings[0]}; the old name works until the next release.",
+                  file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--llm", default=None, choices=engine_names(),
-                   help="reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script)")
+    p.add_argument("--engine", "--llm", dest="engine", default=None, choices=engine_names(), action=_OldFlag,
+                   help="reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script; "
+                        "--llm is its old name)")
     p.add_argument("--model", help="model for the engine: gpt-4o-mini (openai), a Hub id (hf), "
                                    "a folder, .gguf file or Hub id (local; blank = bundled SmolLM2)")
     p.add_argument("--base-url", help="base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1), "
@@ -89,7 +100,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     saved = session.load(args.role)
     player = read_persona(args.persona) if args.persona else (saved.persona if saved else None)
     user_role = args.user_role or (saved.user_role if saved else None) or (player.name if player else None)
-    bot = ChatHaruhi(role_name=args.role, llm=engine, user_role=user_role, settings=settings,
+    bot = ChatHaruhi(role_name=args.role, engine=engine, user_role=user_role, settings=settings,
                      history=saved.history if saved else [], persona=player, note=saved.note if saved else None,
                      memory=Memory(list(saved.pins), notes=list(saved.notes)) if saved else None)
     tree = ChatTree(bot, saved.line if saved else None, saved.meta if saved else None)
@@ -357,13 +368,13 @@ def cmd_engines(args: argparse.Namespace) -> int:
 
 
 def _engine(args: argparse.Namespace, settings: Settings) -> str:
-    """--llm, else the deployment's default engine, checked before any work starts."""
-    # CHATHARUHI_BACKEND may name an engine that does not exist: UnknownNameError says which exist
-    return engine_info(args.llm or settings.default_engine).name
+    """--engine, else the deployment's default engine, checked before any work starts."""
+    # CHATHARUHI_ENGINE may name an engine that does not exist: UnknownNameError says which exist
+    return engine_info(args.engine or settings.default_engine).name
 
 
 def engine_choice(args: argparse.Namespace, settings: Settings) -> EngineChoice:
-    """The engine the flags choose (--llm, --model, --base-url, --api-key, --fold-prompt), built once per command."""
+    """The engine the flags choose (--engine, --model, --base-url, --api-key, --fold-prompt), built once per command."""
     return EngineChoice(_engine(args, settings), args.model, args.base_url, args.api_key,
                         fold_prompt=getattr(args, "fold_prompt", None))
 
@@ -382,8 +393,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.rescore:
         return _rescore(args, settings)
     if args.compare:
-        if args.llm or args.model:
-            raise ChatHaruhiError("Give either --compare SYSTEM... or --llm/--model, not both.")
+        if args.engine or args.model:
+            raise ChatHaruhiError("Give either --compare SYSTEM... or --engine/--model, not both.")
         systems = [parse_system(s) for s in args.compare]
     else:
         systems = [SystemSpec(_engine(args, settings), args.model or "")]
@@ -492,7 +503,8 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
 
 
 def cmd_finetune(args: argparse.Namespace) -> int:
-    from .data.finetune import Interrupted, TrainSettings, finetune, work_dir
+    from .data.finetune import FinetuneOptions, Interrupted, TrainSettings, finetune, work_dir
+    from .data.finetune_data import DatasetOptions
     from .data.holdout import HoldOut
 
     settings = Settings.from_env()
@@ -505,9 +517,10 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     command = " ".join(["python -m chatharuhi_core", *(shlex.quote(a) for a in args.argv)])
     holdout = HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed, args.holdout_deep_cases)
     try:
-        result = finetune(roles, out, base=args.base or "", data_files=[Path(p) for p in args.data or []],
-                          dpo_file=Path(args.dpo) if args.dpo else None, merge=args.merge, holdout=holdout, train=train,
-                          settings=settings, say=lambda s: print(s, file=sys.stderr, flush=True), command=command)
+        data = DatasetOptions(holdout=holdout, data_files=tuple(Path(p) for p in args.data or []),
+                              dpo_file=Path(args.dpo) if args.dpo else None)
+        options = FinetuneOptions(base=args.base or "", data=data, merge=args.merge, train=train, command=command)
+        result = finetune(roles, out, options, settings=settings, say=lambda s: print(s, file=sys.stderr, flush=True))
     except Interrupted as exc:
         print(f"\n{exc}", file=sys.stderr)
         return 130
@@ -524,7 +537,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
           f"loss {t['first_loss'] or 0:.3f} -> {t['final_loss'] or 0:.3f}.")
     held = sum(len(v) for v in m["hold_out"]["scenes"].values())
     print(f"Held out for eval: {held} scenes (never in a training row). Written to {result.out}")
-    print(f"Chat with it:  python -m chatharuhi_core chat --llm local --model {result.out} --role {roles[0].id}")
+    print(f"Chat with it:  python -m chatharuhi_core chat --engine local --model {result.out} --role {roles[0].id}")
     print(f"Score it:      python -m chatharuhi_core eval --compare local local:{result.out}"
           + (f" --roles {' '.join(r.id for r in roles)}" if args.roles else ""))
     return 0
@@ -636,7 +649,7 @@ def _add_eval_command(sub) -> None:
     _add_engine_args(p)
     p.add_argument("--compare", nargs="+", metavar="SYSTEM",
                    help="several systems on the same cases, each as ENGINE or ENGINE:MODEL, e.g. "
-                        "script local local:runs/all-lora openai:gpt-4o-mini (instead of --llm/--model); the "
+                        "script local local:runs/all-lora openai:gpt-4o-mini (instead of --engine/--model); the "
                         "baselines greeting and random-line are added unless --no-baselines")
     p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to test (default: every bundled role)")
     p.add_argument("--cases", type=int, default=10,

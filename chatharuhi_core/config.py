@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .deprecated import renamed
+
 DEFAULT_STORY_TOKENS = 1500
 DEFAULT_HISTORY_TOKENS = 1200
 DEFAULT_TOP_K = 19
@@ -64,6 +66,16 @@ def _user_chats(env: Mapping[str, str], sign_in: bool) -> Path | None:
         return Path(value).expanduser()
     data = Path("/data")
     return data / "chatharuhi" / "users" if data.is_dir() and os.access(data, os.W_OK) else None
+
+
+def _renamed_env(env: Mapping[str, str], name: str, old: str) -> str | None:
+    """A setting by its name, else by its old name (which still works for one release and warns once)."""
+    if env.get(name):
+        return env[name]
+    if env.get(old):
+        renamed(old, name)
+        return env[old]
+    return None
 
 
 def _flag(value: str | None) -> bool:
@@ -126,7 +138,7 @@ class Settings:
     budgets: Budgets = Budgets()
     feedback_file: Path | None = None  # CHATHARUHI_FEEDBACK: where ratings and edits go ("off": nowhere)
     feedback_off: bool = False
-    engine_chosen: bool = False  # the operator chose the engine (CHATHARUHI_BACKEND) or gave a key for one
+    engine_chosen: bool = False  # the operator chose the engine (CHATHARUHI_ENGINE) or gave a key for one
     sign_in: bool = False  # a Space with `hf_oauth: true`: visitors may sign in with Hugging Face
     hf_router: str | None = None  # CHATHARUHI_HF_ROUTER: where the hf engine sends a Hub model id (None: huggingface_hub's)
     hf_models: tuple[str, ...] = DEFAULT_HF_MODELS  # CHATHARUHI_HF_MODELS: the hf engine's suggested models
@@ -143,7 +155,8 @@ class Settings:
         base_url = env.get("OPENAI_BASE_URL") or None
         zero_gpu = _flag(env.get("SPACES_ZERO_GPU"))
         gpu_ready = zero_gpu and gpu_runtime()  # a ZeroGPU Space whose requirements carry the model's runtime
-        engine = env.get("CHATHARUHI_BACKEND") or ("openai" if (key or base_url) else "local" if gpu_ready else "script")
+        chosen = _renamed_env(env, "CHATHARUHI_ENGINE", "CHATHARUHI_BACKEND")
+        engine = chosen or ("openai" if (key or base_url) else "local" if gpu_ready else "script")
         host = env.get("CHROMA_HOST") or None
         port = int(env.get("CHROMA_PORT") or 8000)
         feedback_file, feedback_off = _feedback_setting(env.get("CHATHARUHI_FEEDBACK"))
@@ -166,7 +179,7 @@ class Settings:
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
             feedback_file=feedback_file,
             feedback_off=feedback_off,
-            engine_chosen=bool(env.get("CHATHARUHI_BACKEND") or key or base_url or env.get("HF_TOKEN") or gpu_ready),
+            engine_chosen=bool(chosen or key or base_url or env.get("HF_TOKEN") or gpu_ready),
             sign_in=sign_in,
             hf_router=env.get("CHATHARUHI_HF_ROUTER") or None,
             hf_models=_names(env.get("CHATHARUHI_HF_MODELS"), DEFAULT_HF_MODELS),

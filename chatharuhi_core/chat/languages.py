@@ -89,7 +89,7 @@ def language_gap(engine, role: Role, offers: str = "") -> str | None:
 
 def warn_language(engine, role: Role) -> None:
     """The command line's warning, on stderr before the first message, with what to choose instead."""
-    said = language_gap(engine, role, f"Use --llm script for {role.name}'s own lines, or --llm hf with HF_TOKEN "
+    said = language_gap(engine, role, f"Use --engine script for {role.name}'s own lines, or --engine hf with HF_TOKEN "
                                       "set (its suggested models speak Chinese and English).")
     if said:
         print(f"warning: {said}", file=sys.stderr, flush=True)

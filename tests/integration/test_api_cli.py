@@ -14,7 +14,7 @@ from chatharuhi_core.roles.sources import BUNDLED_DIR
 
 
 def test_role_name_form(settings):
-    bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="script", settings=settings)
     said = bot.answer(text="Can you introduce yourself?", role="Watson")
     assert isinstance(said.text, str) and said.text
     assert bot.history[-1].user_role == "Watson"
@@ -28,13 +28,13 @@ def test_system_prompt_and_story_db_forms(settings, tmp_path):
     (texts / "2.txt").write_text("阿强:「明天去爬山吗？」\n小美:「好呀，不过要早点出发。」", encoding="utf-8")
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("I want you to act like 小美 from 我的故事.", encoding="utf-8")
-    bot = ChatHaruhi(system_prompt=str(prompt), story_db=str(texts), llm="script", settings=settings)
+    bot = ChatHaruhi(system_prompt=str(prompt), story_db=str(texts), engine="script", settings=settings)
     assert bot.role.name == "小美"  # the main speaker of the scenes
     assert "下雨天" in bot.chat(text="你喜欢什么天气？", role="阿强")
 
     jsonl = tmp_path / "stories.jsonl"
     jsonl.write_text("\n".join(json.dumps({"id": i, "text": (texts / f"{i}.txt").read_text()}) for i in (1, 2)))
-    bot = ChatHaruhi(system_prompt="act like 小美", story_db=jsonl, llm="script", settings=settings)
+    bot = ChatHaruhi(system_prompt="act like 小美", story_db=jsonl, engine="script", settings=settings)
     assert "早点出发" in bot.chat("明天爬山吗？")
     package = ChatHaruhi(system_prompt="ignored", story_db=BUNDLED_DIR / "sherlock", settings=settings)
     assert package.role.id == "sherlock"
@@ -56,10 +56,10 @@ def test_regenerate_replaces_the_last_reply(settings):
 
 
 def test_cli_one_message_in_character(cache_dir):
-    out = run_cli("chat", "--role", "sherlock", "--llm", "script", "hello", cache=cache_dir)
+    out = run_cli("chat", "--role", "sherlock", "--engine", "script", "hello", cache=cache_dir)
     assert out.returncode == 0, out.stderr
     assert "Hello" in out.stdout and "Traceback" not in out.stderr
-    out = run_cli("chat", "--role", "sunwukong", "--llm", "script", "你的金箍棒有多重？", cache=cache_dir)
+    out = run_cli("chat", "--role", "sunwukong", "--engine", "script", "你的金箍棒有多重？", cache=cache_dir)
     assert "一万三千五百斤" in out.stdout
 
 
@@ -70,9 +70,9 @@ def test_cli_engines_stats_and_fold(cache_dir, fake_openai, smollm2_gguf):
     assert [line.split()[0] for line in out.stdout.splitlines()] == ["script", "local", "openai", "hf"]
     out = run_cli("engines", "--gguf", cache=cache_dir)
     assert out.stdout.strip() == str(smollm2_gguf)
-    out = run_cli("chat", "--role", "sherlock", "--llm", "script", "--stats", "hello", cache=cache_dir)
+    out = run_cli("chat", "--role", "sherlock", "--engine", "script", "--stats", "hello", cache=cache_dir)
     assert "[Offline: quote the script: first token" in out.stderr and "tokens/s" in out.stderr
-    strict = ("chat", "--role", "sherlock", "--llm", "openai", "--model", "strict", "--base-url",
+    strict = ("chat", "--role", "sherlock", "--engine", "openai", "--model", "strict", "--base-url",
               fake_openai.base_url, "--api-key", GOOD_KEY, "hello")
     out = run_cli(*strict, cache=cache_dir)
     assert out.returncode == 1 and "Fold the prompt" in out.stderr
@@ -134,7 +134,7 @@ def test_cli_errors_are_sentences(cache_dir, tmp_path):
     assert out.returncode == 1 and "role.json, field 'id'" in out.stderr
     out = run_cli("validate", str(BUNDLED_DIR / "sherlock"), cache=cache_dir)
     assert out.returncode == 0 and "OK: sherlock" in out.stdout
-    out = run_cli("chat", "--role", "sherlock", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1", "hi",
+    out = run_cli("chat", "--role", "sherlock", "--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "hi",
                   cache=cache_dir)
     assert out.returncode == 1 and "Could not reach the model server" in out.stderr
 
@@ -153,7 +153,7 @@ def test_cli_role_build_import_export_push(cache_dir, tmp_path):
     out = run_cli("role", "import", str(tmp_path / "holmes.png"), cache=cache_dir)
     assert out.returncode == 0 and "Imported Sherlock Holmes as 'sherlock-holmes-" in out.stdout, out.stderr
     new_id = out.stdout.split("'")[1]
-    out = run_cli("chat", "--role", new_id, "--llm", "script", "What is your method?", cache=cache_dir)
+    out = run_cli("chat", "--role", new_id, "--engine", "script", "What is your method?", cache=cache_dir)
     assert out.returncode == 0 and out.stdout.strip(), out.stderr
     out = run_cli("role", "validate", str(tmp_path / "mira"), cache=cache_dir)
     assert out.returncode == 0 and "2 scenes" in out.stdout

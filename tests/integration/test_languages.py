@@ -35,17 +35,17 @@ def test_model_families():
 
 def test_engines_say_what_they_speak(settings):
     wukong = load_role("sunwukong")
-    local = ChatHaruhi(role=wukong, llm="local", settings=settings).engine
+    local = ChatHaruhi(role=wukong, engine="local", settings=settings).engine
     assert engine_languages(local) == EN
     said = language_gap(local, wukong, "Use the offline engine.")
     assert said.startswith("SmolLM2-135M-Instruct speaks English only, and 孙悟空 speaks Chinese")
     assert said.endswith("该模型不会说中文，回复将没有意义。") and "Use the offline engine." in said
     assert language_gap(local, load_role("sherlock")) is None
-    script = ChatHaruhi(role=wukong, llm="script", settings=settings).engine
+    script = ChatHaruhi(role=wukong, engine="script", settings=settings).engine
     assert engine_languages(script) is None and language_gap(script, wukong) is None  # it quotes her own lines
-    hf = ChatHaruhi(role=wukong, llm="hf", settings=settings).engine
+    hf = ChatHaruhi(role=wukong, engine="hf", settings=settings).engine
     assert engine_languages(hf) == ZH_EN  # the first suggested model
-    unknown = ChatHaruhi(role=wukong, llm="openai", model="my-own-model", settings=settings).engine
+    unknown = ChatHaruhi(role=wukong, engine="openai", model="my-own-model", settings=settings).engine
     assert language_gap(unknown, wukong) is None
 
 
@@ -71,12 +71,12 @@ def test_a_fine_tuned_model_speaks_what_its_eval_measured(tmp_path):
 
 
 def test_the_command_line_warns_before_the_first_message(cache_dir):
-    out = run_cli("chat", "--role", "sunwukong", "--llm", "local", "你是谁？", cache=cache_dir)
+    out = run_cli("chat", "--role", "sunwukong", "--engine", "local", "你是谁？", cache=cache_dir)
     assert out.returncode == 0, out.stderr
     warning = out.stderr.splitlines()[0]
     assert warning.startswith("warning: SmolLM2-135M-Instruct speaks English only, and 孙悟空 speaks Chinese")
-    assert "--llm script" in warning and "--llm hf" in warning
-    quiet = run_cli("chat", "--role", "sherlock", "--llm", "local", "Who are you?", cache=cache_dir)
+    assert "--engine script" in warning and "--engine hf" in warning
+    quiet = run_cli("chat", "--role", "sherlock", "--engine", "local", "Who are you?", cache=cache_dir)
     assert "warning" not in quiet.stderr
-    scene = run_cli("chat", "--role", "sherlock", "--role", "sunwukong", "--llm", "script", "hello", cache=cache_dir)
+    scene = run_cli("chat", "--role", "sherlock", "--role", "sunwukong", "--engine", "script", "hello", cache=cache_dir)
     assert "warning" not in scene.stderr  # the script engine speaks every character's language

@@ -123,7 +123,7 @@ def test_the_engine_runs_the_best_variant_this_cpu_passes_and_leaves_no_trace_in
 def test_a_user_s_library_folder_without_llama_cpp_is_a_sentence_naming_it(tmp_path):
     """LLAMA_CPP_LIB_PATH set by the user to a folder without llama.cpp: the command line says where it looked."""
     env = {**os.environ, llama_cpu.ENV: str(tmp_path), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--llm", "local",
+    done = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--engine", "local",
                            "Who are you?"], capture_output=True, text=True, env=env, timeout=300,
                           cwd=ROOT)
     assert done.returncode != 0 and "Traceback" not in done.stderr

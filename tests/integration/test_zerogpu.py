@@ -48,13 +48,13 @@ def test_a_zerogpu_space_settings(cache_dir):
     zero = Settings.from_env({**base, "SPACES_ZERO_GPU": "true"})
     assert zero.zero_gpu and zero.gpu_model == "Qwen/Qwen2.5-7B-Instruct"
     assert Settings.from_env({**base, "SPACES_ZERO_GPU": "true", "CHATHARUHI_GPU_MODEL": "a/b"}).gpu_model == "a/b"
-    bot = ChatHaruhi(role_name="sunwukong", llm="local", settings=zero)
+    bot = ChatHaruhi(role_name="sunwukong", engine="local", settings=zero)
     assert bot.engine.spec.source == "Qwen/Qwen2.5-7B-Instruct" and bot.engine.spec.on_hub
     assert bot.engine.languages() == frozenset({"zh", "en"})  # no warning for 孙悟空 on that Space
 
 
 def test_the_local_engine_generates_inside_spaces_gpu(settings, fake_spaces):
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     streaming = bot.stream("Who are you?")
     reply = "".join(streaming)
     assert reply.strip()
@@ -90,7 +90,7 @@ def test_a_zerogpu_space_with_the_runtime_answers_everyone_with_the_gpu_model(ca
     monkeypatch.setattr(config, "gpu_runtime", lambda: True)
     ready = Settings.from_env(base)
     assert ready.default_engine == "local" and ready.engine_chosen  # signed in or not: the free GPU model
-    assert Settings.from_env({**base, "CHATHARUHI_BACKEND": "script"}).default_engine == "script"
+    assert Settings.from_env({**base, "CHATHARUHI_ENGINE": "script"}).default_engine == "script"
     assert Settings.from_env({**base, "OPENAI_API_KEY": "sk-test"}).default_engine == "openai"
     monkeypatch.setattr(config, "gpu_runtime", lambda: False)
     bare = Settings.from_env(base)  # requirements without torch: the offline engine first, sign-in still offered

@@ -271,7 +271,7 @@ def test_cases_with_history_are_drawn_apart_and_reported_by_depth(settings):
 
 
 def test_script_engine_eval_writes_table_csv_and_plot(settings, tmp_path, capsys):
-    code = main(["eval", "--llm", "script", "--roles", "sunwukong", "sherlock", "--cases", "3", "--deep-cases", "1",
+    code = main(["eval", "--engine", "script", "--roles", "sunwukong", "sherlock", "--cases", "3", "--deep-cases", "1",
                  "--out", str(tmp_path)])
     assert code == 0
     printed = capsys.readouterr().out
@@ -531,7 +531,7 @@ def test_the_script_engine_ranks_a_line_by_its_own_measure(settings, embedder):
     """Its own line whose cue matches the question ranks above an unrelated line of another character."""
     from chatharuhi_core import ChatHaruhi
 
-    bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings, embedder=embedder)
+    bot = ChatHaruhi(role_name="sherlock", engine="script", settings=settings, embedder=embedder)
     request = bot.prepare("Who is the most dangerous man in London?")
     own = bot.engine.stream(request)
     line = "".join(own)
@@ -582,7 +582,7 @@ def test_compared_systems_read_the_same_packed_prompt(settings, embedder):
     shared = shared_budgets([SystemSpec("script"), SystemSpec("local"), SystemSpec("greeting")], settings)
     assert (shared.story_tokens, shared.history_tokens) == (LOCAL_BUDGETS.story_tokens, LOCAL_BUDGETS.history_tokens)
     assert shared_budgets([SystemSpec("script")], settings) == settings.budgets
-    bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings, embedder=embedder, ruler=count_tokens)
+    bot = ChatHaruhi(role_name="sherlock", engine="script", settings=settings, embedder=embedder, ruler=count_tokens)
     first = bot.prepare("Who is the most dangerous man in London?").scenes[0]
     bot.budgets = Budgets(story_tokens=count_tokens(first.text), history_tokens=100)
     request = bot.prepare("Who is the most dangerous man in London?")

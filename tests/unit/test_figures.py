@@ -86,10 +86,10 @@ MEASURED = [
             "| 1 | warmed at start | a later start | 3.7 s | 1.82 s |",
             "| 0 | warmed at start | first start ever | 5.9 s | 3.15 s |",
             "| 1 | warmed at start | first start ever | 4.1 s | 5.00 s |")),
-    Figure("a one-shot `chat --llm local --stats` in a fresh process showed 1.31 s and 1.35 s to the first token",
+    Figure("a one-shot `chat --engine local --stats` in a fresh process showed 1.31 s and 1.35 s to the first token",
            RESULTS, LOCAL_NOTES,
-           ("(`chat --role ROLE --llm local --stats`, timed by hand after the bench, one run", "shows 1.31 s and 1.35 s to "
-            "the first token")),
+           ("(`chat --role ROLE --engine local --stats`, timed by hand after the bench, one run",
+            "shows 1.31 s and 1.35 s to the first token")),
     Figure("first word within 3.3 s (p95; 23.2 s one at a time, in the same run) and 32 within 30.6 s (87.2 s), 0 "
            "errors; 8 visitors of the offline engine sending at the same moment as 8 local ones get theirs within 0.92 s "
            "(0.87 s with the local model idle). Eight replies at once write 1.8× the tokens per second of one through the "

@@ -131,7 +131,7 @@ def test_two_conversations_never_share_a_memory(settings):
 
 def test_the_local_engines_read_ahead_start_holds_the_pins(settings):
     """The pins close the system prompt, so what the local engine reads ahead is still the next prompt's start."""
-    bot = ChatHaruhi(role_name="sherlock", llm="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
     bot.history = [Exchange(bot.user_role, "Good morning.", "Good morning. Sit down.")]
     bot.remember("My sister is called Anna.")
     start = bot.next_prompt_start()
@@ -174,7 +174,7 @@ def test_the_chat_command_remembers_lists_and_forgets(cache_dir, tmp_path):
     env["CHATHARUHI_CACHE"] = str(cache_dir)
     lines = "/remember my sister is Anna\n/remember I take my tea black\n/memories\n/forget 1\n/forget 9\n" \
             "/forget one\nWhat is your method?\n/quit\n"
-    out = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--llm", "script",
+    out = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--engine", "script",
                           "--session", str(path)], cwd=ROOT, env=env, input=lines, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
@@ -186,7 +186,7 @@ def test_the_chat_command_remembers_lists_and_forgets(cache_dir, tmp_path):
     saved = load_chat(path.read_bytes())
     assert saved.pins == [Pin("I take my tea black")] and len(saved.history) == 1
     assert "I take my tea black" in saved.meta[0].messages[0]["content"]  # it was in the reply's prompt
-    again = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--llm", "script",
+    again = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--engine", "script",
                             "--session", str(path)], cwd=ROOT, env=env, input="/memories\n/quit\n",
                            capture_output=True, text=True, timeout=120)
     assert "  1. I take my tea black" in again.stdout  # kept in the session file
@@ -208,7 +208,7 @@ def test_a_reply_indexes_what_left_the_window_before_the_next_message(settings):
     # a bot that answers one message and is dropped (eval, synthesize) prepares nothing after it
     once = ChatHaruhi(role_name="sherlock", settings=settings, budgets=SMALL, history=list(bot.history),
                       read_ahead=False)
-    once._ahead = lambda: pytest.fail("a one-message bot read ahead")
+    once.after_reply = lambda: pytest.fail("a one-message bot read ahead")
     assert once.chat("And the rain?")
 
 

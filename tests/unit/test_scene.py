@@ -9,7 +9,7 @@ from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.errors import EngineError, InputError, UnknownNameError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.scene import Line, Scene
+from chatharuhi_core.scene import Line, Scene, SceneSetup
 from chatharuhi_core.scene.order import ORDERS, spoken_this_round
 
 EN = ["sherlock", "elizabeth", "dracula"]
@@ -18,7 +18,7 @@ ZH = ["sunwukong", "zhugeliang", "lindaiyu"]
 
 @pytest.fixture()
 def scene(settings, embedder):
-    return Scene(EN, llm="script", user_role="Watson", settings=settings, embedder=embedder, seed=0)
+    return Scene(EN, engine="script", user_role="Watson", settings=settings, setup=SceneSetup(embedder=embedder, seed=0))
 
 
 def said(scene, speaker_id, text="…"):
@@ -137,8 +137,8 @@ def test_manual_order_waits_for_the_visitor(scene):
 
 
 def test_a_late_joiner_sees_only_what_was_said_after_it_came(settings, embedder):
-    scene = Scene(["sherlock", "elizabeth"], llm="script", user_role="Watson", settings=settings,
-                  embedder=embedder, seed=1)
+    scene = Scene(["sherlock", "elizabeth"], engine="script", user_role="Watson", settings=settings,
+                  setup=SceneSetup(embedder=embedder, seed=1))
     scene.chat("Holmes, there is a letter about a secret treaty.")
     before = [ln.text for ln in scene.lines]
     scene.add("dracula")
@@ -159,7 +159,7 @@ def test_a_late_joiner_sees_only_what_was_said_after_it_came(settings, embedder)
 
 
 def test_each_character_reads_its_own_store_and_keeps_its_own_persona(settings, embedder):
-    scene = Scene(ZH, llm="script", user_role="唐僧", settings=settings, embedder=embedder, seed=2)
+    scene = Scene(ZH, engine="script", user_role="唐僧", settings=settings, setup=SceneSetup(embedder=embedder, seed=2))
     said(scene, None, "诸位，今天我们说说兵法、猴子和桃花。")
     roles = {rid: load_role(rid) for rid in ZH}
     for rid in ZH:
@@ -192,7 +192,7 @@ def test_the_prompt_is_the_transcript_as_name_lines(scene):
 
 
 def test_script_engine_characters_quote_their_own_lines(settings, embedder):
-    scene = Scene(ZH, llm="script", user_role="唐僧", settings=settings, embedder=embedder, seed=3)
+    scene = Scene(ZH, engine="script", user_role="唐僧", settings=settings, setup=SceneSetup(embedder=embedder, seed=3))
     lines = scene.chat("悟空，前面是不是有妖怪？")
     assert lines and lines[0].role_id == "sunwukong"
     lines += list(scene.talk(4))
@@ -206,16 +206,16 @@ def test_script_engine_characters_quote_their_own_lines(settings, embedder):
 
 
 def test_a_stopped_or_failed_turn_leaves_the_transcript_whole(fake_openai, settings, embedder):
-    scene = Scene(EN, llm=EngineChoice("openai", model="cut", base_url=fake_openai.base_url, api_key=GOOD_KEY),
-                  user_role="Watson", settings=settings, embedder=embedder, seed=4)
+    scene = Scene(EN, engine=EngineChoice("openai", model="cut", base_url=fake_openai.base_url, api_key=GOOD_KEY),
+                  user_role="Watson", settings=settings, setup=SceneSetup(embedder=embedder, seed=4))
     said(scene, None, "Holmes, a word?")
     before = [(ln.speaker, ln.text) for ln in scene.lines]
     with pytest.raises(EngineError):
         for _ in scene.stream_turn("sherlock"):
             pass
     assert [(ln.speaker, ln.text) for ln in scene.lines] == before
-    scene_ok = Scene(llm=EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY),
-                     settings=settings, embedder=embedder, state=scene.state)
+    scene_ok = Scene(engine=EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY),
+                     settings=settings, setup=SceneSetup(embedder=embedder, state=scene.state))
     stream = scene_ok.stream_turn("sherlock")
     next(stream)
     stream.close()  # the Stop button
@@ -228,8 +228,8 @@ def test_a_server_that_dies_mid_scene_gets_a_sentence(settings, embedder):
     from support.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as srv:
-        scene = Scene(EN, llm=EngineChoice("openai", model="echo", base_url=srv.base_url, api_key=GOOD_KEY),
-                      settings=settings, embedder=embedder, seed=5)
+        scene = Scene(EN, engine=EngineChoice("openai", model="echo", base_url=srv.base_url, api_key=GOOD_KEY),
+                      settings=settings, setup=SceneSetup(embedder=embedder, seed=5))
         scene.chat("Holmes?")
         kept = len(scene.lines)
     with pytest.raises(EngineError) as err:
@@ -239,8 +239,8 @@ def test_a_server_that_dies_mid_scene_gets_a_sentence(settings, embedder):
 
 
 def test_the_director_picks_the_next_speaker_or_ends_the_scene(fake_openai, settings, embedder):
-    scene = Scene(EN, llm=EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY),
-                  order="director", user_role="Watson", settings=settings, embedder=embedder, seed=6)
+    scene = Scene(EN, engine=EngineChoice("openai", model="echo", base_url=fake_openai.base_url, api_key=GOOD_KEY),
+                  user_role="Watson", settings=settings, setup=SceneSetup(order="director", embedder=embedder, seed=6))
     fake_openai.httpd.director_answer = "Dracula."
     assert [ln.role_id for ln in scene.chat("Good evening.")] == ["dracula"]
     fake_openai.httpd.director_answer = "Next: Elizabeth Bennet"
@@ -250,13 +250,13 @@ def test_the_director_picks_the_next_speaker_or_ends_the_scene(fake_openai, sett
     fake_openai.httpd.director_answer = "I would rather not say."  # names nobody: natural order stands in
     assert len(list(scene.talk(1))) == 1
     # the script engine cannot direct: natural order, so a named character still answers first
-    plain = Scene(EN, llm="script", order="director", settings=settings, embedder=embedder, seed=7)
+    plain = Scene(EN, engine="script", settings=settings, setup=SceneSetup(order="director", embedder=embedder, seed=7))
     assert plain.chat("Count Dracula, are you well?")[0].role_id == "dracula"
 
 
 def test_saving_and_reading_back_gives_the_same_scene(settings, embedder, tmp_path):
-    scene = Scene(ZH[:2], llm="script", user_role="唐僧", order="pooled", settings=settings, embedder=embedder,
-                  seed=8)
+    scene = Scene(ZH[:2], engine="script", user_role="唐僧", settings=settings,
+                  setup=SceneSetup(order="pooled", embedder=embedder, seed=8))
     scene.chat("悟空，军师，你们好。")
     scene.add("lindaiyu")
     scene.mute("林黛玉")
@@ -265,7 +265,7 @@ def test_saving_and_reading_back_gives_the_same_scene(settings, embedder, tmp_pa
     scene.leave("孙悟空")
     scene.lines[-1].rating = "like"
     text = scene.dump()
-    back = Scene.load(text.encode("utf-8"), settings=settings, embedder=embedder)
+    back = Scene.load(text.encode("utf-8"), settings=settings, setup=SceneSetup(embedder=embedder))
     assert back.dump().splitlines()[1:] == text.splitlines()[1:]
     assert [(m.role_id, m.spans, m.muted, m.talkativeness) for m in back.members] == \
            [(m.role_id, m.spans, m.muted, m.talkativeness) for m in scene.members]
@@ -291,7 +291,7 @@ def test_a_bad_scene_file_gets_a_sentence(data, sentence):
 
 
 def test_cast_limits_and_names(settings, embedder):
-    scene = Scene(["sherlock"], llm="script", settings=settings, embedder=embedder)
+    scene = Scene(["sherlock"], engine="script", settings=settings, setup=SceneSetup(embedder=embedder))
     with pytest.raises(InputError, match="at least 2"):
         scene.chat("Hello?")
     scene.add("alice")
@@ -304,7 +304,7 @@ def test_cast_limits_and_names(settings, embedder):
     with pytest.raises(InputError, match="not in this scene"):
         scene.mute("Moriarty")
     with pytest.raises(UnknownNameError, match="Known orders"):
-        Scene(["sherlock", "alice"], order="alphabetical", settings=settings, embedder=embedder)
+        Scene(["sherlock", "alice"], settings=settings, setup=SceneSetup(order="alphabetical", embedder=embedder))
 
 
 # ------------------------------------------------------------ command line
@@ -318,7 +318,7 @@ def test_cli_scene_one_line_and_a_loop(cache_dir, tmp_path, fake_openai):
     from support.app import run_cli
     from support.loopback import ROOT
 
-    out = run_cli("chat", "--role", "sunwukong", "--role", "zhugeliang", "--role", "lindaiyu", "--llm", "script",
+    out = run_cli("chat", "--role", "sunwukong", "--role", "zhugeliang", "--role", "lindaiyu", "--engine", "script",
                   "--seed", "1", "军师，这一仗怎么打？", cache=cache_dir)
     assert out.returncode == 0, out.stderr
     first = out.stdout.splitlines()[0]
@@ -331,7 +331,7 @@ def test_cli_scene_one_line_and_a_loop(cache_dir, tmp_path, fake_openai):
             "/talk 2\n/who\n/quit\n"
     out = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--role",
                           "elizabeth", "--role", "dracula", "--order", "list", "--user-role", "Watson",
-                          "--llm", "openai", "--model", "echo", "--base-url", fake_openai.base_url,
+                          "--engine", "openai", "--model", "echo", "--base-url", fake_openai.base_url,
                           "--api-key", GOOD_KEY, "--session", str(session)],
                          cwd=ROOT, env=env, input=steps, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -346,7 +346,7 @@ def test_cli_scene_one_line_and_a_loop(cache_dir, tmp_path, fake_openai):
     assert [m.role_id for m in saved.present] == ["sherlock", "dracula", "alice"]
     assert saved.lines[-1].role_id in {"sherlock", "alice"}  # the muted Count does not volunteer
     # going on from the file
-    out = run_cli("chat", "--role", "sherlock", "--role", "elizabeth", "--session", str(session), "--llm",
+    out = run_cli("chat", "--role", "sherlock", "--role", "elizabeth", "--session", str(session), "--engine",
                   "script", "Holmes, what now?", cache=cache_dir)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("Sherlock Holmes:「")
@@ -362,7 +362,7 @@ def test_page_feedback_is_recorded_for_the_character_who_spoke(settings, embedde
 
     fb = tmp_path / "feedback.jsonl"
     page_settings = dataclasses.replace(settings, feedback_file=fb)
-    scene = Scene(EN, llm="script", user_role="Watson", settings=settings, embedder=embedder, seed=9)
+    scene = Scene(EN, engine="script", user_role="Watson", settings=settings, setup=SceneSetup(embedder=embedder, seed=9))
     scene.chat("Miss Bennet, do you trust the Count?")
     state = scene.state
     k = next(i for i, ln in enumerate(state.lines) if ln.role_id == "elizabeth")

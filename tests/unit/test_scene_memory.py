@@ -9,9 +9,10 @@ import random
 
 import pytest
 
+from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.errors import InputError
-from chatharuhi_core.scene import Line, Scene
+from chatharuhi_core.scene import Line, Scene, SceneSetup
 from chatharuhi_core.scene.saved import dump_scene, load_scene
 from chatharuhi_core.scene.scene import SCENE_RECALL_HEADER
 
@@ -26,8 +27,8 @@ QUESTION = "Where does my sister live?"
 
 @pytest.fixture()
 def scene(settings, embedder):
-    return Scene(EN[:2], llm="script", user_role="Watson", settings=settings, embedder=embedder, seed=0,
-                 budgets=SMALL)
+    return Scene(EN[:2], EngineChoice("script", budgets=SMALL), user_role="Watson", settings=settings,
+                 setup=SceneSetup(embedder=embedder, seed=0))
 
 
 def chatter(scene: Scene, n: int, start: int = 0) -> None:
@@ -114,8 +115,8 @@ def test_a_whisper_to_someone_absent_or_muted(scene):
 def test_nothing_recalled_was_unwitnessed_in_random_scenes(settings, embedder):
     """Joins, leaves, whispers at random; every member's recall and history hold only lines it witnessed."""
     rng = random.Random(7)
-    scene = Scene(EN, llm="script", user_role="Watson", settings=settings, embedder=embedder, seed=1,
-                  budgets=SMALL)
+    scene = Scene(EN, EngineChoice("script", budgets=SMALL), user_role="Watson", settings=settings,
+                  setup=SceneSetup(embedder=embedder, seed=1))
     for k in range(60):
         roll = rng.random()
         if roll < 0.08:
@@ -199,7 +200,7 @@ def test_the_command_line_whispers(cache_dir, fake_openai, tmp_path):
     env["CHATHARUHI_CACHE"] = str(cache_dir)
     steps = "/whisper Miss Bennet My sister is Anna.\n/next Holmes\n/whisper Moriarty hello\n/quit\n"
     out = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--role",
-                          "elizabeth", "--order", "list", "--user-role", "Watson", "--llm", "openai", "--model",
+                          "elizabeth", "--order", "list", "--user-role", "Watson", "--engine", "openai", "--model",
                           "echo", "--base-url", fake_openai.base_url, "--api-key", GOOD_KEY, "--session",
                           str(session)], cwd=ROOT, env=env, input=steps, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -209,7 +210,7 @@ def test_the_command_line_whispers(cache_dir, fake_openai, tmp_path):
     assert "'Moriarty' is not in this scene" in out.stdout
     saved = Scene.load(session.read_bytes())
     assert [ln.to for ln in saved.lines] == ["elizabeth", "elizabeth", None]
-    out = run_cli("chat", "--role", "sherlock", "--role", "elizabeth", "--session", str(session), "--llm", "script",
+    out = run_cli("chat", "--role", "sherlock", "--role", "elizabeth", "--session", str(session), "--engine", "script",
                   "--to", "sherlock", "Say nothing to Miss Bennet.", cache=cache_dir)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("(privately) Sherlock Holmes:「")

@@ -120,7 +120,7 @@ def test_questions_are_written_alpaca_style_parsed_and_deduplicated(settings, tm
 def test_cli_synthesize_and_an_engine_that_is_down(settings, tmp_path, capsys, fake_openai):
     assert main(["synthesize", "--roles", "lindaiyu", "--scenes", "2", "--questions", "1", "--out", str(tmp_path)]) == 0
     assert "3 new dialogues" in capsys.readouterr().out
-    code = main(["synthesize", "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k",
+    code = main(["synthesize", "--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k",
                  "--roles", "alice", "--scenes", "3", "--questions", "0", "--out", str(tmp_path / "down")])
     assert code == 1
     assert "failed" in capsys.readouterr().err

@@ -1,0 +1,46 @@
+"""The old names (0.1's) keep working for one release and say once what replaced them: `--llm`,
+`ChatHaruhi(llm=...)`, `Scene(llm=...)`, `CHATHARUHI_BACKEND` (README, "Words")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from chatharuhi_core import deprecated
+from chatharuhi_core.chat.chatbot import ChatHaruhi
+from chatharuhi_core.config import Settings
+from chatharuhi_core.scene import Scene, SceneSetup
+
+
+@pytest.fixture(autouse=True)
+def fresh_warnings(monkeypatch):
+    monkeypatch.setattr(deprecated, "_WARNED", set())
+
+
+def test_llm_keyword_still_names_the_engine_and_warns_once(settings, embedder):
+    with pytest.warns(FutureWarning, match=r"ChatHaruhi\(llm=\.\.\.\) is now ChatHaruhi\(engine=\.\.\.\)"):
+        bot = ChatHaruhi(role_name="sherlock", llm="script", settings=settings, embedder=embedder)
+    assert bot.engine.name == "script"
+    with pytest.warns(FutureWarning, match="Scene"):
+        scene = Scene(["sherlock", "elizabeth"], llm="script", settings=settings,
+                      setup=SceneSetup(embedder=embedder))
+    assert scene.engine.name == "script"
+
+
+def test_the_old_environment_variable_still_chooses_the_engine():
+    with pytest.warns(FutureWarning, match="CHATHARUHI_BACKEND is now CHATHARUHI_ENGINE"):
+        assert Settings.from_env({"CHATHARUHI_BACKEND": "local"}).default_engine == "local"
+    both = Settings.from_env({"CHATHARUHI_ENGINE": "script", "CHATHARUHI_BACKEND": "local"})
+    assert both.default_engine == "script" and both.engine_chosen  # the new name wins
+
+
+def test_the_old_flag_still_works_and_says_its_new_name(tmp_path):
+    env = {"CHATHARUHI_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "chatharuhi_core", "chat", "--role", "sherlock", "--llm", "script",
+                          "hello"], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip()
+    assert "--llm is now --engine" in out.stderr
+    assert "Traceback" not in out.stderr
