@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputError
+
 _LOCK = threading.Lock()  # one process-wide lock for the threads of a server; flock for processes
 
 
@@ -108,3 +110,15 @@ def read_object(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return known if isinstance(known, dict) else {}
+
+
+def parse_object(text: str, not_json: str, not_object: str) -> dict:
+    """One JSON object read from `text` a visitor gave; an InputError with `not_json` or `not_object` (sentences
+    saying what is wrong, for where the text came from) when it is not one."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise InputError(not_json) from None
+    if not isinstance(data, dict):
+        raise InputError(not_object)
+    return data

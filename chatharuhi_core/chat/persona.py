@@ -11,11 +11,11 @@ the end, where a small model still heeds it. Off until written.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..jsonl import parse_object
 
 MAX_NAME_CHARS = 40
 MAX_DESCRIPTION_CHARS = 728  # Character.AI's persona limit
@@ -64,12 +64,8 @@ def read_persona(path: str | Path) -> Persona:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"Could not read the persona file {path} ({type(exc).__name__}).") from None
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise InputError(f"{path} is not JSON; write {{\"name\": …, \"description\": …}}.") from None
-        if not isinstance(data, dict):
-            raise InputError(f"{path} should hold one JSON object with a 'name'.")
+        data = parse_object(text, f"{path} is not JSON; write {{\"name\": …, \"description\": …}}.",
+                            f"{path} should hold one JSON object with a 'name'.")
         image = data.get("image") or ""
         if image and not Path(image).is_absolute():
             image = str(path.parent / image)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from ..errors import InputError
+from ..jsonl import parse_object
 from .memory import MAX_PINS, Pin, check_pin
 from .notes import MAX_NOTES, Note, note_from, note_record
 from .persona import AuthorsNote, Persona, authors_note, persona
@@ -180,13 +181,8 @@ def read_saved(data: bytes | str, kind: str, fmt: str, version: int,
     for n, raw in enumerate(data.splitlines(), 1):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            raise InputError(f"Line {n} of the {kind} file is not JSON; the file may be cut short.") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"Line {n} of the {kind} file is not a JSON object.")
-        rows.append((n, obj))
+        rows.append((n, parse_object(raw, f"Line {n} of the {kind} file is not JSON; the file may be cut short.",
+                                     f"Line {n} of the {kind} file is not a JSON object.")))
     if not rows or rows[0][1].get("format") != fmt:
         hint = (hints or {}).get(rows[0][1].get("format"), "") if rows else ""
         raise InputError(f"That file is not a {kind} exported from ChatHaruhi (its first line has no "

@@ -1,17 +1,7 @@
 """The paper's prompt layout and the edges of both token budgets."""
 
-from chatharuhi_core.chat.prompt import (
-    SCENES_HEADER,
-    Exchange,
-    Layout,
-    PromptParts,
-    clean_reply,
-    exchange_messages,
-    lay_out,
-    pack_stories,
-    prompt_start,
-    trim_history,
-)
+from chatharuhi_core.chat import prompt
+from chatharuhi_core.chat.prompt import SCENES_HEADER, Exchange, clean_reply, pack_stories, trim_history
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.roles.lines import format_query, parse_scene_lines
 from chatharuhi_core.tokens import count_tokens
@@ -20,16 +10,16 @@ from chatharuhi_core.tokens import count_tokens
 def build_messages(system_prompt, character, stories, history, user_role, text, budgets=Budgets(), count=count_tokens,
                    post_history="", scenes_last=False) -> list[dict]:
     """The whole message list for one turn, budgets applied, from its parts (as a conversation lays it out)."""
-    parts = PromptParts(system_prompt, exchange_messages(history, character, budgets.history_tokens, count),
-                        post_history, pack_stories(stories, budgets.story_tokens, count),
-                        message=format_query(user_role, text))
-    return lay_out(parts, Layout(scenes_last=scenes_last))
+    history_part = prompt.exchange_messages(history, character, budgets.history_tokens, count)
+    parts = prompt.PromptParts(system_prompt, history_part, post_history,
+                               pack_stories(stories, budgets.story_tokens, count), message=format_query(user_role, text))
+    return prompt.lay_out(parts, prompt.Layout(scenes_last=scenes_last))
 
 
 def history_messages(system_prompt, character, history, budgets=Budgets(), count=count_tokens, post_history=""):
     """How a prompt laid out with the scenes last starts: system prompt, history, post-history text."""
-    history_part = exchange_messages(history, character, budgets.history_tokens, count)
-    return prompt_start(PromptParts(system_prompt, history_part, post_history))
+    history_part = prompt.exchange_messages(history, character, budgets.history_tokens, count)
+    return prompt.prompt_start(prompt.PromptParts(system_prompt, history_part, post_history))
 
 
 def chars(text: str) -> int:  # a predictable counter for edge tests: one token per character
