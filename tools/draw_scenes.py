@@ -2,6 +2,7 @@
 
     python tools/draw_scenes.py      # rewrites characters/*/images/
 
+Which drawing each role gets, its file name and its caption are data: tools/draw_scenes.json.
 The page shows the picture whose caption is closest in meaning to the character's reply.
 """
 
@@ -372,58 +373,16 @@ def whitby_ship():
     return img
 
 
-SCENES = {
-    "sunwukong": [
-        (staff, "staff.png", "金箍棒：一万三千五百斤的如意金箍棒，大能顶天立地，小能变成绣花针。"),
-        (mountain, "mountain.png", "花果山水帘洞：猴儿们、桃子和瀑布，美猴王的老家。"),
-        (palace, "palace.png", "大闹天宫：云端上的天庭宫殿，齐天大圣和玉帝、天兵天将。"),
-    ],
-    "sherlock": [
-        (violin, "violin.png", "The violin by the fire at Baker Street, played late into the night while thinking."),
-        (magnifier, "clues.png", "A lens over footprints and mud: clues, deduction and the scene of a crime."),
-        (baker_street, "baker-street.png", "221B Baker Street in the London fog, where clients knock at the door."),
-    ],
-    "lindaiyu": [
-        (burying_flowers, "burying-flowers.png", "葬花：落花满地，拿着花锄和绢袋把花瓣葬进花冢，免得被人践踏。"),
-        (xiaoxiang_bamboo, "xiaoxiang.png", "潇湘馆：千百竿翠竹掩映的住处，窗下一盏灯，独自读书、流泪。"),
-        (poetry_club, "poetry.png", "海棠诗社：笔墨纸砚，和姐妹们作诗论诗、比才情。"),
-    ],
-    "elizabeth": [
-        (netherfield_ball, "netherfield-ball.png", "The ball at Netherfield: chandeliers, dancing, and a proud man asking for a dance."),
-        (pemberley, "pemberley.png", "Pemberley, the great house of stone above its lake: Mr Darcy's estate in Derbyshire."),
-        (the_letter, "letter.png", "A long letter from Mr Darcy, read again and again: Wickham, Jane, and first impressions."),
-    ],
-    "zhugeliang": [
-        (empty_city, "empty-city.png", "空城计：城门大开，城楼上焚香抚琴，司马懿大军不敢进城。"),
-        (straw_boats, "straw-boats.png", "草船借箭：大雾江上，草船受箭，三日之内得十万支箭。"),
-        (east_wind, "east-wind.png", "借东风：七星坛上羽扇纶巾，东南风起，火烧赤壁。"),
-    ],
-    "alice": [
-        (rabbit_hole, "rabbit-hole.png", "The White Rabbit with his pocket watch, and the rabbit-hole under the hedge."),
-        (tea_party, "tea-party.png", "The Mad Tea-Party: the Hatter, the March Hare, the sleepy Dormouse and no room at the table."),
-        (croquet, "croquet.png", "The Queen's croquet-ground: flamingo mallets, hedgehog balls and card soldiers for hoops."),
-    ],
-    "luzhishen": [
-        (willow, "willow.png", "倒拔垂杨柳：相国寺菜园里，洒家一使力，把那棵绿杨柳连根拔了起来。"),
-        (butcher_shop, "butcher.png", "拳打镇关西：状元桥下肉铺前，三拳打死那恶霸郑屠。"),
-        (monk_staff, "staff.png", "大相国寺和六十二斤的水磨禅杖：花和尚的兵器和去处。"),
-    ],
-    "dracula": [
-        (castle, "castle.png", "My castle on the crag above the Borgo Pass, under the moon, where the bats fly at night."),
-        (crypt, "crypt.png", "The crypt by candlelight: the great boxes of my native earth, where I rest by day."),
-        (whitby_ship, "whitby.png", "The ship Demeter driven ashore at Whitby in the storm, and a great dog leaping to land."),
-    ],
-}
-
-
 def main() -> None:
-    for rid, scenes in SCENES.items():
+    scenes = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))
+    for rid, pictures in scenes.items():
         folder = ROOT / rid / "images"
         folder.mkdir(exist_ok=True)
         rows = []
-        for draw, name, caption in scenes:
-            draw().resize((512, 320), Image.LANCZOS).save(folder / name, optimize=True)
-            rows.append({"file": name, "caption": caption})
+        for picture in pictures:
+            draw = globals()[picture["draw"]]
+            draw().resize((512, 320), Image.LANCZOS).save(folder / picture["file"], optimize=True)
+            rows.append({"file": picture["file"], "caption": picture["caption"]})
         (folder / "images.json").write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         print("wrote", folder)
 
