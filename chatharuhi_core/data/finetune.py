@@ -21,16 +21,15 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..chat.engines.local.model import FINETUNE_MANIFEST, LOCAL_BUDGETS, ModelSpec, read_model, resolve_model
-from ..config import Budgets, Settings
+from ..chat.engines.local.model import FINETUNE_MANIFEST, ModelSpec, read_model, resolve_model
+from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
-from .finetune_data import Dataset, build_dataset
-from .holdout import HoldOut
+from .finetune_data import Dataset, DatasetOptions, build_dataset
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +54,28 @@ class TrainSettings:
     precision: str = "auto"  # "fp32", "bf16", or auto: bf16 on a GPU, fp32 on a CPU
     dpo_beta: float = 0.1
     dpo_epochs: float = 1.0
+
+
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """What a fine-tune run trains and how, besides its roles and output folder: one value the command line
+    builds, where there were fourteen keywords."""
+
+    base: str = ""  # the base model ("": the bundled one)
+    data: DatasetOptions = DatasetOptions()  # the hold-out, the prompt budgets, more rows and preference pairs
+    merge: bool = False  # write a full model with the adapter merged in, not the adapter alone
+    train: TrainSettings = TrainSettings()
+    progress: bool = True  # a progress bar on the terminal
+    command: str = ""  # the command line that made it, recorded to make it again
+
+
+@dataclass(frozen=True)
+class Trainee:
+    """The model being trained, its tokenizer and the device it is on: what every trainer is built from."""
+
+    model: object
+    tokenizer: object
+    device: str
 
 
 @dataclass
@@ -228,12 +249,13 @@ def _row_lengths(dataset: Dataset, tokenizer, max_length: int) -> tuple[list[int
     return totals, completions
 
 
-def sft_trainer(model, tokenizer, dataset: Dataset, folder: Path, train: TrainSettings, device: str,
-                callbacks: Sequence = ()):
+def sft_trainer(trainee: Trainee, dataset: Dataset, folder: Path, train: TrainSettings, callbacks: Sequence = ()):
     """TRL's SFTTrainer with a LoRA adapter on prompt-completion rows: the loss is on the completion only."""
     from datasets import Dataset as HFDataset
     from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
+
+    device = trainee.device
 
     config = SFTConfig(
         output_dir=str(folder), num_train_epochs=train.epochs, max_steps=train.max_steps,
@@ -247,8 +269,8 @@ def sft_trainer(model, tokenizer, dataset: Dataset, folder: Path, train: TrainSe
     lora = LoraConfig(r=train.lora_r, lora_alpha=train.lora_alpha, lora_dropout=train.lora_dropout,
                       target_modules="all-linear", task_type="CAUSAL_LM")
     rows = HFDataset.from_list([{"prompt": r.prompt, "completion": r.completion} for r in dataset.rows])
-    trainer = SFTTrainer(model=model, args=config, train_dataset=rows, processing_class=tokenizer, peft_config=lora,
-                         callbacks=list(callbacks))
+    trainer = SFTTrainer(model=trainee.model, args=config, train_dataset=rows, processing_class=trainee.tokenizer,
+                         peft_config=lora, callbacks=list(callbacks))
     return _quiet(trainer)
 
 
@@ -261,14 +283,14 @@ def _quiet(trainer):
     return trainer
 
 
-def _sft(model, tokenizer, dataset: Dataset, work: Path, train: TrainSettings, device: str, progress: bool,
-         callbacks: Sequence) -> tuple[object, dict]:
+def _sft(trainee: Trainee, dataset: Dataset, work: Path, options: FinetuneOptions,
+         callbacks: Sequence) -> tuple[Trainee, dict]:
     """The LoRA adapter trained on the rows; resumes from the newest checkpoint in work/sft."""
     folder = work / "sft"
     last = _last_checkpoint(folder)
-    bar = _Progress("fine-tuning", progress)
+    bar = _Progress("fine-tuning", options.progress)
     stopper = _Stopper()
-    trainer = sft_trainer(model, tokenizer, dataset, folder, train, device,
+    trainer = sft_trainer(trainee, dataset, folder, options.train,
                           [*callbacks, bar.callback, stopper.callback])  # a stop asked in a step ends that step
     started = time.perf_counter()
     with stopper:
@@ -281,15 +303,16 @@ def _sft(model, tokenizer, dataset: Dataset, work: Path, train: TrainSettings, d
     stats = {"steps": state.global_step, "max_steps": state.max_steps, "resumed_from_step": _step_of(last),
              "seconds": round(seconds, 1), "final_loss": bar.losses[-1] if bar.losses else None,
              "first_loss": bar.losses[0] if bar.losses else None}
-    return trainer.model, stats
+    return replace(trainee, model=trainer.model), stats
 
 
-def _dpo(model, tokenizer, dataset: Dataset, work: Path, train: TrainSettings, device: str, progress: bool,
-         callbacks: Sequence) -> tuple[object, dict]:
+def _dpo(trainee: Trainee, dataset: Dataset, work: Path, options: FinetuneOptions,
+         callbacks: Sequence) -> tuple[Trainee, dict]:
     """The same adapter trained further to prefer each correction over the reply it corrected."""
     from datasets import Dataset as HFDataset
     from trl import DPOConfig, DPOTrainer
 
+    train, device = options.train, trainee.device
     folder = work / "dpo"
     last = _last_checkpoint(folder)
     config = DPOConfig(
@@ -300,9 +323,10 @@ def _dpo(model, tokenizer, dataset: Dataset, work: Path, train: TrainSettings, d
         disable_tqdm=True, dataloader_pin_memory=False, gradient_checkpointing=False,
     )
     pairs = HFDataset.from_list([p.record() for p in dataset.pairs])
-    bar = _Progress("preference (DPO)", progress)
+    bar = _Progress("preference (DPO)", options.progress)
     stopper = _Stopper()
-    trainer = _quiet(DPOTrainer(model=model, args=config, train_dataset=pairs, processing_class=tokenizer,
+    trainer = _quiet(DPOTrainer(model=trainee.model, args=config, train_dataset=pairs,
+                                processing_class=trainee.tokenizer,
                                 callbacks=[*callbacks, bar.callback, stopper.callback]))
     started = time.perf_counter()
     with stopper:
@@ -311,20 +335,21 @@ def _dpo(model, tokenizer, dataset: Dataset, work: Path, train: TrainSettings, d
     if stopper.asked or state.global_step < state.max_steps:
         raise Interrupted(f"Stopped at preference step {state.global_step} of {state.max_steps}. The checkpoint is "
                           f"kept in {work}; run the same command again to go on from it.")
-    return trainer.model, {"pairs": len(dataset.pairs), "steps": state.global_step, "beta": train.dpo_beta,
-                           "seconds": round(time.perf_counter() - started, 1),
-                           "final_loss": bar.losses[-1] if bar.losses else None}
+    stats = {"pairs": len(dataset.pairs), "steps": state.global_step, "beta": train.dpo_beta,
+             "seconds": round(time.perf_counter() - started, 1),
+             "final_loss": bar.losses[-1] if bar.losses else None}
+    return replace(trainee, model=trainer.model), stats
 
 
-def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_files: Sequence[Path] = (),
-             dpo_file: Path | None = None, merge: bool = False, holdout: HoldOut = HoldOut(),
-             train: TrainSettings = TrainSettings(), budgets: Budgets = LOCAL_BUDGETS,
-             settings: Settings | None = None, progress: bool = True, callbacks: Sequence = (),
-             say: Callable[[str], None] = lambda s: None, command: str = "") -> FinetuneResult:
+def finetune(roles: Sequence[Role], out: str | Path, options: FinetuneOptions = FinetuneOptions(), *,
+             settings: Settings | None = None, callbacks: Sequence = (),
+             say: Callable[[str], None] = lambda s: None) -> FinetuneResult:
     """Train an adapter for these roles on their lines (eval's scenes held out) and write it to `out`."""
     settings = settings or Settings.from_env()
     out = Path(out).expanduser()
     _check_can_train(out, roles)
+    base, merge, train, data = options.base, options.merge, options.train, options.data
+    holdout, budgets = data.holdout, data.budgets
     spec: ModelSpec = resolve_model(base)  # an unknown base model is a sentence before anything is loaded
     device, dtype = _device(train.precision)
     work = work_dir(out)
@@ -335,8 +360,7 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
         return len(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
 
     say("Building training rows from the scenes (eval's held-out scenes left out)…")
-    dataset = build_dataset(roles, holdout, budgets, count, data_files=data_files, dpo_file=dpo_file,
-                            settings=settings)
+    dataset = build_dataset(roles, count, data, settings=settings)
     totals, completions = _row_lengths(dataset, tokenizer, train.max_length)
     if not dataset.rows:
         raise InputError(f"Every row is longer than {train.max_length} tokens; raise --max-length.")
@@ -349,23 +373,23 @@ def finetune(roles: Sequence[Role], out: str | Path, *, base: str = "", data_fil
         resumed = _step_of(_last_checkpoint(work / "sft"))
         if resumed:
             say(f"Going on from the checkpoint at step {resumed}.")
-        model, sft_stats = _sft(model, tokenizer, dataset, work, train, device, progress, callbacks)
+        trainee, sft_stats = _sft(Trainee(model, tokenizer, device), dataset, work, options, callbacks)
         dpo_stats = None
         if dataset.pairs:
-            model, dpo_stats = _dpo(model, tokenizer, dataset, work, train, device, progress, callbacks)
+            trainee, dpo_stats = _dpo(trainee, dataset, work, options, callbacks)
         manifest = {
             "format": MANIFEST_FORMAT, "kind": "merged" if merge else "lora-adapter",
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": command,  # the command line that made it, to make it again
+            "command": options.command,  # the command line that made it, to make it again
             "base_model": base, "base_label": spec.label, "device": device,
             "roles": [r.id for r in roles], "role_names": {r.id: r.name for r in roles},
             "hold_out": {**holdout.as_dict(), "scenes": dataset.held_out},
-            "data": _data_summary(dataset, data_files, totals, completions),
+            "data": _data_summary(dataset, data.data_files, totals, completions),
             "prompt_budgets": asdict(budgets), "hyperparameters": asdict(train),
             "training": {**sft_stats, "tokens_per_s": _tokens_per_s(sft_stats, sum(totals), len(dataset.rows), train)},
             "dpo": dpo_stats, "eval": None,
         }
-        _publish(model, tokenizer, work, out, merge, manifest, roles)
+        _publish(trainee, out, merge, manifest, roles)
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise _disk_full(exc, out.parent) from None
@@ -426,12 +450,14 @@ def _data_summary(dataset: Dataset, data_files: Sequence[Path], totals: list[int
             "fingerprint": dataset.fingerprint()}
 
 
-def _publish(model, tokenizer, work: Path, out: Path, merge: bool, manifest: dict, roles: Sequence[Role]) -> None:
-    """The trained model with its rows, manifest and model card, moved to `out` in one step; the work folder goes."""
+def _publish(trainee: Trainee, out: Path, merge: bool, manifest: dict, roles: Sequence[Role]) -> None:
+    """The trained model with its rows, manifest and model card, moved to `out` in one step; the work folder
+    (work_dir(out)) goes."""
+    work = work_dir(out)
     final = work / "final"
     if final.exists():
         shutil.rmtree(final)
-    _save(model, tokenizer, final, merge)
+    _save(trainee.model, trainee.tokenizer, final, merge)
     shutil.copyfile(work / "train.jsonl", final / "train.jsonl")  # what it learnt from, for audits
     _write_json(final / FINETUNE_MANIFEST, manifest)
     (final / "README.md").write_text(model_card(manifest, list(roles)), encoding="utf-8")

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..chat.engines.local.model import LOCAL_BUDGETS
 from ..chat.prompt import Layout
 from ..config import Budgets, Settings
 from ..errors import InputError
@@ -176,11 +177,26 @@ class Dataset:
         return h.hexdigest()[:16]
 
 
-def build_dataset(roles: Sequence[Role], holdout: HoldOut, budgets: Budgets, count: Counter, *,
-                  data_files: Sequence[Path] = (), dpo_file: Path | None = None,
+@dataclass(frozen=True)
+class DatasetOptions:
+    """What a run trains on besides the roles' scenes, and what it keeps out: one value finetune hands on whole
+    (and records in its plan and manifest)."""
+
+    holdout: HoldOut = HoldOut()  # eval's scenes, out of every row
+    budgets: Budgets = LOCAL_BUDGETS  # the prompts' budgets, in the base model's tokens (the local engine's)
+    data_files: tuple[Path, ...] = ()  # more rows: synthesize's openai.jsonl, feedback export's sft-openai.jsonl
+    dpo_file: Path | None = None  # preference pairs (feedback export's preference.jsonl) for a DPO pass
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data_files, tuple):  # a list given is kept as a tuple: the value stays fixed
+            object.__setattr__(self, "data_files", tuple(self.data_files))
+
+
+def build_dataset(roles: Sequence[Role], count: Counter, options: DatasetOptions = DatasetOptions(), *,
                   settings: Settings | None = None, embedder=None,
                   progress: Callable[[int, int], None] | None = None) -> Dataset:
     """Scene rows for every role, plus rows from files, all checked against the held-out scenes."""
+    holdout, budgets, data_files, dpo_file = options.holdout, options.budgets, options.data_files, options.dpo_file
     data = Dataset()
     cases = [c for role in roles for c in holdout.cases(role)]
     for role in roles:

@@ -17,8 +17,16 @@ from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, find_fin
 from chatharuhi_core.cli import main
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.data.evaluate import held_out_cases
-from chatharuhi_core.data.finetune import Interrupted, TrainSettings, finetune, sft_trainer, work_dir
-from chatharuhi_core.data.finetune_data import build_dataset
+from chatharuhi_core.data.finetune import (
+    FinetuneOptions,
+    Interrupted,
+    Trainee,
+    TrainSettings,
+    finetune,
+    sft_trainer,
+    work_dir,
+)
+from chatharuhi_core.data.finetune_data import DatasetOptions, build_dataset
 from chatharuhi_core.data.holdout import HoldOut
 from chatharuhi_core.data.scene_turns import scene_turns
 from chatharuhi_core.errors import ChatHaruhiError
@@ -63,7 +71,7 @@ def test_rows_hold_out_eval_scenes_and_follow_the_chat_path(tiny, settings):
     tokenizer, _ = tiny
     role = load_role("sherlock")
     cases = held_out_cases(role, 10)  # exactly what `eval` holds out by default
-    data = build_dataset([role], HoldOut(), Budgets(256, 192), _count(tokenizer), settings=settings)
+    data = build_dataset([role], _count(tokenizer), DatasetOptions(HoldOut(), Budgets(256, 192)), settings=settings)
     held = {c.turn.scene_id for c in cases}
     assert data.held_out == {"sherlock": sorted(held)} and len(held) == 10  # 3 of them after other answers
     # every line of the character in every other scene is a target
@@ -91,9 +99,9 @@ def test_rows_hold_out_eval_scenes_and_follow_the_chat_path(tiny, settings):
 def test_the_loss_is_on_the_character_line_only(tiny, settings, tmp_path):
     tokenizer, model = tiny
     role = load_role("alice")
-    data = build_dataset([role], HoldOut(), Budgets(256, 192), _count(tokenizer), settings=settings)
+    data = build_dataset([role], _count(tokenizer), DatasetOptions(HoldOut(), Budgets(256, 192)), settings=settings)
     data.rows = data.rows[:3]
-    trainer = sft_trainer(model, tokenizer, data, tmp_path / "sft", TINY, "cpu")
+    trainer = sft_trainer(Trainee(model, tokenizer, "cpu"), data, tmp_path / "sft", TINY)
     for example, row in zip(trainer.train_dataset, data.rows):
         ids, labels = example["input_ids"], example["labels"]  # -100: no loss
         mask = [label != -100 for label in labels]
@@ -158,24 +166,23 @@ def test_ctrl_c_keeps_the_checkpoint_and_the_same_command_resumes(env, settings,
     out = tmp_path / "alice-lora"
     role = [load_role("alice")]
     train = TrainSettings(max_steps=5, save_steps=10, grad_accum=1)
+    options = FinetuneOptions(base=TINY_LLAMA, train=train, progress=False)
     with pytest.raises(Interrupted, match="Stopped at step 3 of 5.*run the same command again"):
-        finetune(role, out, base=TINY_LLAMA, train=train, settings=settings, progress=False,
-                 callbacks=[CtrlCAtStep3()])
+        finetune(role, out, options, settings=settings, callbacks=[CtrlCAtStep3()])
     assert not out.exists()  # nothing half-written
     assert (work_dir(out) / "sft" / "checkpoint-3").is_dir()
     said = []
-    result = finetune(role, out, base=TINY_LLAMA, train=train, settings=settings, progress=False, say=said.append)
+    result = finetune(role, out, options, settings=settings, say=said.append)
     assert result.resumed_from == 3 and "Going on from the checkpoint at step 3." in said
     assert result.manifest["training"]["steps"] == 5 and result.manifest["training"]["resumed_from_step"] == 3
     assert (out / "adapter_model.safetensors").is_file() and not work_dir(out).exists()
     # other settings than the interrupted run's: a sentence, not a silent restart
     finetune_again = tmp_path / "again"
     with pytest.raises(Interrupted):
-        finetune(role, finetune_again, base=TINY_LLAMA, train=train, settings=settings, progress=False,
-                 callbacks=[CtrlCAtStep3()])
+        finetune(role, finetune_again, options, settings=settings, callbacks=[CtrlCAtStep3()])
     with pytest.raises(ChatHaruhiError, match="interrupted run with other data or settings"):
-        finetune(role, finetune_again, base=TINY_LLAMA, train=TrainSettings(max_steps=6, grad_accum=1),
-                 settings=settings, progress=False)
+        finetune(role, finetune_again, FinetuneOptions(base=TINY_LLAMA, train=TrainSettings(max_steps=6, grad_accum=1),
+                                                       progress=False), settings=settings)
 
 
 def test_merge_writes_a_full_model_the_local_engine_reads(env, settings, tmp_path):
@@ -274,9 +281,9 @@ def test_synthesized_rows_and_corrections_join_the_training(env, settings, tmp_p
         for good in ("Black, and strong.", "Later, Watson; the game is afoot.")), encoding="utf-8")
     out = tmp_path / "loop"
     # the script engine answers with the paper's budgets: longer rows than the local engine's
-    result = finetune([role], out, base=TINY_LLAMA, data_files=[synth / "openai.jsonl"], dpo_file=pref,
-                      train=TrainSettings(max_steps=2, grad_accum=1, max_length=4096), settings=settings,
-                      progress=False)
+    options = FinetuneOptions(base=TINY_LLAMA, data=DatasetOptions(data_files=(synth / "openai.jsonl",), dpo_file=pref),
+                              train=TrainSettings(max_steps=2, grad_accum=1, max_length=4096), progress=False)
+    result = finetune([role], out, options, settings=settings)
     data = result.manifest["data"]
     assert data["file_rows"] == {str(synth / "openai.jsonl"): len(answered)} and data["preference_pairs"] == 2
     assert result.manifest["dpo"]["pairs"] == 2 and result.manifest["dpo"]["steps"] >= 1
@@ -302,7 +309,7 @@ def test_alternatives_kept_in_the_page_train_with_dpo(env, settings, tmp_path):
     assert main(["feedback", "export", "--in", str(settings.feedback_path), "--out", str(out)]) == 0
     pairs = [json.loads(line) for line in (out / "preference.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(pairs) == 2 and pairs[0]["chosen"] != pairs[0]["rejected"]
-    result = finetune([load_role("sherlock")], tmp_path / "model", base=TINY_LLAMA, dpo_file=out / "preference.jsonl",
-                      train=TrainSettings(max_steps=1, grad_accum=1, max_length=2048), settings=settings,
-                      progress=False)
+    options = FinetuneOptions(base=TINY_LLAMA, data=DatasetOptions(dpo_file=out / "preference.jsonl"),
+                              train=TrainSettings(max_steps=1, grad_accum=1, max_length=2048), progress=False)
+    result = finetune([load_role("sherlock")], tmp_path / "model", options, settings=settings)
     assert result.manifest["dpo"]["pairs"] == 2 and result.manifest["dpo"]["steps"] >= 1
