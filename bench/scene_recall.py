@@ -143,7 +143,7 @@ def measure(language: str, size: int, budgets_name: str, budgets, engine, settin
         for m in scene.present:
             request = scene.prepare(m)
             said = "\n".join(x["content"] for x in request.messages)
-            witnessed = set(scene.seen_at(m))
+            witnessed = set(scene.state.seen_at(m))
             if facts[n][0] in witnessed:  # the fact asked about, when this character heard it
                 heard += 1
                 hits += statement in said

@@ -524,7 +524,7 @@ def model_card(manifest: dict, roles: Sequence[Role]) -> str:
         f"({manifest['device']}). Use it with the local engine:",
         "",
         "```bash",
-        "python -m chatharuhi_core chat --llm local --model THIS_FOLDER --role ROLE",
+        "python -m chatharuhi_core chat --engine local --model THIS_FOLDER --role ROLE",
         "```",
         "",
         "## Data",

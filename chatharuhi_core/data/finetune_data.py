@@ -84,7 +84,7 @@ def scene_rows(role: Role, holdout: HoldOut, budgets: Budgets, count: Counter,
         if story.id in held:
             continue
         for turn in scene_turns(role, story):
-            bot = ChatHaruhi(role=role, llm="script", settings=settings, embedder=embedder, budgets=budgets,
+            bot = ChatHaruhi(role=role, engine="script", settings=settings, embedder=embedder, budgets=budgets,
                              history=list(turn.context), user_role=turn.user_role,
                              exclude_scenes=[*held, story.id], ruler=count, layout=layout, read_ahead=False)
             request = bot.prepare(turn.text, turn.user_role)

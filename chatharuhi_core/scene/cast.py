@@ -121,6 +121,19 @@ class SceneState:
     # keyed by the lines' text and safe between threads); never saved: it is rebuilt from the transcript.
     memory: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def witnessed(self, member: Member, index: int) -> bool:
+        """Whether the member heard line `index`: present then, and not a whisper to someone else."""
+        to = self.lines[index].to
+        return member.saw(index) and (to is None or to == member.role_id)
+
+    def seen_at(self, member: Member) -> list[int]:
+        """The indices of the lines this member witnessed, in order."""
+        return [i for i in range(len(self.lines)) if self.witnessed(member, i)]
+
+    def seen(self, member: Member) -> list[Line]:
+        """The transcript as this member witnessed it."""
+        return [self.lines[i] for i in self.seen_at(member)]
+
     def copy(self) -> SceneState:
         return SceneState(copy.deepcopy(self.members), [copy.copy(ln) for ln in self.lines], self.user_role,
                           self.order, self.allow_self, self.memory)

@@ -25,9 +25,7 @@ from dataclasses import dataclass, replace
 
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
 from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
-from ..chat.lexical import tokens
-from ..chat.memory import Ask, Memory, Recalled, RecallQuery, Units, in_background, recall_block
-from ..chat.prompt import Exchange, PromptParts, lay_out
+from ..chat.memory import Memory, in_background
 from ..chat.swipes import merged, stepped
 from ..config import Settings
 from ..deprecated import renamed
@@ -39,10 +37,10 @@ from ..roles.role import Role
 from ..roles.sources import bundled_ids, load_role
 from .cast import MAX_MEMBERS, MIN_MEMBERS, Line, Member, SceneState, mention_at
 from .order import END, candidates, get_order
+from .view import SCENE_RECALL_HEADER, index_lines, member_request  # noqa: F401  (the header: where callers found it)
 
 log = logging.getLogger(__name__)
 DIRECTOR_LINES = 12  # how much of the transcript the director reads
-SCENE_RECALL_HEADER = "Earlier in this scene:\n"
 
 
 @dataclass(frozen=True)
@@ -86,25 +84,12 @@ class Scene:
         self.state = state
         self._bots: dict[str, ChatHaruhi] = {}
         for member in state.members:
-            bot = self._bots[member.role_id] = self._bot(load_role(member.role_id))
+            bot = self._bots[member.role_id] = _bot_for(self, load_role(member.role_id))
             # a scene saved earlier knows fewer names: the role's own are added (Sherlock, 福尔摩斯)
             member.aliases = tuple(dict.fromkeys([*member.aliases, *bot.role.aliases]))
         for role in roles:
             self.add(role)
-        self._learn_calls()
-
-    def _learn_calls(self) -> None:
-        """Each member answers to the words the others call it by in its scenes ("Count, …" to Dracula), except
-        a word a member's scenes use for someone else ("师父" beside 孙悟空), or another member's name."""
-        taken = {w for m in self.members for w in (*self._bots[m.role_id].role.addressing.terms,
-                                                    *self._bots[m.role_id].role.addressing.shared)}
-        texts = [s.text for m in self.members for s in self._bots[m.role_id].role.known_stories]
-        for m in self.members:
-            others = {n for o in self.members if o is not m for n in (o.name, *o.aliases)}
-            called = [w for w in self._bots[m.role_id].role.called_by if w not in taken and w not in others]
-            # "alice", "lizzie": a name typed in lower case, where the cast's scenes never use it as a word
-            small = written_small([m.name, *m.aliases, *called], texts)
-            m.called = tuple(dict.fromkeys([*called, *(w for w in small if w not in taken and w not in others)]))
+        _learn_calls(self)
 
     # ------------------------------------------------------------ cast
 
@@ -128,14 +113,6 @@ class Scene:
     def present(self) -> list[Member]:
         return [m for m in self.members if m.present]
 
-    def _bot(self, role: Role | ChatHaruhi) -> ChatHaruhi:
-        if isinstance(role, ChatHaruhi):
-            self.state.memory.setdefault(role.role.id, role.memory)
-            return role
-        memory = self.state.memory.setdefault(role.id, Memory())
-        return ChatHaruhi(role=role, engine=self.choice, settings=self.settings, embedder=self.embedder,
-                          memory=memory, read_ahead=False)
-
     def add(self, role: str | Role | ChatHaruhi) -> Member:
         """A character joins now: it will see only what is said from here on."""
         if isinstance(role, str):
@@ -149,11 +126,11 @@ class Scene:
         if known:
             known.join(len(self.lines))
             return known
-        bot = self._bot(role)
+        bot = _bot_for(self, role)
         member = Member(rid, bot.role.name, tuple(bot.role.aliases), spans=[[len(self.lines), None]])
         self._bots[rid] = bot
         self.members.append(member)
-        self._learn_calls()
+        _learn_calls(self)
         return member
 
     def member(self, name: str) -> Member:
@@ -260,84 +237,14 @@ class Scene:
 
     # ------------------------------------------------------------ one character's turn
 
-    def witnessed(self, member: Member, index: int) -> bool:
-        """Whether the member heard line `index`: present then, and not a whisper to someone else."""
-        to = self.lines[index].to
-        return member.saw(index) and (to is None or to == member.role_id)
-
-    def seen_at(self, member: Member) -> list[int]:
-        """The indices of the lines this member witnessed, in order."""
-        return [i for i in range(len(self.lines)) if self.witnessed(member, i)]
-
-    def seen(self, member: Member) -> list[Line]:
-        """The transcript as this member witnessed it."""
-        return [self.lines[i] for i in self.seen_at(member)]
-
-    def recall(self, member: Member, older: Sequence[int], vector, texts: Sequence[str] = ()) -> list[Recalled]:
-        """The witnessed lines `older` (indices, beyond the member's history window) the cue brings up (by the
-        meaning of `vector`'s rows and the words of `texts`), within the member's recall budget; each numbered
-        as the transcript's line (1-based)."""
-        bot = self.bot(member)
-        b = bot.budgets
-        lines = [self.lines[i] for i in older]
-        query = RecallQuery(vector, tuple(tokens(" ".join(texts))))
-        units = Units([_line_views(ln) for ln in lines], [format_query(ln.speaker, ln.text) for ln in lines],
-                      [i + 1 for i in older])
-        ask = Ask(query, bot.embedder, b.recall_tokens, b.recall_k, bot.count_tokens)
-        return bot.memory.recall_among(units, ask, SCENE_RECALL_HEADER, "line")
-
     def index_ahead(self) -> None:
-        """Embed every present member's witnessed lines now, after a line, while the visitor reads: its next
-        turn's recall is then a matrix product. Each member's index holds what it heard, in order; a turn
-        searches the part beyond its history window."""
-        for m in self.present:
-            bot = self.bot(m)
-            if bot.budgets.recall_tokens > 0:
-                bot.memory.index.sync([_line_views(self.lines[i]) for i in self.seen_at(m)], bot.embedder)
+        """Embed every present member's witnessed lines now, after a line, while the visitor reads (view.py)."""
+        index_lines(self)
 
     def prepare(self, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
-        """The member's prompt: its system prompt, its scenes, what it recalls of the lines it witnessed
+        """The member's prompt (view.py): its persona and scenes, what it recalls of the lines it witnessed
         beyond its history, the recent lines it saw, and the lines for it to answer."""
-        bot = self.bot(member)
-        role = bot.role
-        at = self.seen_at(member)
-        seen = [self.lines[i] for i in at]
-        own = [i for i, ln in enumerate(seen) if ln.role_id == member.role_id]
-        cut = own[-1] + 1 if own else 0
-        earlier, fresh = seen[:cut], seen[cut:]
-        addressed = [ln for ln in fresh if mention_at(ln.text, member) is not None]
-        cue = (addressed or fresh or seen[-1:] or [None])[-1]
-        query = cue.text if cue else role.name
-        recent, kept = _history_messages(earlier, member, bot.budgets.history_tokens, bot.count_tokens)
-        older = at[:cut - kept]
-        remembering = bool(older) and bot.budgets.recall_tokens > 0
-        # memory is asked with the line addressed to it and with the newest line it heard (a question to
-        # everyone after Holmes was named): the earlier lines nearest either come back
-        newest = fresh[-1].text if fresh and fresh[-1].text != query else None
-        texts = [query, newest] if remembering and newest else [query]
-        vectors = bot.embed_turn(texts, remembering)
-        drawn = bot.draw(query, vectors, self.user_role, [ln.text for ln in seen])
-        recalled = self.recall(member, older, vectors[::-1], texts) if remembering else []  # the newest line first
-        others = [m.name for m in self.present if m.role_id != member.role_id]
-        note = (f"\n\nThis is a scene with {', '.join(others)} and {self.user_role}. Speak only as {role.name}: "
-                "one line, and never write the others' lines.")
-        if fresh:
-            last = "\n".join(format_query(ln.speaker, ln.text) for ln in fresh)
-        else:  # it spoke last (a forced turn) or nothing was said yet: the narrator hands it the word
-            last = (f"旁白:{role.name}接着说。" if role.language.startswith("zh")
-                    else f"narrator:{role.name} speaks next.")
-        memory = recall_block(recalled, SCENE_RECALL_HEADER, "line") if recalled else ""
-        parts = PromptParts(drawn.system + note, recent, drawn.after, drawn.packed, memory, last)
-        # the classic scenes right after the system prompt, whatever the engine: a member's prompt changes with
-        # every line, so there is no start to read ahead
-        messages = lay_out(parts, replace(bot.layout, scenes_last=False))
-        history = [Exchange(a.speaker, a.text, b.text) for a, b in zip(seen, seen[1:])
-                   if b.role_id == member.role_id and a.role_id != member.role_id]
-        return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else self.user_role,
-                           text=query, scenes=drawn.scenes, history=history, embedder=bot.embedder,
-                           avoid=tuple(avoid), visitor=self.user_role, packed=len(drawn.packed), lore=drawn.lore,
-                           cast=(self.user_role, *(n for m in self.present for n in m.names())),
-                           recalled=recalled, pinned=len(bot.pinned()))
+        return member_request(self, member, avoid)
 
     def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Generator[str, None, Reply]:
         """Stream one character's line (`who`, or the order's pick); it joins the transcript when complete.
@@ -450,31 +357,25 @@ class Scene:
         return cls(engine=engine, settings=settings, setup=setup)
 
 
-def _line_views(ln: Line) -> tuple[str, str]:
-    """What a line is indexed by for recall: with its speaker, and its words alone (see chat.memory)."""
-    return format_query(ln.speaker, ln.text), ln.text
+def _learn_calls(scene: Scene) -> None:
+    """Each member answers to the words the others call it by in its scenes ("Count, …" to Dracula), except
+    a word a member's scenes use for someone else ("师父" beside 孙悟空), or another member's name."""
+    taken = {w for m in scene.members for w in (*scene._bots[m.role_id].role.addressing.terms,
+                                                *scene._bots[m.role_id].role.addressing.shared)}
+    texts = [s.text for m in scene.members for s in scene._bots[m.role_id].role.known_stories]
+    for m in scene.members:
+        others = {n for o in scene.members if o is not m for n in (o.name, *o.aliases)}
+        called = [w for w in scene._bots[m.role_id].role.called_by if w not in taken and w not in others]
+        # "alice", "lizzie": a name typed in lower case, where the cast's scenes never use it as a word
+        small = written_small([m.name, *m.aliases, *called], texts)
+        m.called = tuple(dict.fromkeys([*called, *(w for w in small if w not in taken and w not in others)]))
 
 
-def _history_messages(lines: Sequence[Line], member: Member, budget: int, count) -> tuple[list[dict], int]:
-    """Earlier lines, newest first while they fit; the member's own as assistant, the rest grouped as user.
-    Also how many of the last `lines` are held (the older ones are for memory to recall)."""
-    kept: list[Line] = []
-    used = 0
-    for ln in reversed(lines):
-        n = count(format_query(ln.speaker, ln.text))
-        if used + n > budget:
-            break
-        kept.append(ln)
-        used += n
-    kept.reverse()
-    while kept and kept[0].role_id == member.role_id:  # a prompt's history opens with someone else's line
-        kept.pop(0)
-    messages: list[dict] = []
-    for ln in kept:
-        role = "assistant" if ln.role_id == member.role_id else "user"
-        text = format_query(member.name if role == "assistant" else ln.speaker, ln.text)
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"] += "\n" + text
-        else:
-            messages.append({"role": role, "content": text})
-    return messages, len(kept)
+def _bot_for(scene: Scene, role: Role | ChatHaruhi) -> ChatHaruhi:
+    """The member's conversation core: the scene's opened engine choice, the member's own memory of the scene."""
+    if isinstance(role, ChatHaruhi):
+        scene.state.memory.setdefault(role.role.id, role.memory)
+        return role
+    memory = scene.state.memory.setdefault(role.id, Memory())
+    return ChatHaruhi(role=role, engine=scene.choice, settings=scene.settings, embedder=scene.embedder,
+                      memory=memory, read_ahead=False)

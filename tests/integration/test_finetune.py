@@ -134,12 +134,12 @@ def test_finetune_then_chat_with_the_adapter_in_the_cli(env, tmp_path):
     card = (out / "README.md").read_text(encoding="utf-8")
     assert TINY_LLAMA in card and held[0] in card and "LoRA r=16" in card and "--grad-accum 2" in card
     # eval refuses to score it on scenes it trained on: another hold-out seed picks such scenes
-    err = _refused_eval(["eval", "--llm", "local", "--model", str(out), "--roles", "sherlock", "--seed", "1",
+    err = _refused_eval(["eval", "--engine", "local", "--model", str(out), "--roles", "sherlock", "--seed", "1",
                          "--cases", "3", "--out", str(tmp_path / "ev")])
     assert f"The model {out} trained on the scenes of" in err and "--allow-trained" in err
     assert find_finetuned([out.parent]) == [out]
     # the local engine loads it by path, in another process, offline
-    chat = run_cli("chat", "--role", "sherlock", "--llm", "local", "--model", str(out), "--stats", "Hello?",
+    chat = run_cli("chat", "--role", "sherlock", "--engine", "local", "--model", str(out), "--stats", "Hello?",
                    cache=Path(env["CHATHARUHI_CACHE"]), env_extra=env)
     assert chat.returncode == 0, chat.stderr
     assert chat.stdout.strip() and "sherlock-lora" in chat.stderr and "Traceback" not in chat.stderr
@@ -195,7 +195,7 @@ def test_merge_writes_a_full_model_the_local_engine_reads(env, settings, tmp_pat
     assert spec.adapter is None and spec.source == str(out)
     from chatharuhi_core import ChatHaruhi
 
-    bot = ChatHaruhi(role_name="dracula", llm="local", model=str(out), settings=settings)
+    bot = ChatHaruhi(role_name="dracula", engine="local", model=str(out), settings=settings)
     assert bot.chat("Good evening, Count.")
     from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS
 

@@ -150,11 +150,11 @@ def test_a_late_joiner_sees_only_what_was_said_after_it_came(settings, embedder)
     # one who leaves sees nothing said after it left
     scene.leave("Elizabeth")
     said(scene, None, "Now that Miss Bennet is gone: the treaty is forged.")
-    assert "forged" not in " ".join(ln.text for ln in scene.seen(scene.member("elizabeth")))
+    assert "forged" not in " ".join(ln.text for ln in scene.state.seen(scene.member("elizabeth")))
     with pytest.raises(InputError, match="has left"):
         scene.turn("elizabeth")
     scene.add("elizabeth")  # back again: sees from now on, and still remembers what she witnessed
-    seen = " ".join(ln.text for ln in scene.seen(scene.member("elizabeth")))
+    seen = " ".join(ln.text for ln in scene.state.seen(scene.member("elizabeth")))
     assert "secret treaty" in seen and "forged" not in seen
 
 

@@ -90,7 +90,7 @@ def test_a_whisper_is_heard_answered_and_recalled_by_one_character_alone(scene):
     assert FACT not in prompt_text(holmes)
     assert any(FACT in t for t in recalled_text(lizzy))
     # the director never reads a whisper either
-    assert scene.witnessed(scene.member("elizabeth"), 0) and not scene.witnessed(scene.member("sherlock"), 0)
+    assert scene.state.witnessed(scene.member("elizabeth"), 0) and not scene.state.witnessed(scene.member("sherlock"), 0)
 
 
 def test_a_whisper_to_someone_absent_or_muted(scene):
@@ -136,7 +136,7 @@ def test_nothing_recalled_was_unwitnessed_in_random_scenes(settings, embedder):
     checked = 0
     for m in scene.present:
         request = scene.prepare(m)
-        witnessed = set(scene.seen_at(m))
+        witnessed = set(scene.state.seen_at(m))
         for r in request.recalled:
             assert r.turn - 1 in witnessed, (m.role_id, r.turn)
             checked += 1
