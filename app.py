@@ -65,7 +65,7 @@ class Page:
         stops = turns.wire(self)
         switches.wire(self, stops)
         self.chat.story.wire(self, stops)
-        api.wire(self.demo)
+        api.wire(self.demo, Settings.from_env())
 
 
 def build_demo() -> gr.Blocks:

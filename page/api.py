@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 
 import gradio as gr
 from gradio.data_classes import FileData
 
+from chatharuhi_core.config import Settings
 from chatharuhi_core.web.tools import (
+    ChatRequest,
     ToolError,
     chat_with_character,
     continue_story,
@@ -18,33 +21,50 @@ from chatharuhi_core.web.tools import (
 )
 
 
-def as_tool(fn, serve=lambda result: json.dumps(result, ensure_ascii=False), returns=str):
-    """A tool as Gradio serves it: its result through `serve` (JSON by default: an MCP client would otherwise
-    read Python's repr; a file for a spoken line, which MCP gives as its URL), its failure sentence as the
-    error the API or MCP client reads; name, parameters and docstring its own."""
+def _json(result: object) -> str:
+    """JSON, not Python's repr, which is what an MCP client would otherwise read."""
+    return json.dumps(result, ensure_ascii=False)
+
+
+def as_tool(fn: Callable, settings: Settings, serve: Callable = _json, returns: type = str,
+            takes: type | None = None) -> Callable:
+    """A tool as Gradio serves it: answered with the app's one Settings (never a parameter of the tool), its result
+    through `serve` (a file for a spoken line, which MCP gives as its URL), its failure sentence as the error the
+    API or MCP client reads; name and docstring its own. Its parameters are `fn`'s, or, when `fn` takes one value
+    of a dataclass (`takes`), that dataclass's fields: the edge where an API call becomes that value."""
+    shape = takes or fn
+    params = [p for p in inspect.signature(shape).parameters.values() if p.name != "settings"]
+    hints = (takes.__init__ if takes else fn).__annotations__
+
     def tool(*args, **kwargs):
         try:
-            return serve(fn(*args, **kwargs))
+            if takes is not None:
+                return serve(fn(takes(*args, **kwargs), settings=settings))
+            return serve(fn(*args, settings=settings, **kwargs))
         except ToolError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
 
     tool.__name__ = tool.__qualname__ = fn.__name__
     tool.__doc__ = fn.__doc__
-    tool.__signature__ = inspect.signature(fn).replace(return_annotation=returns)
-    tool.__annotations__ = {**fn.__annotations__, "return": returns}
+    tool.__signature__ = inspect.Signature(params, return_annotation=returns)
+    tool.__annotations__ = {**{p.name: hints[p.name] for p in params if p.name in hints}, "return": returns}
     return tool
 
 
-TOOLS = (as_tool(list_characters), as_tool(chat_with_character), as_tool(continue_story),
-         as_tool(search_scenes), as_tool(speak_line, lambda path: FileData(path=path), FileData))
+def tools(settings: Settings) -> tuple[Callable, ...]:
+    """The five tools, each answering with the app's settings."""
+    return (as_tool(list_characters, settings), as_tool(chat_with_character, settings, takes=ChatRequest),
+            as_tool(continue_story, settings), as_tool(search_scenes, settings),
+            as_tool(speak_line, settings, lambda path: FileData(path=path), FileData))
 
 
-def wire(demo: gr.Blocks) -> None:
+def wire(demo: gr.Blocks, settings: Settings) -> None:
     """The five tools, documented. The page's own events stay callable (the page and its tests use them) but
     undocumented, so an agent sees five tools with described parameters, not the page's state and sliders."""
-    for tool in TOOLS:
+    served = tools(settings)
+    for tool in served:
         gr.api(tool, api_name=tool.__name__)
-    names = {tool.__name__ for tool in TOOLS}
+    names = {tool.__name__ for tool in served}
     for block_fn in demo.fns.values():
         if block_fn.api_visibility == "public" and block_fn.api_name not in names:
             block_fn.api_visibility = "undocumented"

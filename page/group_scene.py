@@ -19,6 +19,7 @@ from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir
 from chatharuhi_core.web.picker import picker_choices, picker_entries
 from chatharuhi_core.web.scene import (
     PLACEHOLDER,
+    SceneEvent,
     alternatives_label,
     edit_line,
     export_scene,
@@ -141,15 +142,15 @@ def _play(state: SceneState | None, values, signed_in: gr.OAuthToken | None) -> 
     return set_options(user_role, order, allow_self, state), choice(panel, signed_in)
 
 
-def _run(state: SceneState, engine: EnginePanel, **kw):
+def _run(state: SceneState, engine: EnginePanel, event: SceneEvent):
     """Stream a group-scene event: chat every frame; state, box and status when they change."""
     state = _state(state)
     first, spoke = True, -1
-    for up in stream_scene(state, engine, Settings.from_env(), **kw):
+    for up in stream_scene(state, engine, Settings.from_env(), event):
         if up.error:
             gr.Warning(up.error)
         # a sent line leaves the box; refused before it was said (no cast, empty, too long), it stays
-        sent = kw.get("text")
+        sent = event.text
         if sent is None or not (first or up.done):
             box = gr.skip()
         else:
@@ -168,7 +169,7 @@ def _run(state: SceneState, engine: EnginePanel, **kw):
 def send_line(signed_in: gr.OAuthToken | None, state, text, to, *play):
     """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
     state, engine = _play(state, play, signed_in)
-    yield from _run(state, engine, text=text or "", to=to or None)
+    yield from _run(state, engine, SceneEvent(text=text or "", to=to or None))
 
 
 def speak_now(k: int):
@@ -178,18 +179,18 @@ def speak_now(k: int):
         if k >= len(present):
             yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
             return
-        yield from _run(state, engine, who=present[k].role_id)
+        yield from _run(state, engine, SceneEvent(who=present[k].role_id))
     return handler
 
 
 def let_them_talk(signed_in: gr.OAuthToken | None, state, turns, *play):
     state, engine = _play(state, play, signed_in)
-    yield from _run(state, engine, turns=max(1, min(20, int(turns or 3))))
+    yield from _run(state, engine, SceneEvent(turns=max(1, min(20, int(turns or 3)))))
 
 
 def regenerate_line(signed_in: gr.OAuthToken | None, state, *play):
     state, engine = _play(state, play, signed_in)
-    yield from _run(state, engine, regenerate=True)
+    yield from _run(state, engine, SceneEvent(regenerate=True))
 
 
 def scene_language(state: SceneState | None, engine: str, model: str | None, base_url: str | None,

@@ -13,6 +13,7 @@ from chatharuhi_core.web.chat import (
     TurnGate,
     answers_again,
     chat_messages,
+    continue_turn,
     edit_message,
     feedback_values,
     read_ahead,
@@ -40,7 +41,10 @@ def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role
     gate = gate if gate is not None else TurnGate()
     ticket = gate.open()
     first = True
-    for up in stream_turn(conv, text, user_role, engine, Settings.from_env(), regenerate=regenerate, go_on=go_on):
+    settings = Settings.from_env()
+    frames = (continue_turn(conv, user_role, engine, settings) if go_on
+              else stream_turn(conv, text, user_role, engine, settings, regenerate=regenerate))
+    for up in frames:
         if not gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
             return
         if up.error:

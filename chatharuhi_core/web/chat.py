@@ -31,6 +31,7 @@ from ..roles.role import Role
 from ..roles.sources import load_role
 from .common import (
     WARNING_MARK,
+    Answered,
     EnginePanel,
     Throttle,
     correct,
@@ -264,69 +265,118 @@ def engine_frames(bot: ChatHaruhi, start: Callable[[], Streaming]) -> Iterator[t
         yield text, "", streaming.reply
 
 
+SEND, REGENERATE, CONTINUE = "send", "regenerate", "continue"  # what a turn does (_Turn.how)
+
+
+@dataclass
+class _Turn:
+    """What one turn starts from: the chat as the visitor left it (a failure goes back to it), the chat the reply
+    is written after, what the page shows above the reply meanwhile, and what the reply answers."""
+
+    conv: Conversation
+    role: Role
+    how: str  # SEND, REGENERATE or CONTINUE
+    text: str
+    user_role: str
+    base: Conversation
+    shown: list[dict] = field(default_factory=list)
+    before: str = ""  # continue: the reply as it stood, which the new words follow
+    avoid: tuple[str, ...] = ()  # regenerate: every reply the message has had
+    slot: ReplyMeta | None = None  # regenerate: the replaced reply's record, whose id the new one keeps
+    last: Exchange | None = None
+
+    def frame(self, reply: str, status: str) -> list[dict]:
+        """The chat while the engine writes: a load or a place in line is said under the reply going on, not run
+        into it."""
+        content = (self.before + "\n\n" + status if self.before else status) if status else self.before + reply
+        return self.shown + [{"role": "assistant", "content": content}]
+
+
 def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePanel,
-                settings: Settings, *, regenerate: bool = False, go_on: bool = False) -> Iterator[TurnUpdate]:
-    """Stream one reply: to `text`, again to the last message (`regenerate`: the new reply joins the ones it
-    had, swipes.py), or the last reply going on (`go_on`: continue). On failure the history stays as it was
-    and the error is one sentence."""
-    role = load_role(conv.role_id)
-    base = conv.copy()
-    avoid: tuple[str, ...] = ()
+                settings: Settings, *, regenerate: bool = False) -> Iterator[TurnUpdate]:
+    """Stream one reply: to `text`, or again to the last message (`regenerate`: the new reply joins the ones it
+    had, swipes.py). On failure the history stays as it was and the error is one sentence."""
+    yield from _stream(_begin(conv, text, user_role, REGENERATE if regenerate else SEND), engine, settings)
+
+
+def continue_turn(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> Iterator[TurnUpdate]:
+    """Stream the last reply going on from where it stopped (Continue); on failure it stays as it was."""
+    yield from _stream(_begin(conv, "", user_role, CONTINUE), engine, settings)
+
+
+def _begin(conv: Conversation, text: str, user_role: str, how: str) -> _Turn | TurnUpdate:
+    """The turn to stream, or the one frame that says there is nothing to regenerate or continue yet."""
+    role, base = load_role(conv.role_id), conv.copy()
     last = base.history[-1] if base.history else None
-    if (regenerate or go_on) and last is None:
-        what = "regenerate" if regenerate else "continue"
-        yield TurnUpdate(chat_messages(base, role, user_role), base, f"There is no reply to {what} yet.", True)
-        return
-    if regenerate:
+    if how != SEND and last is None:
+        what = "regenerate" if how == REGENERATE else "continue"
+        return TurnUpdate(chat_messages(base, role, user_role), base, f"There is no reply to {what} yet.", True)
+    turn = _Turn(conv, role, how, text, user_role, base, last=last)
+    if how == REGENERATE:
         base.history.pop()
-        slot = base.meta.pop()
+        turn.slot = base.meta.pop()
         # every reply this message has had, so a quoting engine goes through all its candidates
         # instead of swinging between the best two
-        text, user_role, avoid = last.text, last.user_role, tuple(dict.fromkeys([*base.tried, *replies_of(last)]))
-    shown = chat_messages(base, role, user_role)
-    before = ""
-    if go_on:
-        before, shown = shown[-1]["content"].rstrip(), shown[:-1]
+        turn.text, turn.user_role = last.text, last.user_role
+        turn.avoid = tuple(dict.fromkeys([*base.tried, *replies_of(last)]))
+    shown = chat_messages(base, role, turn.user_role)
+    if how == CONTINUE:
+        turn.before, turn.shown = shown[-1]["content"].rstrip(), shown[:-1]
     else:
-        shown = shown + [{"role": "user", "content": text}]
+        turn.shown = shown + [{"role": "user", "content": turn.text}]
+    return turn
+
+
+def _stream(turn: _Turn | TurnUpdate, engine: EnginePanel, settings: Settings) -> Iterator[TurnUpdate]:
+    """The frames of one turn: the reply as the engine writes it, then the chat with it (or the failure)."""
+    if isinstance(turn, TurnUpdate):
+        yield turn
+        return
     reply, said = "", None
     try:
-        bot = make_bot(base, engine, user_role, settings)
-        start = (bot.continue_reply if go_on else lambda: bot.stream(text, avoid=avoid))
+        bot = make_bot(turn.base, engine, turn.user_role, settings)
+        start = bot.continue_reply if turn.how == CONTINUE else (lambda: bot.stream(turn.text, avoid=turn.avoid))
         for reply, status, said in engine_frames(bot, start):
-            if said is None:  # a load or a place in line is said under the reply going on, not run into it
-                content = (before + "\n\n" + status if before else status) if status else before + reply
-                yield TurnUpdate(shown + [{"role": "assistant", "content": content}], base, status=status)
-    except InputError as exc:
-        yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
+            if said is None:
+                yield TurnUpdate(turn.frame(reply, status), turn.base, status=status)
+    except Exception as exc:  # noqa: BLE001 - every failure is a sentence (_failed)
+        yield _failed(turn, reply, exc)
         return
-    except ChatHaruhiError as exc:
-        if go_on:  # the reply stays as it was; why it could not go on is said under the chat, not in its words
-            yield TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, WARNING_MARK + str(exc))
-            return
-        partial = (before + reply + "\n\n") if (before + reply) else ""
-        msg = shown + [{"role": "assistant", "content": partial + WARNING_MARK + str(exc)}]
-        yield TurnUpdate(msg, conv, str(exc), True)
-        return
-    except Exception as exc:  # never a traceback in the page
-        log.exception("turn failed")
-        sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
-        yield TurnUpdate(shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
-        return
-    history, meta = bot.history, list(base.meta)
-    if go_on:
+    yield _done(turn, bot.history, said)
+
+
+def _failed(turn: _Turn, reply: str, exc: Exception) -> TurnUpdate:
+    """The last frame of a turn that failed: the chat as it was, with the sentence."""
+    conv, role, user_role = turn.conv, turn.role, turn.user_role
+    if isinstance(exc, InputError):
+        return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
+    if isinstance(exc, ChatHaruhiError):
+        if turn.how == CONTINUE:  # the reply stays as it was; why it could not go on is said under the chat
+            return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, WARNING_MARK + str(exc))
+        partial = (turn.before + reply + "\n\n") if (turn.before + reply) else ""
+        return TurnUpdate(turn.shown + [{"role": "assistant", "content": partial + WARNING_MARK + str(exc)}], conv,
+                          str(exc), True)
+    log.exception("turn failed", exc_info=exc)  # never a traceback in the page
+    sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
+    return TurnUpdate(turn.shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
+
+
+def _done(turn: _Turn, history: list[Exchange], said: Reply) -> TurnUpdate:
+    """The last frame of a turn that went well: the chat with the reply, and its stats."""
+    meta = list(turn.base.meta)
+    if turn.how == CONTINUE:
         meta[-1] = replace(meta[-1], messages=said.messages)
-        tried = base.tried
+        tried = turn.base.tried
     else:
-        new = ReplyMeta(slot.id if regenerate else uuid.uuid4().hex, said.messages, said.stats.engine,
-                        said.stats.model)
-        meta.append(new)
-        if regenerate:  # the reply joins the ones the message had; the slot keeps its id for feedback
-            history[-1] = another(last, history[-1])
+        meta.append(ReplyMeta(turn.slot.id if turn.slot else uuid.uuid4().hex, said.messages, said.stats.engine,
+                              said.stats.model))
+        if turn.how == REGENERATE:  # the reply joins the ones the message had; the slot keeps its id for feedback
+            history[-1] = another(turn.last, history[-1])
+        avoid = turn.avoid
         tried = [said.text] if said.text in avoid else [*avoid, said.text]  # all used up: a new round starts here
-    done = replace(base, history=history, meta=meta, last=said, tried=tried)
-    yield TurnUpdate(chat_messages(done, role, user_role), done, None, True,
-                     stats_line(said.stats) + memory_line(said))
+    done = replace(turn.base, history=history, meta=meta, last=said, tried=tried)
+    return TurnUpdate(chat_messages(done, turn.role, turn.user_role), done, None, True,
+                      stats_line(said.stats) + memory_line(said))
 
 
 _CAPTIONS: dict[tuple, object] = {}
@@ -376,8 +426,8 @@ def question_at(conv: Conversation, role: Role, index: object) -> int | None:
 
 def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settings) -> str | None:
     ex = conv.history[k]
-    return record_feedback(settings, conv.meta[k], ex.reply, role_id=conv.role_id, role_name=role.name,
-                           user_role=ex.user_role, asked=ex.text, event=event, passed_over=passed_over(ex))
+    answered = Answered(conv.role_id, role.name, ex.user_role, ex.text, passed_over(ex))
+    return record_feedback(settings, conv.meta[k], ex.reply, answered, event)
 
 
 def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:

@@ -254,17 +254,31 @@ def correct(said: Rated, current: str, new: str) -> None:
         said.original = None
 
 
-def record_feedback(settings: Settings, said: Rated, text: str, *, role_id: str, role_name: str, user_role: str,
-                    asked: str, event: str, passed_over: list[str] | None = None) -> str | None:
+@dataclass(frozen=True)
+class Answered:
+    """What a rated reply or line answered, as the feedback file pairs it: the character who spoke, the visitor's
+    name, the words it answered and the texts the visitor passed over for it; one value, so the chat, the story
+    controls and the group scene fill the same fields."""
+
+    role_id: str
+    role_name: str
+    user_role: str
+    asked: str
+    passed_over: list[str] | None = None
+
+
+def record_feedback(settings: Settings, said: Rated, text: str, answered: Answered, event: str) -> str | None:
     """Append a reply's or line's current state (`text`, its rating, the correction) to the feedback file,
     paired with what it answered; a sentence if the disk refused it."""
     path = settings.feedback_path
     if path is None:
         return None
-    rec = feedback_record(FeedbackRecord(reply_id=said.id, role_id=role_id, role_name=role_name, user_role=user_role,
-                                         text=asked, messages=said.messages, original=said.original or text,
+    rec = feedback_record(FeedbackRecord(reply_id=said.id, role_id=answered.role_id, role_name=answered.role_name,
+                                         user_role=answered.user_role, text=answered.asked, messages=said.messages,
+                                         original=said.original or text,
                                          corrected=text if said.original is not None else None, rating=said.rating,
-                                         engine=said.engine, model=said.model, event=event, passed_over=passed_over))
+                                         engine=said.engine, model=said.model, event=event,
+                                         passed_over=answered.passed_over))
     try:
         append_record(path, rec)
     except OSError as exc:

@@ -25,6 +25,7 @@ from ..scene.scene import Scene, SceneSetup
 from .common import (
     PLACEHOLDER_IMAGE,
     WARNING_MARK,
+    Answered,
     EnginePanel,
     Throttle,
     correct,
@@ -256,13 +257,33 @@ def _steps(scene: Scene, plan: list[Member], turns: int, regenerate: bool) -> It
         yield _Step(member, scene.stream_turn(member), scene.state.copy())
 
 
-def _closing_status(*, answered: bool, planned: bool, turns: int, spoke: int, regenerate: bool,
-                    last: Reply | None, unheard: list[str], manual: bool = True) -> str:
+@dataclass(frozen=True)
+class SceneEvent:
+    """What one event of the group-scene tab asks for, as one value.
+
+    text: the visitor's line, answered by `who` or by the order's responders; `to`: whispered to that
+    character alone, who answers it privately;
+    who without text: that character speaks now (muted or not);
+    turns: the characters carry on among themselves for that many lines;
+    regenerate: the last character line again;
+    seed: the director's draws, for a repeatable event (tests).
+    """
+
+    text: str | None = None
+    who: str | None = None
+    turns: int = 0
+    regenerate: bool = False
+    seed: int | None = None
+    to: str | None = None
+
+
+def _closing_status(event: SceneEvent, planned: bool, spoke: int, last: Reply | None, unheard: list[str],
+                    manual: bool = True) -> str:
     """The line under the scene once an event is done: why it stopped, or who answered."""
     status = ""
-    if answered and not planned and manual:
+    if event.text is not None and not planned and manual:
         status = "Manual order: pick who answers with the ▶ buttons. · 手动模式：点 ▶ 选择谁来回答。"
-    elif turns and spoke < turns and not regenerate:
+    elif event.turns and spoke < event.turns and not event.regenerate:
         status = "The scene has come to a close. · 这场戏告一段落。"
     if last is not None and not status:
         model = f" · `{html.escape(last.stats.model)}`" if last.stats.model else ""
@@ -272,22 +293,14 @@ def _closing_status(*, answered: bool, planned: bool, turns: int, spoke: int, re
     return status
 
 
-def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, text: str | None = None,
-                 who: str | None = None, turns: int = 0, regenerate: bool = False,
-                 seed: int | None = None, to: str | None = None) -> Iterator[SceneUpdate]:
-    """One event of the group-scene tab, streamed: planned, generated line by line, then presented.
-
-    text: the visitor's line, answered by `who` or by the order's responders; `to`: whispered to that
-    character alone, who answers it privately;
-    who without text: that character speaks now (muted or not);
-    turns: the characters carry on among themselves for that many lines;
-    regenerate: the last character line again.
-    A failure stops the event with a sentence; the lines completed before it stay.
-    """
+def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings,
+                 event: SceneEvent = SceneEvent()) -> Iterator[SceneUpdate]:
+    """One event of the group-scene tab (SceneEvent), streamed: planned, generated line by line, then presented.
+    A failure stops the event with a sentence; the lines completed before it stay."""
     try:
-        scene = make_scene(state, engine, settings, seed)
+        scene = make_scene(state, engine, settings, event.seed)
         scene.check_cast()
-        plan, unheard = ([], []) if regenerate else _plan(scene, text, who, to)
+        plan, unheard = ([], []) if event.regenerate else _plan(scene, event.text, event.who, event.to)
     except ChatHaruhiError as exc:
         yield SceneUpdate(scene_messages(state), state, str(exc), True)
         return
@@ -308,7 +321,7 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
     try:
         for look in ticket.waiting():
             yield SceneUpdate(scene_messages(done), done, status=waiting_line(look))
-        for step in _steps(scene, plan, turns, regenerate):
+        for step in _steps(scene, plan, event.turns, event.regenerate):
             private = step.speaker.role_id if scene.answers_privately(step.speaker) else None
             head = speaker_header(step.speaker.role_id, step.speaker.name) + whisper_mark(scene.state, private, True)
             said, throttle = "", Throttle()
@@ -326,9 +339,7 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, *, 
         return
     finally:
         ticket.release()
-    status = _closing_status(answered=text is not None, planned=bool(plan), turns=turns, spoke=spoke,
-                             regenerate=regenerate, last=last, unheard=unheard,
-                             manual=scene.state.order == "manual")
+    status = _closing_status(event, bool(plan), spoke, last, unheard, manual=scene.state.order == "manual")
     yield SceneUpdate(scene_messages(done), done, None, True, status, spoke)
 
 
@@ -354,9 +365,8 @@ def line_at(state: SceneState, index: object) -> int | None:
 def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | None:
     ln = state.lines[k]
     cue_speaker = next((p.speaker for p in reversed(state.lines[:k]) if p.text == ln.cue), state.user_role)
-    return record_feedback(settings, ln, ln.text, role_id=ln.role_id or "", role_name=ln.speaker,
-                           user_role=cue_speaker, asked=ln.cue, event=event,
-                           passed_over=[t for t in ln.alternatives if t != ln.text])
+    answered = Answered(ln.role_id or "", ln.speaker, cue_speaker, ln.cue, [t for t in ln.alternatives if t != ln.text])
+    return record_feedback(settings, ln, ln.text, answered, event)
 
 
 def _picked(state: SceneState, index: object) -> int | None:

@@ -3,7 +3,7 @@ branches made and walked, a persona and an author's note set, and the visitor's 
 
 A chat is a tree of lines. The line on screen is the Conversation; its `others` are the chat's other lines, each a
 whole Conversation with its own history and memory, and its `line` says where it left its parent. Continue is a
-turn (chat.stream_turn with go_on).
+turn (web.chat.continue_turn).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
 from .chat import Conversation, _exchange_at, engine_frames, make_bot
-from .common import EnginePanel, record_feedback
+from .common import Answered, EnginePanel, record_feedback
 
 
 def selected_reply(conv: Conversation, index: object) -> int | None:
@@ -66,8 +66,8 @@ def flip(conv: Conversation, index: object, step: int, settings: Settings) -> tu
     meta = conv.meta[k]
     meta.rating, meta.original = None, None  # a rating or correction was of the reply that was on screen
     role = load_role(conv.role_id)
-    failed = record_feedback(settings, meta, ex.reply, role_id=conv.role_id, role_name=role.name,
-                             user_role=ex.user_role, asked=ex.text, event="swipe", passed_over=passed_over(ex))
+    answered = Answered(conv.role_id, role.name, ex.user_role, ex.text, passed_over(ex))
+    failed = record_feedback(settings, meta, ex.reply, answered, "swipe")
     return conv, failed or ""
 
 

@@ -5,6 +5,8 @@ answer with the deployment's default engine and the operator's settings; their r
 the model's name, never a key or token. A failure is a ToolError with the sentence a visitor would read.
 """
 
+from dataclasses import dataclass
+
 from ..chat.lanes import ticket_for
 from ..config import Settings
 from ..errors import ChatHaruhiError
@@ -28,7 +30,7 @@ def _imported(settings: Settings) -> list[str]:
                   and (p / "role.json").is_file())
 
 
-def list_characters(query: str = "") -> list[dict]:
+def list_characters(query: str = "", settings: Settings | None = None) -> list[dict]:
     """List the characters you can talk to: the bundled ones, those added on this server, and ChatHaruhi's
     catalogue on the Hugging Face Hub (fetched on first use).
 
@@ -41,7 +43,7 @@ def list_characters(query: str = "") -> list[dict]:
     """
     words = [w.lower() for w in (query or "").split()]
     found = []
-    for entry in picker_entries(_imported(Settings.from_env())):
+    for entry in picker_entries(_imported(settings or Settings.from_env())):
         text = f"{entry.ref} {entry.label}".lower()
         if all(w in text for w in words):
             source = "hub" if entry.online else ("bundled" if entry.group.startswith("Bundled") else "added")
@@ -56,8 +58,21 @@ def _role(role: str, settings: Settings):
         raise ToolError(f"{exc} (list_characters gives the ids.)") from None
 
 
-def chat_with_character(role: str, message: str, history: list[dict] | None = None,
-                        user_name: str = "", persona: str = "", authors_note: str = "", note_depth: int = 4) -> dict:
+@dataclass(frozen=True)
+class ChatRequest:
+    """One call of chat_with_character (or continue_story, with no message), as one value: the tool's parameters,
+    in its order (page/api.py serves the tool with these as its parameters)."""
+
+    role: str
+    message: str
+    history: list[dict] | None = None
+    user_name: str = ""
+    persona: str = ""
+    authors_note: str = ""
+    note_depth: int = 4
+
+
+def chat_with_character(request: ChatRequest, settings: Settings | None = None) -> dict:
     """Send a message to a character and get its reply, in character, drawn from its own classic scenes.
     Call it again with the same history for another reply to choose from.
 
@@ -75,17 +90,17 @@ def chat_with_character(role: str, message: str, history: list[dict] | None = No
         JSON: "reply" (the character's line), "scenes" (the classic scenes it drew on, most similar first, each with
         its id and similarity), "engine" and "model" (what answered).
     """
-    text = (message or "").strip()
+    text = (request.message or "").strip()
     if not text:
         raise ToolError("The message is empty: say something to the character.")
     if len(text) > MAX_MESSAGE_CHARS:
         raise ToolError(f"The message is {len(text)} characters long; the most is {MAX_MESSAGE_CHARS}.")
-    out = _run(role, history, user_name, persona, lambda bot: bot.stream(text), authors_note, note_depth)
+    out = _run(request, lambda bot: bot.stream(text), settings or Settings.from_env())
     return {k: out[k] for k in ("reply", "scenes", "engine", "model")}
 
 
 def continue_story(role: str, history: list[dict], whose: str = "character", user_name: str = "",
-                   persona: str = "") -> dict:
+                   persona: str = "", settings: Settings | None = None) -> dict:
     """Write on for the player: the character's last reply goes on from where it stopped, or the player's next
     line is written for them to edit and send.
 
@@ -102,30 +117,27 @@ def continue_story(role: str, history: list[dict], whose: str = "character", use
     """
     if whose not in ("character", "player"):
         raise ToolError('whose is "character" (continue its last reply) or "player" (write your next line).')
-    if whose == "character":
-        out = _run(role, history, user_name, persona, lambda bot: bot.continue_reply())
-    else:
-        out = _run(role, history, user_name, persona, lambda bot: bot.impersonate())
+    request = ChatRequest(role, "", history, user_name, persona)
+    start = (lambda bot: bot.continue_reply()) if whose == "character" else (lambda bot: bot.impersonate())
+    out = _run(request, start, settings or Settings.from_env())
     added = out["reply"] if whose == "character" else out["whole"]
     return {"text": out["whole"], "added": added, "engine": out["engine"], "model": out["model"]}
 
 
-def _run(role: str, history: list[dict] | None, user_name: str, persona: str, start, note: str = "",
-         depth: int = 4) -> dict:
+def _run(request: ChatRequest, start, settings: Settings) -> dict:
     """One engine call for a tool, in line behind the page's visitors on an engine that answers one at a time."""
     from ..chat.chatbot import ChatHaruhi
     from ..chat.persona import authors_note
     from ..chat.persona import persona as make_persona
     from ..chat.prompt import Exchange
 
-    settings = Settings.from_env()
-    found = _role(role, settings)
-    who = (user_name or "").strip() or found.visitor_name
-    exchanges = _exchanges(history or [], who, Exchange)
+    found = _role(request.role, settings)
+    who = (request.user_name or "").strip() or found.visitor_name
+    exchanges = _exchanges(request.history or [], who, Exchange)
     try:
-        player = make_persona(who, persona) if (persona or "").strip() else None
+        player = make_persona(who, request.persona) if (request.persona or "").strip() else None
         bot = ChatHaruhi(role=found, engine=settings.default_engine, user_role=who, settings=settings,
-                         history=exchanges, persona=player, note=authors_note(note, depth))
+                         history=exchanges, persona=player, note=authors_note(request.authors_note, request.note_depth))
         bot.load()
         with ticket_for(bot.engine) as ticket:  # in line behind the page's visitors on a one-at-a-time engine
             for _ in ticket.waiting():
@@ -159,7 +171,7 @@ def _scene(hit) -> dict:
     return {"id": hit.id, "similarity": round(float(hit.similarity), 3), "text": hit.text}
 
 
-def search_scenes(role: str, query: str, k: int = 5) -> list[dict]:
+def search_scenes(role: str, query: str, k: int = 5, settings: Settings | None = None) -> list[dict]:
     """Search a character's classic scenes (the ones its replies draw on) by meaning.
 
     Args:
@@ -174,7 +186,7 @@ def search_scenes(role: str, query: str, k: int = 5) -> list[dict]:
 
     if not (query or "").strip():
         raise ToolError("The query is empty: say what the scenes should be about.")
-    settings = Settings.from_env()
+    settings = settings or Settings.from_env()
     found = _role(role, settings)
     try:
         hits = ChatHaruhi(role=found, engine="script", settings=settings).store.search(query, max(1, min(MAX_SCENES,
@@ -184,7 +196,7 @@ def search_scenes(role: str, query: str, k: int = 5) -> list[dict]:
     return [_scene(h) for h in hits]
 
 
-def speak_line(role: str, text: str) -> str:
+def speak_line(role: str, text: str, settings: Settings | None = None) -> str:
     """Read a line aloud in the character's voice.
 
     Args:
@@ -196,7 +208,7 @@ def speak_line(role: str, text: str) -> str:
     """
     from ..chat.voice import speak
 
-    settings = Settings.from_env()
+    settings = settings or Settings.from_env()
     found = _role(role, settings)
     speech = speak(found, text or "", settings)
     if speech.path is None:

@@ -17,7 +17,7 @@ from chatharuhi_core.data.feedback import build_training_data
 from chatharuhi_core.errors import EngineError, InputError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.web.browser_store import MAX_CHARS, pack, unpack
-from chatharuhi_core.web.chat import Conversation, export_chat, import_chat, stream_turn
+from chatharuhi_core.web.chat import Conversation, continue_turn, export_chat, import_chat, stream_turn
 from chatharuhi_core.web.common import EnginePanel
 from chatharuhi_core.web.story import (
     back_to_parent,
@@ -139,7 +139,7 @@ def test_continue_quotes_the_next_line_of_the_scene_and_impersonate_a_line_of_th
         "".join(bot.continue_reply())
     assert bot.history[-1].reply.endswith("murderer.")  # a failed continue changes nothing
     conv = Conversation("sherlock", history=list(bot.history), meta=[ReplyMeta("a", [], "script", "")])
-    *_, last = stream_turn(conv, "", "Watson", EnginePanel(), settings, go_on=True)
+    *_, last = continue_turn(conv, "Watson", EnginePanel(), settings)
     assert last.messages[-1]["content"].endswith("murderer.")  # the page's bubble keeps the reply's own words
     assert "finds no next line" in last.error and "finds no next line" in last.status  # said under the chat
     line = "".join(bot.impersonate())
