@@ -107,6 +107,41 @@ def test_no_function_in_the_app_runs_past_60_lines():
     assert not too_long, f"longer than {MAX_FUNCTION_LINES} lines:\n" + "\n".join(too_long)
 
 
+MAX_PARAMETERS = 6
+# the functions allowed more, each for a reason a reader can check; at most five
+MANY_PARAMETERS = {
+    "chatharuhi_core/chat/chatbot.py ChatHaruhi.__init__": "the paper's constructor: every way a conversation was "
+                                                          "ever given, turned into the core's role, EngineChoice, "
+                                                          "Memory and Seat",
+    "chatharuhi_core/chat/engines/base.py register_engine": "a class decorator whose keywords are the registry's "
+                                                            "columns, each with a default",
+    "chatharuhi_core/chat/engines/local/llama_batch.py Batcher.__init__": "llama.cpp's context parameters, "
+                                                                          "one per argument",
+}
+
+
+def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Its parameters, self and cls left out; *args counts as one, **kwargs too."""
+    a = func.args
+    named = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.arg not in ("self", "cls")]
+    return len(named) + bool(a.vararg) + bool(a.kwarg)
+
+
+def test_no_function_takes_more_than_six_parameters():
+    """A function that needs more is given a typed options value (EvalOptions, SceneSetup, Seat, ...): the list
+    of what it takes is then written once, with defaults and a docstring, not at every call."""
+    assert len(MANY_PARAMETERS) <= 5
+    sources = [*sorted((ROOT / "chatharuhi_core").rglob("*.py")), *sorted((ROOT / "page").rglob("*.py")), ROOT / "app.py"]
+    found = {}
+    for path in sources:
+        for name, func in _functions(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if _parameters(func) > MAX_PARAMETERS:
+                found[f"{path.relative_to(ROOT)} {name}"] = _parameters(func)
+    unexplained = {k: v for k, v in found.items() if k not in MANY_PARAMETERS}
+    assert not unexplained, f"more than {MAX_PARAMETERS} parameters: {unexplained}"
+    assert set(MANY_PARAMETERS) <= set(found), "an exception no longer needed: take it off the list"
+
+
 # ------------------------------------------------------------ README counts the tests as pytest does
 
 
