@@ -70,6 +70,7 @@ def _chat_cases(settings, embedder) -> dict[str, list[dict]]:
         bot.clock = lambda: CLOCK
         for pin in c.get("pins", []):
             bot.remember(pin)
+        bot.index_ahead()  # as after a reply: a busy machine's slow embedding must not turn recall to words alone
         out[f"chat/{name}"] = bot.prepare(c["text"]).messages
         if bot.scenes_last:
             out[f"chat/{name}/next-start"] = bot.next_prompt_start()
