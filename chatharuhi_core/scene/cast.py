@@ -121,6 +121,10 @@ class SceneState:
     # keyed by the lines' text and safe between threads); never saved: it is rebuilt from the transcript.
     memory: dict = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def present(self) -> list[Member]:
+        return [m for m in self.members if m.present]
+
     def witnessed(self, member: Member, index: int) -> bool:
         """Whether the member heard line `index`: present then, and not a whisper to someone else."""
         to = self.lines[index].to

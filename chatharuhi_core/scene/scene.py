@@ -111,7 +111,7 @@ class Scene:
 
     @property
     def present(self) -> list[Member]:
-        return [m for m in self.members if m.present]
+        return self.state.present
 
     def add(self, role: str | Role | ChatHaruhi) -> Member:
         """A character joins now: it will see only what is said from here on."""
@@ -239,12 +239,12 @@ class Scene:
 
     def index_ahead(self) -> None:
         """Embed every present member's witnessed lines now, after a line, while the visitor reads (view.py)."""
-        index_lines(self)
+        index_lines(self.state, self.bot)
 
     def prepare(self, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
         """The member's prompt (view.py): its persona and scenes, what it recalls of the lines it witnessed
         beyond its history, the recent lines it saw, and the lines for it to answer."""
-        return member_request(self, member, avoid)
+        return member_request(self.state, member, self.bot(member), avoid)
 
     def stream_turn(self, who: Member | str | None = None, avoid: Sequence[str] = ()) -> Generator[str, None, Reply]:
         """Stream one character's line (`who`, or the order's pick); it joins the transcript when complete.

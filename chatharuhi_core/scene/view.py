@@ -4,9 +4,8 @@ nothing said before it came."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Protocol
 
 from ..chat.chatbot import ChatHaruhi
 from ..chat.engines import ChatRequest
@@ -16,35 +15,15 @@ from ..chat.prompt import Exchange, PromptParts, lay_out
 from ..roles.lines import format_query
 from .cast import Line, Member, SceneState, mention_at
 
-
-class Scene(Protocol):
-    """What a member's view reads of its scene (scene.Scene): the transcript and who is present, the visitor's
-    name, and each member's conversation core."""
-
-    @property
-    def state(self) -> SceneState: ...
-
-    @property
-    def lines(self) -> list[Line]: ...
-
-    @property
-    def present(self) -> list[Member]: ...
-
-    @property
-    def user_role(self) -> str: ...
-
-    def bot(self, member: Member | str) -> ChatHaruhi: ...
-
 SCENE_RECALL_HEADER = "Earlier in this scene:\n"
 
 
-def recall(scene: Scene, member: Member, older: Sequence[int], vector, texts: Sequence[str] = ()) -> list[Recalled]:
+def recall(state: SceneState, bot: ChatHaruhi, older: Sequence[int], vector, texts: Sequence[str] = ()) -> list[Recalled]:
     """The witnessed lines `older` (indices, beyond the member's history window) the cue brings up (by the
     meaning of `vector`'s rows and the words of `texts`), within the member's recall budget; each numbered
-    as the transcript's line (1-based)."""
-    bot = scene.bot(member)
+    as the transcript's line (1-based). `bot`: the member's conversation core."""
     b = bot.budgets
-    lines = [scene.lines[i] for i in older]
+    lines = [state.lines[i] for i in older]
     query = RecallQuery(vector, tuple(tokens(" ".join(texts))))
     units = Units([_line_views(ln) for ln in lines], [format_query(ln.speaker, ln.text) for ln in lines],
                   [i + 1 for i in older])
@@ -52,23 +31,22 @@ def recall(scene: Scene, member: Member, older: Sequence[int], vector, texts: Se
     return bot.memory.recall_among(units, ask, SCENE_RECALL_HEADER, "line")
 
 
-def index_lines(scene: Scene) -> None:
+def index_lines(state: SceneState, bot_of: Callable[[Member], ChatHaruhi]) -> None:
     """Embed every present member's witnessed lines now, after a line, while the visitor reads: its next
     turn's recall is then a matrix product. Each member's index holds what it heard, in order; a turn
     searches the part beyond its history window."""
-    for m in scene.present:
-        bot = scene.bot(m)
+    for m in state.present:
+        bot = bot_of(m)
         if bot.budgets.recall_tokens > 0:
-            bot.memory.index.sync([_line_views(scene.lines[i]) for i in scene.state.seen_at(m)], bot.embedder)
+            bot.memory.index.sync([_line_views(state.lines[i]) for i in state.seen_at(m)], bot.embedder)
 
 
-def member_request(scene: Scene, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
+def member_request(state: SceneState, member: Member, bot: ChatHaruhi, avoid: Sequence[str] = ()) -> ChatRequest:
     """The member's prompt: its system prompt, its scenes, what it recalls of the lines it witnessed
     beyond its history, the recent lines it saw, and the lines for it to answer."""
-    bot = scene.bot(member)
     role = bot.role
-    at = scene.state.seen_at(member)
-    seen = [scene.lines[i] for i in at]
+    at = state.seen_at(member)
+    seen = [state.lines[i] for i in at]
     own = [i for i, ln in enumerate(seen) if ln.role_id == member.role_id]
     cut = own[-1] + 1 if own else 0
     earlier, fresh = seen[:cut], seen[cut:]
@@ -83,10 +61,10 @@ def member_request(scene: Scene, member: Member, avoid: Sequence[str] = ()) -> C
     newest = fresh[-1].text if fresh and fresh[-1].text != query else None
     texts = [query, newest] if remembering and newest else [query]
     vectors = bot.embed_turn(texts, remembering)
-    drawn = bot.draw(query, vectors, scene.user_role, [ln.text for ln in seen])
-    recalled = recall(scene, member, older, vectors[::-1], texts) if remembering else []  # the newest line first
-    others = [m.name for m in scene.present if m.role_id != member.role_id]
-    note = (f"\n\nThis is a scene with {', '.join(others)} and {scene.user_role}. Speak only as {role.name}: "
+    drawn = bot.draw(query, vectors, state.user_role, [ln.text for ln in seen])
+    recalled = recall(state, bot, older, vectors[::-1], texts) if remembering else []  # the newest line first
+    others = [m.name for m in state.present if m.role_id != member.role_id]
+    note = (f"\n\nThis is a scene with {', '.join(others)} and {state.user_role}. Speak only as {role.name}: "
             "one line, and never write the others' lines.")
     if fresh:
         last = "\n".join(format_query(ln.speaker, ln.text) for ln in fresh)
@@ -100,10 +78,10 @@ def member_request(scene: Scene, member: Member, avoid: Sequence[str] = ()) -> C
     messages = lay_out(parts, replace(bot.layout, scenes_last=False))
     history = [Exchange(a.speaker, a.text, b.text) for a, b in zip(seen, seen[1:])
                if b.role_id == member.role_id and a.role_id != member.role_id]
-    return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else scene.user_role,
+    return ChatRequest(messages=messages, role=role, user_role=cue.speaker if cue else state.user_role,
                        text=query, scenes=drawn.scenes, history=history, embedder=bot.embedder,
-                       avoid=tuple(avoid), visitor=scene.user_role, packed=len(drawn.packed), lore=drawn.lore,
-                       cast=(scene.user_role, *(n for m in scene.present for n in m.names())),
+                       avoid=tuple(avoid), visitor=state.user_role, packed=len(drawn.packed), lore=drawn.lore,
+                       cast=(state.user_role, *(n for m in state.present for n in m.names())),
                        recalled=recalled, pinned=len(bot.pinned()))
 
 
