@@ -16,19 +16,18 @@ from .scene.order import order_names
 
 
 class _OldFlag(argparse.Action):
-    """A flag's old spelling (--engine) still works for one release, and says once which flag replaces it."""
+    """A flag's old spelling (--llm, kept out of --help) still works for one release and says its new name."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        if option_string and option_string != self.option_strings[0]:
-            print(f"{option_string} is now {self.option_strings[0]}; the old name works until the next release.",
-                  file=sys.stderr)
+        new = "--" + self.dest.replace("_", "-")
+        print(f"{option_string} is now {new}; the old name works until the next release.", file=sys.stderr)
         setattr(namespace, self.dest, values)
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", "--llm", dest="engine", default=None, choices=engine_names(), action=_OldFlag,
-                   help="reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script; "
-                        "--llm is its old name)")
+    p.add_argument("--engine", default=None, choices=engine_names(),
+                   help="reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script)")
+    p.add_argument("--llm", dest="engine", choices=engine_names(), action=_OldFlag, help=argparse.SUPPRESS)
     p.add_argument("--model", help="model for the engine: gpt-4o-mini (openai), a Hub id (hf), "
                                    "a folder, .gguf file or Hub id (local; blank = bundled SmolLM2)")
     p.add_argument("--base-url", help="base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1), "
