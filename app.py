@@ -17,12 +17,13 @@ from chatharuhi_core.config import Settings, gpu_runtime  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import bundled_ids, load_role  # noqa: E402
 from chatharuhi_core.web.chat import Conversation  # noqa: E402
-from page import api, switches, turns  # noqa: E402
+from page import api  # noqa: E402
 from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
 from page.group_scene import GroupSceneTab  # noqa: E402
 from page.session import Session  # noqa: E402
-from page.turns import reveal_player  # noqa: E402
+from page.switches import Switches  # noqa: E402
+from page.turns import Turns, reveal_player  # noqa: E402
 from page.visit import Visit, role_view  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -37,48 +38,52 @@ INTRO = ("# ChatHaruhi\nTalk to a character who stays in character: every reply 
 
 class Page:
     """The page's parts, each with its components as attributes: one visitor's states, this browser's storage,
-    the chat tab (with the settings panel and memory), the group-scene tab and the add tab."""
+    the chat tab (with the settings panel and memory), the group-scene tab and the add tab. `settings`: the app's
+    one Settings, read from the environment once when the app starts; every part's events use it."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         # the first character is drawn into the page itself, so its greeting is on screen before any
         # event has run; the load event then brings the engine and, for a returning browser, its last pick
         first = load_role(bundled_ids()[0])
         first_view = role_view(Conversation(first.id))
         with gr.Blocks(title="ChatHaruhi · 凉宫春日") as self.demo:
             self.visit = Visit()
-            self.session = Session().render()
+            self.session = Session(settings).render()
             gr.Markdown(INTRO, elem_id="intro")
             with gr.Tabs(elem_id="tabs") as self.tabs, gr.Tab("Chat · 聊天", id="chat-tab"):
-                self.chat = ChatTab().render(first, first_view)
+                self.chat = ChatTab(settings).render(first, first_view)
             with self.tabs, gr.Tab("Group · 群戏", id="scene-tab") as self.scene_tab:
-                self.group = GroupSceneTab().render()
+                self.group = GroupSceneTab(settings).render()
             with self.tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
-                self.add = AddTab().render()
+                self.add = AddTab(settings).render()
             self.wire()
 
     def wire(self) -> None:
         """The events, in the order their API names depend on."""
         self.reveal = (reveal_player, self.chat.voice_audio, self.chat.voice_audio)
+        self.turns = Turns(self.settings)
         self.session.wire(self)
         self.chat.wire(self)
         self.group.wire(self)
-        stops = turns.wire(self)
-        switches.wire(self, stops)
+        stops = self.turns.wire(self)
+        Switches(self.settings).wire(self, stops)
         self.chat.story.wire(self, stops)
-        api.wire(self.demo, Settings.from_env())
+        api.wire(self.demo, self.settings)
 
 
-def build_demo() -> gr.Blocks:
-    return Page().demo
+def build_demo(settings: Settings | None = None) -> gr.Blocks:
+    """The page over `settings` (the environment's, read now, when not given)."""
+    return Page(settings or Settings.from_env()).demo
 
 
-def _warm_up() -> None:
+def _warm_up(settings: Settings) -> None:
     """Load the embedder and open every bundled store in the background, not at import."""
     from chatharuhi_core.chat.chatbot import ChatHaruhi
 
     try:
         for rid in bundled_ids():
-            _ = ChatHaruhi(role_name=rid).store
+            _ = ChatHaruhi(role_name=rid, settings=settings).store
         log.info("warm-up done: %d bundled stores open", len(bundled_ids()))
     except Exception:
         log.exception("warm-up failed; stores will be built on first use")
@@ -86,11 +91,11 @@ def _warm_up() -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    demo = build_demo()
+    settings = Settings.from_env()  # once: the page's events and the tools all use this one
+    demo = build_demo(settings)
     demo.queue(default_concurrency_limit=32)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
-    settings = Settings.from_env()
     on_gpu()  # where the `spaces` package is installed (ZeroGPU), the local engine's GPU function exists at start
     if settings.zero_gpu and not gpu_runtime():
         log.warning("this is a ZeroGPU Space, but torch and transformers are not installed: visitors start on the "
@@ -107,7 +112,7 @@ def main() -> None:
                 allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True,
                 mcp_server=settings.mcp, max_threads=WORKER_THREADS)
     # warm up once the page answers: started earlier, it competed with the launch for the CPU
-    threading.Thread(target=_warm_up, daemon=True).start()
+    threading.Thread(target=_warm_up, args=(settings,), daemon=True).start()
     warm_at_start(settings)  # the local model and its one-time checks, at a lower priority
     demo.block_thread()
 

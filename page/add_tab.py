@@ -27,6 +27,11 @@ HELP = (
 
 
 class AddTab:
+    """The tab's components, as attributes, and its one event, with the app's one Settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
     def render(self) -> AddTab:
         gr.Markdown(HELP)
         with gr.Row():
@@ -45,23 +50,22 @@ class AddTab:
     def inputs(self) -> list:
         return [self.hub_id, self.upload, self.script_name]
 
-
-def add_role(hub_id: str, upload: str | None, name: str, added: list[str] | None, progress=gr.Progress(), *seat):
-    """Import, then show the new role in this visitor's picker and open its chat (`seat`: Visit.seat())."""
-    at = Seat(*seat)
-    close(at.gate)
-    added = list(added or [])
-    try:
-        role = add_character(hub_id, upload, name, Settings.from_env(), progress_cb(progress))
-    except ChatHaruhiError as exc:
-        return (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "",
-                gr.skip())
-    if role.id not in added and role.id not in bundled_ids():
-        added.append(role.id)
-    entries = picker_entries(added)
-    status = (f"✓ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
-              f"· 已添加，可在角色列表中找到。")
-    chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
-    new, chats = reopen(at.conv, at.chats, role.id)
-    return (*role_view(new, chats, at.visitor), chooser, tiles(entries), added, status, gr.Tabs(selected="chat-tab"),
-            status, None)  # the upload box is emptied for the next file
+    def add_role(self, hub_id: str, upload: str | None, name: str, added: list[str] | None, progress=gr.Progress(), *seat):
+        """Import, then show the new role in this visitor's picker and open its chat (`seat`: Visit.seat())."""
+        at = Seat(*seat)
+        close(at.gate)
+        added = list(added or [])
+        try:
+            role = add_character(hub_id, upload, name, self.settings, progress_cb(progress))
+        except ChatHaruhiError as exc:
+            return (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "",
+                    gr.skip())
+        if role.id not in added and role.id not in bundled_ids():
+            added.append(role.id)
+        entries = picker_entries(added)
+        status = (f"✓ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
+                  f"· 已添加，可在角色列表中找到。")
+        chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
+        new, chats = reopen(at.conv, at.chats, role.id)
+        return (*role_view(new, chats, at.visitor), chooser, tiles(entries), added, status, gr.Tabs(selected="chat-tab"),
+                status, None)  # the upload box is emptied for the next file

@@ -23,9 +23,9 @@ from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings
 
 from .memory_panel import MemoryPanel
-from .settings_panel import SettingsPanel, change_engine
+from .settings_panel import SettingsPanel
 from .story_panel import StoryControls
-from .turns import read_ahead_for, scene_picture, spoken
+from .turns import scene_picture, spoken
 from .visit import current, scene_name, tiles
 
 FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
@@ -33,7 +33,11 @@ FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: y
 
 
 class ChatTab:
-    """The chat tab's components, as attributes; `render` inside the tab, `wire` once the page is built."""
+    """The chat tab's components, as attributes; `render` inside the tab, `wire` once the page is built.
+    `settings`: the app's one Settings, which its events use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def render(self, first, first_view) -> ChatTab:
         with gr.Row(elem_id="chat-row"):
@@ -51,7 +55,7 @@ class ChatTab:
             self.role_status = gr.Markdown(elem_id="role-status")
             self.user_role = gr.Textbox(first.visitor_name, label="Your name in the story · 你在故事里的名字",
                                         elem_id="user-role")
-            self.settings = SettingsPanel().render()
+            self.panel = SettingsPanel(self.settings).render()
             self.hub_list = _hub_list()
             self.portrait = gr.HTML(first_view[1], elem_id="portrait")
 
@@ -78,11 +82,11 @@ class ChatTab:
                                        elem_id="message", max_lines=6)
                 self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
-            self.story = StoryControls().render_row(more=self._reply_actions)
+            self.story = StoryControls(self.settings).render_row(more=self._reply_actions)
             self._buttons()
-            self.note = self.settings.note = gr.Markdown(elem_id="engine-note")
+            self.note = self.panel.note = gr.Markdown(elem_id="engine-note")
             self.sign_in = gr.Markdown(elem_id="sign-in-note")
-            self.feedback_note = gr.Markdown(FEEDBACK_HINT if Settings.from_env().feedback_path else "",
+            self.feedback_note = gr.Markdown(FEEDBACK_HINT if self.settings.feedback_path else "",
                                              elem_id="feedback-note", elem_classes=["reply-stats"])
             self._voice()
             with gr.Accordion("Classic scenes retrieved for the last reply · 检索到的经典场景", open=False,
@@ -118,18 +122,18 @@ class ChatTab:
 
     def wire(self, page) -> None:
         """The engine's guard and read-ahead, the voice, the thumbs, the export, and the name in the story."""
-        v, s = page.visit, self.settings
+        v, s = page.visit, self.panel
         s.wire()
         # the language guard follows the character and the engine's model (a switch, a new engine, a typed model)
-        guard = (language_view, [v.conv, s.engine, s.model, s.base_url], [self.language_note, self.use_offline])
+        guard = (self.language_view, [v.conv, s.engine, s.model, s.base_url], [self.language_note, self.use_offline])
         for changed in (v.conv, s.engine, s.model, s.base_url):
             changed.change(*guard, api_name=False, show_progress="hidden")
-        # the local model reads the next prompt's start while the visitor types the message (chat/chatbot.py)
-        gr.on([c.change for c in (v.conv, s.engine, s.model)], read_ahead_for,
-              [v.conv, self.user_role, *s.inputs(key=False)], None, api_name=False, show_progress="hidden",
-              trigger_mode="always_last")
+        # the local model reads the next prompt's start while the visitor types the message (chat/ahead.py)
+        gr.on([c.change for c in (v.conv, s.engine, s.model)], page.turns.read_ahead_for,
+              [v.conv, self.user_role], None, api_name=False, show_progress="hidden", trigger_mode="always_last",
+              inputs_kwargs=s.fields(key=False))
         self.use_offline.click(lambda: "script", None, s.engine, api_name=False).then(
-            change_engine, s.engine, s.view(), api_name=False)
+            s.change_engine, s.engine, s.view(), api_name=False)
         self.examples.click(lambda sample: sample[0], self.examples, self.text)
         self._wire_voice_feedback(page)
         self._wire_names(page)
@@ -137,12 +141,12 @@ class ChatTab:
 
     def _wire_voice_feedback(self, page) -> None:
         v = page.visit
-        self.speak_btn.click(speak_last, [v.conv, self.user_role], [self.voice_audio, self.voice_note],
+        self.speak_btn.click(self.speak_last, [v.conv, self.user_role], [self.voice_audio, self.voice_note],
                              api_name="speak_last").then(*page.reveal, api_name=False, show_progress="hidden")
-        self.chat.select(speak_clicked, v.conv, [self.voice_audio, self.voice_note], api_name=False).then(
+        self.chat.select(self.speak_clicked, v.conv, [self.voice_audio, self.voice_note], api_name=False).then(
             *page.reveal, api_name=False, show_progress="hidden")
         v.conv.change(refresh_export, [v.conv, self.user_role], self.export_btn, api_name=False)
-        self.chat.like(rate, v.conv, [v.conv, self.feedback_note], api_name=False)
+        self.chat.like(self.rate, v.conv, [v.conv, self.feedback_note], api_name=False)
 
     def _wire_names(self, page) -> None:
         """The name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
@@ -158,6 +162,46 @@ class ChatTab:
                           api_name=False, show_progress="hidden").then(*keep, api_name=False,
                                                                        show_progress="hidden")
 
+    def language_view(self, conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
+                      profile: gr.OAuthProfile | None = None):
+        """Before the first message: a warning, and the offline engine offered, when the chosen model cannot
+        speak the character's language (the bundled SmolLM2 and 孙悟空)."""
+        panel = EnginePanel(engine or "script", model or "", base_url or "")
+        found = language_warnings(panel, [load_role(current(conv).role_id)], self.settings, profile)
+        if not found:
+            return gr.Markdown(value="", visible=False), gr.Button(visible=False)
+        return gr.Markdown(value=WARNING_MARK + found[0][1], visible=True), gr.Button(visible=True)
+
+    def set_avatar(self, conv: Conversation | None):
+        """The portrait as the avatar of the chat bubbles, the thumbs of rated replies (an imported chat)
+        and the role's first scene picture: a follow-up, so the API outputs stay plain."""
+        if conv is None:
+            return gr.skip(), gr.skip()
+        role = load_role(conv.role_id)
+        reply = conv.history[-1].reply if conv.history else ""
+        chat = gr.Chatbot(avatar_images=(conv.face or None, portrait_of(role)), feedback_value=feedback_values(conv, role))
+        return chat, scene_picture(role, reply, self.settings)
+
+    def rate(self, conv: Conversation | None, evt: gr.LikeData):
+        if conv is None:
+            return gr.skip(), gr.skip()
+        return rate_reply(conv, evt.index, evt.liked, self.settings)
+
+    def speak_last(self, conv: Conversation | None, user_name: str = ""):
+        """The speak button: read the newest reply (or the greeting) aloud."""
+        conv = current(conv)
+        role = load_role(conv.role_id)
+        greeting = greeting_messages(role, user_name)
+        text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
+        return spoken(conv, text, self.settings) if text else (gr.skip(), "Nothing to read aloud yet.")
+
+    def speak_clicked(self, conv: Conversation | None, evt: gr.SelectData):
+        """A click on any message of the character reads that one aloud (the page's first character
+        before the session has loaded: its greeting is drawn into the page)."""
+        if not isinstance(evt.value, (str, dict, list)):
+            return gr.skip(), gr.skip()
+        return spoken(current(conv), message_text(evt.value), self.settings)
+
 
 def _hub_list() -> gr.Dataset:
     """ChatHaruhi's own roles on the Hub, folded: fetched on first pick."""
@@ -168,17 +212,6 @@ def _hub_list() -> gr.Dataset:
             headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
             samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
             elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
-
-
-def language_view(conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
-                  profile: gr.OAuthProfile | None = None):
-    """Before the first message: a warning, and the offline engine offered, when the chosen model cannot
-    speak the character's language (the bundled SmolLM2 and 孙悟空)."""
-    panel = EnginePanel(engine or "script", model or "", base_url or "")
-    found = language_warnings(panel, [load_role(current(conv).role_id)], Settings.from_env(), profile)
-    if not found:
-        return gr.Markdown(value="", visible=False), gr.Button(visible=False)
-    return gr.Markdown(value=WARNING_MARK + found[0][1], visible=True), gr.Button(visible=True)
 
 
 def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
@@ -198,17 +231,6 @@ def name_from_scene(in_scene: str, in_chat: str):
     return mine, (mine if mine and mine != (in_chat or "").strip() else gr.skip())
 
 
-def set_avatar(conv: Conversation | None):
-    """The portrait as the avatar of the chat bubbles, the thumbs of rated replies (an imported chat)
-    and the role's first scene picture: a follow-up, so the API outputs stay plain."""
-    if conv is None:
-        return gr.skip(), gr.skip()
-    role = load_role(conv.role_id)
-    reply = conv.history[-1].reply if conv.history else ""
-    chat = gr.Chatbot(avatar_images=(conv.face or None, portrait_of(role)), feedback_value=feedback_values(conv, role))
-    return chat, scene_picture(role, reply)
-
-
 def rename_visitor(conv: Conversation | None, user_name: str):
     """The visitor typed a name in the story: the greeting and description say it (a card's {{user}})."""
     if conv is None:
@@ -225,27 +247,3 @@ def refresh_export(conv: Conversation | None, user_role: str):
     if conv is None or not conv.history:
         return gr.DownloadButton(value=None, interactive=False)
     return gr.DownloadButton(value=str(export_chat(conv, user_role, export_dir())), interactive=True)
-
-
-def rate(conv: Conversation | None, evt: gr.LikeData):
-    if conv is None:
-        return gr.skip(), gr.skip()
-    return rate_reply(conv, evt.index, evt.liked, Settings.from_env())
-
-
-def speak_last(conv: Conversation | None, user_name: str = ""):
-    """The speak button: read the newest reply (or the greeting) aloud."""
-    conv = current(conv)
-    role = load_role(conv.role_id)
-    greeting = greeting_messages(role, user_name)
-    text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
-    return spoken(conv, text) if text else (gr.skip(), "Nothing to read aloud yet.")
-
-
-def speak_clicked(conv: Conversation | None, evt: gr.SelectData):
-    """A click on any message of the character reads that one aloud (the page's first character
-    before the session has loaded: its greeting is drawn into the page)."""
-    if not isinstance(evt.value, (str, dict, list)):
-        return gr.skip(), gr.skip()
-    return spoken(current(conv), message_text(evt.value))
-

@@ -86,26 +86,6 @@ def whisper_hint(to: str | None, state: SceneState | None):
                       else "Say something to everyone… · 对大家说点什么…")
 
 
-def change_cast(refs: list[str] | None, state: SceneState | None, user_role: str, to: str | None = "",
-                progress=gr.Progress()):
-    """The cast list changed: new characters join now (a Hub one may download), removed ones leave."""
-    state = _state(state)
-    settings = Settings.from_env()
-    ids = []
-    try:
-        for ref in refs or []:
-            ids.append(open_role(ref, settings, lambda d, t: progress((d, t), desc="Embedding scenes",
-                                                                   unit="scenes")).id)
-        new = set_cast(state, ids, settings)
-    except ChatHaruhiError as exc:
-        gr.Warning(str(exc))
-        return _view(state, WARNING_MARK + str(exc), to)
-    # the visitor is who they say they are (the chat's name field and this tab's), never a character's
-    # usual partner: Holmes must not call a visitor "Watson" because he was cast first
-    new.user_role = (user_role or "").strip() or "You"
-    return _view(new, "", to)
-
-
 def set_talk(k: int):
     def handler(value: float, state: SceneState | None):
         state = _state(state).copy()
@@ -135,82 +115,6 @@ def set_options(user_role: str, order: str, allow_self: bool, state: SceneState 
     return state
 
 
-def _play(state: SceneState | None, values, signed_in: gr.OAuthToken | None) -> tuple[SceneState, EnginePanel]:
-    """The scene's options and the engine choice, from `GroupSceneTab.play()`'s values: the visitor's name, the
-    order and whether a character may answer itself, then the settings panel's fields."""
-    user_role, order, allow_self, *panel = values
-    return set_options(user_role, order, allow_self, state), choice(panel, signed_in)
-
-
-def _run(state: SceneState, engine: EnginePanel, event: SceneEvent):
-    """Stream a group-scene event: chat every frame; state, box and status when they change."""
-    state = _state(state)
-    first, spoke = True, -1
-    for up in stream_scene(state, engine, Settings.from_env(), event):
-        if up.error:
-            gr.Warning(up.error)
-        # a sent line leaves the box; refused before it was said (no cast, empty, too long), it stays
-        sent = event.text
-        if sent is None or not (first or up.done):
-            box = gr.skip()
-        else:
-            refused = up.error is not None and up.state is state
-            box = sent if refused else ""
-        new_state = up.state if (up.spoke != spoke or up.done or first) else gr.skip()
-        spoke = up.spoke
-        if up.done:
-            status = up.status
-        else:
-            status = (up.status or BUSY) if (up.status or first) else gr.skip()
-        first = False
-        yield up.messages, box, new_state, status
-
-
-def send_line(signed_in: gr.OAuthToken | None, state, text, to, *play):
-    """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
-    state, engine = _play(state, play, signed_in)
-    yield from _run(state, engine, SceneEvent(text=text or "", to=to or None))
-
-
-def speak_now(k: int):
-    def handler(signed_in: gr.OAuthToken | None, state, *play):
-        state, engine = _play(state, play, signed_in)
-        present = [m for m in state.members if m.present]
-        if k >= len(present):
-            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
-            return
-        yield from _run(state, engine, SceneEvent(who=present[k].role_id))
-    return handler
-
-
-def let_them_talk(signed_in: gr.OAuthToken | None, state, turns, *play):
-    state, engine = _play(state, play, signed_in)
-    yield from _run(state, engine, SceneEvent(turns=max(1, min(20, int(turns or 3)))))
-
-
-def regenerate_line(signed_in: gr.OAuthToken | None, state, *play):
-    state, engine = _play(state, play, signed_in)
-    yield from _run(state, engine, SceneEvent(regenerate=True))
-
-
-def scene_language(state: SceneState | None, engine: str, model: str | None, base_url: str | None,
-                   profile: gr.OAuthProfile | None = None):
-    """Before the first line: a warning when the chosen model cannot speak a cast member's language."""
-    panel = EnginePanel(engine or "script", model or "", base_url or "")
-    roles = []
-    for member in (m for m in (state.members if state is not None else []) if m.present):
-        try:
-            roles.append(load_role(member.role_id))
-        except ChatHaruhiError:  # a character that could not be opened: the cast says so
-            continue
-    found = language_warnings(panel, roles, Settings.from_env(), profile)
-    if not found:
-        return gr.Markdown(value="", visible=False)
-    others = [role.name for role, _ in found[1:]]
-    also = f" The same goes for {', '.join(others)}." if others else ""
-    return gr.Markdown(value=WARNING_MARK + found[0][1] + also, visible=True)
-
-
 def show_state(state: SceneState | None):
     """After Stop: the chat as the state holds it (a line cut off by Stop was never added)."""
     state = _state(state)
@@ -218,71 +122,8 @@ def show_state(state: SceneState | None):
         "Stopped. · 已停止。"
 
 
-def after_scene(state: SceneState | None, speak_on: bool, handled: str | None):
-    """Once an event is done: the scenes each new line drew on and, if asked, the last line's voice."""
-    state = _state(state)
-    chars = [ln for ln in state.lines if ln.by_character]
-    if not chars:
-        return scenes_markdown(state, 0), gr.skip(), gr.skip(), handled
-    last = chars[-1]
-    key = f"{last.id}:{last.text}"
-    if key == handled:
-        return gr.skip(), gr.skip(), gr.skip(), handled
-    since = 0
-    for ln in reversed(state.lines):
-        if not ln.by_character:
-            break
-        since += 1
-    count = max(1, min(since, 6))
-    audio, note = _voice(last.role_id, last.text) if speak_on else (gr.skip(), gr.skip())
-    return scenes_markdown(state, count), audio, note, key
-
-
-def _voice(role_id: str, text: str):
-    from chatharuhi_core.roles.sources import load_role
-
-    speech = speak(load_role(role_id), text, Settings.from_env())
-    return (gr.Audio(value=str(speech.path), visible=True) if speech.path else gr.skip()), speech.notice
-
-
-def speak_clicked(state: SceneState | None, evt: gr.SelectData):
-    """A click on a character's line reads it aloud in that character's voice."""
-    state = _state(state)
-    k = line_at(state, evt.index)
-    if k is None:
-        return gr.skip(), gr.skip()
-    ln = state.lines[k]
-    return _voice(ln.role_id, ln.text)
-
-
-def rate(state: SceneState | None, evt: gr.LikeData):
-    return rate_line(_state(state), evt.index, evt.liked, Settings.from_env())
-
-
 def _count(state: SceneState | None, selected):
     return alternatives_label(state, selected)
-
-
-def _flip(step: int):
-    """◀ or ▶: the selected character line (the last by default) shows its previous or next text, kept."""
-    def run(state: SceneState | None, selected):
-        state, note = flip_line(_state(state), selected, step, Settings.from_env())
-        return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
-    return run
-
-
-def next_text(signed_in: gr.OAuthToken | None, state, selected, *play):
-    """▶: the selected line's next text; past the latest line's last one, a new one written as Regenerate does."""
-    if writes_new_line(_state(state), selected, 1):
-        yield from regenerate_line(signed_in, state, *play)
-        return
-    state, chat, note = _flip(1)(state, selected)
-    yield chat, gr.skip(), state, note
-
-
-def edit(state: SceneState | None, evt: gr.EditData):
-    state, note = edit_line(_state(state), evt.index, evt.value, Settings.from_env())
-    return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
 
 
 def clear_scene(state: SceneState | None):
@@ -320,10 +161,23 @@ def cast_choices(added: list[str] | None, chosen: list[str] | None):
     return gr.Dropdown(choices=picker_choices(picker_entries(added)), value=chosen or [])
 
 
+def _play(state: SceneState | None, play: dict, signed_in: gr.OAuthToken | None) -> tuple[SceneState, EnginePanel]:
+    """The one place a scene event's inputs are read: the scene's options and the engine choice, from what
+    `GroupSceneTab.play()` named (the visitor's name, the order and whether a character may answer itself, then
+    the settings panel's fields)."""
+    panel = dict(play)
+    options = (panel.pop("user_role", ""), panel.pop("order", "natural"), panel.pop("allow_self", False))
+    return set_options(*options, state), choice(panel, signed_in)
+
+
+
 class GroupSceneTab:
     """The tab's components, as attributes; `render` inside `with gr.Tab(...)`, `wire` once the page is built.
     The cast picker's full list is filled when the tab is opened (`cast_choices`); the visitor's name field is
-    kept in step with the chat's (chat_tab)."""
+    kept in step with the chat's (chat_tab). `settings`: the app's one Settings, which its events use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def render(self) -> GroupSceneTab:
         self.state = gr.State(None)
@@ -405,33 +259,34 @@ class GroupSceneTab:
         return [self.state, self.present, self.chat, *self.sliders, *self.mutes, *self.buttons, self.user_role,
                 self.order, self.allow_self, self.status, self.to]
 
-    def play(self, settings) -> list:
-        """What a line or a turn reads besides the state: the scene's options, then the settings panel (`_play`)."""
-        return [self.user_role, self.order, self.allow_self, *settings.inputs()]
+    def play(self, panel) -> dict:
+        """What a line or a turn reads besides the state, by name (Gradio's inputs_kwargs), in the order the page's
+        API takes it: the scene's options, then the settings panel's fields (`_play` reads them)."""
+        return {"user_role": self.user_role, "order": self.order, "allow_self": self.allow_self, **panel.fields()}
 
     def wire(self, page) -> None:
-        settings = page.chat.settings
+        panel = page.chat.panel
         view = self.view()
-        self.cast.change(change_cast, [self.cast, self.state, self.user_role, self.to], view, api_name="scene_cast")
-        where = [settings.engine, settings.model, settings.base_url]  # the cast, or the engine chosen in Chat
+        self.cast.change(self.change_cast, [self.cast, self.state, self.user_role, self.to], view, api_name="scene_cast")
+        where = [panel.engine, panel.model, panel.base_url]  # the cast, or the engine chosen in Chat
         for changed in (self.state, *where):
-            changed.change(scene_language, [self.state, *where], self.language_note, api_name=False,
+            changed.change(self.scene_language, [self.state, *where], self.language_note, api_name=False,
                            show_progress="hidden")
         self.to.change(whisper_hint, [self.to, self.state], self.text, api_name=False)
         for k in range(SLOTS):
             self.sliders[k].input(set_talk(k), [self.sliders[k], self.state], self.state, api_name=False)
             self.mutes[k].input(set_mute(k), [self.mutes[k], self.state], [self.state, self.present, self.chat],
                                 api_name=False)
-        self._wire_runs(self.play(settings))
+        self._wire_runs(self.play(panel))
         self.clear_btn.click(clear_scene, self.state, view, api_name="scene_clear")
         self.chat.clear(clear_scene, self.state, view, api_name=False)
-        self.chat.like(rate, self.state, [self.state, self.status], api_name=False)
-        self.chat.edit(edit, self.state, [self.state, self.chat, self.status], api_name=False)
-        self.chat.select(speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
+        self.chat.like(self.rate, self.state, [self.state, self.status], api_name=False)
+        self.chat.edit(self.edit, self.state, [self.state, self.chat, self.status], api_name=False)
+        self.chat.select(self.speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
         self.chat.select(clicked, None, self.selected, api_name=False, show_progress="hidden")
         gr.on([self.state.change, self.selected.change], _count, [self.state, self.selected], self.count,
               api_name=False, show_progress="hidden", trigger_mode="always_last")
-        self.prev.click(_flip(-1), [self.state, self.selected], [self.state, self.chat, self.status],
+        self.prev.click(self._flip(-1), [self.state, self.selected], [self.state, self.chat, self.status],
                         api_name=False, show_progress="hidden")  # ▶ is a run of its own (_wire_runs)
         self.state.change(refresh_export, self.state, self.export_btn, api_name=False)
         self.import_btn.upload(import_file, [self.import_btn, self.state], [self.cast, *view], api_name="scene_import")
@@ -439,21 +294,22 @@ class GroupSceneTab:
         page.scene_tab.select(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False,
                               show_progress="hidden")
 
-    def _wire_runs(self, play: list) -> None:
-        """A line, a forced speaker, a run of lines, a regenerate; Stop."""
+    def _wire_runs(self, play: dict) -> None:
+        """A line, a forced speaker, a run of lines, a regenerate; Stop (`play`: what each reads by name)."""
         out = [self.chat, self.text, self.state, self.status]
-        after = (after_scene, [self.state, self.speak_on, self.handled],
+        after = (self.after_scene, [self.state, self.speak_on, self.handled],
                  [self.scenes, self.voice, self.voice_note, self.handled])
-        line = [self.state, self.text, self.to, *play]
+        line = [self.state, self.text, self.to]
         events = [
-            self.text.submit(send_line, line, out, api_name="scene_send"),
-            self.send_btn.click(send_line, line, out, api_name=False),
-            self.talk_btn.click(let_them_talk, [self.state, self.turns, *play], out, api_name="scene_talk"),
-            self.regen_btn.click(regenerate_line, [self.state, *play], out, api_name="scene_regenerate"),
-            self.next.click(next_text, [self.state, self.selected, *play], out, api_name=False),
+            self.text.submit(self.send_line, line, out, api_name="scene_send", inputs_kwargs=play),
+            self.send_btn.click(self.send_line, line, out, api_name=False, inputs_kwargs=play),
+            self.talk_btn.click(self.let_them_talk, [self.state, self.turns], out, api_name="scene_talk",
+                                inputs_kwargs=play),
+            self.regen_btn.click(self.regenerate_line, self.state, out, api_name="scene_regenerate", inputs_kwargs=play),
+            self.next.click(self.next_text, [self.state, self.selected], out, api_name=False, inputs_kwargs=play),
         ]
-        events += [b.click(speak_now(k), [self.state, *play], out, api_name="scene_speak" if k == 0 else False)
-                   for k, b in enumerate(self.buttons)]
+        events += [b.click(self.speak_now(k), self.state, out, api_name="scene_speak" if k == 0 else False,
+                           inputs_kwargs=play) for k, b in enumerate(self.buttons)]
         for ev in events:
             ev.then(*after, api_name=False)
         # a new line, a forced speaker or another run cuts in: whatever is still running stops first
@@ -465,3 +321,141 @@ class GroupSceneTab:
         # Stop: cancel first, then redraw from the state, so a frame still in flight cannot leave a half line
         self.stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False).then(
             show_state, self.state, [self.chat, self.status], api_name="scene_stop").then(*after, api_name=False)
+
+    def change_cast(self, refs: list[str] | None, state: SceneState | None, user_role: str, to: str | None = "",
+                    progress=gr.Progress()):
+        """The cast list changed: new characters join now (a Hub one may download), removed ones leave."""
+        state = _state(state)
+        settings = self.settings
+        ids = []
+        try:
+            for ref in refs or []:
+                ids.append(open_role(ref, settings, lambda d, t: progress((d, t), desc="Embedding scenes",
+                                                                       unit="scenes")).id)
+            new = set_cast(state, ids, settings)
+        except ChatHaruhiError as exc:
+            gr.Warning(str(exc))
+            return _view(state, WARNING_MARK + str(exc), to)
+        # the visitor is who they say they are (the chat's name field and this tab's), never a character's
+        # usual partner: Holmes must not call a visitor "Watson" because he was cast first
+        new.user_role = (user_role or "").strip() or "You"
+        return _view(new, "", to)
+
+    def _run(self, state: SceneState, engine: EnginePanel, event: SceneEvent):
+        """Stream a group-scene event: chat every frame; state, box and status when they change."""
+        state = _state(state)
+        first, spoke = True, -1
+        for up in stream_scene(state, engine, self.settings, event):
+            if up.error:
+                gr.Warning(up.error)
+            # a sent line leaves the box; refused before it was said (no cast, empty, too long), it stays
+            sent = event.text
+            if sent is None or not (first or up.done):
+                box = gr.skip()
+            else:
+                refused = up.error is not None and up.state is state
+                box = sent if refused else ""
+            new_state = up.state if (up.spoke != spoke or up.done or first) else gr.skip()
+            spoke = up.spoke
+            if up.done:
+                status = up.status
+            else:
+                status = (up.status or BUSY) if (up.status or first) else gr.skip()
+            first = False
+            yield up.messages, box, new_state, status
+
+    def send_line(self, signed_in: gr.OAuthToken | None, state, text, to, **play):
+        """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
+        state, engine = _play(state, play, signed_in)
+        yield from self._run(state, engine, SceneEvent(text=text or "", to=to or None))
+
+    def speak_now(self, k: int):
+        def handler(signed_in: gr.OAuthToken | None, state, **play):
+            state, engine = _play(state, play, signed_in)
+            present = [m for m in state.members if m.present]
+            if k >= len(present):
+                yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                return
+            yield from self._run(state, engine, SceneEvent(who=present[k].role_id))
+        return handler
+
+    def let_them_talk(self, signed_in: gr.OAuthToken | None, state, turns, **play):
+        state, engine = _play(state, play, signed_in)
+        yield from self._run(state, engine, SceneEvent(turns=max(1, min(20, int(turns or 3)))))
+
+    def regenerate_line(self, signed_in: gr.OAuthToken | None, state, **play):
+        state, engine = _play(state, play, signed_in)
+        yield from self._run(state, engine, SceneEvent(regenerate=True))
+
+    def scene_language(self, state: SceneState | None, engine: str, model: str | None, base_url: str | None,
+                       profile: gr.OAuthProfile | None = None):
+        """Before the first line: a warning when the chosen model cannot speak a cast member's language."""
+        panel = EnginePanel(engine or "script", model or "", base_url or "")
+        roles = []
+        for member in (m for m in (state.members if state is not None else []) if m.present):
+            try:
+                roles.append(load_role(member.role_id))
+            except ChatHaruhiError:  # a character that could not be opened: the cast says so
+                continue
+        found = language_warnings(panel, roles, self.settings, profile)
+        if not found:
+            return gr.Markdown(value="", visible=False)
+        others = [role.name for role, _ in found[1:]]
+        also = f" The same goes for {', '.join(others)}." if others else ""
+        return gr.Markdown(value=WARNING_MARK + found[0][1] + also, visible=True)
+
+    def after_scene(self, state: SceneState | None, speak_on: bool, handled: str | None):
+        """Once an event is done: the scenes each new line drew on and, if asked, the last line's voice."""
+        state = _state(state)
+        chars = [ln for ln in state.lines if ln.by_character]
+        if not chars:
+            return scenes_markdown(state, 0), gr.skip(), gr.skip(), handled
+        last = chars[-1]
+        key = f"{last.id}:{last.text}"
+        if key == handled:
+            return gr.skip(), gr.skip(), gr.skip(), handled
+        since = 0
+        for ln in reversed(state.lines):
+            if not ln.by_character:
+                break
+            since += 1
+        count = max(1, min(since, 6))
+        audio, note = self._voice(last.role_id, last.text) if speak_on else (gr.skip(), gr.skip())
+        return scenes_markdown(state, count), audio, note, key
+
+    def _voice(self, role_id: str, text: str):
+        from chatharuhi_core.roles.sources import load_role
+
+        speech = speak(load_role(role_id), text, self.settings)
+        return (gr.Audio(value=str(speech.path), visible=True) if speech.path else gr.skip()), speech.notice
+
+    def speak_clicked(self, state: SceneState | None, evt: gr.SelectData):
+        """A click on a character's line reads it aloud in that character's voice."""
+        state = _state(state)
+        k = line_at(state, evt.index)
+        if k is None:
+            return gr.skip(), gr.skip()
+        ln = state.lines[k]
+        return self._voice(ln.role_id, ln.text)
+
+    def rate(self, state: SceneState | None, evt: gr.LikeData):
+        return rate_line(_state(state), evt.index, evt.liked, self.settings)
+
+    def _flip(self, step: int):
+        """◀ or ▶: the selected character line (the last by default) shows its previous or next text, kept."""
+        def run(state: SceneState | None, selected):
+            state, note = flip_line(_state(state), selected, step, self.settings)
+            return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
+        return run
+
+    def next_text(self, signed_in: gr.OAuthToken | None, state, selected, **play):
+        """▶: the selected line's next text; past the latest line's last one, a new one written as Regenerate does."""
+        if writes_new_line(_state(state), selected, 1):
+            yield from self.regenerate_line(signed_in, state, **play)
+            return
+        state, chat, note = self._flip(1)(state, selected)
+        yield chat, gr.skip(), state, note
+
+    def edit(self, state: SceneState | None, evt: gr.EditData):
+        state, note = edit_line(_state(state), evt.index, evt.value, self.settings)
+        return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note

@@ -17,8 +17,7 @@ from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_
 from chatharuhi_core.web.signin import engine_for, sign_in_note
 from chatharuhi_core.web.user_store import account_id, forget_user, read_user, welcome_back, write_user
 
-from .chat_tab import set_avatar
-from .settings_panel import change_engine, choice
+from .settings_panel import choice, engine_view
 from .visit import VIEW_SIZE, close, role_name, role_view, scene_name, tiles
 
 log = logging.getLogger("chatharuhi.app")
@@ -43,86 +42,20 @@ def _opens(role_id: str) -> bool:
         return False
 
 
-def start_session(last_role: str | None = None, visitor: str | None = None, saved: dict | None = None,
-                  profile: gr.OAuthProfile | None = None):
-    """A new visitor, or one back after a reload: the chats this browser kept (local storage) with each
-    character, the characters they added, the one they picked last (else the first bundled one), the name
-    they gave themselves, and the engine they chose (else the deployment's; for a visitor signed in with
-    Hugging Face where the operator chose none, the engine their own account pays for)."""
-    settings = Settings.from_env()
-    account = account_id(profile) if settings.user_chats else None
-    own = read_user(settings.user_chats, account) if account else None  # kept on the Space for this account
-    # a first sign-in here: the chats this browser kept become the account's
-    kept = unpack(own if own is not None else saved, _opens, set(engine_names()))
-    note = kept.note or (welcome_back(profile.name or profile.username, kept, role_name) if own else "")
-    conv = kept.chats.pop(last_role, None) if last_role else None
-    conv = conv or _remembered(last_role) or Conversation(bundled_ids()[0])
-    added = list(kept.added)
-    if conv.role_id not in bundled_ids() and conv.role_id not in added:
-        added.append(conv.role_id)
-    entries = picker_entries(added)
-    chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    engine = kept.engine or engine_for(settings, profile)
-    panel = kept.settings  # the engine's settings as they were left (only with the engine they were for)
-    return (*role_view(conv, kept.chats, visitor), chooser, tiles(entries), added, engine,
-            *change_engine(engine, panel), panel.get("fold", settings.fold_prompt), scene_name(visitor),
-            sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
-            gr.Button(visible=bool(account)))
-
-
-def keep_in_browser(profile: gr.OAuthProfile | None, conv: Conversation | None, chats: dict | None,
-                    added: list[str] | None, speak: bool, *panel):
-    """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine
-    and the engine's settings (`panel`: as a browser keeps them). A visitor signed in on a Space with persistent
-    storage has them kept under their own folder there instead, and their browser keeps nothing."""
-    if conv is None:
-        return gr.skip()
-    engine = choice(panel, key=False)
-    record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": bool(speak)})
-    settings = Settings.from_env()
-    account = account_id(profile) if settings.user_chats else None
-    if account is None:
-        return record
-    if not (record["chats"] or record["added"]) and read_user(settings.user_chats, account) is None:
-        return {}  # nothing to keep yet (or just forgotten): no folder is made for settings alone
-    try:
-        write_user(settings.user_chats, account, record)
-    except OSError as exc:  # storage full or read-only: the browser keeps it, as for everyone else
-        log.warning("could not keep a signed-in visitor's chats on this Space (%s); kept in their browser",
-                    type(exc).__name__)
-        return record
-    return {}
-
-
-def forget_me(conv: Conversation | None, visitor: str | None, gate: TurnGate | None,
-              profile: gr.OAuthProfile | None = None):
-    """"Forget me": everything this Space kept for the signed-in visitor is deleted, and the session starts over
-    on the first character with no chats and no added characters."""
-    settings = Settings.from_env()
-    account = account_id(profile) if settings.user_chats else None
-    if account is None:
-        return (*(gr.skip(),) * (VIEW_SIZE + 4), "Sign in with Hugging Face first: only then does this Space keep "
-                "chats for you. · 请先登录。")
-    close(gate)
-    gone = forget_user(settings.user_chats, account)
-    conv = Conversation(bundled_ids()[0])
-    entries = picker_entries([])
-    note = (f"✓ Forgotten: this Space no longer keeps anything of yours ({gone} chat{'s' if gone != 1 else ''} "
-            "deleted). · 已删除你在此保存的全部对话。")
-    return (*role_view(conv, {}, visitor), gr.Dropdown(choices=picker_choices(entries), value=conv.role_id),
-            tiles(entries), [], {}, note)
-
-
 def remember_role(conv: Conversation | None):
     """What local storage keeps: the id of the character on screen (an imported one opens from the cache)."""
     return conv.role_id if conv is not None else gr.skip()
 
 
 class Session:
-    """This browser's storage (sealed with the server's key) and the events that fill and keep it."""
+    """This browser's storage (sealed with the server's key) and the events that fill and keep it, with the app's one
+    Settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def render(self) -> Session:
-        sealed = browser_secret(Settings.from_env())  # the same key after a restart: browsers' values still open
+        sealed = browser_secret(self.settings)  # the same key after a restart: browsers' values still open
         self.last_role = gr.BrowserState("", storage_key="chatharuhi-last-role", secret=sealed)  # the last pick
         self.saved_name = gr.BrowserState("", storage_key="chatharuhi-visitor-name", secret=sealed)  # their name
         self.saved_chats = gr.BrowserState({}, storage_key="chatharuhi-chats", secret=sealed)  # chats, for a reload
@@ -131,23 +64,90 @@ class Session:
         return self
 
     def wire(self, page) -> None:
-        v, c, s = page.visit, page.chat, page.chat.settings
+        v, c, s = page.visit, page.chat, page.chat.panel
         view = c.view(v)
         # the visit's start fills every panel at once: no "processing" veil over them (the page is usable meanwhile)
-        page.demo.load(start_session, [self.last_role, self.saved_name, self.saved_chats],
+        page.demo.load(self.start_session, [self.last_role, self.saved_name, self.saved_chats],
                        view + [c.chooser, c.picker, v.added, s.engine, *s.view(), s.fold, page.group.user_role,
                                c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me],
                        show_progress="hidden").then(
             lambda name: (name or "").strip(), self.saved_name, v.visitor, api_name=False,
-            show_progress="hidden").then(set_avatar, v.conv, [c.chat, c.scene_picture], api_name=False,
+            show_progress="hidden").then(c.set_avatar, v.conv, [c.chat, c.scene_picture], api_name=False,
                                          show_progress="hidden").then(None, js=SESSION_READY_JS, api_name=False)
         v.conv.change(remember_role, v.conv, self.last_role, api_name=False, show_progress="hidden")
         # a reply, a switch, a clear, an import, a memory; another engine or any of its settings (never the key).
         # One event for all of them: separate ones could finish out of order and leave an older record behind.
-        kept = s.inputs(key=False)
-        gr.on([x.change for x in (v.conv, *kept, c.speak_on)], keep_in_browser,
-              [v.conv, v.chats, v.added, c.speak_on, *kept], self.saved_chats, api_name=False,
+        kept = s.fields(key=False)
+        gr.on([x.change for x in (v.conv, *kept.values(), c.speak_on)], self.keep_in_browser,
+              [v.conv, v.chats, v.added, c.speak_on], self.saved_chats, api_name=False, inputs_kwargs=kept,
               show_progress="hidden", trigger_mode="always_last")
-        s.forget_me.click(forget_me, [v.conv, v.visitor, v.gate],
+        s.forget_me.click(self.forget_me, [v.conv, v.visitor, v.gate],
                           view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status],
                           api_name="forget_me")
+
+    def start_session(self, last_role: str | None = None, visitor: str | None = None, saved: dict | None = None,
+                      profile: gr.OAuthProfile | None = None):
+        """A new visitor, or one back after a reload: the chats this browser kept (local storage) with each
+        character, the characters they added, the one they picked last (else the first bundled one), the name
+        they gave themselves, and the engine they chose (else the deployment's; for a visitor signed in with
+        Hugging Face where the operator chose none, the engine their own account pays for)."""
+        settings = self.settings
+        account = account_id(profile) if settings.user_chats else None
+        own = read_user(settings.user_chats, account) if account else None  # kept on the Space for this account
+        # a first sign-in here: the chats this browser kept become the account's
+        kept = unpack(own if own is not None else saved, _opens, set(engine_names()))
+        note = kept.note or (welcome_back(profile.name or profile.username, kept, role_name) if own else "")
+        conv = kept.chats.pop(last_role, None) if last_role else None
+        conv = conv or _remembered(last_role) or Conversation(bundled_ids()[0])
+        added = list(kept.added)
+        if conv.role_id not in bundled_ids() and conv.role_id not in added:
+            added.append(conv.role_id)
+        entries = picker_entries(added)
+        chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
+        engine = kept.engine or engine_for(settings, profile)
+        panel = kept.settings  # the engine's settings as they were left (only with the engine they were for)
+        return (*role_view(conv, kept.chats, visitor), chooser, tiles(entries), added, engine,
+                *engine_view(engine, settings, panel), panel.get("fold", settings.fold_prompt), scene_name(visitor),
+                sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
+                gr.Button(visible=bool(account)))
+
+    def keep_in_browser(self, profile: gr.OAuthProfile | None, conv: Conversation | None, chats: dict | None,
+                        added: list[str] | None, speak: bool, **panel):
+        """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine
+        and the engine's settings (`panel`: as a browser keeps them). A visitor signed in on a Space with persistent
+        storage has them kept under their own folder there instead, and their browser keeps nothing."""
+        if conv is None:
+            return gr.skip()
+        engine = choice(panel)
+        record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": bool(speak)})
+        settings = self.settings
+        account = account_id(profile) if settings.user_chats else None
+        if account is None:
+            return record
+        if not (record["chats"] or record["added"]) and read_user(settings.user_chats, account) is None:
+            return {}  # nothing to keep yet (or just forgotten): no folder is made for settings alone
+        try:
+            write_user(settings.user_chats, account, record)
+        except OSError as exc:  # storage full or read-only: the browser keeps it, as for everyone else
+            log.warning("could not keep a signed-in visitor's chats on this Space (%s); kept in their browser",
+                        type(exc).__name__)
+            return record
+        return {}
+
+    def forget_me(self, conv: Conversation | None, visitor: str | None, gate: TurnGate | None,
+                  profile: gr.OAuthProfile | None = None):
+        """"Forget me": everything this Space kept for the signed-in visitor is deleted, and the session starts over
+        on the first character with no chats and no added characters."""
+        settings = self.settings
+        account = account_id(profile) if settings.user_chats else None
+        if account is None:
+            return (*(gr.skip(),) * (VIEW_SIZE + 4), "Sign in with Hugging Face first: only then does this Space keep "
+                    "chats for you. · 请先登录。")
+        close(gate)
+        gone = forget_user(settings.user_chats, account)
+        conv = Conversation(bundled_ids()[0])
+        entries = picker_entries([])
+        note = (f"✓ Forgotten: this Space no longer keeps anything of yours ({gone} chat{'s' if gone != 1 else ''} "
+                "deleted). · 已删除你在此保存的全部对话。")
+        return (*role_view(conv, {}, visitor), gr.Dropdown(choices=picker_choices(entries), value=conv.role_id),
+                tiles(entries), [], {}, note)

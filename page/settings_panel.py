@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 import gradio as gr
 
@@ -14,14 +14,18 @@ from chatharuhi_core.web.signin import token_of
 
 
 class SettingsPanel:
-    """Sign-in, the engine, its model and server, and the prompt budgets. Every event that needs the engine
-    takes `inputs()` as its last inputs and reads them with `choice`, so the panel's order lives here only."""
+    """Sign-in, the engine, its model and server, and the prompt budgets. Every event that needs the engine sends
+    `fields()` by name (Gradio's inputs_kwargs), its handler takes them as one mapping (`**panel`) and reads it with
+    `choice`, so the panel's fields and their order live here only. `settings`: the app's one Settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def render(self) -> SettingsPanel:
         budgets = Budgets()
         engines = [(engine_info(n).label, n) for n in engine_names()]
         with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
-            if Settings.from_env().sign_in:  # a Space with `hf_oauth: true` (elsewhere Gradio would fake a sign-in)
+            if self.settings.sign_in:  # a Space with `hf_oauth: true` (elsewhere Gradio would fake a sign-in)
                 gr.LoginButton("Sign in with Hugging Face · 登录", logout_value="Sign out ({}) · 退出", size="sm",
                                elem_id="sign-in")
             # a signed-in visitor whose chats this Space keeps (session.start shows it)
@@ -48,11 +52,15 @@ class SettingsPanel:
                                            elem_id="recall-tokens")
         return self
 
-    def inputs(self, key: bool = True) -> list:
-        """The panel as events read it, in EnginePanel's PANEL_FIELDS order (without the key: as a browser
-        keeps it)."""
-        return [self.engine, self.model, self.base_url, *([self.api_key] if key else []), self.story_tokens,
-                self.history_tokens, self.fold, self.memory_tokens, self.recall_tokens]
+    def fields(self, key: bool = True) -> dict[str, gr.components.Component]:
+        """The panel as events send it (Gradio's inputs_kwargs), keyed by EnginePanel's field names, in the order
+        the page's API takes them (without the key: as a browser keeps it)."""
+        fields = {"engine": self.engine, "model": self.model, "base_url": self.base_url, "api_key": self.api_key,
+                  "story_tokens": self.story_tokens, "history_tokens": self.history_tokens, "fold_prompt": self.fold,
+                  "memory_tokens": self.memory_tokens, "recall_tokens": self.recall_tokens}
+        if not key:
+            del fields["api_key"]
+        return fields
 
     def view(self) -> list:
         """What `change_engine` draws (`note`: the engine's description, which the chat tab shows under the box)."""
@@ -61,21 +69,25 @@ class SettingsPanel:
 
     def wire(self) -> None:
         """The visitor's pick of an engine (not the visit's start, which sets the kept settings)."""
-        self.engine.input(change_engine, self.engine, self.view(), api_name="change_engine")
+        self.engine.input(self.change_engine, self.engine, self.view(), api_name="change_engine")
+
+    def change_engine(self, engine: str):
+        """What `view()` draws for the engine the visitor picked (engine_view)."""
+        return engine_view(engine, self.settings)
 
 
-def choice(values: Sequence[object], signed_in: gr.OAuthToken | None = None, key: bool = True) -> EnginePanel:
-    """The engine choice from `SettingsPanel.inputs()`' values; `signed_in`: the visitor's Hugging Face
-    sign-in, handed in by Gradio (the key of the engine their account pays for, for this event only)."""
-    return EnginePanel.from_page(values, token_of(signed_in), key=key)
+def choice(panel: Mapping[str, object], signed_in: gr.OAuthToken | None = None) -> EnginePanel:
+    """The engine choice from the settings panel's fields as an event sent them (`SettingsPanel.fields()`, by
+    name); `signed_in`: the visitor's Hugging Face sign-in, handed in by Gradio (the key of the engine their
+    account pays for, for this event only)."""
+    return EnginePanel.from_page(panel, token_of(signed_in))
 
 
-def change_engine(engine: str, kept: dict | None = None):
+def engine_view(engine: str, settings: Settings, kept: dict | None = None):
     """The settings an engine needs: a model field (its hint, and the models it suggests, such as the
     fine-tuned ones found on disk; free text still goes), a server's URL, key and fold, and the
     prompt budgets sized to the engine; `kept`: the model and budgets this browser kept for it."""
     hints = panel_hints(engine)
-    settings = Settings.from_env()
     kept = kept or {}
     choices = hints.suggest_models(settings) if hints.suggest_models else []
     model = gr.Dropdown(choices=choices, value=kept.get("model", ""), visible=hints.uses_model, info=hints.model_hint)

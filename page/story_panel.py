@@ -30,7 +30,10 @@ from .visit import clicked, current
 
 
 class StoryControls:
-    """The row under the chat, and the Story panel; components as attributes."""
+    """The row under the chat, and the Story panel; components as attributes. `settings`: the app's one Settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def render_row(self, more=None) -> StoryControls:
         """The row under the message box; `more` renders the chat's own reply actions at its end (so that on a
@@ -78,7 +81,7 @@ class StoryControls:
         c.chat.select(clicked, None, v.selected, api_name=False, show_progress="hidden")
         v.selected.change(_count, [v.conv, v.selected], self.count, api_name=False, show_progress="hidden")
         # ◀ flips back; ▶ is a turn of its own (turns.wire): past the latest reply's last alternative it writes one
-        self.prev.click(_flip(-1), [v.conv, v.selected, c.user_role], drawn, api_name=False,
+        self.prev.click(self.flip_back, [v.conv, v.selected, c.user_role], drawn, api_name=False,
                         show_progress="hidden", cancels=turns)
         self.branch.click(_branch, [v.conv, v.selected, c.user_role], [*drawn, c.text, v.selected],
                           api_name=False, cancels=turns)
@@ -101,9 +104,22 @@ class StoryControls:
                       [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
                        self.depth, self.face, v.conv], api_name=False, show_progress="hidden",
                       trigger_mode="always_last")
-        panel = page.chat.settings.inputs()
-        self.my_line.click(_write_my_line, [v.conv, c.user_role, *panel], [c.text, c.feedback_note],
-                           api_name=False)
+        self.my_line.click(self.write_my_line, [v.conv, c.user_role], [c.text, c.feedback_note], api_name=False,
+                           inputs_kwargs=page.chat.panel.fields())
+
+    def flip_back(self, conv: Conversation | None, selected, user: str):
+        """◀: the selected reply's previous alternative."""
+        return flipped_to(conv, selected, -1, user, self.settings)
+
+    def write_my_line(self, conv: Conversation | None, user: str, **panel):
+        """The engine writes the visitor's next line into the box, as it comes; never sent by itself (`panel`: the
+        settings panel's fields, by name)."""
+        for text, error in impersonate(current(conv), user, choice(panel), self.settings):
+            if error:
+                yield (text or gr.skip()), WARNING_MARK + error
+                return
+            yield text, gr.skip()
+        yield gr.skip(), "✍ Your next line is in the box: edit it, then send. · 已写入输入框，可修改后发送。"
 
 
 def redrawn(conv: Conversation, user: str):
@@ -115,16 +131,10 @@ def _count(conv: Conversation | None, selected):
     return alternatives_label(conv, selected)
 
 
-def flipped_to(conv: Conversation | None, selected, step: int, user: str):
+def flipped_to(conv: Conversation | None, selected, step: int, user: str, settings: Settings):
     """The selected reply's neighbouring alternative kept: the conversation, the chat and a sentence."""
-    conv, said = flip(current(conv), selected, step, Settings.from_env())
+    conv, said = flip(current(conv), selected, step, settings)
     return conv, redrawn(conv, user), said
-
-
-def _flip(step: int):
-    def run(conv: Conversation | None, selected, user: str):
-        return flipped_to(conv, selected, step, user)
-    return run
 
 
 def _branch(conv: Conversation | None, selected, user: str):
@@ -205,14 +215,3 @@ def _view(conv: Conversation | None, selected, user: str, key: str | None, defau
     note = conv.note
     return (*common, conv.persona, bool(default) and conv.persona == default, note.text if note else "",
             note.depth if note else DEFAULT_DEPTH, conv.face or None, conv if adopt else gr.skip())
-
-
-def _write_my_line(conv: Conversation | None, user: str, *panel):
-    """The engine writes the visitor's next line into the box, as it comes; never sent by itself."""
-    engine = choice(panel)
-    for text, error in impersonate(current(conv), user, engine, Settings.from_env()):
-        if error:
-            yield (text or gr.skip()), WARNING_MARK + error
-            return
-        yield text, gr.skip()
-    yield gr.skip(), "✍ Your next line is in the box: edit it, then send. · 已写入输入框，可修改后发送。"

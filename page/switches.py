@@ -14,47 +14,7 @@ from chatharuhi_core.web.chat import Conversation, chat_messages, import_chat, r
 from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import after_start_js, picker_choices, picker_entries
 
-from .add_tab import add_role
-from .chat_tab import set_avatar
 from .visit import VIEW_SIZE, Seat, close, current, progress_cb, role_name, role_view, tiles
-
-
-def _switch(ref: str, at: Seat, progress: gr.Progress):
-    """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
-    page, and put the search list back on the character still on screen."""
-    close(at.gate)
-    try:
-        role = open_role(ref, Settings.from_env(), progress_cb(progress))
-    except ChatHaruhiError as exc:
-        back = gr.Dropdown(value=at.conv.role_id) if at.conv is not None else gr.skip()
-        return (*(gr.skip(),) * VIEW_SIZE, back, WARNING_MARK + str(exc))
-    new, chats = reopen(at.conv, at.chats, role.id)
-    return (*role_view(new, chats, at.visitor), ref, "")
-
-
-def pick_role(evt: gr.EventData, added: list[str] | None, progress=gr.Progress(), *seat):
-    """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
-    data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
-    ref = data.get("ref") if isinstance(data, dict) else None
-    if ref not in {e.ref for e in picker_entries(added) if not e.online}:
-        close(Seat(*seat).gate)
-        return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
-    return _switch(ref, Seat(*seat), progress)
-
-
-def pick_hub_role(index: int | None, progress=gr.Progress(), *seat):
-    """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
-    listed = hub_roles()
-    if not isinstance(index, int) or not 0 <= index < len(listed):
-        close(Seat(*seat).gate)
-        return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
-    return _switch(listed[index].ref, Seat(*seat), progress)
-
-
-def switch_role(role_id: str, progress=gr.Progress(), *seat):
-    """The searchable list (and the API): the character's chat opens (this session's earlier one with it,
-    or a fresh one); the chat on screen is kept for when the visitor comes back."""
-    return _switch(role_id or "", Seat(*seat), progress)
 
 
 def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None):
@@ -63,33 +23,6 @@ def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None)
     now = current(conv)  # whom the visitor plays and their note stay; the lines of the story go
     view = role_view(Conversation(now.role_id, persona=now.persona, face=now.face, note=now.note), None, visitor)
     return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
-
-
-def import_chat_file(path: str | None, added: list[str] | None, *seat):
-    """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
-
-    A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
-    on screen is kept for when the visitor comes back to its character."""
-    at = Seat(*seat)
-    close(at.gate)
-    skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
-    if not path:
-        return (*skip, "")
-    try:
-        conv, user_name = import_chat(path)
-    except ChatHaruhiError as exc:
-        return (*skip, WARNING_MARK + str(exc))
-    _, chats = reopen(at.conv, at.chats, conv.role_id)
-    added = list(added or [])
-    if conv.role_id not in bundled_ids() and conv.role_id not in added:
-        added.append(conv.role_id)
-    entries = picker_entries(added)
-    chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
-    turns = len(conv.history)
-    note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
-    if turns > 50:
-        note += " Its memory is indexed in the background; the Memories panel shows how far it has got."
-    return (*role_view(conv, chats, user_name), chooser, tiles(entries), added, note)
 
 
 def give_back(pending: dict | None, box: str | None, conv: Conversation | None, user_name: str,
@@ -116,27 +49,93 @@ def give_back(pending: dict | None, box: str | None, conv: Conversation | None, 
     return gr.skip(), "", chat, drafts
 
 
-def wire(page, turns: list) -> None:
-    v, c, a = page.visit, page.chat, page.add
-    view = c.view(v)
-    cleared = [v.conv, c.portrait, c.about, c.chat, c.scenes, c.reply_stats]
-    after_switch = (give_back, [v.pending, c.text, v.conv, c.user_role, v.drafts],
-                    [c.text, v.pending, c.chat, v.drafts])
-    stops = {"cancels": turns}
-    switched = [
-        c.hub_list.click(pick_hub_role, [c.hub_list, *v.seat()], view + [c.chooser, c.role_status], api_name=False,
-                         **stops),
-        c.picker.click(pick_role, [v.added, *v.seat()], view + [c.chooser, c.role_status], api_name=False, **stops),
-        c.chooser.input(switch_role, [c.chooser, *v.seat()], view + [c.chooser, c.role_status],
-                        api_name="switch_role", js=after_start_js(1 + len(v.seat())), **stops),
-        a.add_btn.click(add_role, [*a.inputs(), v.added, *v.seat()],
-                        view + [c.chooser, c.picker, v.added, a.add_status, page.tabs, c.role_status, a.upload],
-                        api_name="add_character", **stops),
-        c.import_btn.upload(import_chat_file, [c.import_btn, v.added, *v.seat()],
-                            view + [c.chooser, c.picker, v.added, c.feedback_note], api_name="import_chat", **stops),
-        c.clear_btn.click(clear_chat, [v.conv, v.visitor, v.gate], cleared, **stops),
-        c.chat.clear(clear_chat, [v.conv, v.visitor, v.gate], cleared, api_name=False, **stops),
-    ]
-    avatar = (set_avatar, v.conv, [c.chat, c.scene_picture])
-    for ev in switched:
-        ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)
+class Switches:
+    """Another character or a cleared chat, with the app's one Settings (a Hub character is fetched with it)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def _switch(self, ref: str, at: Seat, progress: gr.Progress):
+        """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
+        page, and put the search list back on the character still on screen."""
+        close(at.gate)
+        try:
+            role = open_role(ref, self.settings, progress_cb(progress))
+        except ChatHaruhiError as exc:
+            back = gr.Dropdown(value=at.conv.role_id) if at.conv is not None else gr.skip()
+            return (*(gr.skip(),) * VIEW_SIZE, back, WARNING_MARK + str(exc))
+        new, chats = reopen(at.conv, at.chats, role.id)
+        return (*role_view(new, chats, at.visitor), ref, "")
+
+    def pick_role(self, evt: gr.EventData, added: list[str] | None, progress=gr.Progress(), *seat):
+        """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
+        data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
+        ref = data.get("ref") if isinstance(data, dict) else None
+        if ref not in {e.ref for e in picker_entries(added) if not e.online}:
+            close(Seat(*seat).gate)
+            return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
+        return self._switch(ref, Seat(*seat), progress)
+
+    def pick_hub_role(self, index: int | None, progress=gr.Progress(), *seat):
+        """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
+        listed = hub_roles()
+        if not isinstance(index, int) or not 0 <= index < len(listed):
+            close(Seat(*seat).gate)
+            return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
+        return self._switch(listed[index].ref, Seat(*seat), progress)
+
+    def switch_role(self, role_id: str, progress=gr.Progress(), *seat):
+        """The searchable list (and the API): the character's chat opens (this session's earlier one with it,
+        or a fresh one); the chat on screen is kept for when the visitor comes back."""
+        return self._switch(role_id or "", Seat(*seat), progress)
+
+    def import_chat_file(self, path: str | None, added: list[str] | None, *seat):
+        """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
+
+        A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
+        on screen is kept for when the visitor comes back to its character."""
+        at = Seat(*seat)
+        close(at.gate)
+        skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
+        if not path:
+            return (*skip, "")
+        try:
+            conv, user_name = import_chat(path, self.settings)
+        except ChatHaruhiError as exc:
+            return (*skip, WARNING_MARK + str(exc))
+        _, chats = reopen(at.conv, at.chats, conv.role_id)
+        added = list(added or [])
+        if conv.role_id not in bundled_ids() and conv.role_id not in added:
+            added.append(conv.role_id)
+        entries = picker_entries(added)
+        chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
+        turns = len(conv.history)
+        note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
+        if turns > 50:
+            note += " Its memory is indexed in the background; the Memories panel shows how far it has got."
+        return (*role_view(conv, chats, user_name), chooser, tiles(entries), added, note)
+
+    def wire(self, page, turns: list) -> None:
+        v, c, a = page.visit, page.chat, page.add
+        view = c.view(v)
+        cleared = [v.conv, c.portrait, c.about, c.chat, c.scenes, c.reply_stats]
+        after_switch = (give_back, [v.pending, c.text, v.conv, c.user_role, v.drafts],
+                        [c.text, v.pending, c.chat, v.drafts])
+        stops = {"cancels": turns}
+        switched = [
+            c.hub_list.click(self.pick_hub_role, [c.hub_list, *v.seat()], view + [c.chooser, c.role_status], api_name=False,
+                             **stops),
+            c.picker.click(self.pick_role, [v.added, *v.seat()], view + [c.chooser, c.role_status], api_name=False, **stops),
+            c.chooser.input(self.switch_role, [c.chooser, *v.seat()], view + [c.chooser, c.role_status],
+                            api_name="switch_role", js=after_start_js(1 + len(v.seat())), **stops),
+            a.add_btn.click(a.add_role, [*a.inputs(), v.added, *v.seat()],
+                            view + [c.chooser, c.picker, v.added, a.add_status, page.tabs, c.role_status, a.upload],
+                            api_name="add_character", **stops),
+            c.import_btn.upload(self.import_chat_file, [c.import_btn, v.added, *v.seat()],
+                                view + [c.chooser, c.picker, v.added, c.feedback_note], api_name="import_chat", **stops),
+            c.clear_btn.click(clear_chat, [v.conv, v.visitor, v.gate], cleared, **stops),
+            c.chat.clear(clear_chat, [v.conv, v.visitor, v.gate], cleared, api_name=False, **stops),
+        ]
+        avatar = (c.set_avatar, v.conv, [c.chat, c.scene_picture])
+        for ev in switched:
+            ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gradio as gr
 
 from chatharuhi_core.chat.voice import speak
 from chatharuhi_core.config import Settings
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import (
+    CONTINUE,
+    REGENERATE,
+    SEND,
     Conversation,
     TurnGate,
     answers_again,
@@ -29,117 +34,186 @@ from .story_panel import flipped_to
 from .visit import current
 
 
-def _turn(gate: TurnGate | None, conv: Conversation | None, text: str, user_role: str, engine: EnginePanel,
-          regenerate: bool, go_on: bool = False):
-    """Stream one reply: the chat, the message box, the conversation and the stats line only.
+@dataclass
+class Ask:
+    """One turn as the page sent it, read once (`asked`): the visit's gate and chat (with whom the visitor plays,
+    from the Story panel), the message, the name in the story and the engine."""
 
-    Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
-    every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
-    CPU under load; the scenes, picture and voice come once, from `after_turn`.
-    """
-    conv = current(conv)
-    gate = gate if gate is not None else TurnGate()
-    ticket = gate.open()
-    first = True
-    settings = Settings.from_env()
-    frames = (continue_turn(conv, user_role, engine, settings) if go_on
-              else stream_turn(conv, text, user_role, engine, settings, regenerate=regenerate))
-    for up in frames:
-        if not gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
+    gate: TurnGate
+    conv: Conversation
+    text: str
+    user_role: str
+    engine: EnginePanel
+
+
+def turn_fields(page) -> dict:
+    """A turn's inputs by name (Gradio's inputs_kwargs), in the order the page's API takes them: the message, the
+    name in the story, the settings panel's fields, then the persona box (last, so callers of the page's own
+    endpoints that leave it out keep their positions)."""
+    c = page.chat
+    return {"text": c.text, "user_role": c.user_role, **c.panel.fields(), "persona": c.story.persona}
+
+
+def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_in: gr.OAuthToken | None) -> Ask:
+    """The one place a turn's inputs are read: `sent` is what `turn_fields` named; `signed_in` the visitor's
+    Hugging Face sign-in, handed in by Gradio from their session (None when signed out)."""
+    panel = dict(sent)
+    text, user_role, persona = panel.pop("text", ""), panel.pop("user_role", ""), panel.pop("persona", None)
+    return Ask(gate if gate is not None else TurnGate(), current(with_persona(conv, persona)), text or "",
+               user_role or "", choice(panel, signed_in))
+
+
+class Turns:
+    """Send, Regenerate, Continue, ▶ and an edited last message, each a reply streamed into the chat, with the
+    app's one Settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def _turn(self, ask: Ask, how: str):
+        """Stream one reply (`how`: SEND, REGENERATE or CONTINUE): the chat, the message box, the conversation and
+        the stats line only.
+
+        Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
+        every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
+        CPU under load; the scenes, picture and voice come once, from `after_turn`.
+        """
+        conv, text, sent = ask.conv, ask.text, how == SEND
+        ticket = ask.gate.open()
+        first = True
+        frames = (continue_turn(conv, ask.user_role, ask.engine, self.settings) if how == CONTINUE
+                  else stream_turn(conv, text, ask.user_role, ask.engine, self.settings, regenerate=how == REGENERATE))
+        for up in frames:
+            if not ask.gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
+                return
+            if up.error:
+                gr.Warning(up.error)
+            # A sent message leaves the box with the first frame, and whatever the visitor types while the
+            # reply streams is theirs: the box is never emptied again. After a failure the words come back.
+            # A regenerate or a continue leaves the box alone.
+            if not sent:
+                box = gr.skip()
+            elif up.error:
+                box = text
+            else:
+                box = "" if first else gr.skip()
+            state = up.conversation if up.done else gr.skip()
+            status = up.status if (up.status or up.done or first) else gr.skip()
+            # the message in flight, put back in the box if the visitor switches character before the reply is done
+            pending = "" if (up.done or not sent) else ({"role": conv.role_id, "text": text} if first else gr.skip())
+            first = False
+            yield up.messages, box, state, status, pending
+
+    def send(self, signed_in: gr.OAuthToken | None, gate, conv, **sent):
+        """`sent`: the turn's inputs by name (turn_fields); `signed_in` is the visitor's Hugging Face sign-in."""
+        yield from self._turn(asked(gate, conv, sent, signed_in), SEND)
+
+    def regenerate(self, signed_in: gr.OAuthToken | None, gate, conv, **sent):
+        yield from self._turn(asked(gate, conv, sent, signed_in), REGENERATE)
+
+    def go_on(self, signed_in: gr.OAuthToken | None, gate, conv, **sent):
+        """Continue: the last reply goes on from where it stopped, streamed after it."""
+        yield from self._turn(asked(gate, conv, sent, signed_in), CONTINUE)
+
+    def answer_again(self, signed_in: gr.OAuthToken | None, again: bool, gate, conv, **sent):
+        """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
+        if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
+            yield (gr.skip(),) * 5
             return
-        if up.error:
-            gr.Warning(up.error)
-        # A sent message leaves the box with the first frame, and whatever the visitor types while the
-        # reply streams is theirs: the box is never emptied again. After a failure the words come back.
-        # A regenerate or a continue leaves the box alone.
-        if regenerate or go_on:
-            box = gr.skip()
-        elif up.error:
-            box = text
-        else:
-            box = "" if first else gr.skip()
-        state = up.conversation if up.done else gr.skip()
-        status = up.status if (up.status or up.done or first) else gr.skip()
-        # the message in flight, put back in the box if the visitor switches character before the reply is done
-        pending = "" if (up.done or regenerate or go_on) else ({"role": conv.role_id, "text": text} if first else gr.skip())
-        first = False
-        yield up.messages, box, state, status, pending
+        yield from self._turn(asked(gate, conv, sent, signed_in), REGENERATE)
+
+    def swipe_next(self, signed_in: gr.OAuthToken | None, selected, gate, conv, **sent):
+        """▶: the selected reply's next alternative; past the latest reply's last one, a new one written as
+        Regenerate writes it (streamed). Outputs: a turn's, then the note under the chat."""
+        ask = asked(gate, conv, sent, signed_in)
+        if writes_new(current(conv), selected, 1):
+            for frame in self._turn(ask, REGENERATE):
+                yield (*frame, gr.skip())
+            return
+        conv, chat, said = flipped_to(conv, selected, 1, ask.user_role, self.settings)
+        yield chat, gr.skip(), conv, gr.skip(), gr.skip(), said
+
+    def edit(self, conv: Conversation | None, user_name: str, evt: gr.EditData):
+        """A corrected reply replaces the old one (and is saved as feedback); an edited message of the visitor's
+        replaces their words, and when it is their last one the character answers it again (`answer_again`)."""
+        conv = current(conv)
+        asked_before = conv.history[-1].text if conv.history else None
+        conv, note = edit_message(conv, evt.index, evt.value, self.settings)
+        role = load_role(conv.role_id)
+        chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+        return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked_before
+
+    def read_ahead_for(self, conv, user_role, **panel):
+        """A character opened, a conversation taken up or an engine picked: the local model loads and reads how the
+        next prompt starts while the visitor types (the engines that read nothing ahead do nothing here).
+        `panel`: the settings as a browser keeps them (no key)."""
+        if conv is None:
+            return
+        read_ahead(conv, user_role, choice(panel), self.settings)
+
+    def after_turn(self, conv: Conversation | None, speak_on: bool, handled: str | None):
+        """Once a reply is complete: the scenes it drew on, its scene picture and, if asked, its voice.
+
+        `handled` remembers the last reply dealt with, so a failed turn (which leaves the
+        conversation as it was) does not show or speak the previous reply again.
+        """
+        if conv is None or not conv.history:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
+        reply = conv.history[-1].reply
+        key = f"{conv.role_id}:{len(conv.history)}:{reply}"
+        if key == handled:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
+        picture = scene_picture(load_role(conv.role_id), reply, self.settings)
+        audio, voice_note = spoken(conv, reply, self.settings) if speak_on else (gr.skip(), gr.skip())
+        return scenes_markdown(conv), audio, voice_note, picture, key
+
+    def wire(self, page) -> list:
+        """Send, Regenerate and an edited last message: each streams a turn into the chat (`pending` holds its
+        message until the reply is complete). Returns the turn events, for switches to cancel."""
+        v, c = page.visit, page.chat
+        turn_out = [c.chat, c.text, v.conv, c.reply_stats, v.pending]
+        turn_in, sent = [v.gate, v.conv], turn_fields(page)
+        after = (self.after_turn, [v.conv, c.speak_on, v.handled],
+                 [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
+        focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
+        reveal = page.reveal
+        turns = []
+        for ev in (c.text.submit(self.send, turn_in, turn_out, api_name="submit", inputs_kwargs=sent),
+                   c.send_btn.click(self.send, turn_in, turn_out, api_name="send", inputs_kwargs=sent)):
+            turns.append(ev)
+            ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
+                None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
+        tail = (after, (*reveal,))
+        turns.append(c.regen_btn.click(self.regenerate, turn_in, turn_out, api_name="regenerate", inputs_kwargs=sent))
+        _then(turns[-1], *tail)
+        turns.append(c.story.next.click(self.swipe_next, [v.selected, *turn_in], [*turn_out, c.feedback_note],
+                                        api_name=False, inputs_kwargs=sent))
+        _then(turns[-1], *tail)
+        turns.append(c.story.go_on.click(self.go_on, turn_in, turn_out, api_name=False, inputs_kwargs=sent))
+        _then(turns[-1], *tail)
+        again = gr.State(False)  # the visitor edited their last message: it is answered again
+        edited = c.chat.edit(self.edit, [v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again],
+                             api_name=False)
+        turns.append(edited.then(self.answer_again, [again, *turn_in], turn_out, api_name=False, inputs_kwargs=sent))
+        _then(turns[-1], *tail)
+        return turns
 
 
-def _split(rest: tuple) -> tuple[tuple, str | None]:
-    """The settings panel's values, then the persona box (the last input of every turn, so callers of the
-    page's own endpoints that leave it out keep their positions)."""
-    return rest[:-1], rest[-1]
+def _then(turn, after: tuple, reveal: tuple) -> None:
+    """What follows a turn: the scenes, picture and voice (after_turn), then the voice player shown."""
+    turn.then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
 
 
-def send(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *rest):
-    """`rest`: the settings panel's values (SettingsPanel.inputs), then the persona box; `signed_in` is the
-    visitor's Hugging Face sign-in, handed in by Gradio from their session (None when signed out)."""
-    panel, persona = _split(rest)
-    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), False)
-
-
-def regenerate(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *rest):
-    panel, persona = _split(rest)
-    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), True)
-
-
-def go_on(signed_in: gr.OAuthToken | None, gate, conv, text, user_role, *rest):
-    """Continue: the last reply goes on from where it stopped, streamed after it."""
-    panel, persona = _split(rest)
-    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), False, True)
-
-
-def answer_again(signed_in: gr.OAuthToken | None, again: bool, gate, conv, text, user_role, *rest):
-    """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
-    if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
-        yield (gr.skip(),) * 5
-        return
-    panel, persona = _split(rest)
-    yield from _turn(gate, with_persona(conv, persona), text, user_role, choice(panel, signed_in), True)
-
-
-def swipe_next(signed_in: gr.OAuthToken | None, selected, gate, conv, text, user_role, *rest):
-    """▶: the selected reply's next alternative; past the latest reply's last one, a new one written as
-    Regenerate writes it (streamed). Outputs: a turn's, then the note under the chat."""
-    if writes_new(current(conv), selected, 1):
-        for frame in regenerate(signed_in, gate, conv, text, user_role, *rest):
-            yield (*frame, gr.skip())
-        return
-    conv, chat, said = flipped_to(conv, selected, 1, user_role)
-    yield chat, gr.skip(), conv, gr.skip(), gr.skip(), said
-
-
-def edit(conv: Conversation | None, user_name: str, evt: gr.EditData):
-    """A corrected reply replaces the old one (and is saved as feedback); an edited message of the visitor's
-    replaces their words, and when it is their last one the character answers it again (`answer_again`)."""
-    conv = current(conv)
-    asked = conv.history[-1].text if conv.history else None
-    conv, note = edit_message(conv, evt.index, evt.value, Settings.from_env())
-    role = load_role(conv.role_id)
-    chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
-    return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked
-
-
-def read_ahead_for(conv, user_role, *panel):
-    """A character opened, a conversation taken up or an engine picked: the local model loads and reads how the
-    next prompt starts while the visitor types (the engines that read nothing ahead do nothing here).
-    `panel`: the settings as a browser keeps them (no key)."""
-    if conv is None:
-        return
-    read_ahead(conv, user_role, choice(panel, key=False), Settings.from_env())
-
-
-def scene_picture(role, reply: str):
-    found = scene_image_for(role, reply, Settings.from_env())
+def scene_picture(role, reply: str, settings: Settings):
+    found = scene_image_for(role, reply, settings)
     if found is None:
         return gr.HTML(value="", visible=False)
     return gr.HTML(value=scene_picture_html(*found), visible=True)
 
 
-def spoken(conv: Conversation, text: str):
+def spoken(conv: Conversation, text: str, settings: Settings):
     """Audio and a note for the page; the reply stays text when no voice is available."""
-    speech = speak(load_role(conv.role_id), text, Settings.from_env())
+    speech = speak(load_role(conv.role_id), text, settings)
     return (str(speech.path) if speech.path else None), speech.notice
 
 
@@ -147,48 +221,3 @@ def reveal_player(audio: str | None):
     """The voice player appears once it has something to play: an empty audio player is the costliest
     part of the page's first paint (about a quarter of a second here, bench/first_screen.py)."""
     return gr.Audio(visible=True) if audio else gr.skip()
-
-
-def after_turn(conv: Conversation | None, speak_on: bool, handled: str | None):
-    """Once a reply is complete: the scenes it drew on, its scene picture and, if asked, its voice.
-
-    `handled` remembers the last reply dealt with, so a failed turn (which leaves the
-    conversation as it was) does not show or speak the previous reply again.
-    """
-    if conv is None or not conv.history:
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
-    reply = conv.history[-1].reply
-    key = f"{conv.role_id}:{len(conv.history)}:{reply}"
-    if key == handled:
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), handled
-    picture = scene_picture(load_role(conv.role_id), reply)
-    audio, voice_note = spoken(conv, reply) if speak_on else (gr.skip(), gr.skip())
-    return scenes_markdown(conv), audio, voice_note, picture, key
-
-
-def wire(page) -> list:
-    """Send, Regenerate and an edited last message: each streams a turn into the chat (`pending` holds its
-    message until the reply is complete). Returns the turn events, for switches to cancel."""
-    v, c = page.visit, page.chat
-    turn_out = [c.chat, c.text, v.conv, c.reply_stats, v.pending]
-    turn_in = [v.gate, v.conv, c.text, c.user_role, *page.chat.settings.inputs(), c.story.persona]
-    after = (after_turn, [v.conv, c.speak_on, v.handled],
-             [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
-    focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
-    reveal = page.reveal
-    turns = []
-    for ev in (c.text.submit(send, turn_in, turn_out, api_name="submit"), c.send_btn.click(send, turn_in, turn_out)):
-        turns.append(ev)
-        ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
-            None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-    turns.append(c.regen_btn.click(regenerate, turn_in, turn_out))
-    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-    turns.append(c.story.next.click(swipe_next, [v.selected, *turn_in], [*turn_out, c.feedback_note], api_name=False))
-    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-    turns.append(c.story.go_on.click(go_on, turn_in, turn_out, api_name=False))
-    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-    again = gr.State(False)  # the visitor edited their last message: it is answered again
-    edited = c.chat.edit(edit, [v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again], api_name=False)
-    turns.append(edited.then(answer_again, [again, *turn_in], turn_out, api_name=False))
-    turns[-1].then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-    return turns

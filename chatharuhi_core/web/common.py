@@ -9,7 +9,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Protocol
@@ -92,11 +92,6 @@ def scene_picture_html(path: str, caption: str) -> str:
             f"<figcaption>Scene · 场景: {text}</figcaption></figure>")
 
 
-# the settings panel's fields in the order the page sends them (app's API keeps this order)
-PANEL_FIELDS = ("engine", "model", "base_url", "api_key", "story_tokens", "history_tokens", "fold_prompt",
-                "memory_tokens", "recall_tokens")
-
-
 @dataclass(frozen=True)
 class EnginePanel:
     """The visitor's settings panel, as sent with each event."""
@@ -113,11 +108,11 @@ class EnginePanel:
     signed_in: str = field(default="", repr=False)  # the visitor's Hugging Face sign-in token, for engines it pays
 
     @classmethod
-    def from_page(cls, values: Sequence[object], signed_in: str = "", key: bool = True) -> EnginePanel:
-        """The panel from its fields' values in PANEL_FIELDS order (without the key: as a browser keeps them),
-        blanks as the defaults; the one place that reads the settings panel's order."""
-        names = PANEL_FIELDS if key else tuple(n for n in PANEL_FIELDS if n != "api_key")
-        given = {n: v for n, v in zip(names, values) if v is not None}
+    def from_page(cls, fields: Mapping[str, object], signed_in: str = "") -> EnginePanel:
+        """The panel from its fields as the page sends them, keyed by this class's field names (all of them, or
+        without the key: as a browser keeps them), blanks as the defaults; the one place that reads what the
+        settings panel sent."""
+        given = {n: v for n, v in fields.items() if v is not None}
         for name in ("engine", "model", "base_url", "api_key"):
             if name in given:
                 given[name] = str(given[name] or "")
