@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from support.fake_openai import GOOD_KEY, FakeOpenAI
+from support.fake_openai import GOOD_KEY, FakeOpenAI, fault_cases, told_and_kept
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.prompt import fold_messages
@@ -44,26 +44,9 @@ def test_hf_streams_through_inference_client(settings, fake_openai):
     assert stats.engine == "Hugging Face Inference" and stats.model == "echo"
 
 
-@pytest.mark.parametrize(
-    "model, key, words",
-    [
-        ("echo", "hf_wrong", "refused the token"),
-        ("fault-429", GOOD_KEY, "busy"),
-        ("fault-500", GOOD_KEY, r"failed \(500\)"),
-        ("no-such-model", GOOD_KEY, "no model named 'no-such-model'"),
-        ("cut", GOOD_KEY, "broke off"),
-    ],
-)
+@pytest.mark.parametrize("model, key, words", fault_cases("hf_wrong", "refused the token"))
 def test_hf_faults_are_the_same_sentences(settings, fake_openai, model, key, words):
-    good = hf_bot(settings, fake_openai)
-    good.chat("First message")
-    broken = hf_bot(settings, fake_openai, model=model, key=key, history=list(good.history))
-    with pytest.raises(EngineError, match=words) as err:
-        broken.chat("Second message")
-    assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
-    assert len(broken.history) == 1
-    broken.engine = good.engine
-    assert broken.chat("Third").startswith("Echo:") and len(broken.history) == 2
+    told_and_kept(lambda **kw: hf_bot(settings, fake_openai, **kw), model, key, words)
 
 
 def test_hf_timeout_down_and_no_token(settings):

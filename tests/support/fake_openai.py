@@ -29,6 +29,35 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 GOOD_KEY = "sk-test-good"
 
+# The scripted faults every engine that talks to this server must turn into a sentence, and words from it.
+FAULTS = [("fault-429", "busy"), ("fault-500", r"failed \(500\)"),
+          ("no-such-model", "no model named 'no-such-model'"), ("cut", "broke off")]
+
+
+def fault_cases(wrong_key: str, refused: str) -> list[tuple[str, str, str]]:
+    """(model, key, words) to parametrize an engine's fault test with: its kind of wrong key, then each fault."""
+    return [("echo", wrong_key, refused), *((model, GOOD_KEY, words) for model, words in FAULTS)]
+
+
+def told_and_kept(make_bot, model: str, key: str, words: str) -> None:
+    """The check each engine's fault test makes, so they cannot drift apart: a fault in the second message is
+    one plain sentence (matching `words`), the first exchange is all the history keeps, and with the engine
+    set right again the next message is answered. make_bot(**kw) opens a bot on this server (model, key, history)."""
+    import pytest
+
+    from chatharuhi_core.errors import EngineError
+
+    good = make_bot()
+    good.chat("First message")
+    before = list(good.history)
+    broken = make_bot(model=model, key=key, history=list(before))
+    with pytest.raises(EngineError, match=words) as err:
+        broken.chat("Second message")
+    assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
+    assert broken.history == before
+    broken.engine = good.engine
+    assert broken.chat("Third message").startswith("Echo:") and len(broken.history) == 2
+
 
 def _chunk(model: str, content: str | None, finish: str | None = None) -> bytes:
     body = {
@@ -139,25 +168,15 @@ class FakeOpenAI:
     def __init__(self, token_delay_s: float = 0.005, slow_s: float = 5.0):
         self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.httpd.requests = []
         self.httpd.token_delay_s = token_delay_s
         self.httpd.slow_s = slow_s
         self.httpd.director_answer = "END"
-        self.httpd.tokens = set()
+        # the handler reads and fills these on the server; the test holds the same list and set
+        self.requests: list[dict] = []
+        self.tokens: set[str] = set()  # tokens accepted besides GOOD_KEY: signed-in visitors'
+        self.httpd.requests, self.httpd.tokens = self.requests, self.tokens
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    @property
-    def tokens(self) -> set[str]:
-        """Tokens accepted besides GOOD_KEY: signed-in visitors'."""
-        return self.httpd.tokens
-
-    @property
-    def requests(self) -> list[dict]:
-        return self.httpd.requests
 
     def __enter__(self) -> FakeOpenAI:
         self.thread.start()

@@ -4,7 +4,7 @@ import time
 
 import pytest
 from support.expect import lines_of
-from support.fake_openai import GOOD_KEY
+from support.fake_openai import GOOD_KEY, fault_cases, told_and_kept
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.engines import engine_names
@@ -60,28 +60,9 @@ def test_openai_streams_from_a_server(settings, fake_openai):
     assert fake_openai.requests[-1]["headers"]["authorization"] == f"Bearer {GOOD_KEY}"
 
 
-@pytest.mark.parametrize(
-    "model, key, words",
-    [
-        ("echo", "sk-wrong", "refused the API key"),
-        ("fault-429", GOOD_KEY, "busy"),
-        ("fault-500", GOOD_KEY, r"failed \(500\)"),
-        ("no-such-model", GOOD_KEY, "no model named"),
-        ("cut", GOOD_KEY, "broke off"),
-    ],
-)
+@pytest.mark.parametrize("model, key, words", fault_cases("sk-wrong", "refused the API key"))
 def test_faults_are_sentences_and_history_survives(settings, fake_openai, model, key, words):
-    bot = openai_bot(settings, fake_openai, model="echo")
-    bot.chat("First message")
-    before = list(bot.history)
-    broken = openai_bot(settings, fake_openai, model=model, key=key, history=before)
-    with pytest.raises(EngineError, match=words) as err:
-        broken.chat("Second message")
-    assert "\n" not in str(err.value) and "Traceback" not in str(err.value)
-    assert broken.history == before
-    broken.engine = bot.engine  # fix the setting; the next message works
-    assert broken.chat("Third message").startswith("Echo:")
-    assert len(broken.history) == 2
+    told_and_kept(lambda **kw: openai_bot(settings, fake_openai, **kw), model, key, words)
 
 
 def test_timeout_is_cut_and_told(settings):
