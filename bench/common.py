@@ -6,6 +6,8 @@ import os
 import platform
 import statistics
 import sys
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,6 +15,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the scripted server and the loopback helpers live with the tests
 
 from loopback import gradio_app  # noqa: E402
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -26,8 +30,6 @@ def percentile(values: list[float], p: float) -> float:
 
 def first_piece_s(pieces) -> float:
     """Seconds until an iterator yields its first non-empty piece (NaN if it never does)."""
-    import time
-
     start = time.perf_counter()
     for piece in pieces:
         if piece:
@@ -60,22 +62,19 @@ def machine() -> str:
         mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, ValueError, IndexError):
         pass
-    from importlib.metadata import version
-
-    libs = ", ".join(f"{p} {version(p)}" for p in ("gradio", "chromadb", "openai", "transformers")
-                     if _has(p))
+    libs = ", ".join(f"{p} {v}" for p in ("gradio", "chromadb", "openai", "transformers") if (v := _version(p)))
     return (f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} cores{mem}; "
             f"Python {platform.python_version()}; {libs}")
 
 
-def _has(dist: str) -> bool:
+def _version(dist: str) -> str | None:
+    """An installed distribution's version, None when it is not installed (the machine line names only those)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        version(dist)
-        return True
+        return version(dist)
     except PackageNotFoundError:
-        return False
+        return None
 
 
 def write_section(results: Path, start: str, end: str, section: str) -> None:
@@ -90,11 +89,52 @@ def write_section(results: Path, start: str, end: str, section: str) -> None:
     results.write_text(text, encoding="utf-8")
 
 
-def publish(results: Path, start: str, end: str, lines: list[str]) -> None:
-    """A bench's section (its lines, markers included) put into RESULTS.md and printed."""
-    section = "\n".join(lines)
-    write_section(results, start, end, section)
+def publish(name: str, lines: Iterable[str]) -> None:
+    """A bench's section of RESULTS.md (its lines, between the markers `<!-- name -->` and `<!-- /name -->`)
+    written in place of the old one, and printed: the markers and the file are named here once for every bench."""
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    section = "\n".join([start, *lines, end])
+    write_section(RESULTS, start, end, section)
     print("\n" + section)
+
+
+def verdict(ok: bool) -> str:
+    """A goal row's last cell."""
+    return "met" if ok else "**missed**"
+
+
+def taken(script: str, note: str = "") -> str:
+    """A section's first sentence: when (UTC), with which command line and on what machine (then `note`)."""
+    return (f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with `.venv/bin/python {script} "
+            f"{' '.join(sys.argv[1:])}` on: {machine()}{note}.")
+
+
+def combine(runs: list[dict], same=(), total=(), middle=(), worst=(), mean=()) -> dict:
+    """One table row from a bench's runs over seeds: the fields named under each word taken from the first run,
+    summed, their median, their worst (largest) or their mean."""
+    row = {k: runs[0][k] for k in same}
+    row.update({k: sum(r[k] for r in runs) for k in total})
+    row.update({k: median([r[k] for r in runs]) for k in middle})
+    row.update({k: max(r[k] for r in runs) for k in worst})
+    row.update({k: sum(r[k] for r in runs) / len(runs) for k in mean})
+    return row
+
+
+def seeded_rows(measures: Iterable[Callable[..., dict]], seeds: int, fields: dict, said: str) -> list[dict]:
+    """A memory bench's table rows: each measure (one size and configuration) run with seed=0..seeds-1, the runs
+    combined as `fields` say (see combine), and the row printed (`said`, formatted with it) as soon as it is done."""
+    rows = []
+    for measure in measures:
+        rows.append(combine([measure(seed=seed) for seed in range(seeds)], **fields))
+        print(said.format(**rows[-1]), flush=True)
+    return rows
+
+
+def memory_cost(r: dict) -> str:
+    """The cells the memory benches share (recall.py, scene_recall.py): time memory adds per turn, p50 / p95; the
+    embedding after a reply; the index's first build; the recall block's size, mean / max tokens."""
+    return (f"{r['added_p50_ms']:.1f} / {r['added_p95_ms']:.1f} ms | {r['ahead_ms']:.0f} ms | {r['build_s']:.1f} s | "
+            f"{r['tokens_mean']:.0f} / {r['tokens_max']}")
 
 
 def cached_settings(cache: Path):

@@ -21,10 +21,8 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, app_process, machine, median, write_section  # noqa: E402
+from common import app_process, machine, median, publish, verdict  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-START, END = "<!-- first-screen -->", "<!-- /first-screen -->"
 CHROMIUM = "/usr/bin/chromium"
 SIZES = {"phone 390×844": (390, 844), "laptop 1366×768": (1366, 768)}
 GOAL_S = 1.0
@@ -64,28 +62,26 @@ def measure(rounds: int) -> dict[str, dict[str, float]]:
     return results
 
 
-def write(results: dict[str, dict[str, float]], rounds: int) -> str:
+def write(results: dict[str, dict[str, float]], rounds: int) -> None:
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [START, "## First screen (Chromium, warm server)", "",
+    lines = ["## First screen (Chromium, warm server)", "",
              f"Taken {when} with `.venv/bin/python bench/first_screen.py` ({rounds} loads per size, medians) "
              f"on: {machine()}.", "",
              "| figure | measured | baseline (same run) | goal | |", "|---|---|---|---|---|"]
     for label, r in results.items():
         ok = r["app"] <= GOAL_S
         lines.append(f"| page opened to greeting on screen, {label} | {r['app']:.2f} s | bare Gradio app greeting "
-                     f"through a load event {r['bare']:.2f} s | ≤ {GOAL_S:.1f} s | {'met' if ok else '**missed**'} |")
+                     f"through a load event {r['bare']:.2f} s | ≤ {GOAL_S:.1f} s | {verdict(ok)} |")
     lines += ["", "A fresh browser context per load: nothing cached, nothing in local storage. The cold start of the "
-              "server itself is in the first table.", END]
-    section = "\n".join(lines)
-    write_section(RESULTS, START, END, section)
-    return section
+              "server itself is in the first table."]
+    publish("first-screen", lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
-    print("\n" + write(measure(args.rounds), args.rounds))
+    write(measure(args.rounds), args.rounds)
 
 
 if __name__ == "__main__":

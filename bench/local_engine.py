@@ -42,10 +42,8 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, app_process, machine, median, publish  # noqa: E402
+from common import ROOT, app_process, machine, median, publish, verdict  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-START, END = "<!-- local-engine -->", "<!-- /local-engine -->"
 # per role: the conversation before the timed turn (its first message opens it), then the timed questions
 TURNS = {"sherlock": (("Good morning, Mr. Holmes.", "I have come about my brother, who has vanished.",
                        "He left his rooms on Tuesday night and has not been seen since."),
@@ -412,7 +410,7 @@ def _rows(samples: dict) -> list[str]:
                 ratio = theirs / mine  # >1: the engine is faster
                 goal, ok = f"≤ {GOALS[figure]} s", mine <= GOALS[figure]
                 cells = f"{mine:.2f} s | {theirs:.2f} s | {ratio:.2f}x | {before:.2f} s"
-            rows.append(f"| {what}, `{role_id}` | {cells} | {goal} | {'met' if ok else '**missed**'} |")
+            rows.append(f"| {what}, `{role_id}` | {cells} | {goal} | {verdict(ok)} |")
     return rows
 
 
@@ -433,7 +431,7 @@ def _tuned_rows(samples: dict) -> list[str]:
                 if prefix.startswith("llama.cpp in"):
                     ok = median(paired) >= 0.95
             rows.append(f"| fine-tuned, {what}, `{role_id}` | {' | '.join(cells)} | ≥ 0.95x the base | "
-                        f"{'met' if ok else '**missed**'} |")
+                        f"{verdict(ok)} |")
     return rows
 
 
@@ -464,7 +462,7 @@ def main() -> int:
     full = json.loads((args.finetuned / "chatharuhi-finetune.json").read_text()) if args.finetuned else None
 
     command = " ".join(["`.venv/bin/python bench/local_engine.py", *sys.argv[1:]]) + "`"
-    lines = [START, "## Local engine (bundled SmolLM2-135M, CPU)", "",
+    lines = ["## Local engine (bundled SmolLM2-135M, CPU)", "",
              f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with {command} on: {machine()}.", "",
              "Same GGUF file (Q4_1), same prompts, same sampling, interleaved in one run; median of "
              f"{args.rounds} rounds (transformers: 1). Ratio: the engine against the server (above 1: the engine "
@@ -507,7 +505,7 @@ def main() -> int:
         lines.append(f"| first token, ordinary turn (4th message, new question each round, sent {TYPING_S:g} s after "
                      f"the last reply), `{role_id}` (page, "
                      f"gradio_client) | {t:.2f} s ({_spread(times)}) | | ≤ {GOALS['ordinary']} s | "
-                     f"{'met' if t <= GOALS['ordinary'] else '**missed**'} |")
+                     f"{verdict(t <= GOALS['ordinary'])} |")
     if short:
         lines.append(f"| fine-tuning speed, LoRA r=16, {short['steps']} steps on `sherlock` | "
                      f"{short['tokens_per_s']} tokens/s | full fine-tuning measured 123-176 tokens/s | | |")
@@ -515,9 +513,8 @@ def main() -> int:
         t, d = full["training"], full["data"]
         lines.append(f"| fine-tuning run `{args.finetuned.name}`: {d['rows']} rows, {d['tokens']:,} tokens, "
                      f"{full['hyperparameters']['epochs']:g} epoch(s) | {t['seconds'] / 60:.1f} min, {t['tokens_per_s']} "
-                     f"tokens/s | | ≤ 45 min | {'met' if t['seconds'] <= 45 * 60 else '**missed**'} |")
-    lines += [END]
-    publish(RESULTS, START, END, lines)
+                     f"tokens/s | | ≤ 45 min | {verdict(t['seconds'] <= 45 * 60)} |")
+    publish("local-engine", lines)
     return 0
 
 

@@ -28,18 +28,16 @@ import argparse
 import json
 import os
 import random
-import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, cached_settings, machine, median, percentile, publish  # noqa: E402
+from common import ROOT, cached_settings, median, percentile, publish, taken, verdict  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-START, END = "<!-- memory-public -->", "<!-- /memory-public -->"
 DATA = ROOT.parent / "shared" / "data" / "memorybank" / "eval_data"
 LABELS = ROOT / "bench" / "data" / "memorybank_evidence.json"
 WRITTEN = ROOT / "bench" / "data" / "memory_heldout.json"
@@ -282,6 +280,64 @@ def index_times(settings, embedder, sizes=(300, 1000)) -> list[dict]:
     return out
 
 
+def section(args, runs: list[tuple], timing: list[dict], started: float) -> Iterator[str]:
+    """RESULTS.md's memory-public section: how it was taken, what was found per set and split against the goal,
+    the ablations when asked for, and how soon an imported chat's first message is ready."""
+    yield from ["## Conversation memory on conversations this project did not write", "",
+                taken("bench/memory_public.py", f" ({(time.time() - started) / 60:.0f} min)"), "",
+                "MemoryBank (public, MIT): 15 people's conversations with an AI companion over ten days, English and "
+                "Chinese, 100 questions per language written by its authors; which exchanges hold each answer was "
+                "labelled here by reading them (`bench/data/memorybank_evidence.json`; 1 question per language has "
+                "no answer in its conversation and is left out). **own**: each conversation alone (17-52 "
+                "exchanges); **long**: the same conversation after the other fourteen, moved to earlier days and "
+                "told by the same visitor (about 566 exchanges, with competing similar facts). **written here**: "
+                "conversations and questions written for this bench in another voice (third person, paraphrase, "
+                "dates, answers spread over two exchanges, facts that changed), never tuned on. People 0-7 of "
+                "MemoryBank are the tuning split (memory.py's fusion constants were chosen on them); 8-14 and the "
+                "written set are held out (one rule came after a held-out conversation was looked at on the page: "
+                "the same words said twice are recalled once; its chatter repeats; no constant was set on them). "
+                "Found: every evidence group has an exchange in the prompt (recalled, or in the history window); "
+                "the questions are asked through `ChatHaruhi.prepare` after the chat was "
+                "indexed. Rank: where fusion puts the evidence among the exchanges beyond the window (the worst "
+                "group's). Tokens: the recall block.", "",
+                "| set | split | budgets (history / recall tokens, k) | found, all | one exchange | two or more | "
+                "named day | rank p50 | recall block, mean / max tokens | goal | |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for vname, bname, b, rows in runs:
+        if vname != "full":
+            continue
+        for key in sorted({(r["set"], r["split"]) for r in rows}, key=lambda k: (k[0] != "MemoryBank own", k)):
+            s = summary([r for r in rows if (r["set"], r["split"]) == key])
+            ok = all(s[k][1] == 0 or s[k][0] / s[k][1] >= GOALS[k] for k in GOALS)
+            goal = ("≥ 90% one, ≥ 70% two+, ≥ 85% all | " + verdict(ok)) \
+                if bname == "API engines" else "none (one exchange fits its 128 tokens) | –"
+            yield (f"| {key[0]} | {key[1]} | {bname} ({b.history_tokens} / {b.recall_tokens}, "
+                   f"{b.recall_k}) | {pct(s['all'])} | {pct(s['single'])} | {pct(s['multi'])} | "
+                   f"{pct(s['dated'])} | {s['rank_median']:.0f} | {s['tokens_mean']:.0f} / {s['tokens_max']} | "
+                   f"{goal} |")
+    if args.ablations:
+        yield from ["", "Each part taken away (API budgets; all sets and splits together, so the held-out rows "
+                    "above are the claim and this is the explanation):", "",
+                    "| variant | found, all | one exchange | two or more | named day | rank p50 |",
+                    "|---|---:|---:|---:|---:|---:|"]
+        for vname, bname, _b, rows in runs:
+            if bname != "API engines":
+                continue
+            s = summary(rows)
+            yield (f"| {vname} | {pct(s['all'])} | {pct(s['single'])} | {pct(s['multi'])} | "
+                   f"{pct(s['dated'])} | {s['rank_median']:.0f} |")
+    ms = [r["prepare_ms"] for _, bname, _, rows in runs[:1] for r in rows]
+    yield from ["", f"`prepare` per question (retrieval, memory and prompt, API budgets): {median(ms):.0f} ms p50, "
+                f"{percentile(ms, 95):.0f} ms p95 (bench/recall.py measures the time memory adds).", "",
+                "| imported chat | first message ready after | embedded by then | whole index in the background | goal | |",
+                "|---:|---:|---:|---:|---|---|"]
+    for t in timing:
+        ok = t["first_s"] <= 1.0 and (t["n"] != 300 or t["full_s"] <= 10)  # the goal the row states: 1 s
+        yield (f"| {t['n']:,} exchanges | {t['first_s']:.2f} s | {t['indexed_then']}/{t['total']} | "
+               f"{t['full_s']:.1f} s | first message ≤ 1 s of waiting; 300 indexed ≤ 10 s | "
+               f"{verdict(ok)} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=["tuning", "held-out", "both"], default="both")
@@ -334,63 +390,7 @@ def main() -> int:
     timing = index_times(settings, embedder)
     if args.no_publish or args.split != "both":
         return 0
-    lines = [START, "## Conversation memory on conversations this project did not write", "",
-             f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with `.venv/bin/python "
-             f"bench/memory_public.py {' '.join(sys.argv[1:])}` on: {machine()} "
-             f"({(time.time() - started) / 60:.0f} min).", "",
-             "MemoryBank (public, MIT): 15 people's conversations with an AI companion over ten days, English and "
-             "Chinese, 100 questions per language written by its authors; which exchanges hold each answer was "
-             "labelled here by reading them (`bench/data/memorybank_evidence.json`; 1 question per language has "
-             "no answer in its conversation and is left out). **own**: each conversation alone (17-52 "
-             "exchanges); **long**: the same conversation after the other fourteen, moved to earlier days and "
-             "told by the same visitor (about 566 exchanges, with competing similar facts). **written here**: "
-             "conversations and questions written for this bench in another voice (third person, paraphrase, "
-             "dates, answers spread over two exchanges, facts that changed), never tuned on. People 0-7 of "
-             "MemoryBank are the tuning split (memory.py's fusion constants were chosen on them); 8-14 and the "
-             "written set are held out (one rule came after a held-out conversation was looked at on the page: "
-             "the same words said twice are recalled once; its chatter repeats; no constant was set on them). "
-             "Found: every evidence group has an exchange in the prompt (recalled, or in the history window); "
-             "the questions are asked through `ChatHaruhi.prepare` after the chat was "
-             "indexed. Rank: where fusion puts the evidence among the exchanges beyond the window (the worst "
-             "group's). Tokens: the recall block.", "",
-             "| set | split | budgets (history / recall tokens, k) | found, all | one exchange | two or more | "
-             "named day | rank p50 | recall block, mean / max tokens | goal | |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for vname, bname, b, rows in runs:
-        if vname != "full":
-            continue
-        for key in sorted({(r["set"], r["split"]) for r in rows}, key=lambda k: (k[0] != "MemoryBank own", k)):
-            s = summary([r for r in rows if (r["set"], r["split"]) == key])
-            ok = all(s[k][1] == 0 or s[k][0] / s[k][1] >= GOALS[k] for k in GOALS)
-            goal = ("≥ 90% one, ≥ 70% two+, ≥ 85% all | " + ("met" if ok else "**missed**")) \
-                if bname == "API engines" else "none (one exchange fits its 128 tokens) | –"
-            lines.append(f"| {key[0]} | {key[1]} | {bname} ({b.history_tokens} / {b.recall_tokens}, "
-                         f"{b.recall_k}) | {pct(s['all'])} | {pct(s['single'])} | {pct(s['multi'])} | "
-                         f"{pct(s['dated'])} | {s['rank_median']:.0f} | {s['tokens_mean']:.0f} / {s['tokens_max']} | "
-                         f"{goal} |")
-    if args.ablations:
-        lines += ["", "Each part taken away (API budgets; all sets and splits together, so the held-out rows "
-                  "above are the claim and this is the explanation):", "",
-                  "| variant | found, all | one exchange | two or more | named day | rank p50 |",
-                  "|---|---:|---:|---:|---:|---:|"]
-        for vname, bname, _b, rows in runs:
-            if bname != "API engines":
-                continue
-            s = summary(rows)
-            lines.append(f"| {vname} | {pct(s['all'])} | {pct(s['single'])} | {pct(s['multi'])} | "
-                         f"{pct(s['dated'])} | {s['rank_median']:.0f} |")
-    ms = [r["prepare_ms"] for _, bname, _, rows in runs[:1] for r in rows]
-    lines += ["", f"`prepare` per question (retrieval, memory and prompt, API budgets): {median(ms):.0f} ms p50, "
-              f"{percentile(ms, 95):.0f} ms p95 (bench/recall.py measures the time memory adds).", "",
-              "| imported chat | first message ready after | embedded by then | whole index in the background | goal | |",
-              "|---:|---:|---:|---:|---|---|"]
-    for t in timing:
-        ok = t["first_s"] <= 1.0 and (t["n"] != 300 or t["full_s"] <= 10)  # the goal the row states: 1 s
-        lines.append(f"| {t['n']:,} exchanges | {t['first_s']:.2f} s | {t['indexed_then']}/{t['total']} | "
-                     f"{t['full_s']:.1f} s | first message ≤ 1 s of waiting; 300 indexed ≤ 10 s | "
-                     f"{'met' if ok else '**missed**'} |")
-    lines.append(END)
-    publish(RESULTS, START, END, lines)
+    publish("memory-public", section(args, runs, timing, started))
     return 0
 
 

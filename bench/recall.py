@@ -20,46 +20,33 @@ index's first build over a long imported chat is reported apart.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
-import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, cached_settings, machine, median, percentile, publish  # noqa: E402
+from common import ROOT, cached_settings, median, memory_cost, percentile, publish, seeded_rows, taken, verdict  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-START, END = "<!-- recall -->", "<!-- /recall -->"
 GOALS = {"recall": 0.95, "pinned": 1.0, "added_p95_ms": 20.0}  # issue 40: at most 20 ms p95 added per turn
+GOAL = f"≥ {GOALS['recall']:.0%}, {GOALS['pinned']:.0%} pinned, ≤ {GOALS['added_p95_ms']:g} ms p95"
 
-# (statement, question) templates with a value slot; values drawn per conversation
-FACTS = {
-    "en": [("My sister's name is {}.", "What is my sister's name?", ["Ada", "Mabel", "Violet", "Edith", "Nora"]),
-           ("I grew up in {}.", "Where did I grow up?", ["Dundee", "Bath", "Harrogate", "Whitby", "Truro"]),
-           ("My dog is called {}.", "What is my dog called?", ["Toby", "Rufus", "Pepper", "Bramble", "Scout"]),
-           ("I work as a {}.", "What is my work?", ["bookbinder", "telegraphist", "surveyor", "chemist", "organist"]),
-           ("My favourite colour is {}.", "What is my favourite colour?", ["ochre", "teal", "crimson", "slate"]),
-           ("I was born in {}.", "In which month was I born?", ["March", "October", "January", "July"]),
-           ("My brother collects {}.", "What does my brother collect?", ["stamps", "clocks", "beetles", "maps"]),
-           ("I am afraid of {}.", "What am I afraid of?", ["deep water", "thunder", "spiders", "heights"]),
-           ("My late father was a {}.", "What was my father?", ["sea captain", "miller", "schoolmaster", "vicar"]),
-           ("I keep my savings in {}.", "Where do I keep my savings?", ["a tea tin", "the bank at Holborn",
-                                                                       "a hollow book", "my boot"])],
-    "zh": [("我妹妹叫{}。", "我妹妹叫什么名字？", ["小红", "阿秀", "翠莲", "玉兰", "春桃"]),
-           ("我是在{}长大的。", "我是在哪里长大的？", ["长安", "洛阳", "扬州", "苏州", "成都"]),
-           ("我家的狗叫{}。", "我家的狗叫什么？", ["大黄", "小黑", "旺财", "雪团"]),
-           ("我是做{}的。", "我是做什么的？", ["木匠", "郎中", "船夫", "裁缝", "铁匠"]),
-           ("我最喜欢{}。", "我最喜欢什么颜色？", ["青色", "朱红色", "鹅黄色", "墨绿色"]),
-           ("我是{}生的。", "我是几月生的？", ["三月", "十月", "正月", "七月"]),
-           ("我哥哥喜欢收集{}。", "我哥哥喜欢收集什么？", ["铜钱", "字画", "石头", "蝴蝶"]),
-           ("我最怕{}。", "我最怕什么？", ["打雷", "深水", "蛇", "高处"]),
-           ("我爹以前是{}。", "我爹以前是做什么的？", ["船老大", "私塾先生", "磨坊主", "猎户"]),
-           ("我把钱藏在{}里。", "我把钱藏在哪里？", ["茶叶罐", "枕头", "旧靴子", "米缸"])],
-}
+# facts to plant per language: said (a template with a value slot), asked, and the values one is drawn from
+FACTS = {lang: [(f["said"], f["asked"], f["values"]) for f in facts] for lang, facts in
+         json.loads((ROOT / "bench" / "data" / "recall_facts.json").read_text(encoding="utf-8")).items()}
 ROLES = {"sherlock": "en", "sunwukong": "zh"}
+SAID = ("  {size:5} {role:10} {budgets:8} recalled {recalled}/{probes}, pinned "
+        "{pinned}/{probes}, added {added_p50_ms:.1f}/{added_p95_ms:.1f} ms "
+        "p50/p95, first build {build_s:.1f} s")  # printed as each row is done
+# how a row combines a size's runs over seeds (common.combine)
+COMBINED = {"same": ("size", "role", "budgets", "recall_budget", "memory_budget"), "total": ("probes", "recalled", "pinned"),
+            "middle": ("added_p50_ms", "build_s", "ahead_ms"), "worst": ("added_p95_ms", "tokens_max", "pinned_tokens"),
+            "mean": ("tokens_mean",)}
 
 
 def conversation(role, size: int, seed: int):
@@ -130,10 +117,49 @@ def measure(size: int, role_id: str, budgets_name: str, budgets, settings, embed
     pinned_hits = sum(f"- {s}" in system for _, s, _, _ in probes)
     return {"size": size, "role": role_id, "budgets": budgets_name, "probes": len(probes), "recalled": hits,
             "pinned": pinned_hits, "added_p50_ms": median(added), "added_p95_ms": percentile(added, 95),
-            "build_s": build_s, "ahead_ms": median(ahead), "recall_tokens_mean": sum(recall_tokens) / len(recall_tokens),
-            "recall_tokens_max": max(recall_tokens), "recall_budget": budgets.recall_tokens,
+            "build_s": build_s, "ahead_ms": median(ahead), "tokens_mean": sum(recall_tokens) / len(recall_tokens),
+            "tokens_max": max(recall_tokens), "recall_budget": budgets.recall_tokens,
             "pinned_tokens": bot.count_tokens(pinned_block(role.name, pinned.memory.pins)),
             "memory_budget": budgets.memory_tokens}
+
+
+def measure_all(args) -> list[dict]:
+    """A table row per size, role and budgets: the runs over seeds combined, each printed as it is done."""
+    from chatharuhi_core.chat.engines import options_for
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS, LocalModelEngine
+    from chatharuhi_core.config import Budgets
+
+    settings, embedder = cached_settings(args.cache)
+    local = LocalModelEngine(options_for("local", settings))  # the local budgets, counted as that engine counts
+    measures = (partial(measure, size, role_id, name, budgets, settings, embedder, ruler=ruler)
+                for size in args.sizes for role_id in ROLES
+                for name, budgets, ruler in (("default", Budgets(), None), ("local", LOCAL_BUDGETS, local.count_tokens)))
+    return seeded_rows(measures, args.seeds, COMBINED, SAID)
+
+
+def section(args, rows: list[dict]) -> Iterator[str]:
+    """RESULTS.md's recall section: how it was taken, and a row per size, role and budgets against the goal."""
+    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS
+    from chatharuhi_core.config import Budgets
+
+    yield from ["## Conversation memory: recall of planted facts", "", taken("bench/recall.py"), "",
+                f"{args.seeds} generated conversations per size and role (facts planted at seeded random turns, then "
+                "asked about); a probe is recalled when its planted exchange is in the prompt (recalled, or still in "
+                "the history). Pinned: the same facts pinned, found in the system prompt. Added time: `prepare` with "
+                "recall against recall off in the same run, one new exchange before each probe (p95: the worst of the "
+                "conversations'); the new exchange is embedded before, as the chat does after each reply while the "
+                "visitor types (its time: 'after a reply'). First build: the index embedding a long chat that was "
+                "imported, once.", "",
+                "| exchanges | role | budgets (history / recall / pinned tokens) | recalled | pinned in prompt | "
+                "added per turn p50 / p95 | after a reply | first build | recall block, mean / max tokens | goal | |",
+                "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        share, pins = r["recalled"] / r["probes"], r["pinned"] / r["probes"]
+        ok = share >= GOALS["recall"] and pins >= GOALS["pinned"] and r["added_p95_ms"] <= GOALS["added_p95_ms"]
+        history = Budgets().history_tokens if r["budgets"] == "default" else LOCAL_BUDGETS.history_tokens
+        yield (f"| {r['size']:,} | `{r['role']}` | {r['budgets']} ({history} / {r['recall_budget']} / "
+               f"{r['memory_budget']}) | {r['recalled']}/{r['probes']} ({share:.0%}) | "
+               f"{r['pinned']}/{r['probes']} | {memory_cost(r)} | {GOAL} | {verdict(ok)} |")
 
 
 def main() -> int:
@@ -142,57 +168,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="conversations per size and role (different facts)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     args = parser.parse_args()
-    from chatharuhi_core.chat.engines import options_for
-    from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS, LocalModelEngine
-    from chatharuhi_core.config import Budgets
-
-    settings, embedder = cached_settings(args.cache)
-    local = LocalModelEngine(options_for("local", settings))  # the local budgets, counted as that engine counts
-    rows = []
-    for size in args.sizes:
-        for role_id in ROLES:
-            for name, budgets, ruler in (("default", Budgets(), None), ("local", LOCAL_BUDGETS, local.count_tokens)):
-                runs = [measure(size, role_id, name, budgets, settings, embedder, seed, ruler)
-                        for seed in range(args.seeds)]
-                row = {k: runs[0][k] for k in ("size", "role", "budgets", "recall_budget", "memory_budget")}
-                row.update(probes=sum(r["probes"] for r in runs), recalled=sum(r["recalled"] for r in runs),
-                           pinned=sum(r["pinned"] for r in runs),
-                           added_p50_ms=median([r["added_p50_ms"] for r in runs]),
-                           added_p95_ms=max(r["added_p95_ms"] for r in runs),
-                           build_s=median([r["build_s"] for r in runs]),
-                           ahead_ms=median([r["ahead_ms"] for r in runs]),
-                           recall_tokens_mean=sum(r["recall_tokens_mean"] for r in runs) / len(runs),
-                           recall_tokens_max=max(r["recall_tokens_max"] for r in runs),
-                           pinned_tokens=max(r["pinned_tokens"] for r in runs))
-                rows.append(row)
-                print(f"  {size:5} {role_id:10} {name:8} recalled {row['recalled']}/{row['probes']}, pinned "
-                      f"{row['pinned']}/{row['probes']}, added {row['added_p50_ms']:.1f}/{row['added_p95_ms']:.1f} ms "
-                      f"p50/p95, first build {row['build_s']:.1f} s", flush=True)
-    lines = [START, "## Conversation memory: recall of planted facts", "",
-             f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with `.venv/bin/python bench/recall.py "
-             f"{' '.join(sys.argv[1:])}` on: {machine()}.", "",
-             f"{args.seeds} generated conversations per size and role (facts planted at seeded random turns, then "
-             "asked about); a probe is recalled when its planted exchange is in the prompt (recalled, or still in "
-             "the history). Pinned: the same facts pinned, found in the system prompt. Added time: `prepare` with "
-             "recall against recall off in the same run, one new exchange before each probe (p95: the worst of the "
-             "conversations'); the new exchange is embedded before, as the chat does after each reply while the "
-             "visitor types (its time: 'after a reply'). First build: the index embedding a long chat that was "
-             "imported, once.", "",
-             "| exchanges | role | budgets (history / recall / pinned tokens) | recalled | pinned in prompt | "
-             "added per turn p50 / p95 | after a reply | first build | recall block, mean / max tokens | goal | |",
-             "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for r in rows:
-        share, pins = r["recalled"] / r["probes"], r["pinned"] / r["probes"]
-        ok = share >= GOALS["recall"] and pins >= GOALS["pinned"] and r["added_p95_ms"] <= GOALS["added_p95_ms"]
-        history = Budgets().history_tokens if r["budgets"] == "default" else LOCAL_BUDGETS.history_tokens
-        lines.append(f"| {r['size']:,} | `{r['role']}` | {r['budgets']} ({history} / {r['recall_budget']} / "
-                     f"{r['memory_budget']}) | {r['recalled']}/{r['probes']} ({share:.0%}) | "
-                     f"{r['pinned']}/{r['probes']} | {r['added_p50_ms']:.1f} / {r['added_p95_ms']:.1f} ms | "
-                     f"{r['ahead_ms']:.0f} ms | {r['build_s']:.1f} s | "
-                     f"{r['recall_tokens_mean']:.0f} / {r['recall_tokens_max']} | "
-                     f"≥ 95%, 100% pinned, ≤ 20 ms p95 | {'met' if ok else '**missed**'} |")
-    lines.append(END)
-    publish(RESULTS, START, END, lines)
+    publish("recall", section(args, measure_all(args)))
     return 0
 
 

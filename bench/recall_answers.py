@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, cached_settings, machine, publish  # noqa: E402
+from common import ROOT, cached_settings, publish, taken  # noqa: E402
 from recall import conversation  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-START, END = "<!-- recall-answers -->", "<!-- /recall-answers -->"
 ROLE = "sherlock"
 
 
@@ -87,9 +84,8 @@ def main() -> int:
         iv = paired_bootstrap({ROLE: [float(r[a]) - float(r[b]) for r in rows]})
         return f"{iv.value:+.0%} [{iv.low:+.0%}, {iv.high:+.0%}]"
 
-    lines = [START, "## Conversation memory: does the answer use the fact?", "",
-             f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with `.venv/bin/python "
-             f"bench/recall_answers.py {' '.join(sys.argv[1:])}` on: {machine()} ({took / 60:.0f} min).", "",
+    lines = ["## Conversation memory: does the answer use the fact?", "",
+             taken("bench/recall_answers.py", f" ({took / 60:.0f} min)"), "",
              f"{args.seeds} of bench/recall.py's Sherlock Holmes conversations of {args.size} exchanges, ten questions "
              "each, answered by the local engine (llama.cpp, bundled SmolLM2-135M, its own budgets: 192 history / "
              "128 recall / 192 pinned tokens) three ways on the same conversation. An answer counts when it "
@@ -99,8 +95,8 @@ def main() -> int:
              f"| off (recall 0, no pins) | {share('off')} | {share('off_in_prompt')} | |",
              f"| recall | {share('recall')} | {share('recall_in_prompt')} | {diff('recall', 'off')} |",
              f"| pinned and recall | {share('pinned')} | {share('pinned_in_prompt')} | {diff('pinned', 'off')} |",
-             "", "Chinese is not measured: the bundled model writes no meaningful Chinese.", END]
-    publish(RESULTS, START, END, lines)
+             "", "Chinese is not measured: the bundled model writes no meaningful Chinese."]
+    publish("recall-answers", lines)
     return 0
 
 

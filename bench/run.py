@@ -22,13 +22,7 @@ import load  # noqa: E402
 import memory  # noqa: E402
 import retrieval  # noqa: E402
 import ttft  # noqa: E402
-from common import ROOT, machine  # noqa: E402
-
-RESULTS = ROOT / "bench" / "RESULTS.md"
-
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "**missed**"
+from common import RESULTS, ROOT, machine, verdict  # noqa: E402
 
 
 def main() -> int:

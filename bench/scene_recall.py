@@ -26,21 +26,29 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, cached_settings, machine, median, percentile, publish  # noqa: E402
+from common import ROOT, cached_settings, median, memory_cost, percentile, publish, seeded_rows, taken, verdict  # noqa: E402
 from recall import FACTS  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-START, END = "<!-- scene-recall -->", "<!-- /scene-recall -->"
 GOALS = {"recall": 0.95, "unwitnessed": 0, "added_p95_ms": 10.0}
+GOAL = f"≥ {GOALS['recall']:.0%}, {GOALS['unwitnessed']} unwitnessed, ≤ {GOALS['added_p95_ms']:g} ms p95"
 CASTS = {"en": (["sherlock", "elizabeth"], "dracula", "Watson"), "zh": (["sunwukong", "zhugeliang"], "lindaiyu", "唐僧")}
 WHISPER_SHARE = 0.4
+SAID = ("  {size:5} {language} {budgets:8} recalled {hits}/{heard}, unwitnessed "
+        "{leaks} in prompts, {unwitnessed_recalled}/{recalled_lines} recalled, "
+        "added {added_p50_ms:.1f}/{added_p95_ms:.1f} ms p50/p95")  # printed as each row is done
+# how a row combines a size's scenes over seeds (common.combine)
+COMBINED = {"same": ("language", "size", "budgets", "recall_budget", "history_budget"),
+            "total": ("heard", "hits", "leaks", "recalled_lines", "unwitnessed_recalled", "whispered", "facts"),
+            "middle": ("added_p50_ms", "ahead_ms", "build_s"), "worst": ("added_p95_ms", "tokens_max"),
+            "mean": ("tokens_mean",)}
 
 
 def own_lines(role) -> list[str]:
@@ -165,13 +173,8 @@ def measure(language: str, size: int, budgets_name: str, budgets, engine, settin
             "recall_budget": budgets.recall_tokens, "history_budget": budgets.history_tokens}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[300, 1000], help="lines in the scene")
-    parser.add_argument("--seeds", type=int, default=3, help="scenes per size and language (other facts, whispers)")
-    parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
-    parser.add_argument("--show-misses", action="store_true", help="print each missed probe and what came instead")
-    args = parser.parse_args()
+def measure_all(args) -> list[dict]:
+    """A table row per size, language and budgets: the scenes over seeds combined, each printed as it is done."""
     from chatharuhi_core.chat.engines import open_engine, options_for
     from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS, LocalModelEngine
     from chatharuhi_core.config import Budgets
@@ -179,52 +182,46 @@ def main() -> int:
     settings, embedder = cached_settings(args.cache)
     engines = (("default", Budgets(), open_engine("script", settings)),
                ("local", LOCAL_BUDGETS, LocalModelEngine(options_for("local", settings))))
-    rows = []
-    for size in args.sizes:
-        for language in CASTS:
-            for name, budgets, engine in engines:
-                runs = [measure(language, size, name, budgets, engine, settings, embedder, seed, args.show_misses)
-                        for seed in range(args.seeds)]
-                row = {k: runs[0][k] for k in ("language", "size", "budgets", "recall_budget", "history_budget")}
-                for k in ("heard", "hits", "leaks", "recalled_lines", "unwitnessed_recalled", "whispered", "facts"):
-                    row[k] = sum(r[k] for r in runs)
-                row.update(added_p50_ms=median([r["added_p50_ms"] for r in runs]),
-                           added_p95_ms=max(r["added_p95_ms"] for r in runs),
-                           ahead_ms=median([r["ahead_ms"] for r in runs]), build_s=median([r["build_s"] for r in runs]),
-                           tokens_mean=sum(r["tokens_mean"] for r in runs) / len(runs),
-                           tokens_max=max(r["tokens_max"] for r in runs))
-                rows.append(row)
-                print(f"  {size:5} {language} {name:8} recalled {row['hits']}/{row['heard']}, unwitnessed "
-                      f"{row['leaks']} in prompts, {row['unwitnessed_recalled']}/{row['recalled_lines']} recalled, "
-                      f"added {row['added_p50_ms']:.1f}/{row['added_p95_ms']:.1f} ms p50/p95", flush=True)
-    lines = [START, "## Memory in group scenes: recall of witnessed facts, nothing unwitnessed", "",
-             f"Taken {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC with `.venv/bin/python bench/scene_recall.py "
-             f"{' '.join(sys.argv[1:])}` on: {machine()}.", "",
-             f"{args.seeds} generated scenes per size and language: two characters, a third joining halfway; ten "
-             f"facts planted at seeded random lines, about {WHISPER_SHARE:.0%} of them whispered to one character. "
-             "Each fact is then asked about, to everyone, and every present character's prompt is read. "
-             "Recalled: of the (character, fact) pairs the character witnessed, the share whose line is in its "
-             "prompt. Unwitnessed: facts found in the prompt of a character that did not witness them, and "
-             "recalled lines it did not witness. Added time: `prepare` for one character with memory against recall "
-             "off in the same run, after `index_ahead` (its time: 'after a line'); first build: every member's "
-             "index over the scene, once.", "",
-             "| lines | cast | budgets (history / recall tokens) | recalled (witnessed pairs) | unwitnessed facts in "
-             "prompts | unwitnessed recalled lines | added per turn p50 / p95 | after a line | first build | "
-             "recall block, mean / max tokens | goal | |",
-             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    measures = (partial(measure, language, size, name, budgets, engine, settings, embedder,
+                        show_misses=args.show_misses)
+                for size in args.sizes for language in CASTS for name, budgets, engine in engines)
+    return seeded_rows(measures, args.seeds, COMBINED, SAID)
+
+
+def section(args, rows: list[dict]) -> Iterator[str]:
+    """RESULTS.md's scene-recall section: how it was taken, and a row per size, language and budgets against the goal."""
+    yield from ["## Memory in group scenes: recall of witnessed facts, nothing unwitnessed", "",
+                taken("bench/scene_recall.py"), "",
+                f"{args.seeds} generated scenes per size and language: two characters, a third joining halfway; ten "
+                f"facts planted at seeded random lines, about {WHISPER_SHARE:.0%} of them whispered to one character. "
+                "Each fact is then asked about, to everyone, and every present character's prompt is read. "
+                "Recalled: of the (character, fact) pairs the character witnessed, the share whose line is in its "
+                "prompt. Unwitnessed: facts found in the prompt of a character that did not witness them, and "
+                "recalled lines it did not witness. Added time: `prepare` for one character with memory against recall "
+                "off in the same run, after `index_ahead` (its time: 'after a line'); first build: every member's "
+                "index over the scene, once.", "",
+                "| lines | cast | budgets (history / recall tokens) | recalled (witnessed pairs) | unwitnessed facts in "
+                "prompts | unwitnessed recalled lines | added per turn p50 / p95 | after a line | first build | "
+                "recall block, mean / max tokens | goal | |",
+                "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         share = r["hits"] / r["heard"] if r["heard"] else float("nan")
         ok = (share >= GOALS["recall"] and r["leaks"] == 0 and r["unwitnessed_recalled"] == 0
               and r["added_p95_ms"] <= GOALS["added_p95_ms"])
         cast = "Holmes, Bennet, Dracula late" if r["language"] == "en" else "孙悟空, 诸葛亮, 林黛玉 late"
-        lines.append(f"| {r['size']:,} | {cast} | {r['budgets']} ({r['history_budget']} / {r['recall_budget']}) | "
-                     f"{r['hits']}/{r['heard']} ({share:.0%}) | {r['leaks']} | "
-                     f"{r['unwitnessed_recalled']}/{r['recalled_lines']} | "
-                     f"{r['added_p50_ms']:.1f} / {r['added_p95_ms']:.1f} ms | {r['ahead_ms']:.0f} ms | "
-                     f"{r['build_s']:.1f} s | {r['tokens_mean']:.0f} / {r['tokens_max']} | "
-                     f"≥ 95%, 0 unwitnessed, ≤ 10 ms p95 | {'met' if ok else '**missed**'} |")
-    lines.append(END)
-    publish(RESULTS, START, END, lines)
+        yield (f"| {r['size']:,} | {cast} | {r['budgets']} ({r['history_budget']} / {r['recall_budget']}) | "
+               f"{r['hits']}/{r['heard']} ({share:.0%}) | {r['leaks']} | "
+               f"{r['unwitnessed_recalled']}/{r['recalled_lines']} | {memory_cost(r)} | {GOAL} | {verdict(ok)} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[300, 1000], help="lines in the scene")
+    parser.add_argument("--seeds", type=int, default=3, help="scenes per size and language (other facts, whispers)")
+    parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
+    parser.add_argument("--show-misses", action="store_true", help="print each missed probe and what came instead")
+    args = parser.parse_args()
+    publish("scene-recall", section(args, measure_all(args)))
     return 0
 
 

@@ -23,10 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import ROOT, machine, median, publish  # noqa: E402
+from common import ROOT, machine, median, publish, verdict  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
-START, END = "<!-- shared-cpu -->", "<!-- /shared-cpu -->"
 # One question per reply of a run (the warm-up's first, then six a round, one for each condition), none alike:
 # a question asked twice would have its prompt restored from the state the first one saved.
 QUESTIONS = [
@@ -141,7 +139,7 @@ def main() -> int:
         rows[busy, choose] = measure(args.rounds, busy, choose, condition)
         print(f"busy {busy}, {'free cores' if choose else 'all threads'}: {rows[busy, choose]}", flush=True)
     quiet = rows[0, False][0]
-    lines = [START, "## The local engine on a shared CPU", "",
+    lines = ["## The local engine on a shared CPU", "",
              f"Taken {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `.venv/bin/python bench/shared_cpu.py "
              f"--rounds {args.rounds}` at commit {commit()} on: {machine()}, no GPU. Every reply asks a question no "
              "other reply of the run asks (`QUESTIONS`, one sentence of 7-10 words each; round i of each condition "
@@ -152,13 +150,13 @@ def main() -> int:
     for busy in (0, 1, 2):
         all_speed, all_first, all_threads = rows[busy, False]
         speed, first, threads = rows[busy, True]
-        goal = "" if busy != 1 else ("met" if speed >= 0.5 * quiet and first <= 2 * rows[0, True][1] else "**missed**")
+        goal = "" if busy != 1 else verdict(speed >= 0.5 * quiet and first <= 2 * rows[0, True][1])
         lines.append(f"| {busy} | {threads} | {speed:.1f} | {speed / quiet:.2f} | {first:.2f} s | {all_speed:.1f} "
                      f"tokens/s ({all_speed / quiet:.2f}×), first token {all_first:.2f} s on {all_threads} threads | "
                      f"{goal} |")
     lines += ["", "Goal with one of two cores busy: decode ≥ 0.5× the quiet speed, first token ≤ 2× (issue 43). "
-              "With every core busy there is no free one; the engine keeps one thread.", END]
-    publish(RESULTS, START, END, lines)
+              "With every core busy there is no free one; the engine keeps one thread."]
+    publish("shared-cpu", lines)
     return 0
 
 
