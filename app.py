@@ -68,7 +68,7 @@ class Page:
         self.group.wire(self)
         stops = self.turns.wire(self)
         Switches(self.settings).wire(self, stops)
-        self.chat.story.wire(self, stops)
+        self.chat.controls.wire(self, stops)
         api.wire(self.demo, self.settings)
 
 

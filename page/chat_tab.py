@@ -22,9 +22,9 @@ from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, me
 from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings
 
+from .controls_panel import PlayerControls
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel
-from .story_panel import StoryControls
 from .turns import scene_picture, spoken
 from .visit import current, scene_name, tiles
 
@@ -82,7 +82,7 @@ class ChatTab:
                                        elem_id="message", max_lines=6)
                 self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
-            self.story = StoryControls(self.settings).render_row(more=self._reply_actions)
+            self.controls = PlayerControls(self.settings).render_row(more=self._reply_actions)
             self._buttons()
             self.note = self.panel.note = gr.Markdown(elem_id="engine-note")
             self.sign_in = gr.Markdown(elem_id="sign-in-note")
@@ -93,7 +93,7 @@ class ChatTab:
                               elem_id="scenes-panel"):
                 self.scenes = gr.Markdown(elem_id="scenes")
             self.memory = MemoryPanel().render()
-            self.story.render_panel()
+            self.controls.render_panel()
 
     def _reply_actions(self) -> None:
         """In the row under the box, beside the alternatives: a new reply, the last one read aloud, the chat saved."""

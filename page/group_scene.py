@@ -244,7 +244,7 @@ class GroupSceneTab:
 
     def _files_and_voice(self) -> None:
         self.regen_btn, self.clear_btn, self.export_btn, self.import_btn = conversation_buttons(
-            "scene", ("scene-regenerate", "scene-clear", "scene-export", "scene-import"))
+            "group scene", ("scene-regenerate", "scene-clear", "scene-export", "scene-import"))
         self.speak_on = gr.Checkbox(label="Speak lines, each in its own voice · 朗读台词", elem_id="scene-speak")
         # hidden until it has a line to play: Gradio's empty player is a div with a prohibited aria-label
         self.voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False, visible=False,

@@ -31,7 +31,7 @@ class SettingsPanel:
             # a signed-in visitor whose chats this Space keeps (session.start shows it)
             self.forget_me = gr.Button("Forget me · 删除我的数据", size="sm", variant="stop", visible=False,
                                        elem_id="forget-me")
-            self.engine = gr.Dropdown(engines, label="Engine · 引擎", elem_id="backend")
+            self.engine = gr.Dropdown(engines, label="Engine · 引擎", elem_id="engine")
             self.model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
                                      filterable=True, elem_id="model")
             with gr.Group(visible=False) as self.server_box:

@@ -27,10 +27,10 @@ from chatharuhi_core.web.chat import (
     stream_turn,
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
-from chatharuhi_core.web.story import with_persona, writes_new
+from chatharuhi_core.web.controls import with_persona, writes_new
 
+from .controls_panel import flipped_to
 from .settings_panel import choice
-from .story_panel import flipped_to
 from .visit import current
 
 
@@ -51,7 +51,7 @@ def turn_fields(page) -> dict:
     name in the story, the settings panel's fields, then the persona box (last, so callers of the page's own
     endpoints that leave it out keep their positions)."""
     c = page.chat
-    return {"text": c.text, "user_role": c.user_role, **c.panel.fields(), "persona": c.story.persona}
+    return {"text": c.text, "user_role": c.user_role, **c.panel.fields(), "persona": c.controls.persona}
 
 
 def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_in: gr.OAuthToken | None) -> Ask:
@@ -186,10 +186,10 @@ class Turns:
         tail = (after, (*reveal,))
         turns.append(c.regen_btn.click(self.regenerate, turn_in, turn_out, api_name="regenerate", inputs_kwargs=sent))
         _then(turns[-1], *tail)
-        turns.append(c.story.next.click(self.swipe_next, [v.selected, *turn_in], [*turn_out, c.feedback_note],
+        turns.append(c.controls.next.click(self.swipe_next, [v.selected, *turn_in], [*turn_out, c.feedback_note],
                                         api_name=False, inputs_kwargs=sent))
         _then(turns[-1], *tail)
-        turns.append(c.story.go_on.click(self.go_on, turn_in, turn_out, api_name=False, inputs_kwargs=sent))
+        turns.append(c.controls.go_on.click(self.go_on, turn_in, turn_out, api_name=False, inputs_kwargs=sent))
         _then(turns[-1], *tail)
         again = gr.State(False)  # the visitor edited their last message: it is answered again
         edited = c.chat.edit(self.edit, [v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again],

@@ -104,7 +104,7 @@ def scene_name(visitor: str | None) -> str:
 
 
 def conversation_buttons(what: str, ids: tuple[str, str, str, str]) -> tuple:
-    """A group scene's row: Regenerate, Clear, Export and Import (`what`: "scene", in the labels; `ids`: the four
+    """A group scene's row: Regenerate, Clear, Export and Import (`what`: "group scene", in the labels; `ids`: the four
     buttons' element ids). The chat puts its reply's own actions in the row under its box instead."""
     with gr.Row():
         regen = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id=ids[0])

@@ -6,7 +6,7 @@ a ChatHaruhi with its own history and memory, and where each left its parent (tr
     tree.branch(0)            # a new line from the greeting; the first one is kept
     tree.switch("Main")       # and back
 
-The page keeps the same tree in its Conversation values (web/story.py); both write it to the chat file the same
+The page keeps the same tree in its Conversation values (web/controls.py); both write it to the chat file the same
 way (transcript.py, version 3).
 """
 

@@ -57,7 +57,7 @@ class Conversation:
     last: Reply | None = None  # the newest reply's record: the scenes and lore it drew on, its speed
     tried: list[str] = field(default_factory=list)  # every reply given to the last message, so Regenerate moves on
     memory: Memory = field(default_factory=Memory)  # pinned facts and the index of earlier exchanges
-    # the player's controls (web/story.py): who they play beyond a name, their author's note, which line of the
+    # the player's controls (web/controls.py): who they play beyond a name, their author's note, which line of the
     # story this is (its id, name, parent and fork point) and the chat's other lines
     persona: str = ""  # the description of whom the visitor plays ("": none); the name is the name in the story
     face: str = ""  # their portrait for this visit (an uploaded file's path; not kept past the visit)

@@ -379,7 +379,7 @@ def _picked(state: SceneState, index: object) -> int | None:
 
 def writes_new_line(state: SceneState | None, index: object, step: int) -> bool:
     """▶ on the scene's latest line, at its last text (or with none other), writes a new one as Regenerate does;
-    anywhere else it flips (as in the chat, web/story.writes_new)."""
+    anywhere else it flips (as in the chat, web/controls.writes_new)."""
     if step <= 0 or state is None or (k := _picked(state, index)) is None or k != len(state.lines) - 1:
         return False
     ln = state.lines[k]
@@ -389,7 +389,7 @@ def writes_new_line(state: SceneState | None, index: object, step: int) -> bool:
 
 def flip_line(state: SceneState, index: object, step: int, settings: Settings) -> tuple[SceneState, str]:
     """The next or previous text of the selected character line (the last one by default) kept; the choice goes
-    to the feedback file as the kept text against the ones passed over (as in the chat, web/story.py)."""
+    to the feedback file as the kept text against the ones passed over (as in the chat, web/controls.py)."""
     state = state.copy()
     k = _picked(state, index)
     if k is None:

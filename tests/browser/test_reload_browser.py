@@ -69,7 +69,7 @@ def test_a_reload_keeps_the_engine_settings_but_not_the_key(browser, app_server,
     page.reload()
     page.wait_for_function("() => document.querySelectorAll('#chat .message.user').length == 1", timeout=30_000)
     page.click("#settings button")
-    assert page.locator("#backend input").input_value() == "OpenAI-compatible server"
+    assert page.locator("#engine input").input_value() == "OpenAI-compatible server"
     assert field("model").input_value() == "echo" and field("base-url").input_value() == fake_openai.base_url
     assert story.input_value() == "640" and page.locator("#fold input").is_checked()
     assert field("api-key").input_value() == ""  # the key was this session's only

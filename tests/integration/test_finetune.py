@@ -295,7 +295,7 @@ def test_alternatives_kept_in_the_page_train_with_dpo(env, settings, tmp_path):
     writes the kept one against each passed over, and `finetune --dpo` trains on those pairs for a step."""
     from chatharuhi_core.web.chat import Conversation, stream_turn
     from chatharuhi_core.web.common import EnginePanel
-    from chatharuhi_core.web.story import flip
+    from chatharuhi_core.web.controls import flip
 
     settings = settings.with_(feedback_file=tmp_path / "feedback.jsonl")
     # (a question whose replies quote none of eval's held-out scenes: finetune refuses rows that do, test above)

@@ -149,7 +149,7 @@ def search(page: Page, words: str) -> list[str]:
 def choose_engine(page: Page, label: str) -> None:
     """Settings: pick the engine shown as `label`."""
     page.click("#settings button")
-    page.locator("#backend input").click()
+    page.locator("#engine input").click()
     page.get_by_role("option", name=label).click()
 
 

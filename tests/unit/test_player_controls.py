@@ -19,7 +19,7 @@ from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.web.browser_store import MAX_CHARS, pack, unpack
 from chatharuhi_core.web.chat import Conversation, continue_turn, export_chat, import_chat, stream_turn
 from chatharuhi_core.web.common import EnginePanel
-from chatharuhi_core.web.story import (
+from chatharuhi_core.web.controls import (
     back_to_parent,
     branch_from,
     flip,

@@ -167,7 +167,7 @@ def with_persona(conv: Conversation | None, persona: str | None) -> Conversation
     return conv if said else fixed
 
 
-def story_state(conv: Conversation | None, user: str) -> str:
+def controls_state(conv: Conversation | None, user: str) -> str:
     """One line under the chat: which line of the story this is, whom the visitor plays, and the author's note."""
     if conv is None:
         return ""

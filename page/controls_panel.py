@@ -11,16 +11,16 @@ from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, feedback_values
 from chatharuhi_core.web.common import WARNING_MARK, portrait_of
-from chatharuhi_core.web.story import (
+from chatharuhi_core.web.controls import (
     alternatives_label,
     back_to_parent,
     branch_from,
+    controls_state,
     flip,
     impersonate,
     line_choices,
     set_note,
     set_persona,
-    story_state,
     switch_line,
     with_persona,
 )
@@ -29,13 +29,13 @@ from .settings_panel import choice
 from .visit import clicked, current
 
 
-class StoryControls:
+class PlayerControls:
     """The row under the chat, and the Story panel; components as attributes. `settings`: the app's one Settings."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def render_row(self, more=None) -> StoryControls:
+    def render_row(self, more=None) -> PlayerControls:
         """The row under the message box; `more` renders the chat's own reply actions at its end (so that on a
         laptop everything done to a reply is on the first screen)."""
         with gr.Row(elem_id="story-controls", equal_height=True):
@@ -50,7 +50,7 @@ class StoryControls:
         self.state = gr.Markdown(elem_id="story-state", elem_classes=["reply-stats"])
         return self
 
-    def render_panel(self) -> StoryControls:
+    def render_panel(self) -> PlayerControls:
         with gr.Accordion("Story · 故事设定", open=False, elem_id="story-panel"):
             self.persona = gr.Textbox(label="Who you play · 你扮演的人", max_lines=4, elem_id="persona",
                                       placeholder="A retired army doctor, back from Afghanistan… · 一位云游的书生…",
@@ -68,7 +68,7 @@ class StoryControls:
             self.depth = gr.Slider(0, MAX_DEPTH, value=DEFAULT_DEPTH, step=1, elem_id="note-depth",
                                    label="Note depth: messages from the end · 插入位置（倒数第几条）")
             with gr.Row(equal_height=True):
-                self.lines = gr.Dropdown(label="Line of the story · 故事线", choices=[], value=None, scale=3,
+                self.lines = gr.Dropdown(label="Line of the chat · 对话线", choices=[], value=None, scale=3,
                                          elem_id="story-line")
                 self.parent = gr.Button("↩ Back to parent · 回到上一条", size="sm", scale=1, elem_id="line-parent")
         return self
@@ -205,7 +205,7 @@ def _view(conv: Conversation | None, selected, user: str, key: str | None, defau
     choices, value = line_choices(conv)
     now = f"{conv.role_id}:{conv.line.id}"
     common = (alternatives_label(conv, selected), gr.Dropdown(choices=choices, value=value),
-              story_state(conv, user or load_role(conv.role_id).visitor_name), now)
+              controls_state(conv, user or load_role(conv.role_id).visitor_name), now)
     if now == key:
         return (*common, *(gr.skip(),) * 6)
     adopt = not conv.persona and bool(default) and not conv.history
