@@ -29,20 +29,8 @@ from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
 from ..roles.role import Role
 from ..roles.sources import load_role
-from .common import (
-    WARNING_MARK,
-    Answered,
-    EnginePanel,
-    Throttle,
-    correct,
-    export_file,
-    lang_of,
-    message_index,
-    message_text,
-    rate,
-    record_feedback,
-    while_running,
-)
+from .common import WARNING_MARK, EnginePanel, Throttle, export_file, lang_of, message_text, while_running
+from .feedback import Answered, correct, message_index, rate, record_feedback
 
 log = logging.getLogger(__name__)
 

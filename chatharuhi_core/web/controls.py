@@ -20,7 +20,8 @@ from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.sources import load_role
 from .chat import Conversation, _exchange_at, engine_frames, make_bot
-from .common import Answered, EnginePanel, record_feedback
+from .common import EnginePanel
+from .feedback import Answered, record_feedback
 
 
 def selected_reply(conv: Conversation, index: object) -> int | None:

@@ -25,19 +25,15 @@ from ..scene.scene import Scene, SceneSetup
 from .common import (
     PLACEHOLDER_IMAGE,
     WARNING_MARK,
-    Answered,
     EnginePanel,
     Throttle,
-    correct,
     export_file,
     file_url,
-    message_index,
     message_text,
     portrait_of,
-    rate,
-    record_feedback,
     while_running,
 )
+from .feedback import Answered, correct, message_index, rate, record_feedback
 
 log = logging.getLogger(__name__)
 HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)

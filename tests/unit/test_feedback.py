@@ -27,7 +27,7 @@ from chatharuhi_core.web.chat import (
     import_chat,
     rate_reply,
 )
-from chatharuhi_core.web.common import rating_of
+from chatharuhi_core.web.feedback import rating_of
 
 # ------------------------------------------------------------ crash-safe JSON Lines
 
