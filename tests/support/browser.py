@@ -178,10 +178,15 @@ def add_file(page: Page, path: Path, name: str = "", expect: str = "Added") -> s
                 raise
     # the file input can be set before the tab's upload component has wired it up (seen once in the full suite
     # on 2 busy cores: the name never showed); then the file is given again, as a visitor would pick it again
+    # on 2 busy cores the upload itself can outlast the wait: the input is then gone (the component shows the file
+    # or its progress), so the file is given again only while the input is still there, else the name is waited for
+    shown = "#upload :text('" + path.name + "')"
     for attempt in range(3):
-        page.locator("#upload input[type=file]").set_input_files(str(path))
+        picker = page.locator("#upload input[type=file]")
+        if picker.count():
+            picker.set_input_files(str(path))
         try:
-            page.wait_for_selector("#upload :text('" + path.name + "')", timeout=20_000)
+            page.wait_for_selector(shown, timeout=20_000)
             break
         except Exception as exc:  # playwright's TimeoutError (imported only where the browser tests run)
             if type(exc).__name__ != "TimeoutError" or attempt == 2:
