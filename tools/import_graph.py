@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "chatharuhi_core"
 # lowest first: a module may import its own floor or any floor below it
 FLOORS = [
-    ("ground", {"config", "errors", "tokens", "embedding", "jsonl", "deprecated"}),
+    ("ground", {"config", "errors", "tokens", "embedding", "jsonl", "deprecated", "i18n", "locale"}),
     ("roles", {"roles"}),
     ("chat", {"chat"}),
     ("scene", {"scene"}),

@@ -1,0 +1,108 @@
+"""The page in the visitor's language: labels are translated in the browser (Gradio's I18n, from the same catalogue
+as everything else), sentences an event writes are translated on the server for the visitor of that event, and a
+switch in the header remembers a choice per browser (a cookie, which every event of that browser carries)."""
+
+from __future__ import annotations
+
+import html
+from http.cookies import CookieError, SimpleCookie
+
+import gradio as gr
+
+from chatharuhi_core import i18n
+
+COOKIE = "chatharuhi-lang"
+# the catalogue's Chinese serves both Chinese locales the browser may report (Gradio picks by navigator.language)
+BROWSER_LOCALES = {"zh": ("zh-CN", "zh-TW")}
+
+
+def L(message: str, /) -> gr.I18n:  # noqa: N802 (a marker, like gettext's _)
+    """A static label, placeholder or choice: its English is the key, the browser shows its language's text."""
+    return gr.I18n()(message)
+
+
+def page_i18n() -> gr.I18n:
+    """Every message of the catalogue for the browser: Chinese under both Chinese locales; English is the key."""
+    zh = i18n.messages("zh")
+    return gr.I18n(en={}, **{locale: zh for locale in BROWSER_LOCALES["zh"]})
+
+
+def language_of(request: gr.Request | None) -> str | None:
+    """The language this request's browser chose with the switch, else the first of its Accept-Language."""
+    if request is None:
+        return None
+    headers = getattr(request, "headers", None) or {}
+    cookie = SimpleCookie()
+    try:
+        cookie.load(headers.get("cookie", "") or "")
+    except CookieError:
+        pass
+    chosen = cookie.get(COOKIE)
+    if chosen is not None and i18n.normalize(chosen.value):
+        return i18n.normalize(chosen.value)
+    return i18n.from_accept_language(headers.get("accept-language"))
+
+
+def visitor_language() -> str | None:
+    """The language of the visitor whose event runs now (Gradio keeps the event's request in a context variable)."""
+    from gradio.context import LocalContext
+
+    return language_of(LocalContext.request.get(None))
+
+
+def both(message: str, /, **values: object) -> str:
+    """A static Markdown text in both languages, one shown by the page's language (style.css; LANGUAGE_JS sets
+    the page's lang): Gradio's I18n translates labels, not a Markdown's text."""
+    en = i18n.in_language("en", message, **values)
+    zh = i18n.in_language("zh", message, **values)
+    return (f'<span class="lang-en" lang="en">{en}</span>'
+            f'<span class="lang-zh" lang="zh">{zh}</span>')
+
+
+# On load: apply the remembered choice (Gradio follows navigator.language) and give the page its lang, which
+# style.css reads to show one language of the static texts and screen readers read to pick a voice.
+LANGUAGE_JS = """
+async () => {
+  const cookie = document.cookie.split('; ').find((c) => c.startsWith('@COOKIE@='));
+  const chosen = cookie ? cookie.split('=')[1] : '';
+  const browser = (navigator.languages && navigator.languages[0]) || navigator.language || 'en';
+  const zh = chosen ? chosen === 'zh' : browser.toLowerCase().startsWith('zh');
+  document.documentElement.lang = zh ? 'zh-CN' : 'en';
+  document.querySelectorAll('#language-switch button').forEach((b) => {
+    b.setAttribute('aria-pressed', String((b.dataset.lang === 'zh') === zh));
+  });
+  if (chosen && zh !== browser.toLowerCase().startsWith('zh')) {
+    // Gradio's own translations module, as loaded by the page: the same module instance holds the locale
+    const url = performance.getEntriesByType('resource').map((e) => e.name)
+      .find((n) => /\\/assets\\/core-[\\w-]+\\.js$/.test(n));
+    if (url) { try { (await import(url)).changeLocale(zh ? 'zh-CN' : 'en'); } catch (e) { console.warn(e); } }
+  }
+}
+""".replace("@COOKIE@", COOKIE)
+
+# the switch: remember the choice for a year in this browser, then reload (what the page shows survives a reload)
+SWITCH_JS = """
+(element) => {
+  element.querySelectorAll('button[data-lang]').forEach((b) => b.addEventListener('click', () => {
+    document.cookie = '@COOKIE@=' + b.dataset.lang + '; path=/; max-age=31536000; SameSite=Lax';
+    location.reload();
+  }));
+}
+""".replace("@COOKIE@", COOKIE)
+
+
+def switch_html() -> str:
+    """English | 中文, each in its own language (a visitor who cannot read the page can still find theirs)."""
+    buttons = [f'<button type="button" data-lang="{code}" lang="{code}" aria-pressed="false">{html.escape(name)}'
+               f"</button>" for code, name in (("en", "English"), ("zh", "中文"))]
+    return '<nav aria-label="Language · 语言">' + "".join(buttons) + "</nav>"
+
+
+def language_switch() -> gr.HTML:
+    """The switch, in the page's header."""
+    return gr.HTML(switch_html(), js_on_load=SWITCH_JS, elem_id="language-switch", min_height=0)
+
+
+def speak_the_visitors_language() -> None:
+    """From now on, a message translated during an event is in that event's visitor's language."""
+    i18n.follow(visitor_language)

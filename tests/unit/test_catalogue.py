@@ -1,0 +1,68 @@
+"""The catalogue: every message the code marks has its Chinese, with the same placeholders; none is left over; the
+language is found the way a browser and a shell say it."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatharuhi_core import i18n
+from tools import catalogue
+
+
+def test_every_marked_message_has_chinese_with_the_same_placeholders_and_none_is_unused():
+    assert catalogue.problems() == []
+
+
+def test_the_catalogue_is_not_empty_and_translates():
+    zh = i18n.messages("zh")
+    assert len(zh) > 50
+    english, chinese = next(iter(zh.items()))
+    with i18n.speaking("zh"):
+        assert i18n._(english) == chinese
+    with i18n.speaking("en"):
+        assert i18n._(english) == english
+
+
+def test_placeholders_are_filled_in_both_languages_and_plurals_follow_each_language():
+    with i18n.speaking("en"):
+        assert i18n.ngettext("{n} exchange", "{n} exchanges", 1) == "1 exchange"
+        assert i18n.ngettext("{n} exchange", "{n} exchanges", 3) == "3 exchanges"
+    assert i18n._("{a} and {b}", a=1, b=2) == "1 and 2"  # an unknown message is its English, filled
+
+
+@pytest.mark.parametrize(("tag", "lang"), [
+    ("zh-CN", "zh"), ("zh_TW.UTF-8", "zh"), ("zh", "zh"), ("en-GB", "en"), ("C.UTF-8", "en"), ("fr-FR", None),
+    ("", None), (None, None)])
+def test_tags_name_a_language(tag, lang):
+    assert i18n.normalize(tag) == lang
+
+
+@pytest.mark.parametrize(("header", "lang"), [
+    ("zh-CN,zh;q=0.9,en;q=0.8", "zh"), ("en-US,en;q=0.9", "en"), ("fr-FR,fr;q=0.9,zh;q=0.8,en;q=0.7", "zh"),
+    ("en;q=0.5,zh-TW;q=0.9", "zh"), ("fr", None), ("", None), (None, None)])
+def test_a_browser_language_is_its_best_weighted_known_one(header, lang):
+    assert i18n.from_accept_language(header) == lang
+
+
+@pytest.mark.parametrize(("env", "lang"), [
+    ({"LANG": "zh_CN.UTF-8"}, "zh"), ({"LANG": "en_US.UTF-8"}, "en"), ({}, "en"),
+    ({"LC_ALL": "C.UTF-8", "LANG": "zh_CN.UTF-8"}, "en"), ({"LANGUAGE": "fr:zh_CN", "LANG": "en_US.UTF-8"}, "zh"),
+    ({"LC_MESSAGES": "zh_TW.UTF-8"}, "zh"), ({"LANG": "fr_FR.UTF-8"}, "en")])
+def test_the_command_line_follows_the_locale(env, lang):
+    assert i18n.from_environment(env) == lang
+
+
+def test_a_chosen_language_wins_over_a_resolver_and_is_undone_after_the_block():
+    i18n.follow(_zh_resolver)
+    try:
+        assert i18n.language() == "zh"
+        with i18n.speaking("en"):
+            assert i18n.language() == "en"
+        assert i18n.language() == "zh"
+    finally:
+        i18n._resolvers.remove(_zh_resolver)
+    assert i18n.language() == "en"
+
+
+def _zh_resolver() -> str:
+    return "zh"
