@@ -14,6 +14,7 @@ import gradio as gr  # noqa: E402
 
 from chatharuhi_core.chat.engines.local.model import on_gpu, warm_at_start  # noqa: E402
 from chatharuhi_core.config import Settings, gpu_runtime  # noqa: E402
+from chatharuhi_core.i18n import N_  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import bundled_ids, load_role  # noqa: E402
 from chatharuhi_core.web.chat import Conversation  # noqa: E402
@@ -21,6 +22,7 @@ from page import api  # noqa: E402
 from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
 from page.group_scene import GroupSceneTab  # noqa: E402
+from page.language import LANGUAGE_JS, L, both, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
 from page.session import Session  # noqa: E402
 from page.switches import Switches  # noqa: E402
 from page.turns import Turns, reveal_player  # noqa: E402
@@ -32,8 +34,7 @@ log = logging.getLogger("chatharuhi.app")
 # holds one while it waits, so 32 visitors in line on the local model would leave Gradio's default 40 too few for
 # everyone else's clicks. A waiting thread costs little (it sleeps on a condition).
 WORKER_THREADS = 128
-INTRO = ("# ChatHaruhi\nTalk to a character who stays in character: every reply draws on the "
-         "character's own classic scenes. · 和角色聊天，每句回复都取材于角色的经典场景。")
+INTRO = N_("Talk to a character who stays in character: every reply draws on the character's own classic scenes.")
 
 
 class Page:
@@ -47,15 +48,18 @@ class Page:
         # event has run; the load event then brings the engine and, for a returning browser, its last pick
         first = load_role(bundled_ids()[0])
         first_view = role_view(Conversation(first.id))
-        with gr.Blocks(title="ChatHaruhi · 凉宫春日") as self.demo:
+        speak_the_visitors_language()  # a sentence an event writes is in the language of that event's visitor
+        with gr.Blocks(title="ChatHaruhi") as self.demo:
             self.visit = Visit()
             self.session = Session(settings).render()
-            gr.Markdown(INTRO, elem_id="intro")
-            with gr.Tabs(elem_id="tabs") as self.tabs, gr.Tab("Chat · 聊天", id="chat-tab"):
+            with gr.Row(elem_id="masthead"):
+                gr.Markdown("# ChatHaruhi\n" + both(INTRO), elem_id="intro")
+                self.language = language_switch()
+            with gr.Tabs(elem_id="tabs") as self.tabs, gr.Tab(L("Chat"), id="chat-tab"):
                 self.chat = ChatTab(settings).render(first, first_view)
-            with self.tabs, gr.Tab("Group · 群戏", id="scene-tab") as self.scene_tab:
+            with self.tabs, gr.Tab(L("Group"), id="scene-tab") as self.scene_tab:
                 self.group = GroupSceneTab(settings).render()
-            with self.tabs, gr.Tab("Add a character · 添加角色", id="add-tab"):
+            with self.tabs, gr.Tab(L("Add a character"), id="add-tab"):
                 self.add = AddTab(settings).render()
             self.wire()
 
@@ -110,7 +114,8 @@ def main() -> None:
                str(settings.spoken_dir)]
     demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
                 allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True,
-                mcp_server=settings.mcp, max_threads=WORKER_THREADS)
+                mcp_server=settings.mcp, max_threads=WORKER_THREADS, i18n=page_i18n(),
+                js=LANGUAGE_JS)
     # warm up once the page answers: started earlier, it competed with the launch for the CPU
     threading.Thread(target=_warm_up, args=(settings,), daemon=True).start()
     warm_at_start(settings)  # the local model and its one-time checks, at a lower priority

@@ -7,23 +7,31 @@ import gradio as gr
 
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.i18n import N_, ngettext
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids
 from chatharuhi_core.web.chat import reopen
 from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import add_character, picker_choices, picker_entries
 
+from .language import L, both
 from .visit import VIEW_SIZE, Seat, close, progress_cb, role_view, tiles
 
-HELP = (
-    "Bring a character from the Hugging Face Hub or from a file. · 从 Hub 或文件添加角色。\n\n"
-    "- **Hub id**: a dataset with a role package (`owner/name`), or a ChatHaruhi role "
-    "(`silk-road/ChatHaruhi-RolePlaying/haruhi`); add `@revision` to pin one.\n"
-    "- **File**: a character card (`.png` or `.json`, V1/V2/V3), a ChatHaruhi `.jsonl`, "
-    "a role package `.zip`, or a script `.txt` (`Name:「line」`, `NAME: line` or screenplay).\n\n"
-    f"Files up to {DEFAULT_LIMITS.max_file_bytes // (1024 * 1024)} MB. The character is added to "
-    "your picker only."
-)
+HELP = [
+    N_("Bring a character from the Hugging Face Hub or from a file."),
+    N_("**Hub id**: a dataset with a role package (`owner/name`), or a ChatHaruhi role "
+       "(`silk-road/ChatHaruhi-RolePlaying/haruhi`); add `@revision` to pin one."),
+    N_("**File**: a character card (`.png` or `.json`, V1/V2/V3), a ChatHaruhi `.jsonl`, "
+       "a role package `.zip`, or a script `.txt` (`Name:「line」`, `NAME: line` or screenplay)."),
+    N_("Files up to {mb} MB. The character is added to your picker only."),
+]
+
+
+def help_text() -> str:
+    """The tab's help, in both languages (one shown by the page's language)."""
+    mb = DEFAULT_LIMITS.max_file_bytes // (1024 * 1024)
+    first, hub, file, size = HELP
+    return f"{both(first)}\n\n- {both(hub)}\n- {both(file)}\n\n{both(size, mb=mb)}"
 
 
 class AddTab:
@@ -33,17 +41,17 @@ class AddTab:
         self.settings = settings
 
     def render(self) -> AddTab:
-        gr.Markdown(HELP)
+        gr.Markdown(help_text())
         with gr.Row():
             with gr.Column():
-                self.hub_id = gr.Textbox(label="Hub id", placeholder="silk-road/ChatHaruhi-RolePlaying/haruhi",
+                self.hub_id = gr.Textbox(label=L("Hub id"), placeholder="silk-road/ChatHaruhi-RolePlaying/haruhi",
                                          elem_id="hub-id")
-                self.script_name = gr.Textbox(label="Character's name (scripts only; default: who speaks most)",
+                self.script_name = gr.Textbox(label=L("Character's name (scripts only; default: who speaks most)"),
                                               elem_id="script-name")
             with gr.Column():
-                self.upload = gr.File(label="Upload a file · 上传文件", file_types=accepted_suffixes(),
+                self.upload = gr.File(label=L("Upload a file"), file_types=accepted_suffixes(),
                                       type="filepath", elem_id="upload")
-        self.add_btn = gr.Button("Add character · 添加", variant="primary", elem_id="add-role")
+        self.add_btn = gr.Button(L("Add character"), variant="primary", elem_id="add-role")
         self.add_status = gr.Markdown(elem_id="add-status")
         return self
 
@@ -63,8 +71,9 @@ class AddTab:
         if role.id not in added and role.id not in bundled_ids():
             added.append(role.id)
         entries = picker_entries(added)
-        status = (f"✓ Added **{role.name}** ({len(role.stories)} scenes). It is in your picker now. "
-                  f"· 已添加，可在角色列表中找到。")
+        status = "✓ " + ngettext("Added **{name}** ({n} scene). It is in your picker now.",
+                                 "Added **{name}** ({n} scenes). It is in your picker now.", len(role.stories),
+                                 name=role.name)
         chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
         new, chats = reopen(at.conv, at.chats, role.id)
         return (*role_view(new, chats, at.visitor), chooser, tiles(entries), added, status, gr.Tabs(selected="chat-tab"),

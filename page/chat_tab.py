@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from chatharuhi_core.config import Settings
+from chatharuhi_core.i18n import N_, _
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.placeholders import has_placeholder
 from chatharuhi_core.roles.sources import load_role
@@ -23,13 +24,14 @@ from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings
 
 from .controls_panel import PlayerControls
+from .language import L, both
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel
 from .turns import scene_picture, spoken
 from .visit import current, scene_name, tiles
 
-FEEDBACK_HINT = ("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
-                 "server to improve the character. · 对回复的赞、踩和修改会被保存，用于改进角色。")
+FEEDBACK_HINT = N_("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
+                   "server to improve the character.")
 
 
 class ChatTab:
@@ -50,10 +52,10 @@ class ChatTab:
         entries = picker_entries()
         with gr.Column(scale=1, min_width=300, elem_id="chat-side"):
             self.picker = gr.HTML(tiles(entries), js_on_load=PICKER_JS, elem_id="picker")
-            self.chooser = gr.Dropdown(picker_choices(entries), label="Search by name or work · 按名字或作品搜索",
+            self.chooser = gr.Dropdown(picker_choices(entries), label=L("Search by name or work"),
                                        filterable=True, elem_id="role-choice")
             self.role_status = gr.Markdown(elem_id="role-status")
-            self.user_role = gr.Textbox(first.visitor_name, label="Your name in the story · 你在故事里的名字",
+            self.user_role = gr.Textbox(first.visitor_name, label=L("Your name in the story"),
                                         elem_id="user-role")
             self.panel = SettingsPanel(self.settings).render()
             self.hub_list = _hub_list()
@@ -66,30 +68,30 @@ class ChatTab:
                 self.about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
                 # the scene the last reply drew on, beside the name: in sight without scrolling
                 self.scene_picture = gr.HTML(visible=False, elem_id="scene-image", min_height=0)
-            self.chat = gr.Chatbot(first_view[3], label="Chat", show_label=False, elem_id="chat", height=520,
+            self.chat = gr.Chatbot(first_view[3], label=L("Chat"), show_label=False, elem_id="chat", height=520,
                                    buttons=["copy"],
                                    editable="all", avatar_images=(None, portrait_of(first)),
                                    feedback_options=("Like", "Dislike"))
             self.reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
             self.language_note = gr.Markdown(visible=False, elem_id="language-note")
-            self.use_offline = gr.Button("Use the offline engine · 改用离线引擎", size="sm", visible=False,
+            self.use_offline = gr.Button(L("Use the offline engine"), size="sm", visible=False,
                                          elem_id="use-offline")
             # what to ask, right above the box (a click fills it)
             self.examples = gr.Dataset(components=["textbox"], samples=[[q] for q in first.examples],
-                                       label="Try asking · 试着问", visible=bool(first.examples), elem_id="examples")
+                                       label=L("Try asking"), visible=bool(first.examples), elem_id="examples")
             with gr.Row(elem_id="message-row"):
-                self.text = gr.Textbox(show_label=False, placeholder="Say something… · 说点什么…", scale=6,
+                self.text = gr.Textbox(show_label=False, placeholder=L("Say something…"), scale=6,
                                        elem_id="message", max_lines=6)
-                self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="send")
+                self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="send")
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
             self.controls = PlayerControls(self.settings).render_row(more=self._reply_actions)
             self._buttons()
             self.note = self.panel.note = gr.Markdown(elem_id="engine-note")
             self.sign_in = gr.Markdown(elem_id="sign-in-note")
-            self.feedback_note = gr.Markdown(FEEDBACK_HINT if self.settings.feedback_path else "",
+            self.feedback_note = gr.Markdown(both(FEEDBACK_HINT) if self.settings.feedback_path else "",
                                              elem_id="feedback-note", elem_classes=["reply-stats"])
             self._voice()
-            with gr.Accordion("Classic scenes retrieved for the last reply · 检索到的经典场景", open=False,
+            with gr.Accordion(L("Classic scenes retrieved for the last reply"), open=False,
                               elem_id="scenes-panel"):
                 self.scenes = gr.Markdown(elem_id="scenes")
             self.memory = MemoryPanel().render()
@@ -97,20 +99,20 @@ class ChatTab:
 
     def _reply_actions(self) -> None:
         """In the row under the box, beside the alternatives: a new reply, the last one read aloud, the chat saved."""
-        self.regen_btn = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id="regenerate", scale=1)
-        self.speak_btn = gr.Button("Speak · 朗读", size="sm", elem_id="speak-last", scale=1)
-        self.export_btn = gr.DownloadButton("⤓ Export chat · 导出", size="sm", elem_id="export-chat",
+        self.regen_btn = gr.Button(L("↻ Regenerate"), size="sm", elem_id="regenerate", scale=1)
+        self.speak_btn = gr.Button(L("Speak"), size="sm", elem_id="speak-last", scale=1)
+        self.export_btn = gr.DownloadButton(L("⤓ Export chat"), size="sm", elem_id="export-chat",
                                             interactive=False, scale=1)
 
     def _buttons(self) -> None:
         with gr.Row(equal_height=True, elem_id="chat-files"):
-            self.speak_on = gr.Checkbox(label="Speak replies · 朗读回复", value=False, elem_id="speak", scale=1)
-            self.clear_btn = gr.Button("Clear · 清空", size="sm", elem_id="clear", scale=1)
-            self.import_btn = gr.UploadButton("Import chat · 导入", size="sm", elem_id="import-chat",
+            self.speak_on = gr.Checkbox(label=L("Speak replies"), value=False, elem_id="speak", scale=1)
+            self.clear_btn = gr.Button(L("Clear"), size="sm", elem_id="clear", scale=1)
+            self.import_btn = gr.UploadButton(L("Import chat"), size="sm", elem_id="import-chat",
                                               file_types=[".jsonl"], type="filepath", scale=1)
 
     def _voice(self) -> None:
-        self.voice_audio = gr.Audio(visible=False, label="Voice · 语音", type="filepath", autoplay=True,
+        self.voice_audio = gr.Audio(visible=False, label=L("Voice"), type="filepath", autoplay=True,
                                     interactive=False, elem_id="voice-audio", buttons=["download"],
                                     waveform_options=gr.WaveformOptions(show_recording_waveform=False))
         self.voice_note = gr.Markdown(elem_id="voice-note")
@@ -193,7 +195,7 @@ class ChatTab:
         role = load_role(conv.role_id)
         greeting = greeting_messages(role, user_name)
         text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
-        return spoken(conv, text, self.settings) if text else (gr.skip(), "Nothing to read aloud yet.")
+        return spoken(conv, text, self.settings) if text else (gr.skip(), _("Nothing to read aloud yet."))
 
     def speak_clicked(self, conv: Conversation | None, evt: gr.SelectData):
         """A click on any message of the character reads that one aloud (the page's first character
@@ -206,12 +208,12 @@ class ChatTab:
 def _hub_list() -> gr.Dataset:
     """ChatHaruhi's own roles on the Hub, folded: fetched on first pick."""
     listed = hub_roles()
-    with gr.Accordion(f"☁ ChatHaruhi on the Hub · {len(listed)} roles", open=False, elem_id="hub-panel"):
+    with gr.Accordion(L("☁ ChatHaruhi on the Hub · {n} characters", n=len(listed)), open=False, elem_id="hub-panel"):
         return gr.Dataset(
             components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
-            headers=["Character · 角色", "Work · 作品", "Source · 来源"], type="index",
+            headers=[L("Character"), L("Work"), L("Source")], type="index",
             samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
-            elem_id="hub-list", label="Fetched from the Hugging Face Hub on first use · 首次使用时下载")
+            elem_id="hub-list", label=L("Fetched from the Hugging Face Hub on first use"))
 
 
 def remember_name(user_name: str, in_scene: str, conv: Conversation | None):

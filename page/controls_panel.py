@@ -8,6 +8,7 @@ import gradio as gr
 from chatharuhi_core.chat.persona import DEFAULT_DEPTH, MAX_DEPTH, MAX_DESCRIPTION_CHARS, MAX_NOTE_CHARS
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, feedback_values
 from chatharuhi_core.web.common import WARNING_MARK, portrait_of
@@ -25,6 +26,7 @@ from chatharuhi_core.web.controls import (
     with_persona,
 )
 
+from .language import L
 from .settings_panel import choice
 from .visit import clicked, current
 
@@ -44,33 +46,33 @@ class PlayerControls:
             self.next = gr.Button("▶", size="sm", min_width=40, elem_id="swipe-next", scale=0)
             if more is not None:
                 more()
-            self.branch = gr.Button("↳ Branch · 分支", size="sm", elem_id="branch-here", scale=1)
-            self.go_on = gr.Button("↪ Continue · 继续", size="sm", elem_id="continue", scale=1)
-            self.my_line = gr.Button("✍ My line · 替我写", size="sm", elem_id="impersonate", scale=1)
+            self.branch = gr.Button(L("↳ Branch"), size="sm", elem_id="branch-here", scale=1)
+            self.go_on = gr.Button(L("↪ Continue"), size="sm", elem_id="continue", scale=1)
+            self.my_line = gr.Button(L("✍ My line"), size="sm", elem_id="impersonate", scale=1)
         self.state = gr.Markdown(elem_id="story-state", elem_classes=["reply-stats"])
         return self
 
     def render_panel(self) -> PlayerControls:
-        with gr.Accordion("Story · 故事设定", open=False, elem_id="story-panel"):
-            self.persona = gr.Textbox(label="Who you play · 你扮演的人", max_lines=4, elem_id="persona",
-                                      placeholder="A retired army doctor, back from Afghanistan… · 一位云游的书生…",
-                                      info=f"Your name is the name in the story above; the character reads this too "
-                                           f"(at most {MAX_DESCRIPTION_CHARS} characters).")
+        with gr.Accordion(L("Story"), open=False, elem_id="story-panel"):
+            self.persona = gr.Textbox(label=L("Who you play"), max_lines=4, elem_id="persona",
+                                      placeholder=L("A retired army doctor, back from Afghanistan…"),
+                                      info=L("Your name is the name in the story above; the character reads this too "
+                                             "(at most {n} characters).", n=MAX_DESCRIPTION_CHARS))
             with gr.Row(equal_height=True):
-                self.persona_default = gr.Checkbox(label="Use for every new chat · 作为默认", value=False,
+                self.persona_default = gr.Checkbox(label=L("Use for every new chat"), value=False,
                                                    elem_id="persona-default", scale=2)
-                self.face = gr.Image(label="Your portrait · 你的头像", type="filepath", sources=["upload"], height=110,
+                self.face = gr.Image(label=L("Your portrait"), type="filepath", sources=["upload"], height=110,
                                      elem_id="persona-face", scale=1, buttons=[])
-            self.note = gr.Textbox(label="Author's note · 作者注", max_lines=3, elem_id="author-note",
-                                   placeholder="Keep it tense: it is raining and the lamp is failing. · 保持紧张气氛",
-                                   info=f"An instruction the model reads on every turn, near the end of the prompt "
-                                        f"(at most {MAX_NOTE_CHARS} characters). Empty: off.")
+            self.note = gr.Textbox(label=L("Author's note"), max_lines=3, elem_id="author-note",
+                                   placeholder=L("Keep it tense: it is raining and the lamp is failing."),
+                                   info=L("An instruction the model reads on every turn, near the end of the prompt "
+                                          "(at most {n} characters). Empty: off.", n=MAX_NOTE_CHARS))
             self.depth = gr.Slider(0, MAX_DEPTH, value=DEFAULT_DEPTH, step=1, elem_id="note-depth",
-                                   label="Note depth: messages from the end · 插入位置（倒数第几条）")
+                                   label=L("Note depth: messages from the end"))
             with gr.Row(equal_height=True):
-                self.lines = gr.Dropdown(label="Line of the chat · 对话线", choices=[], value=None, scale=3,
+                self.lines = gr.Dropdown(label=L("Line of the chat"), choices=[], value=None, scale=3,
                                          elem_id="story-line")
-                self.parent = gr.Button("↩ Back to parent · 回到上一条", size="sm", scale=1, elem_id="line-parent")
+                self.parent = gr.Button(L("↩ Back to parent"), size="sm", scale=1, elem_id="line-parent")
         return self
 
     def wire(self, page, turns: list) -> None:
@@ -119,7 +121,7 @@ class PlayerControls:
                 yield (text or gr.skip()), WARNING_MARK + error
                 return
             yield text, gr.skip()
-        yield gr.skip(), "✍ Your next line is in the box: edit it, then send. · 已写入输入框，可修改后发送。"
+        yield gr.skip(), _("✍ Your next line is in the box: edit it, then send.")
 
 
 def redrawn(conv: Conversation, user: str):
@@ -150,7 +152,8 @@ def _switch_line(conv: Conversation | None, line_id: str | None, user: str):
         new = switch_line(current(conv), line_id)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
-    return new, redrawn(new, user), f"↳ {new.line.name} · {len(new.history)} exchanges", None
+    said = "↳ " + ngettext("{line} · {n} exchange", "{line} · {n} exchanges", len(new.history), line=new.line.name)
+    return new, redrawn(new, user), said, None
 
 
 def _parent(conv: Conversation | None, user: str):
@@ -158,7 +161,7 @@ def _parent(conv: Conversation | None, user: str):
         new = back_to_parent(current(conv))
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
-    return new, redrawn(new, user), f"↩ Back to {new.line.name}. · 已回到上一条故事线。", None
+    return new, redrawn(new, user), _("↩ Back to {line}.", line=new.line.name), None
 
 
 def _persona(ticked: bool):
@@ -169,7 +172,7 @@ def _persona(ticked: bool):
         if said:
             return gr.skip(), gr.skip(), WARNING_MARK + said
         saved = conv.persona if default else ("" if ticked else gr.skip())
-        return conv, saved, "✓ Saved whom you play. · 已保存你的角色设定。"
+        return conv, saved, _("✓ Saved whom you play.")
     return run
 
 
@@ -193,8 +196,9 @@ def _note(conv: Conversation | None, text: str, depth):
         return gr.skip(), gr.skip()
     if said:
         return gr.skip(), WARNING_MARK + said
-    where = f"at depth {conv.note.depth}" if conv.note else "off"
-    return conv, f"✎ Author's note {where}. · 作者注已更新。"
+    if conv.note:
+        return conv, _("✎ Author's note at depth {depth}.", depth=conv.note.depth)
+    return conv, _("✎ Author's note off.")
 
 
 def _view(conv: Conversation | None, selected, user: str, key: str | None, default: str | None):

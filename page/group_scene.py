@@ -12,6 +12,7 @@ import gradio as gr
 from chatharuhi_core.chat.voice import speak
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.i18n import N_, _, ngettext
 from chatharuhi_core.roles.sources import load_role, open_role
 from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
@@ -38,11 +39,14 @@ from chatharuhi_core.web.scene import (
 )
 from chatharuhi_core.web.signin import language_warnings
 
+from .language import L, both
 from .settings_panel import choice
 from .visit import clicked, conversation_buttons
 
 SLOTS = MAX_MEMBERS
-BUSY = "⏳ The scene goes on… · 进行中…"
+BUSY = N_("⏳ The scene goes on…")
+ENGINE_NOTE = N_("The engine is the one chosen in **Chat › Settings**.")
+SPEAK_NOW = N_("Speak now:")
 
 
 def _state(state: SceneState | None) -> SceneState:
@@ -56,8 +60,8 @@ def _slots(state: SceneState) -> list:
     for k in range(SLOTS):
         if k < len(present):
             m = present[k]
-            sliders.append(gr.Slider(value=m.talkativeness, label=f"{m.name} · talkativeness 话痨度", visible=True))
-            mutes.append(gr.Checkbox(value=m.muted, label=f"Mute {m.name} · 静音", visible=True))
+            sliders.append(gr.Slider(value=m.talkativeness, label=_("{name} · talkativeness", name=m.name), visible=True))
+            mutes.append(gr.Checkbox(value=m.muted, label=_("Mute {name}", name=m.name), visible=True))
             buttons.append(gr.Button(value=f"▶ {m.name}", visible=True))
         else:
             sliders.append(gr.Slider(visible=False))
@@ -82,8 +86,8 @@ def _view(state: SceneState, note: str = "", to: str | None = ""):
 def whisper_hint(to: str | None, state: SceneState | None):
     """The box says who will hear the next line."""
     name = next((m.name for m in _state(state).members if m.role_id == to), None)
-    return gr.Textbox(placeholder=f"Whisper to {name}: only they hear it… · 悄悄对{name}说…" if name
-                      else "Say something to everyone… · 对大家说点什么…")
+    return gr.Textbox(placeholder=_("Whisper to {name}: only they hear it…", name=name) if name
+                      else _("Say something to everyone…"))
 
 
 def set_talk(k: int):
@@ -119,7 +123,7 @@ def show_state(state: SceneState | None):
     """After Stop: the chat as the state holds it (a line cut off by Stop was never added)."""
     state = _state(state)
     return gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), \
-        "Stopped. · 已停止。"
+        _("Stopped.")
 
 
 def _count(state: SceneState | None, selected):
@@ -151,7 +155,7 @@ def import_file(path: str | None, state: SceneState | None):
         gr.Warning(str(exc))
         return (*(gr.skip(),) * (7 + 3 * SLOTS), WARNING_MARK + str(exc), gr.skip())
     n = len(new.lines)
-    view = _view(new, f"✓ Imported a scene of {n} line{'s' if n != 1 else ''}. · 已导入群戏。")
+    view = _view(new, "✓ " + ngettext("Imported a scene of {n} line.", "Imported a scene of {n} lines.", n))
     cast = gr.Dropdown(value=[m.role_id for m in new.members if m.present])
     return (cast, *view)
 
@@ -194,27 +198,28 @@ class GroupSceneTab:
             # which keeps 150 labels out of the page's first paint. Any id is taken (the API, an import)
             # and checked when the cast changes.
             self.cast = gr.Dropdown(picker_choices([e for e in entries if not e.online]), multiselect=True,
-                                    max_choices=SLOTS, value=[], label="Characters in the group scene (2 to 6) · 群戏角色",
+                                    max_choices=SLOTS, value=[], label=L("Characters in the group scene (2 to 6)"),
                                     filterable=True, allow_custom_value=True, elem_id="scene-cast")
             self.present = gr.HTML(present_html(SceneState()), elem_id="scene-present")
-            self.user_role = gr.Textbox(label="Your name in the story · 你在故事里的名字", value="You",
+            self.user_role = gr.Textbox(label=L("Your name in the story"), value="You",
                                         elem_id="scene-user")
-            self.order = gr.Dropdown([(o.label, o.name) for o in ORDERS.values()], value="natural",
-                                     label="Who speaks next · 发言顺序", elem_id="scene-order")
-            self.allow_self = gr.Checkbox(label="A character may answer its own line", elem_id="scene-allow-self")
-            with gr.Accordion("Talkativeness and mute · 话痨度与静音", open=False, elem_id="scene-talk"):
+            self.order = gr.Dropdown([(L(o.label), o.name) for o in ORDERS.values()], value="natural",
+                                     label=L("Who speaks next"), elem_id="scene-order")
+            self.allow_self = gr.Checkbox(label=L("A character may answer its own line"), elem_id="scene-allow-self")
+            with gr.Accordion(L("Talkativeness and mute"), open=False, elem_id="scene-talk"):
                 self.sliders, self.mutes = [], []
                 for k in range(SLOTS):
                     self.sliders.append(gr.Slider(0, 1, value=DEFAULT_TALKATIVENESS, step=0.1, visible=False,
                                                   elem_id=f"scene-talk-{k}"))
                     self.mutes.append(gr.Checkbox(visible=False, elem_id=f"scene-mute-{k}"))
-            gr.Markdown("The engine is the one chosen in **Chat › Settings**. · 引擎沿用聊天页的设置。",
+            gr.Markdown(both(ENGINE_NOTE),
                         elem_classes=["reply-stats"])
 
     def _main(self) -> None:
         with gr.Column(scale=2, elem_id="scene-main"):
-            self.chat = gr.Chatbot(label="Group scene", show_label=False, elem_id="scene-chat", height=520, editable="all",
-                                   feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=PLACEHOLDER,
+            self.chat = gr.Chatbot(label=L("Group scene"), show_label=False, elem_id="scene-chat", height=520,
+                                   editable="all",
+                                   feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=both(PLACEHOLDER),
                                    group_consecutive_messages=False)
             self.status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
             with gr.Row(elem_id="scene-swipes", equal_height=True):  # the selected line's alternatives
@@ -227,31 +232,31 @@ class GroupSceneTab:
                 # a whisper: the line goes to one character alone (the box says so); a column of its own keeps
                 # it out of the text box's form, so a phone can put it beside Send under the box
                 with gr.Column(scale=3, min_width=180, elem_id="scene-to-col"):
-                    self.to = gr.Dropdown(target_choices(SceneState()), value="", label="To · 说给谁听",
+                    self.to = gr.Dropdown(target_choices(SceneState()), value="", label=L("To"),
                                           elem_id="scene-to", interactive=True)
-                self.text = gr.Textbox(show_label=False, placeholder="Say something to everyone… · 对大家说点什么…",
+                self.text = gr.Textbox(show_label=False, placeholder=L("Say something to everyone…"),
                                        scale=6, elem_id="scene-message", max_lines=6)
-                self.send_btn = gr.Button("Send · 发送", variant="primary", scale=1, elem_id="scene-send")
+                self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="scene-send")
             with gr.Row(elem_id="scene-next"):
-                gr.Markdown("Speak now · 让谁说：", elem_classes=["reply-stats"])
+                gr.Markdown(both(SPEAK_NOW), elem_classes=["reply-stats"])
                 self.buttons = [gr.Button(visible=False, size="sm", elem_id=f"scene-speak-{k}") for k in range(SLOTS)]
             with gr.Row(equal_height=True):
-                self.turns = gr.Number(3, minimum=1, maximum=20, precision=0, label="Lines", elem_id="scene-turns",
+                self.turns = gr.Number(3, minimum=1, maximum=20, precision=0, label=L("Lines"), elem_id="scene-turns",
                                        scale=1, min_width=80)
-                self.talk_btn = gr.Button("Let them talk · 让他们聊", elem_id="scene-talk-btn", scale=2)
-                self.stop_btn = gr.Button("■ Stop · 停止", variant="stop", elem_id="scene-stop", scale=1)
+                self.talk_btn = gr.Button(L("Let them talk"), elem_id="scene-talk-btn", scale=2)
+                self.stop_btn = gr.Button(L("■ Stop"), variant="stop", elem_id="scene-stop", scale=1)
             self._files_and_voice()
 
     def _files_and_voice(self) -> None:
         self.regen_btn, self.clear_btn, self.export_btn, self.import_btn = conversation_buttons(
-            "group scene", ("scene-regenerate", "scene-clear", "scene-export", "scene-import"))
-        self.speak_on = gr.Checkbox(label="Speak lines, each in its own voice · 朗读台词", elem_id="scene-speak")
+            ("scene-regenerate", "scene-clear", "scene-export", "scene-import"))
+        self.speak_on = gr.Checkbox(label=L("Speak lines, each in its own voice"), elem_id="scene-speak")
         # hidden until it has a line to play: Gradio's empty player is a div with a prohibited aria-label
-        self.voice = gr.Audio(label="Voice · 语音", type="filepath", autoplay=True, interactive=False, visible=False,
+        self.voice = gr.Audio(label=L("Voice"), type="filepath", autoplay=True, interactive=False, visible=False,
                               elem_id="scene-voice", buttons=["download"],
                               waveform_options=gr.WaveformOptions(show_recording_waveform=False))
         self.voice_note = gr.Markdown(elem_id="scene-voice-note")
-        with gr.Accordion("Classic scenes retrieved for each line · 每句检索到的经典场景", open=False,
+        with gr.Accordion(L("Classic scenes retrieved for each line"), open=False,
                           elem_id="scene-scenes-panel"):
             self.scenes = gr.Markdown(scenes_markdown(SceneState(), 0), elem_id="scene-scenes")
 
@@ -330,8 +335,8 @@ class GroupSceneTab:
         ids = []
         try:
             for ref in refs or []:
-                ids.append(open_role(ref, settings, lambda d, t: progress((d, t), desc="Embedding scenes",
-                                                                       unit="scenes")).id)
+                ids.append(open_role(ref, settings, lambda d, t: progress((d, t), desc=_("Embedding scenes"),
+                                                                       unit=_("scenes"))).id)
             new = set_cast(state, ids, settings)
         except ChatHaruhiError as exc:
             gr.Warning(str(exc))
@@ -360,7 +365,7 @@ class GroupSceneTab:
             if up.done:
                 status = up.status
             else:
-                status = (up.status or BUSY) if (up.status or first) else gr.skip()
+                status = (up.status or _(BUSY)) if (up.status or first) else gr.skip()
             first = False
             yield up.messages, box, new_state, status
 

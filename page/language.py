@@ -16,14 +16,24 @@ COOKIE = "chatharuhi-lang"
 BROWSER_LOCALES = {"zh": ("zh-CN", "zh-TW")}
 
 
-def L(message: str, /) -> gr.I18n:  # noqa: N802 (a marker, like gettext's _)
-    """A static label, placeholder or choice: its English is the key, the browser shows its language's text."""
+# labels filled in when the page is built (a count, a name): their English as built → their Chinese. The app's
+# page, built once per process; never anything of a visitor.
+_FILLED: dict[str, str] = {}
+
+
+def L(message: str, /, **values: object):  # noqa: N802 (a marker, like gettext's _)
+    """A static label, placeholder or choice: its English is the key, the browser shows its language's text.
+    With `values`, the filled English is the key and its filled Chinese is added for the browser."""
+    if values:
+        key = i18n.in_language("en", message, **values)
+        _FILLED[key] = i18n.in_language("zh", message, **values)
+        return gr.I18n()(key)
     return gr.I18n()(message)
 
 
 def page_i18n() -> gr.I18n:
     """Every message of the catalogue for the browser: Chinese under both Chinese locales; English is the key."""
-    zh = i18n.messages("zh")
+    zh = {**i18n.messages("zh"), **_FILLED}
     return gr.I18n(en={}, **{locale: zh for locale in BROWSER_LOCALES["zh"]})
 
 

@@ -14,20 +14,22 @@ from chatharuhi_core.web.memory import (
     rewrite_memory,
 )
 
+from .language import L
+
 
 class MemoryPanel:
     def render(self) -> MemoryPanel:
-        with gr.Accordion("Memories · 记忆", open=False, elem_id="memory-panel"):
+        with gr.Accordion(L("Memories"), open=False, elem_id="memory-panel"):
             self.listed = gr.Markdown(memory_markdown(None), elem_id="memories")
-            self.text = gr.Textbox(label="Remember · 记住", placeholder="my sister is Anna · 我妹妹叫小红", max_lines=3,
+            self.text = gr.Textbox(label=L("Remember"), placeholder=L("my sister is Anna"), max_lines=3,
                                    elem_id="memory-text")
             with gr.Row():
-                self.remember = gr.Button("Remember · 记住", size="sm", elem_id="remember")
-                self.pin = gr.Button("Pin my last message · 记住我上一句", size="sm", elem_id="pin-last")
-            self.pick = gr.Dropdown(label="A memory · 一条记忆", choices=[], value=None, elem_id="memory-pick")
+                self.remember = gr.Button(L("Remember"), size="sm", elem_id="remember")
+                self.pin = gr.Button(L("Pin my last message"), size="sm", elem_id="pin-last")
+            self.pick = gr.Dropdown(label=L("A memory"), choices=[], value=None, elem_id="memory-pick")
             with gr.Row():
-                self.forget = gr.Button("Forget · 忘记", size="sm", elem_id="forget")
-                self.rewrite = gr.Button("Rewrite with the text above · 改写", size="sm", elem_id="rewrite-memory")
+                self.forget = gr.Button(L("Forget"), size="sm", elem_id="forget")
+                self.rewrite = gr.Button(L("Rewrite with the text above"), size="sm", elem_id="rewrite-memory")
             self.note = gr.Markdown(elem_id="memory-note")
         return self
 

@@ -10,6 +10,7 @@ import gradio as gr
 from chatharuhi_core.chat.engines import engine_names
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.browser_store import browser_secret, pack, unpack
 from chatharuhi_core.web.chat import Conversation, TurnGate
@@ -141,13 +142,13 @@ class Session:
         settings = self.settings
         account = account_id(profile) if settings.user_chats else None
         if account is None:
-            return (*(gr.skip(),) * (VIEW_SIZE + 4), "Sign in with Hugging Face first: only then does this Space keep "
-                    "chats for you. · 请先登录。")
+            return (*(gr.skip(),) * (VIEW_SIZE + 4), _("Sign in with Hugging Face first: only then does this Space keep "
+                                                              "chats for you."))
         close(gate)
         gone = forget_user(settings.user_chats, account)
         conv = Conversation(bundled_ids()[0])
         entries = picker_entries([])
-        note = (f"✓ Forgotten: this Space no longer keeps anything of yours ({gone} chat{'s' if gone != 1 else ''} "
-                "deleted). · 已删除你在此保存的全部对话。")
+        note = "✓ " + ngettext("Forgotten: this Space no longer keeps anything of yours ({n} chat deleted).",
+                               "Forgotten: this Space no longer keeps anything of yours ({n} chats deleted).", gone)
         return (*role_view(conv, {}, visitor), gr.Dropdown(choices=picker_choices(entries), value=conv.role_id),
                 tiles(entries), [], {}, note)

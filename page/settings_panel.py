@@ -12,6 +12,8 @@ from chatharuhi_core.web.common import EnginePanel, engine_note
 from chatharuhi_core.web.panel_hints import panel_hints
 from chatharuhi_core.web.signin import token_of
 
+from .language import L
+
 
 class SettingsPanel:
     """Sign-in, the engine, its model and server, and the prompt budgets. Every event that needs the engine sends
@@ -23,32 +25,32 @@ class SettingsPanel:
 
     def render(self) -> SettingsPanel:
         budgets = Budgets()
-        engines = [(engine_info(n).label, n) for n in engine_names()]
-        with gr.Accordion("Settings · 设置", open=False, elem_id="settings"):
+        engines = [(L(engine_info(n).label), n) for n in engine_names()]
+        with gr.Accordion(L("Settings"), open=False, elem_id="settings"):
             if self.settings.sign_in:  # a Space with `hf_oauth: true` (elsewhere Gradio would fake a sign-in)
-                gr.LoginButton("Sign in with Hugging Face · 登录", logout_value="Sign out ({}) · 退出", size="sm",
+                gr.LoginButton(L("Sign in with Hugging Face"), logout_value="Sign out ({})", size="sm",
                                elem_id="sign-in")
             # a signed-in visitor whose chats this Space keeps (session.start shows it)
-            self.forget_me = gr.Button("Forget me · 删除我的数据", size="sm", variant="stop", visible=False,
+            self.forget_me = gr.Button(L("Forget me"), size="sm", variant="stop", visible=False,
                                        elem_id="forget-me")
-            self.engine = gr.Dropdown(engines, label="Engine · 引擎", elem_id="engine")
-            self.model = gr.Dropdown([], value="", label="Model", visible=False, allow_custom_value=True,
+            self.engine = gr.Dropdown(engines, label=L("Engine"), elem_id="engine")
+            self.model = gr.Dropdown([], value="", label=L("Model"), visible=False, allow_custom_value=True,
                                      filterable=True, elem_id="model")
             with gr.Group(visible=False) as self.server_box:
-                self.base_url = gr.Textbox(label="Base URL", placeholder="https://api.openai.com/v1",
+                self.base_url = gr.Textbox(label=L("Base URL"), placeholder="https://api.openai.com/v1",
                                            elem_id="base-url")
-                self.api_key = gr.Textbox(label="API key (this session only, never stored)", type="password",
+                self.api_key = gr.Textbox(label=L("API key (this session only, never stored)"), type="password",
                                           elem_id="api-key")
-                self.fold = gr.Checkbox(label="Fold the prompt: no system message, no two user messages in a "
-                                        "row (for servers that reject them)", elem_id="fold")
+                self.fold = gr.Checkbox(label=L("Fold the prompt: no system message, no two user messages in a "
+                                          "row (for servers that reject them)"), elem_id="fold")
             self.story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=16,
-                                          label="Classic scenes budget (tokens)", elem_id="story-tokens")
+                                          label=L("Classic scenes budget (tokens)"), elem_id="story-tokens")
             self.history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,
-                                            label="History budget (tokens)", elem_id="history-tokens")
+                                            label=L("History budget (tokens)"), elem_id="history-tokens")
             self.memory_tokens = gr.Slider(0, 2000, value=budgets.memory_tokens, step=16,
-                                           label="Pinned memories budget (tokens) · 记忆", elem_id="memory-tokens")
+                                           label=L("Pinned memories budget (tokens)"), elem_id="memory-tokens")
             self.recall_tokens = gr.Slider(0, 2000, value=budgets.recall_tokens, step=16,
-                                           label="Recall of earlier messages (tokens; 0: off) · 回想前文",
+                                           label=L("Recall of earlier messages (tokens; 0: off)"),
                                            elem_id="recall-tokens")
         return self
 

@@ -8,6 +8,7 @@ import gradio as gr
 
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.sources import bundled_ids, load_role, open_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, import_chat, reopen
@@ -38,9 +39,9 @@ def give_back(pending: dict | None, box: str | None, conv: Conversation | None, 
     if pending and pending.get("role") not in (None, conv.role_id):
         old = role_name(pending["role"])
         drafts[pending["role"]] = pending.get("text", "")
-        chat = chat + [{"role": "assistant", "metadata": {"title": "⏹ Stopped · 已停止"},
-                        "content": f"{old}'s reply was stopped when you switched. Your message waits in {old}'s "
-                                   f"box when you go back. · {old}的回复已停止；切回去时，你的话还在输入框里。"}]
+        chat = chat + [{"role": "assistant", "metadata": {"title": _("⏹ Stopped")},
+                        "content": _("{name}'s reply was stopped when you switched. Your message waits in {name}'s "
+                                     "box when you go back.", name=old)}]
         pending = None
     if pending and box_free:
         return pending.get("text", ""), "", chat, drafts
@@ -110,9 +111,9 @@ class Switches:
         entries = picker_entries(added)
         chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
         turns = len(conv.history)
-        note = f"✓ Imported a chat of {turns} exchange{'s' if turns != 1 else ''}. · 已导入对话。"
+        note = "✓ " + ngettext("Imported a chat of {n} exchange.", "Imported a chat of {n} exchanges.", turns)
         if turns > 50:
-            note += " Its memory is indexed in the background; the Memories panel shows how far it has got."
+            note += " " + _("Its memory is indexed in the background; the Memories panel shows how far it has got.")
         return (*role_view(conv, chats, user_name), chooser, tiles(entries), added, note)
 
     def wire(self, page, turns: list) -> None:

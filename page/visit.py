@@ -7,10 +7,13 @@ from dataclasses import dataclass
 import gradio as gr
 
 from chatharuhi_core.errors import ChatHaruhiError
+from chatharuhi_core.i18n import _
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.chat import Conversation, TurnGate, chat_messages, describe_role, scenes_markdown
 from chatharuhi_core.web.common import portrait_html
 from chatharuhi_core.web.picker import tiles_html
+
+from .language import L
 
 VIEW_SIZE = 9  # role_view's outputs
 
@@ -95,7 +98,7 @@ def close(gate: TurnGate | None) -> None:
 
 
 def progress_cb(progress: gr.Progress):
-    return lambda done, total: progress((done, total), desc="Embedding scenes · 正在嵌入场景", unit="scenes")
+    return lambda done, total: progress((done, total), desc=_("Embedding scenes"), unit=_("scenes"))
 
 
 def scene_name(visitor: str | None) -> str:
@@ -103,13 +106,13 @@ def scene_name(visitor: str | None) -> str:
     return (visitor or "").strip() or "You"
 
 
-def conversation_buttons(what: str, ids: tuple[str, str, str, str]) -> tuple:
-    """A group scene's row: Regenerate, Clear, Export and Import (`what`: "group scene", in the labels; `ids`: the four
-    buttons' element ids). The chat puts its reply's own actions in the row under its box instead."""
+def conversation_buttons(ids: tuple[str, str, str, str]) -> tuple:
+    """A group scene's row: Regenerate, Clear, Export and Import (`ids`: the four buttons' element ids). The chat
+    puts its reply's own actions in the row under its box instead."""
     with gr.Row():
-        regen = gr.Button("↻ Regenerate · 重新生成", size="sm", elem_id=ids[0])
-        clear = gr.Button("Clear · 清空", size="sm", elem_id=ids[1])
-        export = gr.DownloadButton(f"Export {what} · 导出", size="sm", elem_id=ids[2], interactive=False)
-        load = gr.UploadButton(f"Import {what} · 导入", size="sm", elem_id=ids[3], file_types=[".jsonl"],
+        regen = gr.Button(L("↻ Regenerate"), size="sm", elem_id=ids[0])
+        clear = gr.Button(L("Clear"), size="sm", elem_id=ids[1])
+        export = gr.DownloadButton(L("Export group scene"), size="sm", elem_id=ids[2], interactive=False)
+        load = gr.UploadButton(L("Import group scene"), size="sm", elem_id=ids[3], file_types=[".jsonl"],
                                type="filepath")
     return regen, clear, export, load

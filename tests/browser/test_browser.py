@@ -167,7 +167,7 @@ def test_bad_upload_and_offline_hub_role_are_explained_in_the_page(browser, app_
     bad.write_bytes("店小二：客官里边请".encode("gbk"))
     status = add_file(page, bad, expect="⚠️")
     assert "not UTF-8" in status and "Traceback" not in page.content()
-    page.get_by_role("tab", name="Chat · 聊天").click()
+    page.get_by_role("tab", name="Chat").click()
     page.get_by_text("ChatHaruhi on the Hub").first.click()  # the folded list of Hub roles
     page.locator("#hub-list tbody tr").nth(3).click()  # a Hub role nobody fetched
     page.wait_for_selector("#role-status :text('not in the local cache')", timeout=20_000)

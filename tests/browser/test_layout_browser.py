@@ -87,7 +87,7 @@ def test_search_finds_a_hub_role_by_chinese_name_and_by_work_and_the_hub_is_grou
 
 def test_the_scene_on_a_phone_shows_cast_scene_and_box_first(browser, app_server):
     page = open_at(browser, app_server, PHONE)
-    page.get_by_role("tab", name="Group · 群戏").click()
+    page.get_by_role("tab", name="Group").click()
     box = page.locator("#scene-cast input")
     box.click()
     box.fill("Sparrow")

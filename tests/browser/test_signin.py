@@ -261,7 +261,7 @@ def test_the_scene_tab_warns_too(browser, app_server):
 
     page = open_page(browser, app_server)
     choose_engine(page, "Local model")
-    page.get_by_role("tab", name="Group · 群戏").click()
+    page.get_by_role("tab", name="Group").click()
     cast_scene(page, ["Sherlock Holmes", "孙悟空"])
     warning = page.locator("#scene-language-note")
     warning.wait_for(state="visible")

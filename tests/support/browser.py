@@ -169,7 +169,7 @@ def add_file(page: Page, path: Path, name: str = "", expect: str = "Added") -> s
     # the tab is clicked again when its upload never appears: a click on a page still filling in was lost once
     # in a full suite (the input was waited for 30 s), as a visitor would click a tab that did not open
     for attempt in range(3):
-        page.get_by_role("tab", name="Add a character · 添加角色").click()
+        page.get_by_role("tab", name="Add a character").click()
         try:
             page.locator("#upload input[type=file]").wait_for(state="attached", timeout=15_000)
             break
@@ -239,7 +239,7 @@ def open_scene(context: Any, url: str, names: list[str], user_role: str | None =
     page.goto(url)
     page.wait_for_selector("#chat .message", timeout=60_000)
     page.wait_for_selector("#engine-note strong", timeout=60_000)  # the session has loaded
-    page.get_by_role("tab", name="Group · 群戏").click()
+    page.get_by_role("tab", name="Group").click()
     cast_scene(page, names)
     if user_role:
         page.fill("#scene-user textarea", user_role)
