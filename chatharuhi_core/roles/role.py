@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RoleFormatError
+from ..i18n import _
 from .address import Addressing
 from .address import called_by as learn_called_by
 from .address import learn as learn_addressing
@@ -63,6 +64,21 @@ class SceneImage:
 
 
 @dataclass(frozen=True)
+class Described:
+    """What the page says about a character in one language: the line about it, its work and the questions to
+    try. A character's own words (name, greeting, lines) are never translated; these are the package's notes."""
+
+    description: str = ""
+    series: str = ""
+    examples: tuple[str, ...] = ()
+
+
+def language_key(tag: str | None) -> str:
+    """A language tag's first part, lower case: 'zh-CN', 'zh_TW' → 'zh'; 'en-GB' → 'en'; nothing → ''."""
+    return re.split(r"[-_.@]", (tag or "").strip().lower(), maxsplit=1)[0]
+
+
+@dataclass(frozen=True)
 class Voice:
     edge_tts: str | None = None
     espeak: str | None = None
@@ -88,6 +104,8 @@ class Role:
     voice: Voice = Voice()
     profile: dict[str, Any] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
+    # the description, work and questions in other languages than the package's own, by language ("zh", "en")
+    translations: dict[str, Described] = field(default_factory=dict)
     source: str = ""
     license: str = ""
     extensions: dict[str, Any] = field(default_factory=dict)
@@ -155,6 +173,17 @@ class Role:
         """Whom the character called by each word of the wide net in its scenes ("主公" to 刘备)."""
         return learn_said_to((s.text for s in self.known_stories), self.speaker_names, self.openers)
 
+    def described(self, lang: str | None = None) -> Described:
+        """The description, the work and the questions to try in `lang` (the visitor's: "zh", "en"); what the
+        package does not give in that language, in its own."""
+        own = Described(self.description, self.series, tuple(self.examples))
+        key = language_key(lang)
+        other = self.translations.get(key) if key and key != language_key(self.language) else None
+        if other is None:
+            return own
+        return Described(other.description or own.description, other.series or own.series,
+                         other.examples or own.examples)
+
     @property
     def greetings(self) -> list[str]:
         """The greeting and the alternate ones, blanks left out."""
@@ -208,7 +237,16 @@ class Role:
             "extensions": self.extensions,
             "post_history_instructions": self.post_history_instructions,
             "lorebook": self.lorebook.to_json() if self.lorebook else None,
-        }
+        } | ({"translations": translations_to_json(self.translations)} if self.translations else {})
+
+
+def translations_to_json(translations: dict[str, Described]) -> dict[str, dict[str, Any]]:
+    """role.json's `translations`: each language's description, series and examples, the empty ones left out."""
+    out = {}
+    for lang, d in translations.items():
+        fields = {"description": d.description, "series": d.series, "examples": list(d.examples)}
+        out[lang] = {k: v for k, v in fields.items() if v}
+    return out
 
 
 def fill_system_prompt(character: str, series: str, personality: str = "") -> str:
@@ -247,6 +285,31 @@ def _read_text(path: Path, name: str) -> str:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise RoleFormatError(name, None, f"the file is not UTF-8 text (byte {exc.start}).") from None
+
+
+def parse_translations(data: Any, file: str) -> dict[str, Described]:
+    """role.json's optional `translations`: {"zh": {"description": ..., "series": ..., "examples": [...]}, ...},
+    every part optional. Fields other than these three are left alone, as elsewhere in role.json."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RoleFormatError(file, "translations", _("expected an object."))
+    out = {}
+    for lang, text in data.items():
+        where = f"translations.{lang}"
+        if not isinstance(text, dict):
+            raise RoleFormatError(file, where, _("expected an object."))
+        for key in ("description", "series"):
+            if text.get(key) is not None and not isinstance(text[key], str):
+                raise RoleFormatError(file, f"{where}.{key}", _("expected text."))
+        examples = text.get("examples") or []
+        if not isinstance(examples, list) or not all(isinstance(q, str) for q in examples):
+            raise RoleFormatError(file, f"{where}.examples", _("expected a list of texts."))
+        key = language_key(lang)
+        if key:
+            out[key] = Described((text.get("description") or "").strip(), (text.get("series") or "").strip(),
+                                 tuple(q for q in examples if q.strip()))
+    return out
 
 
 def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
@@ -301,6 +364,7 @@ def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
         ),
         profile=profile,
         examples=_str_list(data, "examples", file),
+        translations=parse_translations(data.get("translations"), file),
         source=_str(data, "source", file),
         license=_str(data, "license", file),
         extensions=extensions,

@@ -126,10 +126,18 @@ def chat_messages(conv: Conversation, role: Role, user: str | None = None) -> li
 
 
 def describe_role(role: Role, user: str | None = None) -> str:
-    """The name (a level-2 heading, under the page's title) and one line about the character, in its language."""
-    series = f" · <em>{html.escape(role.series)}</em>" if role.series else ""
-    about = as_shown(role, role.description, user)
-    return f'<div lang="{lang_of(role)}">\n\n## {html.escape(role.name)}{series}\n{html.escape(about)}\n\n</div>'
+    """The name (a level-2 heading, under the page's title) and one line about the character and its work: in the
+    visitor's language where the package gives them in it (role.json's translations), else in the role's own. The
+    name stays as the character is called in its story."""
+    from ..i18n import language  # the visitor's, at the time of the event
+
+    own, about = role.described(), role.described(language())
+    lang, name = lang_of(role), html.escape(role.name)
+    if about != own:
+        lang, name = language(), f'<span lang="{lang_of(role)}">{name}</span>'  # the name in the role's language
+    series = f" · <em>{html.escape(about.series)}</em>" if about.series else ""
+    line = html.escape(as_shown(role, about.description, user))
+    return f'<div lang="{lang}">\n\n## {name}{series}\n{line}\n\n</div>'
 
 
 def stats_line(stats: ReplyStats | None) -> str:

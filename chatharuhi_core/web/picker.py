@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
+from ..i18n import _, language
+from ..roles.names import is_cjk
 from ..roles.role import Role
 from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
 from ..roles.store import Progress
@@ -27,15 +29,34 @@ class PickerEntry:
     label: str  # in the searchable list
     image: str | None
     online: bool = False
-    group: str = "Bundled · 内置"
+    group: str = "Bundled · 内置"  # where it comes from (web/tools.py reads it); not shown
+    subtitle: str = ""  # the work, in the visitor's language where the package gives it: the tile's tooltip
+
+
+def search_label(role: Role, lang: str | None = None) -> str:
+    """The role's line in the searchable list, which the search box matches anywhere in it: its name and its name
+    in the other script, its work in `lang` (the visitor's) and in every language the package gives, then its
+    other names ("Monkey King", "美猴王"), so typing "Alice", "爱丽丝", "西游记" or "Journey to the West" finds it.
+    A name found inside a longer one already there is left out (the search finds it in that one)."""
+    other = next((a for a in role.aliases if is_cjk(a) != is_cjk(role.name)), "")
+    works = [role.described(lang).series, role.series, *(d.series for d in role.translations.values())]
+    head = list(dict.fromkeys(t.strip() for t in [role.name, other, *works] if t.strip()))
+    aliases = list(dict.fromkeys(a.strip() for a in role.aliases if a.strip()))
+    rest: list[str] = []
+    for alias in sorted(aliases, key=len, reverse=True):
+        if not any(alias.casefold() in kept.casefold() for kept in [*head, *rest]):
+            rest.append(alias)
+    rest.sort(key=aliases.index)
+    return " · ".join(head) + (f" ({', '.join(rest)})" if rest else "")
 
 
 def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
     """Bundled roles first, then the ones this visitor added, then ChatHaruhi's catalogue on the Hub
-    (online), grouped by source. A list label holds both names and the work, so a search finds a role
-    by any of them."""
+    (online), grouped by source. A list label holds the names and the work in both languages, so a search finds a
+    role by any of them (search_label); the work the tiles name is in the visitor's language."""
     from ..roles.hub import hub_roles
 
+    lang = language()  # the visitor's, at the time of the event
     entries = []
     bundled = bundled_ids()
     for rid in [*bundled, *(added or [])]:
@@ -43,14 +64,14 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
             role = load_role(rid)
         except ChatHaruhiError:
             continue  # an added role whose files were cleaned away
-        label = f"{role.name} · {role.series}" if role.series else role.name
         group = "Bundled · 内置" if rid in bundled else "Yours · 你添加的"
-        entries.append(PickerEntry(rid, role.name, label, portrait_of(role), group=group))
+        entries.append(PickerEntry(rid, role.name, search_label(role, lang), portrait_of(role), group=group,
+                                   subtitle=role.described(lang).series))
     for hub_role in hub_roles():
         caption = f"{hub_role.label} {ONLINE_MARK}"
         label = f"{caption} · {hub_role.series} · Hub: {hub_role.source}"
         entries.append(PickerEntry(hub_role.ref, caption, label, str(ONLINE_IMAGE), online=True,
-                                   group=f"Hub · {hub_role.group}"))
+                                   group=f"Hub · {hub_role.group}", subtitle=hub_role.series))
     return entries
 
 
@@ -75,15 +96,17 @@ SESSION_READY_JS = ("() => { document.body.dataset.session = 'ready';"
 
 
 def tiles_html(entries: list[PickerEntry]) -> str:
-    """The picker's tiles as plain buttons (portrait and name): lighter on the page's first paint than a
-    gallery widget. A click sends the tile's ref (PICKER_JS)."""
+    """The picker's tiles as plain buttons (portrait and name, the work as their tooltip): lighter on the page's
+    first paint than a gallery widget. A click sends the tile's ref (PICKER_JS)."""
     tiles = []
     for e in entries:
         ref, name = html.escape(e.ref, quote=True), html.escape(e.caption, quote=True)
+        tip = html.escape(f"{e.caption} · {e.subtitle}" if e.subtitle else e.caption, quote=True)
         image = f'<img src="{file_url(e.image)}" alt="" loading="lazy">' if e.image else ""
         tiles.append(f'<button type="button" class="thumbnail-item" data-ref="{ref}" aria-label="{name}" '
-                     f'title="{html.escape(e.label, quote=True)}">{image}<span class="caption-label">{name}</span></button>')
-    return '<div class="tiles-label">Characters · 角色</div><div class="tiles">' + "".join(tiles) + "</div>"
+                     f'title="{tip}">{image}<span class="caption-label">{name}</span></button>')
+    heading = html.escape(_("Characters"))
+    return f'<div class="tiles-label">{heading}</div><div class="tiles">' + "".join(tiles) + "</div>"
 
 
 def picker_choices(entries: list[PickerEntry]) -> list[tuple[str, str]]:
@@ -103,6 +126,7 @@ def add_character(hub_id: str, upload: str | None, name: str, settings: Settings
         from ..roles.hub import parse_hub_id
 
         if parse_hub_id(hub_id) is None:
-            raise InputError(f"'{hub_id}' is not a Hub id. Use owner/name, or owner/name/role for a ChatHaruhi dataset.")
+            raise InputError(_("'{hub_id}' is not a Hub id. Use owner/name, or owner/name/role for a ChatHaruhi "
+                               "dataset.", hub_id=hub_id))
         return open_role(hub_id, settings, progress, ImportOptions(name=(name or "").strip() or None))
-    raise InputError("Give a Hub id or choose a file to upload first.")
+    raise InputError(_("Give a Hub id or choose a file to upload first."))
