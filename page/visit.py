@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.i18n import _
+from chatharuhi_core.i18n import _, language
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.chat import Conversation, TurnGate, chat_messages, describe_role, scenes_markdown
 from chatharuhi_core.web.common import portrait_html
@@ -55,12 +55,13 @@ def role_view(conv: Conversation, chats: dict | None = None, visitor: str | None
     visitor typed for themselves; without one, the character's usual partner (Watson for Holmes)."""
     role = load_role(conv.role_id)
     user_name = (visitor or "").strip() or role.visitor_name
+    asked = role.described(language()).examples  # the questions to try, in the visitor's language where written
     return (
         conv,
         portrait_html(role),
         describe_role(role, user_name),
         chat_messages(conv, role, user_name),
-        gr.Dataset(samples=[[q] for q in role.examples], visible=bool(role.examples)),
+        gr.Dataset(samples=[[q] for q in asked], visible=bool(asked)),
         user_name,
         scenes_markdown(conv),
         "",  # the last reply's engine and speed
