@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .errors import look_up
+from .i18n import N_
 
 DEFAULT_EMBEDDER = "use-multilingual-v3"
 
@@ -54,7 +55,7 @@ def get_embedder(name: str | None = None) -> Embedder:
     name = name or DEFAULT_EMBEDDER
     with _LOCK:
         if name not in _INSTANCES:
-            _INSTANCES[name] = look_up(_FACTORIES, "embedder", name)()
+            _INSTANCES[name] = look_up(_FACTORIES, N_("embedder"), name)()
         return _INSTANCES[name]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
+from .i18n import _
+
 T = TypeVar("T")
 
 
@@ -19,8 +21,8 @@ class RoleFormatError(ChatHaruhiError):
         self.file = file
         self.field = field
         self.problem = problem
-        where = f"{file}, field '{field}'" if field else file
-        super().__init__(f"Role package problem in {where}: {problem}")
+        where = _("{file}, field '{field}'", file=file, field=field) if field else file
+        super().__init__(_("Role package problem in {where}: {problem}", where=where, problem=problem))
 
 
 class RoleNotFoundError(ChatHaruhiError):
@@ -48,7 +50,8 @@ class UnknownNameError(ChatHaruhiError):
 
     def __init__(self, kind: str, name: str, known: Iterable[str]):
         self.kind, self.name, self.known = kind, name, list(known)
-        super().__init__(f"Unknown {kind} '{name}'. Known {kind}s: {', '.join(self.known)}.")
+        super().__init__(_("Unknown {kind} '{name}'. Known {kind}s: {known}.", kind=_(kind), name=name,
+                           known=", ".join(self.known)))
 
 
 def look_up(registry: Mapping[str, T], kind: str, name: str) -> T:

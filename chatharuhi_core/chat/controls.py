@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..i18n import _
 from .continuation import continue_messages, cut_mark_off, gap, impersonate_request, impersonate_system, joined
 from .engines import ChatRequest
 from .prompt import Exchange, PromptParts, lay_out, unwrapped
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 def regenerate(conv: ChatCore) -> Streaming:
     """Drop the last exchange and answer the same message again."""
     if not conv.history:
-        raise InputError("There is no reply to regenerate yet.")
+        raise InputError(_("There is no reply to regenerate yet."))
     return Streaming(_again(conv, conv.history.pop()))
 
 
@@ -41,7 +42,7 @@ def swipe(conv: ChatCore) -> Streaming:
     """Another reply to the last message, kept beside the ones before it (swipes.py): the new one is kept, and
     `keep` or `flip` brings back any other."""
     if not conv.history:
-        raise InputError("There is no reply to swipe yet.")
+        raise InputError(_("There is no reply to swipe yet."))
     return Streaming(_swipe(conv, conv.history[-1]))
 
 
@@ -73,10 +74,11 @@ def flip(conv: ChatCore, step: int = 1, turn: int | None = None) -> Exchange:
 
 def _turn_index(conv: ChatCore, turn: int | None) -> int:
     if not conv.history:
-        raise InputError("There is no reply yet.")
+        raise InputError(_("There is no reply yet."))
     turn = len(conv.history) if turn is None else turn
     if not 1 <= turn <= len(conv.history):
-        raise InputError(f"There is no exchange {turn}; the conversation has {len(conv.history)}.")
+        raise InputError(_("There is no exchange {turn}; the conversation has {count}.", turn=turn,
+                           count=len(conv.history)))
     return turn - 1
 
 
@@ -85,7 +87,8 @@ def branch(conv: ChatCore, at: int | None = None) -> ChatCore:
     there; its memory keeps what belongs to those exchanges (Memory.branched). This one is left as it is."""
     at = len(conv.history) if at is None else at
     if not 0 <= at <= len(conv.history):
-        raise InputError(f"A branch starts after one of the {len(conv.history)} exchanges, not after {at}.")
+        raise InputError(_("A branch starts after one of the {count} exchanges, not after {at}.",
+                           count=len(conv.history), at=at))
     other = copy.copy(conv)
     other.history = list(conv.history[:at])
     other.memory = conv.memory.branched(other.history)
@@ -96,7 +99,7 @@ def continue_reply(conv: ChatCore) -> Streaming:
     """The last reply goes on from where it stopped (a model asked to continue it; the offline engine quotes
     the next line of the same scene). Iterating gives what is added; `reply.text` is the whole reply."""
     if not conv.history:
-        raise InputError("There is no reply to continue yet.")
+        raise InputError(_("There is no reply to continue yet."))
     return Streaming(_continue(conv, conv.history[-1]))
 
 

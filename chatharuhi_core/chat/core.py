@@ -15,6 +15,7 @@ import numpy as np
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import EngineError
+from ..i18n import _
 from ..roles.lines import format_query
 from ..roles.lorebook import Fired, activate, lore_block
 from ..roles.placeholders import fill, hold_partial
@@ -131,7 +132,7 @@ class ChatCore:
         """Load the embedder and open the role's scene store now: their first use costs about half a second on
         2 cores, which a first message would otherwise wait for (the app does it for every role at start)."""
         if self.budgets.top_k > 0:
-            _ = self.store
+            _unused = self.store
             self.embedder.embed([self.role.name])
 
     def count_tokens(self, text: str) -> int:
@@ -313,7 +314,7 @@ class ChatCore:
         if cut:  # the engine stopped at its length limit mid-sentence: marked as cut, what was shown kept
             final = final.rstrip(" ,，、;；:：-—") + "…"
         if not final:
-            raise EngineError("The model returned an empty reply. Try again, or pick another model.")
+            raise EngineError(_("The model returned an empty reply. Try again, or pick another model."))
         if final.startswith(shown) and len(final) > len(shown):
             first = first or time.perf_counter()
             yield final[len(shown):]
@@ -326,7 +327,7 @@ class ChatCore:
     def answer(self, text: str, role: str | None = None) -> Reply:
         """Answer one message and return its whole record."""
         streaming = self.stream(text, role)
-        for _ in streaming:
+        for _unused in streaming:
             pass
         assert streaming.reply is not None
         return streaming.reply

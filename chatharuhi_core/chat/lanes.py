@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..i18n import _, ngettext
+
 STALE_S = 15.0  # a waiting ticket not polled for this long: its visitor has gone
 
 
@@ -30,8 +32,9 @@ class LaneSpec:
     local model, one per server), `label` is how a visitor is told of it, `slots` how many replies at once."""
 
     key: str
-    label: str
+    label: str  # a marked message (N_), translated where shown; `where` fills its {where}
     slots: int = 1
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Waiting:
     about_s: float | None
     label: str
     slots: int = 1
+    where: str = ""
 
 
 @dataclass(eq=False)
@@ -118,7 +122,7 @@ class Lane:
                 longest = max(now - (t.started or now) for t in self._serving)
                 left = max(0.0, self._mean_s - longest)
             about = max(1.0, (ahead // self.spec.slots) * self._mean_s + left)
-        return Waiting(ahead + 1, about, self.spec.label, self.spec.slots)
+        return Waiting(ahead + 1, about, self.spec.label, self.spec.slots, self.spec.where)
 
     def _wait(self, ticket: Ticket, poll_s: float) -> Iterator[Waiting]:
         first = True
@@ -216,15 +220,17 @@ def ticket_for(engine: object, lanes: Lanes | None = None) -> Ticket | _NoTicket
 
 
 def ordinal(n: int) -> str:
+    """A place in line in the current language: 1st, 2nd, 3rd, 4th… (第 1 位…)."""
     if 10 <= n % 100 <= 20:
-        return f"{n}th"
-    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th') }"
+        return _("{n}th", n=n)
+    last = n % 10
+    return (_("{n}st", n=n) if last == 1 else _("{n}nd", n=n) if last == 2 else _("{n}rd", n=n) if last == 3
+            else _("{n}th", n=n))
 
 
 def waiting_line(look: Waiting) -> str:
-    """The sentence a waiting visitor sees, English and Chinese like the page's other notes."""
-    about = f", about {round(look.about_s)} s" if look.about_s is not None else ""
-    about_zh = f"，约 {round(look.about_s)} 秒" if look.about_s is not None else ""
-    pace = "one visitor" if look.slots == 1 else f"{look.slots} visitors"
-    return (f"⏳ {ordinal(look.place)} in line for {look.label}, which answers {pace} at a time{about}. "
-            f"· 排队中：第 {look.place} 位{about_zh}。")
+    """The sentence a waiting visitor sees, in the visitor's language."""
+    about = _(", about {seconds} s", seconds=round(look.about_s)) if look.about_s is not None else ""
+    pace = ngettext("one visitor", "{n} visitors", look.slots)
+    return _("⏳ {place} in line for {label}, which answers {pace} at a time{about}.", place=ordinal(look.place),
+             label=_(look.label, where=look.where), pace=pace, about=about)

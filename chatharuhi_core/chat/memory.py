@@ -32,6 +32,7 @@ import numpy as np
 
 from ..embedding import Embedder
 from ..errors import InputError
+from ..i18n import _
 from ..roles.lines import format_query, format_reply
 from .lexical import CJK_RUN, LexicalIndex, tokens
 from .notes import NOTES_HEADER, Note, exchange_ids, note_line, valid_notes
@@ -81,10 +82,10 @@ def exchange_text(ex: Exchange, character: str) -> str:
 def check_pin(text: str) -> str:
     text = " ".join(text.split())
     if not text:
-        raise InputError("Write what the character should remember, e.g. “my sister is Anna”.")
+        raise InputError(_("Write what the character should remember, e.g. “my sister is Anna”."))
     if len(text) > MAX_PIN_CHARS:
-        raise InputError(f"A memory is at most {MAX_PIN_CHARS} characters; this one has {len(text)}. "
-                         "Pin the fact itself, or several shorter ones.")
+        raise InputError(_("A memory is at most {limit} characters; this one has {count}. Pin the fact itself, or "
+                           "several shorter ones.", limit=MAX_PIN_CHARS, count=len(text)))
     return text
 
 
@@ -237,7 +238,7 @@ class RecallIndex:
         cosine = sims.max(axis=1) if sims.shape[1] else np.zeros(0, dtype=np.float32)
         for rank, i in enumerate(_taking_turns(sims, 64)):
             score[i] = W_DENSE / (FUSE_K + rank)
-        for rank, (i, _) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:64]):
+        for rank, (i, _score) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:64]):
             score[i] = score.get(i, 0.0) + W_WORDS / (FUSE_K + rank)
             reasons.setdefault(i, []).append("words")
         if query.days and days:
@@ -327,7 +328,7 @@ class Memory:
 
     def remember(self, text: str, turn: int | None = None, made_at: int = 0) -> Pin:
         if len(self.pins) >= MAX_PINS:
-            raise InputError(f"This conversation already keeps {MAX_PINS} memories; forget some first.")
+            raise InputError(_("This conversation already keeps {limit} memories; forget some first.", limit=MAX_PINS))
         pin = Pin(check_pin(text), turn, made_at)
         self.pins.append(pin)
         return pin
@@ -335,8 +336,9 @@ class Memory:
     def forget(self, number: int) -> Pin:
         """Drop memory `number` (1-based, as listed)."""
         if not 1 <= number <= len(self.pins):
-            raise InputError(f"There is no memory {number}; " + (f"they are numbered 1 to {len(self.pins)}."
-                                                                 if self.pins else "none is kept yet."))
+            raise InputError(_("There is no memory {number}; they are numbered 1 to {count}.", number=number,
+                                 count=len(self.pins)) if self.pins else
+                             _("There is no memory {number}; none is kept yet.", number=number))
         return self.pins.pop(number - 1)
 
     def edit(self, number: int, text: str) -> Pin:

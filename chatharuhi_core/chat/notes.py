@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..i18n import _
 from ..roles.lines import format_query, format_reply
 from .prompt import Exchange
 from .when import shown
@@ -129,7 +130,7 @@ def write_note(stream: Callable[[list[dict]], Iterator[str]], stretch: Sequence[
     """Ask an engine (`stream` takes the messages) for the note on one stretch."""
     text = written_note("".join(stream(note_prompt(stretch, name, user, language))))
     if not text:
-        raise InputError("The engine wrote an empty note.")
+        raise InputError(_("The engine wrote an empty note."))
     return Note(text, tuple(exchange_id(ex) for ex in stretch), stretch[0].at, stretch[-1].at, engine)
 
 
@@ -153,12 +154,12 @@ def note_record(note: Note) -> dict:
 def note_from(record: object, where: str) -> Note:
     """A chat file's note, or a sentence naming what is wrong with it."""
     if not isinstance(record, dict) or not isinstance(record.get("text"), str) or not record["text"].strip():
-        raise InputError(f"{where} has no 'text'.")
+        raise InputError(_("{where} has no 'text'.", where=where))
     covers = record.get("covers")
     if not isinstance(covers, list) or not covers or not all(isinstance(c, str) and c for c in covers):
-        raise InputError(f"{where} does not say which exchanges it covers ('covers'); a note is never kept "
-                         "without them.")
+        raise InputError(_("{where} does not say which exchanges it covers ('covers'); a note is never kept without "
+                           "them.", where=where))
     fields = {k: record.get(k) or "" for k in ("since", "until", "engine")}
     if not all(isinstance(v, str) for v in fields.values()):
-        raise InputError(f"{where} has a malformed 'since', 'until' or 'engine'.")
+        raise InputError(_("{where} has a malformed 'since', 'until' or 'engine'.", where=where))
     return Note(written_note(record["text"]), tuple(covers), **fields)

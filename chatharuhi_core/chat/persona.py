@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..i18n import _
 from ..jsonl import parse_object
 
 MAX_NAME_CHARS = 40
@@ -46,12 +47,13 @@ def persona(name: object, description: object = "", image: object = "") -> Perso
     name = str(name or "").strip()
     description = str(description or "").strip()
     if not name:
-        raise InputError("A persona needs a name: the one the character calls you.")
+        raise InputError(_("A persona needs a name: the one the character calls you."))
     if len(name) > MAX_NAME_CHARS:
-        raise InputError(f"That persona's name is {len(name)} characters long; the limit is {MAX_NAME_CHARS}.")
+        raise InputError(_("That persona's name is {count} characters long; the limit is {limit}.", count=len(name),
+                           limit=MAX_NAME_CHARS))
     if len(description) > MAX_DESCRIPTION_CHARS:
-        raise InputError(f"That persona's description is {len(description):,} characters long; the limit is "
-                         f"{MAX_DESCRIPTION_CHARS}. Please shorten it.")
+        raise InputError(_("That persona's description is {count} characters long; the limit is {limit}. Please "
+                           "shorten it.", count=format(len(description), ","), limit=MAX_DESCRIPTION_CHARS))
     return Persona(name, description, str(image or ""))
 
 
@@ -62,15 +64,16 @@ def read_persona(path: str | Path) -> Persona:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"Could not read the persona file {path} ({type(exc).__name__}).") from None
+        raise InputError(_("Could not read the persona file {path} ({why}).", path=path, why=type(exc).__name__)) from None
     if path.suffix.lower() == ".json":
-        data = parse_object(text, f"{path} is not JSON; write {{\"name\": …, \"description\": …}}.",
-                            f"{path} should hold one JSON object with a 'name'.")
+        data = parse_object(text, _("{path} is not JSON; write {example}.", path=path,
+                                    example='{"name": …, "description": …}'),
+                            _("{path} should hold one JSON object with a 'name'.", path=path))
         image = data.get("image") or ""
         if image and not Path(image).is_absolute():
             image = str(path.parent / image)
         return persona(data.get("name"), data.get("description"), image)
-    first, _, rest = text.strip().partition("\n")
+    first, _sep, rest = text.strip().partition("\n")
     return persona(first.removeprefix("Name:").removeprefix("name:").strip(), rest)
 
 
@@ -88,11 +91,13 @@ def authors_note(text: object, depth: object = DEFAULT_DEPTH) -> AuthorsNote | N
     if not text:
         return None
     if len(text) > MAX_NOTE_CHARS:
-        raise InputError(f"That author's note is {len(text):,} characters long; the limit is {MAX_NOTE_CHARS:,}.")
+        raise InputError(_("That author's note is {count} characters long; the limit is {limit}.",
+                           count=format(len(text), ","), limit=format(MAX_NOTE_CHARS, ",")))
     try:
         depth = int(depth)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise InputError("An author's note's depth is a whole number of messages from the end.") from None
+        raise InputError(_("An author's note's depth is a whole number of messages from the end.")) from None
     if not 0 <= depth <= MAX_DEPTH:
-        raise InputError(f"An author's note goes 0 to {MAX_DEPTH} messages from the end, not {depth}.")
+        raise InputError(_("An author's note goes 0 to {limit} messages from the end, not {depth}.", limit=MAX_DEPTH,
+                           depth=depth))
     return AuthorsNote(text, depth)

@@ -9,6 +9,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from ..i18n import _
 from ..roles.lorebook import Fired
 from ..roles.store import Hit
 from .engines import writes
@@ -22,12 +23,12 @@ MAX_INPUT_CHARS = 8000
 def check_input(text: str) -> str:
     """Refuse what no model should be sent, with a sentence saying why."""
     if text is None or not str(text).strip():
-        raise InputError("Please type a message first.")
+        raise InputError(_("Please type a message first."))
     text = str(text).strip()
     if len(text) > MAX_INPUT_CHARS:
         raise InputError(
-            f"That message is {len(text):,} characters long; the limit is {MAX_INPUT_CHARS:,}. "
-            "Please send a shorter one."
+            _("That message is {count} characters long; the limit is {limit}. Please send a shorter one.",
+              count=format(len(text), ","), limit=format(MAX_INPUT_CHARS, ","))
         )
     return text
 

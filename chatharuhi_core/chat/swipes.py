@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import InputError
+from ..i18n import _, ngettext
 from .prompt import Exchange
 
 MAX_ALTERNATIVES = 20  # per message: the oldest that is not kept goes first
@@ -59,8 +60,9 @@ def kept(ex: Exchange, number: int) -> Exchange:
     """The exchange with alternative `number` (1-based) kept; a sentence when there is none."""
     replies = replies_of(ex)
     if not 1 <= number <= len(replies):
-        raise InputError(f"This reply has {len(replies)} alternative{'s' * (len(replies) != 1)}; "
-                         f"there is no number {number}.")
+        raise InputError(ngettext("This reply has {n} alternative; there is no number {number}.",
+                                  "This reply has {n} alternatives; there is no number {number}.", len(replies),
+                                  number=number))
     return replace(ex, reply=replies[number - 1], alternatives=replies if len(replies) > 1 else ())
 
 
@@ -94,8 +96,8 @@ def check_alternatives(given: object, reply: str, where: str) -> tuple[str, ...]
     if given is None or given == []:
         return ()
     if not isinstance(given, list) or not all(isinstance(a, str) and a.strip() for a in given):
-        raise InputError(f"{where} has 'alternatives' that are not a list of replies.")
+        raise InputError(_("{where} has 'alternatives' that are not a list of replies.", where=where))
     if reply not in given:
-        raise InputError(f"{where}: its reply is not among its 'alternatives'.")
+        raise InputError(_("{where}: its reply is not among its 'alternatives'.", where=where))
     return merged(given, reply) if len(given) > 1 else ()
 

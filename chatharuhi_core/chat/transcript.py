@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from ..errors import InputError
+from ..i18n import _
 from ..jsonl import parse_object
 from .memory import MAX_PINS, Pin, check_pin
 from .notes import MAX_NOTES, Note, note_from, note_record
@@ -37,6 +38,11 @@ MAX_BYTES = 20 * 1024 * 1024
 MAX_BRANCHES = 16  # lines of one chat besides the one on screen
 MAIN = "main"
 T = TypeVar("T")
+
+
+def _kind(kind: str) -> str:
+    """A saved file's kind ("chat" or "scene") in the current language, for the sentences about it."""
+    return {"chat": _("chat"), "scene": _("scene")}.get(kind, kind)
 
 
 @dataclass
@@ -145,7 +151,7 @@ def text_field(obj: dict, key: str, where: str, kind: str, required: bool = True
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
-        raise InputError(f"{where} of the {kind} file has no '{key}' text.")
+        raise InputError(_("{where} of the {kind} file has no '{key}' text.", where=where, kind=_kind(kind), key=key))
     return value
 
 
@@ -154,7 +160,7 @@ def prompt_field(obj: dict, where: str, kind: str) -> list[dict]:
     prompt = obj.get("prompt") or []
     if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str)
                                                for m in prompt):
-        raise InputError(f"{where} of the {kind} file has a malformed 'prompt'.")
+        raise InputError(_("{where} of the {kind} file has a malformed 'prompt'.", where=where, kind=_kind(kind)))
     return prompt
 
 
@@ -171,26 +177,30 @@ def read_saved(data: bytes | str, kind: str, fmt: str, version: int,
     """
     if isinstance(data, bytes):
         if len(data) > MAX_BYTES:
-            raise InputError(f"That {kind} file is over {MAX_BYTES // (1024 * 1024)} MB; it cannot be a saved {kind}.")
+            raise InputError(_("That {kind} file is over {size} MB; it cannot be a saved {kind}.", kind=_kind(kind),
+                                size=MAX_BYTES // (1024 * 1024)))
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise InputError(f"That {kind} file is not UTF-8 text; choose a .jsonl file exported from this page.") \
+            raise InputError(_("That {kind} file is not UTF-8 text; choose a .jsonl file exported from this page.",
+                                kind=_kind(kind))) \
                 from None
     rows = []
     for n, raw in enumerate(data.splitlines(), 1):
         if not raw.strip():
             continue
-        rows.append((n, parse_object(raw, f"Line {n} of the {kind} file is not JSON; the file may be cut short.",
-                                     f"Line {n} of the {kind} file is not a JSON object.")))
+        rows.append((n, parse_object(raw, _("Line {n} of the {kind} file is not JSON; the file may be cut short.",
+                                            n=n, kind=_kind(kind)),
+                                     _("Line {n} of the {kind} file is not a JSON object.", n=n, kind=_kind(kind)))))
     if not rows or rows[0][1].get("format") != fmt:
         hint = (hints or {}).get(rows[0][1].get("format"), "") if rows else ""
-        raise InputError(f"That file is not a {kind} exported from ChatHaruhi (its first line has no "
-                         f"\"format\": \"{fmt}\").{hint}")
+        text = _("That file is not a {kind} exported from ChatHaruhi (its first line has no \"format\": \"{format}\").",
+                 kind=_kind(kind), format=fmt)
+        raise InputError(_("{sentence} {hint}", sentence=text, hint=_(hint)) if hint else text)
     header = rows[0][1]
     if not isinstance(header.get("version"), int) or header["version"] > version:
-        raise InputError(f"That {kind} was saved by a newer ChatHaruhi (format version {header.get('version')}); "
-                         "update this app to open it.")
+        raise InputError(_("That {kind} was saved by a newer ChatHaruhi (format version {version}); update this app "
+                           "to open it.", kind=_kind(kind), version=header.get("version")))
     return rows
 
 
@@ -200,7 +210,7 @@ def load_chat(data: bytes | str) -> Transcript:
     first, header = rows[0]
 
     def _str(obj: dict, key: str, line: int, required: bool = True) -> str:
-        return text_field(obj, key, f"Line {line}", "chat", required)
+        return text_field(obj, key, _("Line {n}", n=line), "chat", required)
 
     own: dict[str | None, tuple[list[Exchange], list[ReplyMeta]]] = {None: ([], [])}
     for n, obj in rows[1:]:
@@ -208,8 +218,8 @@ def load_chat(data: bytes | str) -> Transcript:
         history, meta = own.setdefault(branch if isinstance(branch, str) else None, ([], []))
         reply = _str(obj, "reply", n)
         history.append(Exchange(_str(obj, "user_role", n, False), _str(obj, "text", n), reply, _when(obj, n),
-                                check_alternatives(obj.get("alternatives"), reply, f"Line {n} of the chat file")))
-        prompt = prompt_field(obj, f"Line {n}", "chat")
+                                check_alternatives(obj.get("alternatives"), reply, _("Line {n} of the chat file", n=n))))
+        prompt = prompt_field(obj, _("Line {n}", n=n), "chat")
         meta.append(ReplyMeta(_str(obj, "id", n, False) or f"imported-{n}", prompt, _str(obj, "engine", n, False),
                               _str(obj, "model", n, False), rating_field(obj), obj.get("original") or None))
     history, meta = own.pop(None)
@@ -224,15 +234,17 @@ def load_chat(data: bytes | str) -> Transcript:
     return t
 
 
-def _line(raw: object, first: int, where: str = "the line on screen") -> Branch:
+def _line(raw: object, first: int, where: str | None = None) -> Branch:
     """A line's id, name, parent and fork point from the header (the first line of a chat without them)."""
     if raw is None:
         return Branch()
+    where = where or _("the line on screen")
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"]:
-        raise InputError(f"Line {first} of the chat file: {where} has no 'id'.")
+        raise InputError(_("Line {n} of the chat file: {where} has no 'id'.", n=first, where=where))
     at, parent = raw.get("at", 0), raw.get("parent")
     if not isinstance(at, int) or isinstance(at, bool) or at < 0 or (parent is not None and not isinstance(parent, str)):
-        raise InputError(f"Line {first} of the chat file: {where} ('{raw['id']}') has a malformed 'parent' or 'at'.")
+        raise InputError(_("Line {n} of the chat file: {where} ('{id}') has a malformed 'parent' or 'at'.", n=first,
+                           where=where, id=raw["id"]))
     return Branch(raw["id"], str(raw.get("name") or raw["id"])[:60], parent, at)
 
 
@@ -242,36 +254,41 @@ def _branches(header: dict, first: int, line: Branch, history: list[Exchange], m
     does not match its parent (an unknown parent, a fork past its parent's end) or exchanges of no branch."""
     raw = header.get("branches") or []
     if not isinstance(raw, list) or len(raw) > MAX_BRANCHES:
-        raise InputError(f"Line {first} of the chat file: 'branches' should be a list of at most {MAX_BRANCHES}.")
+        raise InputError(_("Line {n} of the chat file: 'branches' should be a list of at most {limit}.", n=first,
+                           limit=MAX_BRANCHES))
     known = {line.id: history}
     out = []
     for n, item in enumerate(raw, 1):
-        b = _line(item, first, f"branch {n}")
+        b = _line(item, first, _("branch {n}", n=n))
         if b.id in known:
-            raise InputError(f"Line {first} of the chat file: branch {n} repeats the id '{b.id}'.")
+            raise InputError(_("Line {line} of the chat file: branch {n} repeats the id '{id}'.", line=first, n=n,
+                               id=b.id))
         if b.parent not in known:
-            raise InputError(f"Line {first} of the chat file: branch '{b.name}' leaves '{b.parent}', which the file "
-                             "does not have before it; the tree is malformed.")
+            raise InputError(_("Line {n} of the chat file: branch '{branch}' leaves '{parent}', which the file does "
+                               "not have before it; the tree is malformed.", n=first, branch=b.name, parent=b.parent))
         parent = known[b.parent]
         if b.at > len(parent):
-            raise InputError(f"Line {first} of the chat file: branch '{b.name}' leaves its parent after exchange "
-                             f"{b.at}, but the parent has {len(parent)}: the branch does not match its parent.")
+            raise InputError(_("Line {n} of the chat file: branch '{branch}' leaves its parent after exchange {at}, "
+                               "but the parent has {count}: the branch does not match its parent.", n=first,
+                               branch=b.name, at=b.at, count=len(parent)))
         stored_from = item.get("from", b.at)
         if not isinstance(stored_from, int) or not 0 <= stored_from <= b.at:
-            raise InputError(f"Line {first} of the chat file: branch '{b.name}' has a malformed 'from'.")
+            raise InputError(_("Line {n} of the chat file: branch '{branch}' has a malformed 'from'.", n=first,
+                               branch=b.name))
         mine, mine_meta = own.pop(b.id, ([], []))
         b.history = [*parent[:stored_from], *mine]
         parent_meta = meta if b.parent == line.id else next(x.meta for x in out if x.id == b.parent)
         b.meta = [*parent_meta[:stored_from], *mine_meta]
         if b.at > len(b.history):
-            raise InputError(f"Line {first} of the chat file: branch '{b.name}' has {len(b.history)} exchanges but "
-                             f"leaves its parent after {b.at}: the branch does not match its parent.")
+            raise InputError(_("Line {n} of the chat file: branch '{branch}' has {count} exchanges but leaves its "
+                               "parent after {at}: the branch does not match its parent.", n=first, branch=b.name,
+                               count=len(b.history), at=b.at))
         b.pins, b.notes = _pins(item, first, len(b.history)), _notes(item, first)
         known[b.id] = b.history
         out.append(b)
     if own:
-        raise InputError(f"The chat file has exchanges of branch '{next(iter(own))}', which its header does not "
-                         "list; the tree is malformed.")
+        raise InputError(_("The chat file has exchanges of branch '{branch}', which its header does not list; the "
+                           "tree is malformed.", branch=next(iter(own))))
     return out
 
 
@@ -282,19 +299,22 @@ def _player_field(header: dict, key: str, fields: str, first: int, make: Callabl
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise InputError(f"Line {first} of the chat file: '{key}' should be {{{fields}}}.")
+        raise InputError(_("Line {n} of the chat file: '{key}' should be {fields}.", n=first, key=key,
+                           fields="{" + fields + "}"))
     try:
         return make(raw)
     except InputError as exc:
-        raise InputError(f"Line {first} of the chat file: {exc}") from None
+        raise InputError(_("Line {n} of the chat file: {why}", n=first, why=exc)) from None
 
 
 def _notes(header: dict, line: int) -> list[Note]:
     """The header's dated notes (none before notes existed), each with the ids of what it covers."""
     raw = header.get("notes") or []
     if not isinstance(raw, list):
-        raise InputError(f"Line {line} of the chat file: 'notes' should be a list of {{\"text\", \"covers\"}} objects.")
-    return [note_from(item, f"Line {line} of the chat file: note {n}") for n, item in enumerate(raw[:MAX_NOTES], 1)]
+        raise InputError(_("Line {n} of the chat file: 'notes' should be a list of {fields} objects.", n=line,
+                           fields='{"text", "covers"}'))
+    return [note_from(item, _("Line {line} of the chat file: note {n}", line=line, n=n))
+            for n, item in enumerate(raw[:MAX_NOTES], 1)]
 
 
 def _when(obj: dict, line: int) -> str:
@@ -305,28 +325,31 @@ def _when(obj: dict, line: int) -> str:
         return ""
     iso = as_iso(at) if isinstance(at, str) else None
     if iso is None:
-        raise InputError(f"Line {line} of the chat file has an 'at' that is not a date with its year (write it "
-                         "as 2023-05-04 or 2023-05-04T13:56:00).")
+        raise InputError(_("Line {n} of the chat file has an 'at' that is not a date with its year (write it as "
+                           "2023-05-04 or 2023-05-04T13:56:00).", n=line))
     return iso
 
 
 def _pins(header: dict, line: int, exchanges: int) -> list[Pin]:
     """The header's pinned memories (none in a version 1 file); a sentence for anything malformed."""
     raw = header.get("memories") or []
-    where = f"Line {line} of the chat file"
+    where = _("Line {n} of the chat file", n=line)
     if not isinstance(raw, list):
-        raise InputError(f"{where}: 'memories' should be a list of {{\"text\": …}} objects.")
+        raise InputError(_("{where}: 'memories' should be a list of {fields} objects.", where=where,
+                           fields='{"text": …}'))
     if len(raw) > MAX_PINS:
-        raise InputError(f"{where} keeps {len(raw)} memories; a chat holds at most {MAX_PINS}.")
+        raise InputError(_("{where} keeps {count} memories; a chat holds at most {limit}.", where=where, count=len(raw),
+                           limit=MAX_PINS))
     pins = []
     for n, item in enumerate(raw, 1):
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-            raise InputError(f"{where}: memory {n} has no 'text'.")
+            raise InputError(_("{where}: memory {n} has no 'text'.", where=where, n=n))
         turn = item.get("turn")
         if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool) or not 1 <= turn <= exchanges):
-            raise InputError(f"{where}: memory {n} points at exchange {turn!r}, which the chat does not have.")
+            raise InputError(_("{where}: memory {n} points at exchange {turn}, which the chat does not have.",
+                               where=where, n=n, turn=repr(turn)))
         try:
             pins.append(Pin(check_pin(item["text"]), turn))
         except InputError as exc:
-            raise InputError(f"{where}: memory {n}: {exc}") from None
+            raise InputError(_("{where}: memory {n}: {why}", where=where, n=n, why=exc)) from None
     return pins

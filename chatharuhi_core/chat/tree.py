@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from ..i18n import _
 from .chatbot import ChatHaruhi
 from .notes import valid_notes
 from .transcript import MAX_BRANCHES, Branch, ReplyMeta, Transcript
@@ -49,7 +50,7 @@ class ChatTree:
     def branch(self, at: int | None = None, name: str | None = None) -> ChatHaruhi:
         """A new line that shares the first `at` exchanges of the line in use (all by default), now in use."""
         if len(self.lines) > MAX_BRANCHES:
-            raise InputError(f"This chat has {len(self.lines)} lines, the most it keeps.")
+            raise InputError(_("This chat has {count} lines, the most it keeps.", count=len(self.lines)))
         bot = self.bot.branch(at)
         keep = len(bot.history)
         place = Branch(uuid.uuid4().hex[:8], name or f"Branch {len(self.lines) + 1}", self.line.place.id, keep)
@@ -63,7 +64,7 @@ class ChatTree:
         for i, line in enumerate(self.lines):
             if ref in (line.place.id, line.place.name) or ref.lower() == line.place.name.lower() or ref == str(i + 1):
                 return i
-        raise InputError(f"There is no line '{ref}' in this chat; /lines lists them.")
+        raise InputError(_("There is no line '{ref}' in this chat; /lines lists them.", ref=ref))
 
     def switch(self, ref: str) -> ChatHaruhi:
         self.at = self.find(ref)
@@ -71,7 +72,7 @@ class ChatTree:
 
     def parent(self) -> ChatHaruhi:
         if self.line.place.parent is None:
-            raise InputError("This is the first line of the story; it has no parent to go back to.")
+            raise InputError(_("This is the first line of the story; it has no parent to go back to."))
         return self.switch(self.line.place.parent)
 
     def listing(self) -> list[str]:
@@ -88,7 +89,7 @@ class ChatTree:
         """The whole tree as a chat file holds it, the line in use first."""
         def whole(x: Line) -> Branch:
             h = x.bot.history
-            meta = (x.meta + [ReplyMeta(uuid.uuid4().hex, []) for _ in range(len(h) - len(x.meta))])[-len(h):] \
+            meta = (x.meta + [ReplyMeta(uuid.uuid4().hex, []) for _n in range(len(h) - len(x.meta))])[-len(h):] \
                 if h else []
             return replace(x.place, history=list(h), meta=meta, pins=list(x.bot.memory.pins),
                            notes=valid_notes(x.bot.memory.notes, h))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..config import Settings
+from ..i18n import _
 from ..roles.role import Role, Voice
 
 log = logging.getLogger(__name__)
@@ -156,13 +157,13 @@ def speak(role: Role, text: str, settings: Settings, engines: tuple[str, ...] = 
     """Speak text in the role's voice, falling back down the engine list; never raises for a failure."""
     words = speakable(text)
     if not words:
-        return Speech(None, None, None, "There is nothing to read aloud in this reply.")
+        return Speech(None, None, None, _("There is nothing to read aloud in this reply."))
     try:
         return _speak(role, words, settings, engines)
     except OSError as exc:  # the cache folder cannot be written: say so, the reply stays text
         log.error("voice not saved: %s", exc)
-        return Speech(None, None, None, "The voice could not be saved on this server (its disk refused the "
-                                        "write), so the reply stays text.")
+        return Speech(None, None, None, _("The voice could not be saved on this server (its disk refused the "
+                                          "write), so the reply stays text."))
 
 
 def _speak(role: Role, words: str, settings: Settings, engines: tuple[str, ...]) -> Speech:
@@ -191,7 +192,11 @@ def _speak(role: Role, words: str, settings: Settings, engines: tuple[str, ...])
         _prune(fresh_dir)
         fresh = fresh_dir / f"{role.id}-{uuid.uuid4().hex[:12]}{synth.suffix}"
         shutil.copyfile(cached, fresh)
-        after = f"; {' and '.join(failed)} could not be used" if failed else ""
-        return Speech(fresh, synth.name, voice_name, f"Spoken by {synth.name} ({voice_name}){after}.")
-    return Speech(None, None, None, "No voice is available here (edge-tts is offline and espeak-ng is not "
-                                    "installed), so the reply stays text.")
+        if failed:
+            notice = _("Spoken by {engine} ({voice}); {failed} could not be used.", engine=synth.name,
+                       voice=voice_name, failed=_(" and ").join(failed))
+        else:
+            notice = _("Spoken by {engine} ({voice}).", engine=synth.name, voice=voice_name)
+        return Speech(fresh, synth.name, voice_name, notice)
+    return Speech(None, None, None, _("No voice is available here (edge-tts is offline and espeak-ng is not "
+                                      "installed), so the reply stays text."))

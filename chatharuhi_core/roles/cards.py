@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportProblem
+from ..i18n import _
 from .lines import parse_scene_lines
 from .lorebook import Lorebook, book_from_json
 from .names import with_derived
@@ -57,14 +58,14 @@ _SPEAKER = re.compile(r"^\s*([^:：「」\n]{1,40}?)\s*[:：]\s*(.*)$")
 def png_text_chunks(data: bytes, name: str, max_chunk: int = 64 * 1024 * 1024) -> dict[str, str]:
     """tEXt, zTXt and iTXt chunks of a PNG by lower-cased keyword, read without decoding pixels."""
     if not data.startswith(PNG_SIGNATURE):
-        raise ImportProblem(f"{name} is not a PNG file.")
+        raise ImportProblem(_("{name} is not a PNG file.", name=name))
     out: dict[str, str] = {}
     pos = len(PNG_SIGNATURE)
     while pos + 8 <= len(data):
         length, ctype = struct.unpack(">I4s", data[pos : pos + 8])
         body = data[pos + 8 : pos + 8 + length]
         if len(body) < length:
-            raise ImportProblem(f"{name} is a truncated PNG file.")
+            raise ImportProblem(_("{name} is a truncated PNG file.", name=name))
         pos += 12 + length
         if ctype == b"IEND":
             break
@@ -124,17 +125,19 @@ def png_with_text(png: bytes, texts: dict[str, str]) -> bytes:
 def card_from_json(obj: Any, name: str) -> tuple[str, dict[str, Any]]:
     """(spec, data) for a V1, V2 or V3 card object."""
     if not isinstance(obj, dict):
-        raise ImportProblem(f"{name}: a character card must be a JSON object.")
+        raise ImportProblem(_("{name}: a character card must be a JSON object.", name=name))
     spec = obj.get("spec")
     if spec in (V2, V3):
         data = obj.get("data")
         if not isinstance(data, dict):
-            raise ImportProblem(f"{name}: a {spec} card needs a 'data' object.")
+            raise ImportProblem(_("{name}: a {spec} card needs a 'data' object.", name=name, spec=spec))
         return spec, copy.deepcopy(data)
     if spec is not None:
-        raise ImportProblem(f"{name}: the card spec '{spec}' is not one this app reads (V1, V2 or V3).")
+        raise ImportProblem(_("{name}: the card spec '{spec}' is not one this app reads (V1, V2 or V3).", name=name,
+                               spec=spec))
     if not any(k in obj for k in V1_FIELDS):
-        raise ImportProblem(f"{name} does not look like a character card (no name, description or first_mes).")
+        raise ImportProblem(_("{name} does not look like a character card (no name, description or first_mes).",
+                               name=name))
     return "chara_card_v1", copy.deepcopy(obj)
 
 
@@ -144,15 +147,16 @@ def read_card_bytes(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> 
         chunks = png_text_chunks(data, name, limits.max_file_bytes)
         raw = next((chunks[k] for k in CARD_KEYWORDS if k in chunks), None)
         if raw is None:
-            raise ImportProblem(f"{name} is a PNG without a character card inside (no 'chara' or 'ccv3' chunk).")
+            raise ImportProblem(_("{name} is a PNG without a character card inside (no 'chara' or 'ccv3' chunk).",
+                                   name=name))
         try:
             text = base64.b64decode(raw.strip(), validate=False).decode("utf-8")
         except (binascii.Error, ValueError, UnicodeDecodeError):
-            raise ImportProblem(f"{name}: the card chunk is not base64 of UTF-8 JSON.") from None
+            raise ImportProblem(_("{name}: the card chunk is not base64 of UTF-8 JSON.", name=name)) from None
         image = data
     elif name.lower().endswith(".png"):  # named .png, but its first bytes are not a PNG's
-        raise ImportProblem(f"{name} is not a PNG image (it does not start with the PNG signature), so it cannot "
-                            "hold a character card. Upload the card's own .png, or its .json.")
+        raise ImportProblem(_("{name} is not a PNG image (it does not start with the PNG signature), so it cannot "
+                              "hold a character card. Upload the card's own .png, or its .json.", name=name))
     else:
         from .safety import decode_text
 
@@ -160,7 +164,8 @@ def read_card_bytes(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> 
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportProblem(f"{name}: the card is not valid JSON ({exc.msg}, line {exc.lineno}).") from None
+        raise ImportProblem(_("{name}: the card is not valid JSON ({why}, line {line}).", name=name, why=exc.msg,
+                               line=exc.lineno)) from None
     spec, card = card_from_json(obj, name)
     return spec, card, image
 
@@ -243,7 +248,7 @@ def card_to_role(spec: str, card: dict[str, Any], *, role_id: str | None = None,
     """Map a card's fields onto a Role; the card itself is kept for a lossless export."""
     name = _text(card, "name").strip()
     if not name:
-        raise ImportProblem(f"{source or 'The card'} has no name; a character card needs a 'name'.")
+        raise ImportProblem(_("{source} has no name; a character card needs a 'name'.", source=source or _("The card")))
     # the importer's version is part of the id: a card read before placeholders and lorebooks were
     # kept is read again, while roles already imported under the old id keep working
     rid = role_id or derive_role_id(name, IMPORT_VERSION + json.dumps(card, sort_keys=True, ensure_ascii=False))
@@ -271,8 +276,8 @@ def card_to_role(spec: str, card: dict[str, Any], *, role_id: str | None = None,
     stories += [Story(f"greeting-{i:03d}", f"{char}:「{g}」") for i, g in enumerate(greetings, 1)]
     if not stories:
         raise ImportProblem(
-            f"{source or 'The card'} ('{name}') has no example dialogue, greeting or lorebook entry, "
-            "so there are no scenes to draw on. Add mes_example or first_mes to the card."
+            _("{source} ('{name}') has no example dialogue, greeting or lorebook entry, so there are no scenes to "
+              "draw on. Add mes_example or first_mes to the card.", source=source or _("The card"), name=name)
         )
     # SillyTavern's order: the card's system prompt replaces only the main instruction ({{original}}
     # stands for ours), and the definition always follows it

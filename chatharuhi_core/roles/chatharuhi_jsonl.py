@@ -18,6 +18,7 @@ import numpy as np
 
 from ..embedding import Embedder, embedding_column
 from ..errors import ImportProblem
+from ..i18n import _
 from .lines import main_speaker
 from .names import with_derived
 from .role import Role, Story, derive_role_id, guess_language, json_object_lines
@@ -34,9 +35,10 @@ def decode_vector(value: str, where: str) -> np.ndarray:
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise ImportProblem(f"{where}: the embedding is not valid base64.") from None
+        raise ImportProblem(_("{where}: the embedding is not valid base64.", where=where)) from None
     if len(raw) % 4:
-        raise ImportProblem(f"{where}: the embedding is {len(raw)} bytes, not a whole number of float32 values.")
+        raise ImportProblem(_("{where}: the embedding is {count} bytes, not a whole number of float32 values.",
+                               where=where, count=len(raw)))
     return np.frombuffer(raw, dtype=">f4").astype(np.float32)
 
 
@@ -51,8 +53,8 @@ def _row_text(row: dict, where: str) -> str:
         try:
             return base64.b64decode(row["enc_text"], validate=True).decode("utf-8")
         except (binascii.Error, ValueError, UnicodeDecodeError):
-            raise ImportProblem(f"{where}: 'enc_text' is not base64 of UTF-8 text.") from None
-    raise ImportProblem(f"{where}: the row has neither 'text' nor 'enc_text'.")
+            raise ImportProblem(_("{where}: 'enc_text' is not base64 of UTF-8 text.", where=where)) from None
+    raise ImportProblem(_("{where}: the row has neither 'text' nor 'enc_text'.", where=where))
 
 
 def _add_vectors(columns: dict[str, list[np.ndarray]], marks: dict, where: str, embedder: Embedder | None,
@@ -62,13 +64,14 @@ def _add_vectors(columns: dict[str, list[np.ndarray]], marks: dict, where: str, 
     for col, value in marks.items():
         if not isinstance(value, str):
             continue
-        vec = decode_vector(value, f"{where}, column '{col}'")
+        vec = decode_vector(value, _("{where}, column '{column}'", where=where, column=col))
         want = embedder.dim if col == active and embedder else KNOWN_DIMS.get(col)
         seen = columns.get(col)
         expected = want or (len(seen[0]) if seen else None)
         if expected is not None and len(vec) != expected:
             raise ImportProblem(
-                f"{where}, column '{col}': the embedding has {len(vec)} dimensions, expected {expected}."
+                _("{where}, column '{column}': the embedding has {count} dimensions, expected {expected}.",
+                  where=where, column=col, count=len(vec), expected=expected)
             )
         columns.setdefault(col, []).append(vec)  # a column missing on some rows is dropped below
 
@@ -80,7 +83,7 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
     stories: list[Story] = []
     columns: dict[str, list[np.ndarray]] = {}
     active = embedding_column(embedder) if embedder else None
-    for _, where, row in json_object_lines(text, name, lambda where, problem: ImportProblem(f"{where}: {problem}")):
+    for _n, where, row in json_object_lines(text, name, lambda where, problem: ImportProblem(f"{where}: {problem}")):
         body = _row_text(row, where)
         marks = {k: v for k, v in row.items() if k not in TEXT_KEYS}
         if any(v == SYSTEM_MARK for v in marks.values()):
@@ -93,7 +96,8 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
         _add_vectors(columns, marks, where, embedder, active)
         stories.append(Story(id=f"{len(stories) + 1:05d}", text=body.strip()))
     if not stories:
-        raise ImportProblem(f"{name} holds no scenes: after the system prompt and config rows there is no story text.")
+        raise ImportProblem(_("{name} holds no scenes: after the system prompt and config rows there is no story text.",
+                               name=name))
     # every column was checked above; only the active embedder's is worth its memory (1536 floats a scene
     # for luotuo_openai), the others would be embedded again anyway
     keep = {active} if active else set(columns)
@@ -135,7 +139,7 @@ def usual_partner(stories: list[Story], names: set[str]) -> str | None:
 
     counts: Counter = Counter()
     for story in stories:
-        lines = [spk for spk, _ in parse_scene_lines(story.text) if spk]
+        lines = [spk for spk, _text in parse_scene_lines(story.text) if spk]
         counts.update(a for a, b in zip(lines, lines[1:]) if b in names and a not in names and a not in NARRATOR_ROLES)
     return counts.most_common(1)[0][0] if counts else None
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..config import Settings
 from ..embedding import get_embedder
 from ..errors import ChatHaruhiError
+from ..i18n import _
 from .role import Role, write_role_package
 from .store import Progress, write_prebuilt
 
@@ -60,7 +61,8 @@ def write_package_with_store(role: Role, target: Path, settings: Settings, progr
     """A role package folder; with a prebuilt store for the active embedder unless told not to."""
     if target.exists() and any(target.iterdir()):
         if not (target / "role.json").is_file():
-            raise ChatHaruhiError(f"{target} is a folder with other files in it; choose an empty or new folder.")
+            raise ChatHaruhiError(_("{target} is a folder with other files in it; choose an empty or new folder.",
+                                    target=target))
         shutil.rmtree(target)
     write_role_package(role, target)
     if with_store:
@@ -100,5 +102,6 @@ def export_role(role: Role, target: Path | str, settings: Settings | None = None
     target = Path(target)
     fmt = fmt or format_for(target)
     if fmt not in EXPORTERS:
-        raise ChatHaruhiError(f"Unknown export format '{fmt}'. Formats: {', '.join(sorted(EXPORTERS))}.")
+        raise ChatHaruhiError(_("Unknown export format '{format}'. Formats: {known}.", format=fmt,
+                                known=", ".join(sorted(EXPORTERS))))
     return EXPORTERS[fmt](role, target, settings, progress)

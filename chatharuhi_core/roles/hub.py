@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 
 from ..config import Settings
 from ..errors import HubError
+from ..i18n import _
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_S = 3.0
@@ -143,21 +144,22 @@ def _explain(exc: Exception, ref: HubRef, offline: bool) -> HubError:
     name = ref.label
     if isinstance(exc, e.LocalEntryNotFoundError) or offline:
         return HubError(
-            f"The Hugging Face Hub cannot be reached from here, and '{name}' is not in the local cache. "
-            "Connect to the internet once to fetch it, or pick a bundled character."
+            _("The Hugging Face Hub cannot be reached from here, and '{name}' is not in the local cache. Connect to "
+              "the internet once to fetch it, or pick a bundled character.", name=name)
         )
     if isinstance(exc, e.GatedRepoError):
-        return HubError(f"'{ref.repo_id}' is gated: accept its terms on the Hub and set HF_TOKEN.")
+        return HubError(_("'{repo}' is gated: accept its terms on the Hub and set HF_TOKEN.", repo=ref.repo_id))
     if isinstance(exc, e.RepositoryNotFoundError):
-        return HubError(f"There is no dataset '{ref.repo_id}' on the Hub (or it is private and HF_TOKEN is not set).")
+        return HubError(_("There is no dataset '{repo}' on the Hub (or it is private and HF_TOKEN is not set).",
+                           repo=ref.repo_id))
     if isinstance(exc, e.RevisionNotFoundError):
-        return HubError(f"The dataset '{ref.repo_id}' has no revision '{ref.revision}'.")
+        return HubError(_("The dataset '{repo}' has no revision '{revision}'.", repo=ref.repo_id, revision=ref.revision))
     if isinstance(exc, e.EntryNotFoundError):
-        return HubError(f"The dataset '{ref.repo_id}' has no file '{ref.filename}'.")
+        return HubError(_("The dataset '{repo}' has no file '{file}'.", repo=ref.repo_id, file=ref.filename))
     if isinstance(exc, e.HfHubHTTPError):
         code = getattr(getattr(exc, "response", None), "status_code", "?")
-        return HubError(f"The Hub answered with an error ({code}) for '{name}'. Try again later.")
-    return HubError(f"Could not fetch '{name}' from the Hub ({type(exc).__name__}).")
+        return HubError(_("The Hub answered with an error ({code}) for '{name}'. Try again later.", code=code, name=name))
+    return HubError(_("Could not fetch '{name}' from the Hub ({why}).", name=name, why=type(exc).__name__))
 
 
 def cache_only(settings: Settings) -> bool:
@@ -192,10 +194,10 @@ def dataset_content(folder: Path, ref: HubRef) -> tuple[str, Path]:
         return "jsonl", found[0]
     if found:
         names = ", ".join(p.relative_to(folder).as_posix() for p in found[:5])
-        raise HubError(f"The dataset '{ref.repo_id}' holds several jsonl files ({names}); name the role too, "
-                       f"for example '{ref.repo_id}/{found[0].stem}'.")
-    raise HubError(f"The dataset '{ref.repo_id}' holds neither a role package (role.json) nor a ChatHaruhi jsonl, "
-                   "so there is no character to read in it.")
+        raise HubError(_("The dataset '{repo}' holds several jsonl files ({names}); name the role too, for example "
+                         "'{repo}/{stem}'.", repo=ref.repo_id, names=names, stem=found[0].stem))
+    raise HubError(_("The dataset '{repo}' holds neither a role package (role.json) nor a ChatHaruhi jsonl, so there "
+                     "is no character to read in it.", repo=ref.repo_id))
 
 
 def push_plan(folder: Path) -> list[tuple[str, int]]:
@@ -206,14 +208,15 @@ def push_plan(folder: Path) -> list[tuple[str, int]]:
 def check_push(repo_id: str, settings: Settings, *, online: bool = True) -> str:
     """Refuse early (before any work) what cannot be pushed; returns the endpoint."""
     if not parse_hub_id(repo_id) or repo_id.count("/") != 1:
-        raise HubError(f"'{repo_id}' is not a repo id; use the form owner/name.")
+        raise HubError(_("'{repo}' is not a repo id; use the form owner/name.", repo=repo_id))
     endpoint = _endpoint(settings)
     if not online:
         return endpoint
     if not settings.hf_token:
-        raise HubError("Pushing needs a Hugging Face token with write access: set HF_TOKEN.")
+        raise HubError(_("Pushing needs a Hugging Face token with write access: set HF_TOKEN."))
     if not hub_reachable(endpoint):
-        raise HubError(f"The Hugging Face Hub ({endpoint}) cannot be reached from here; nothing was uploaded.")
+        raise HubError(_("The Hugging Face Hub ({endpoint}) cannot be reached from here; nothing was uploaded.",
+                           endpoint=endpoint))
     return endpoint
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ..errors import ImportProblem
+from ..i18n import _, ngettext
 
 NARRATOR_ROLES = frozenset({"旁白", "narrator", "scene", "场景", "narration"})
 
@@ -54,17 +55,16 @@ def lead_speaker(counts: Counter, source_name: str) -> str:
     ranked = counts.most_common()
     close = [s for s, n in ranked if n >= CLOSE_SECOND * ranked[0][1]]
     if len(close) > 1:
-        options = ", ".join(f"{s} ({n} lines)" for s, n in ranked if s in close)
-        raise ImportProblem(f"{source_name} has more than one main speaker: {options}. Say which one to become "
-                            "(the page's \"Character's name\", or --name) and add it again. · "
-                            "剧本里有不止一个主要角色，请在“角色名”中填写要扮演的那一个，再添加一次。")
+        options = ", ".join(ngettext("{who} ({n} line)", "{who} ({n} lines)", n, who=s) for s, n in ranked if s in close)
+        raise ImportProblem(_("{file} has more than one main speaker: {options}. Say which one to become (the page's "
+                              "\"Character's name\", or --name) and add it again.", file=source_name, options=options))
     return ranked[0][0]
 
 
 def main_speaker(scenes: Iterable[str], prompt: str = "", source_name: str = "") -> str | None:
     """The character of a set of scenes: a speaker the system prompt names, else the most frequent. Given a
     `source_name` (an import), two speakers with nearly as many lines are not guessed between: it asks."""
-    counts = Counter(spk for text in scenes for spk, _ in parse_scene_lines(text)
+    counts = Counter(spk for text in scenes for spk, _text in parse_scene_lines(text)
                      if spk and spk.lower() not in NARRATOR_ROLES)
     named = Counter({spk: n for spk, n in counts.items() if spk in prompt})
     if not (named or counts):

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import RoleFormatError
+from ..i18n import _
 
 DEFAULT_SCAN_DEPTH = 4  # the new message and the three before it
 DEFAULT_TOKEN_BUDGET = 400
@@ -111,11 +112,11 @@ def book_from_json(book: Any, file: str = "role.json", content: Callable[[str], 
     if book is None:
         return None
     if not isinstance(book, dict) or not isinstance(book.get("entries", []), list):
-        raise RoleFormatError(file, "lorebook", "expected an object with a list of entries.")
+        raise RoleFormatError(file, "lorebook", _("expected an object with a list of entries."))
     entries = []
     for n, row in enumerate(book.get("entries") or [], start=1):
         if not isinstance(row, dict) or not isinstance(row.get("content", ""), str):
-            raise RoleFormatError(file, f"lorebook.entries[{n}]", "expected an object with text 'content'.")
+            raise RoleFormatError(file, f"lorebook.entries[{n}]", _("expected an object with text 'content'."))
         text = (content or (lambda s: s))(row.get("content") or "").strip()
         if text:
             entries.append(entry_from_json(row, n, text))
@@ -171,7 +172,7 @@ def activate(book: Lorebook | None, messages: Sequence[str], count: Callable[[st
         return []
     window = list(messages[-book.scan_depth:])
     fired: dict[str, Fired] = {}
-    for _ in range(MAX_RECURSION if book.recursive_scanning else 1):
+    for _unused in range(MAX_RECURSION if book.recursive_scanning else 1):
         added = False
         for entry in book.entries:
             if not entry.enabled or entry.id in fired:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import RoleFormatError
+from ..i18n import _
 from .lines import main_speaker
 from .role import Role, Story, load_role_package, parse_stories
 from .sources import load_role
@@ -24,7 +25,7 @@ def read_stories(story_db: str | Path) -> list[Story]:
         stories = [s for s in stories if s.text]
         if stories:
             return stories
-    raise RoleFormatError(str(path), None, "no stories.jsonl or .txt scenes found here.")
+    raise RoleFormatError(str(path), None, _("no stories.jsonl or .txt scenes found here."))
 
 
 def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str | None = None) -> Role:

@@ -262,12 +262,12 @@ def _str(data: dict, key: str, file: str, *, required: bool = False, default: st
     value = data.get(key, None)
     if value is None:
         if required:
-            raise RoleFormatError(file, key, "this field is required.")
+            raise RoleFormatError(file, key, _("this field is required."))
         return default
     if not isinstance(value, str):
-        raise RoleFormatError(file, key, f"expected text, found {type(value).__name__}.")
+        raise RoleFormatError(file, key, _("expected text, found {kind}.", kind=type(value).__name__))
     if required and not value.strip():
-        raise RoleFormatError(file, key, "this field must not be empty.")
+        raise RoleFormatError(file, key, _("this field must not be empty."))
     return value
 
 
@@ -276,7 +276,7 @@ def _str_list(data: dict, key: str, file: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise RoleFormatError(file, key, "expected a list of texts.")
+        raise RoleFormatError(file, key, _("expected a list of texts."))
     return [v for v in value if v.strip()]
 
 
@@ -284,7 +284,7 @@ def _read_text(path: Path, name: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise RoleFormatError(name, None, f"the file is not UTF-8 text (byte {exc.start}).") from None
+        raise RoleFormatError(name, None, _("the file is not UTF-8 text (byte {offset}).", offset=exc.start)) from None
 
 
 def parse_translations(data: Any, file: str) -> dict[str, Described]:
@@ -315,33 +315,34 @@ def parse_translations(data: Any, file: str) -> dict[str, Described]:
 def parse_role_json(data: Any, file: str = "role.json") -> dict[str, Any]:
     """Validate role.json and return keyword arguments for Role."""
     if not isinstance(data, dict):
-        raise RoleFormatError(file, None, "expected a JSON object at the top level.")
+        raise RoleFormatError(file, None, _("expected a JSON object at the top level."))
     version = data.get("format_version", FORMAT_VERSION)
     if not isinstance(version, int) or version < 1:
-        raise RoleFormatError(file, "format_version", "expected a whole number such as 1.")
+        raise RoleFormatError(file, "format_version", _("expected a whole number such as 1."))
     if version > FORMAT_VERSION:
         raise RoleFormatError(
             file, "format_version",
-            f"version {version} is newer than this app reads ({FORMAT_VERSION}); update ChatHaruhi.",
+            _("version {version} is newer than this app reads ({known}); update ChatHaruhi.", version=version,
+              known=FORMAT_VERSION),
         )
     role_id = _str(data, "id", file, required=True)
     if not ROLE_ID_RE.match(role_id):
         raise RoleFormatError(
-            file, "id", "use 1-64 Latin letters, digits, Chinese characters, '.', '_' or '-', starting with a "
-                        "letter, digit or character."
+            file, "id", _("use 1-64 Latin letters, digits, Chinese characters, '.', '_' or '-', starting with a "
+                          "letter, digit or character.")
         )
     voice = data.get("voice") or {}
     if not isinstance(voice, dict):
-        raise RoleFormatError(file, "voice", "expected an object with edge_tts and espeak names.")
+        raise RoleFormatError(file, "voice", _("expected an object with edge_tts and espeak names."))
     for key in ("edge_tts", "espeak", "rate", "pitch"):
         if voice.get(key) is not None and not isinstance(voice[key], str):
-            raise RoleFormatError(file, f"voice.{key}", "expected text.")
+            raise RoleFormatError(file, f"voice.{key}", _("expected text."))
     profile = data.get("profile") or {}
     if not isinstance(profile, dict):
-        raise RoleFormatError(file, "profile", "expected an object (attributes and behaviours).")
+        raise RoleFormatError(file, "profile", _("expected an object (attributes and behaviours)."))
     extensions = data.get("extensions") or {}
     if not isinstance(extensions, dict):
-        raise RoleFormatError(file, "extensions", "expected an object.")
+        raise RoleFormatError(file, "extensions", _("expected an object."))
     name = _str(data, "name", file, required=True).strip()
     aliases = _str_list(data, "aliases", file)
     if version < 3:  # before format 3, aliases were the names it speaks under; add the ones it is called by
@@ -381,13 +382,13 @@ def json_object_lines(text: str, file: str,
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        where = f"{file} line {n}"
+        where = _("{file} line {n}", file=file, n=n)
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise error(where, f"not valid JSON ({exc.msg}).") from None
+            raise error(where, _("not valid JSON ({why}).", why=exc.msg)) from None
         if not isinstance(row, dict):
-            raise error(where, "expected a JSON object.")
+            raise error(where, _("expected a JSON object."))
         yield n, where, row
 
 
@@ -398,19 +399,19 @@ def parse_stories(text: str, file: str = "stories.jsonl") -> list[Story]:
     for n, where, row in json_object_lines(text, file, lambda where, problem: RoleFormatError(where, None, problem)):
         sid = row.get("id", str(n))
         if not isinstance(sid, (str, int)) or isinstance(sid, bool):
-            raise RoleFormatError(where, "id", "expected text or a number.")
+            raise RoleFormatError(where, "id", _("expected text or a number."))
         sid = str(sid)
         if sid in seen:
-            raise RoleFormatError(where, "id", f"the id '{sid}' is used twice.")
+            raise RoleFormatError(where, "id", _("the id '{id}' is used twice.", id=sid))
         seen.add(sid)
         body = row.get("text")
         if not isinstance(body, str) or not body.strip():
-            raise RoleFormatError(where, "text", "each scene needs non-empty text.")
+            raise RoleFormatError(where, "text", _("each scene needs non-empty text."))
         if len(body) > MAX_STORY_CHARS:
-            raise RoleFormatError(where, "text", f"a scene is limited to {MAX_STORY_CHARS} characters.")
+            raise RoleFormatError(where, "text", _("a scene is limited to {limit} characters.", limit=MAX_STORY_CHARS))
         stories.append(Story(id=sid, text=body.strip()))
     if not stories:
-        raise RoleFormatError(file, None, "the role has no scenes; add at least one line.")
+        raise RoleFormatError(file, None, _("the role has no scenes; add at least one line."))
     return stories
 
 
@@ -433,20 +434,20 @@ def load_scene_images(root: Path) -> list[SceneImage]:
     try:
         rows = json.loads(_read_text(index, name))
     except json.JSONDecodeError as exc:
-        raise RoleFormatError(name, None, f"not valid JSON ({exc.msg}).") from None
+        raise RoleFormatError(name, None, _("not valid JSON ({why}).", why=exc.msg)) from None
     if not isinstance(rows, list):
-        raise RoleFormatError(name, None, "expected a list of {file, caption} objects.")
+        raise RoleFormatError(name, None, _("expected a list of {file, caption} objects."))
     images = []
     folder = (root / "images").resolve()
     for n, row in enumerate(rows, start=1):
-        where = f"{name} item {n}"
+        where = _("{file} item {n}", file=name, n=n)
         if not isinstance(row, dict) or not isinstance(row.get("file"), str) or not isinstance(row.get("caption"), str):
-            raise RoleFormatError(where, None, "each item needs a 'file' and a 'caption' (text).")
+            raise RoleFormatError(where, None, _("each item needs a 'file' and a 'caption' (text)."))
         path = (folder / row["file"]).resolve()
         if folder not in path.parents or path.suffix.lower() not in SCENE_IMAGE_SUFFIXES:
-            raise RoleFormatError(where, "file", "must name a .png, .jpg or .webp inside images/.")
+            raise RoleFormatError(where, "file", _("must name a .png, .jpg or .webp inside images/."))
         if not path.is_file():
-            raise RoleFormatError(where, "file", f"images/{row['file']} is missing.")
+            raise RoleFormatError(where, "file", _("images/{file} is missing.", file=row["file"]))
         if row["caption"].strip():
             images.append(SceneImage(path, row["caption"].strip()))
     return images
@@ -456,24 +457,25 @@ def load_role_package(root: Path | str) -> Role:
     """Read and validate a role package folder."""
     root = Path(root)
     if not root.is_dir():
-        raise RoleFormatError(str(root), None, "not a folder.")
+        raise RoleFormatError(str(root), None, _("not a folder."))
     meta_path = root / "role.json"
     if not meta_path.is_file():
-        raise RoleFormatError("role.json", None, f"missing from {root.name}/.")
+        raise RoleFormatError("role.json", None, _("missing from {folder}/.", folder=root.name))
     try:
         data = json.loads(_read_text(meta_path, "role.json"))
     except json.JSONDecodeError as exc:
-        raise RoleFormatError("role.json", None, f"not valid JSON ({exc.msg}, line {exc.lineno}).") from None
+        raise RoleFormatError("role.json", None, _("not valid JSON ({why}, line {line}).", why=exc.msg,
+                                                     line=exc.lineno)) from None
     kwargs = parse_role_json(data)
     prompt_path = root / "system_prompt.txt"
     if not prompt_path.is_file():
-        raise RoleFormatError("system_prompt.txt", None, f"missing from {root.name}/.")
+        raise RoleFormatError("system_prompt.txt", None, _("missing from {folder}/.", folder=root.name))
     system_prompt = _read_text(prompt_path, "system_prompt.txt").strip()
     if not system_prompt:
-        raise RoleFormatError("system_prompt.txt", None, "the system prompt is empty.")
+        raise RoleFormatError("system_prompt.txt", None, _("the system prompt is empty."))
     stories_path = root / "stories.jsonl"
     if not stories_path.is_file():
-        raise RoleFormatError("stories.jsonl", None, f"missing from {root.name}/.")
+        raise RoleFormatError("stories.jsonl", None, _("missing from {folder}/.", folder=root.name))
     stories = parse_stories(_read_text(stories_path, "stories.jsonl"))
     return Role(system_prompt=system_prompt, stories=stories, image_path=find_image(root), root=root,
                 scene_images=load_scene_images(root), **kwargs)

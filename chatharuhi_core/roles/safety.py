@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import ImportProblem
+from ..i18n import _
 
 MB = 1024 * 1024
 
@@ -35,20 +36,21 @@ DEFAULT_LIMITS = Limits()
 
 
 def _size_text(n: int) -> str:
-    return f"{n / MB:.1f} MB" if n >= MB else f"{n:,} bytes"
+    return _("{size} MB", size=format(n / MB, ".1f")) if n >= MB else _("{count} bytes", count=format(n, ","))
 
 
 def check_file(path: Path, limits: Limits = DEFAULT_LIMITS, name: str | None = None) -> int:
     """A plain file, not a link, not too big. Returns its size."""
     name = name or path.name
     if path.is_symlink():
-        raise ImportProblem(f"{name} is a link; links are not accepted, send the file itself.")
+        raise ImportProblem(_("{name} is a link; links are not accepted, send the file itself.", name=name))
     if not path.is_file():
-        raise ImportProblem(f"{name} is not a file.")
+        raise ImportProblem(_("{name} is not a file.", name=name))
     size = path.stat().st_size
     if size > limits.max_file_bytes:
         raise ImportProblem(
-            f"{name} is {_size_text(size)}; files are limited to {_size_text(limits.max_file_bytes)}."
+            _("{name} is {size}; files are limited to {limit}.", name=name, size=_size_text(size),
+              limit=_size_text(limits.max_file_bytes))
         )
     return size
 
@@ -64,11 +66,11 @@ def decode_text(data: bytes, name: str) -> str:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ImportProblem(
-            f"{name} is not UTF-8 text (invalid byte at offset {exc.start}). "
-            "Save it as UTF-8 and try again."
+            _("{name} is not UTF-8 text (invalid byte at offset {offset}). Save it as UTF-8 and try again.",
+              name=name, offset=exc.start)
         ) from None
     if "\x00" in text:
-        raise ImportProblem(f"{name} contains NUL bytes; it looks like a binary file, not text.")
+        raise ImportProblem(_("{name} contains NUL bytes; it looks like a binary file, not text.", name=name))
     return text
 
 
@@ -82,7 +84,7 @@ def check_tree(root: Path, limits: Limits = DEFAULT_LIMITS) -> None:
     for p in [root, *root.rglob("*")]:
         rel = p.relative_to(root).as_posix() or root.name
         if p.is_symlink():
-            raise ImportProblem(f"{rel} is a link; role folders may not contain links.")
+            raise ImportProblem(_("{name} is a link; role folders may not contain links.", name=rel))
         if p.is_file():
             check_file(p, limits, rel)
 
@@ -91,18 +93,20 @@ def _entry_problem(info: zipfile.ZipInfo, limits: Limits) -> str | None:
     name = info.filename
     pure = PurePosixPath(name.replace("\\", "/"))
     if pure.is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
-        return "has an absolute path"
+        return _("has an absolute path")
     if ".." in pure.parts:
-        return "would be written outside the target folder ('..' in its path)"
+        return _("would be written outside the target folder ('..' in its path)")
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
-        return "is a symbolic link"
+        return _("is a symbolic link")
     if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # type bits are often absent
-        return "is not a plain file"
+        return _("is not a plain file")
     if info.file_size > limits.max_file_bytes:
-        return f"unpacks to {_size_text(info.file_size)} (limit {_size_text(limits.max_file_bytes)})"
+        return _("unpacks to {size} (limit {limit})", size=_size_text(info.file_size),
+                 limit=_size_text(limits.max_file_bytes))
     if info.compress_size and info.file_size / info.compress_size > limits.max_zip_ratio and info.file_size > MB:
-        return f"is compressed {info.file_size // max(info.compress_size, 1)}:1, which looks like a zip bomb"
+        return _("is compressed {ratio}:1, which looks like a zip bomb",
+                 ratio=info.file_size // max(info.compress_size, 1))
     return None
 
 
@@ -113,27 +117,31 @@ def safe_extract_zip(zip_path: Path, target: Path, limits: Limits = DEFAULT_LIMI
     try:
         zf = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError):
-        raise ImportProblem(f"{name} is not a readable zip file.") from None
+        raise ImportProblem(_("{name} is not a readable zip file.", name=name)) from None
     with zf:
         infos = zf.infolist()
         if len(infos) > limits.max_zip_entries:
-            raise ImportProblem(f"{name} holds {len(infos):,} entries; the limit is {limits.max_zip_entries:,}.")
+            raise ImportProblem(_("{name} holds {count} entries; the limit is {limit}.", name=name,
+                                   count=format(len(infos), ","), limit=format(limits.max_zip_entries, ",")))
         total = 0
         for info in infos:
             problem = _entry_problem(info, limits)
             if problem:
-                raise ImportProblem(f"{name}: the entry '{info.filename}' {problem}; nothing was unpacked.")
+                raise ImportProblem(_("{name}: the entry '{entry}' {problem}; nothing was unpacked.", name=name,
+                                       entry=info.filename, problem=problem))
             total += info.file_size
         if total > limits.max_zip_total_bytes:
             raise ImportProblem(
-                f"{name} unpacks to {_size_text(total)}; the limit is {_size_text(limits.max_zip_total_bytes)}."
+                _("{name} unpacks to {size}; the limit is {limit}.", name=name, size=_size_text(total),
+                  limit=_size_text(limits.max_zip_total_bytes))
             )
         target.mkdir(parents=True, exist_ok=True)
         root = target.resolve()
         for info in infos:
             dest = (target / info.filename.replace("\\", "/")).resolve()
             if root != dest and root not in dest.parents:  # belt and braces after the checks above
-                raise ImportProblem(f"{name}: the entry '{info.filename}' escapes the target folder.")
+                raise ImportProblem(_("{name}: the entry '{entry}' escapes the target folder.", name=name,
+                                       entry=info.filename))
             if info.is_dir():
                 dest.mkdir(parents=True, exist_ok=True)
                 continue
@@ -143,7 +151,8 @@ def safe_extract_zip(zip_path: Path, target: Path, limits: Limits = DEFAULT_LIMI
                 while chunk := src.read(MB):
                     written += len(chunk)
                     if written > limits.max_file_bytes:  # sizes in the header can lie
-                        raise ImportProblem(f"{name}: the entry '{info.filename}' is larger than it claims.")
+                        raise ImportProblem(_("{name}: the entry '{entry}' is larger than it claims.", name=name,
+                                                   entry=info.filename))
                     out.write(chunk)
     return target
 
@@ -174,18 +183,19 @@ def load_image(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS, max_side
 
     size = image_size(data)
     if size is None:
-        raise ImportProblem(f"{name} is not an image this app can read (PNG, JPEG or WebP).")
+        raise ImportProblem(_("{name} is not an image this app can read (PNG, JPEG or WebP).", name=name))
     w, h = size
     if w * h > limits.max_image_pixels:
         raise ImportProblem(
-            f"{name} claims to be {w:,}×{h:,} pixels, more than the {limits.max_image_pixels:,} allowed; "
-            "it may be a decompression bomb. Send a smaller picture."
+            _("{name} claims to be {width}×{height} pixels, more than the {limit} allowed; it may be a "
+              "decompression bomb. Send a smaller picture.", name=name, width=format(w, ","), height=format(h, ","),
+              limit=format(limits.max_image_pixels, ","))
         )
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.load()
             img = im.convert("RGBA" if im.mode in ("RGBA", "LA", "P") else "RGB")
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
-        raise ImportProblem(f"{name} is a damaged image.") from None
+        raise ImportProblem(_("{name} is a damaged image.", name=name)) from None
     img.thumbnail((max_side, max_side))
     return img

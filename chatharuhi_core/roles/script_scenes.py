@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..errors import ImportProblem
+from ..i18n import _
 from ..tokens import count_tokens
 from .lines import lead_speaker
 from .names import with_derived
@@ -184,17 +185,17 @@ def role_from_script(text: str, name: str | None, *, source_name: str,
     counts = speakers(text)
     if not counts:
         raise ImportProblem(
-            f"{source_name} has no dialogue lines. Write them as `Name:「line」`, `NAME: line` "
-            "or screenplay blocks (a NAME in capitals, the speech below)."
+            _("{name} has no dialogue lines. Write them as `Name:「line」`, `NAME: line` or screenplay blocks "
+              "(a NAME in capitals, the speech below).", name=source_name)
         )
     name = (name or "").strip() or lead_speaker(counts, source_name)
     names = [name, *aliases]
     scenes = cut_scenes(text, names, options.max_tokens)
     if not scenes:
-        found = ", ".join(s for s, _ in counts.most_common(8))
+        found = ", ".join(s for s, _n in counts.most_common(8))
         raise ImportProblem(
-            f"No scene in {source_name} has {name} answering someone, so there are no scenes to use. "
-            f"Check the character's name; the speakers found are: {found}."
+            _("No scene in {file} has {name} answering someone, so there are no scenes to use. Check the "
+              "character's name; the speakers found are: {found}.", file=source_name, name=name, found=found)
         )
     is_role = name_matcher(names)
     lines = [x for x in read_lines(text) if x.kind == "say"]

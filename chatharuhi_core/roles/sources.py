@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ImportProblem, RoleNotFoundError
+from ..i18n import _
 from .names import with_derived
 from .role import Role, derive_role_id, find_image, load_role_package, load_scene_images, write_role_package
 from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
@@ -196,7 +197,8 @@ def import_zip(path: Path, settings: Settings, options: ImportOptions) -> Role:
         safe_extract_zip(path, work, options.limits, label)
         found = sorted(work.rglob("role.json"), key=lambda p: len(p.parts))
         if not found or len(found[0].relative_to(work).parts) > 2:
-            raise ImportProblem(f"{label} holds no role package: role.json should be at the top or in one folder.")
+            raise ImportProblem(_("{name} holds no role package: role.json should be at the top or in one folder.",
+                                  name=label))
         return _package_role(found[0].parent, settings, options, label)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -244,7 +246,8 @@ def import_script(path: Path, settings: Settings, options: ImportOptions) -> Rol
 
 def _check_scene_count(role: Role, label: str, limits: Limits) -> None:
     if len(role.stories) > limits.max_scenes:
-        raise ImportProblem(f"{label} holds {len(role.stories):,} scenes; the limit is {limits.max_scenes:,}.")
+        raise ImportProblem(_("{name} holds {count} scenes; the limit is {limit}.", name=label,
+                               count=format(len(role.stories), ","), limit=format(limits.max_scenes, ",")))
 
 
 def import_file(path: Path | str, settings: Settings | None = None, options: ImportOptions = ImportOptions()) -> Role:
@@ -253,14 +256,15 @@ def import_file(path: Path | str, settings: Settings | None = None, options: Imp
     path = Path(path)
     label = _label(path, options)
     if path.is_symlink():
-        raise ImportProblem(f"{label} is a link; links are not accepted, send the file itself.")
+        raise ImportProblem(_("{name} is a link; links are not accepted, send the file itself.", name=label))
     if path.is_dir():
         return import_folder(path, settings, options)
     suffix = Path(label).suffix.lower() or path.suffix.lower()
     importer = IMPORTERS.get(suffix)
     if importer is None:
         kinds = ", ".join(accepted_suffixes())
-        raise ImportProblem(f"{label}: files of type '{suffix or 'none'}' are not accepted. Send one of: {kinds}.")
+        raise ImportProblem(_("{name}: files of type '{suffix}' are not accepted. Send one of: {kinds}.", name=label,
+                               suffix=suffix or _("none"), kinds=kinds))
     check_file(path, options.limits, label)
     return importer(path, settings, options)
 
@@ -272,7 +276,7 @@ def import_hub(ref: str, settings: Settings | None = None, options: ImportOption
     settings = settings or Settings.from_env()
     parsed = hub.parse_hub_id(ref)
     if parsed is None:
-        raise RoleNotFoundError(f"'{ref}' is not a Hub id; use owner/name or owner/name/role.")
+        raise RoleNotFoundError(_("'{ref}' is not a Hub id; use owner/name or owner/name/role.", ref=ref))
     key = f"hub:{parsed.label}"
     cached = _peek(key)
     if cached is not None:
@@ -340,9 +344,9 @@ def load_role(ref: str | Path, settings: Settings | None = None, options: Import
     if "/" in ref and parse_hub_id(ref):
         return import_hub(ref, settings, options)
     if "/" in ref or "\\" in ref:
-        raise RoleNotFoundError(f"No role package folder or file at {ref}.")
-    known = ", ".join(bundled_ids()) or "none"
-    raise RoleNotFoundError(f"No character called '{ref}'. Bundled characters: {known}.")
+        raise RoleNotFoundError(_("No role package folder or file at {ref}.", ref=ref))
+    known = ", ".join(bundled_ids()) or _("none")
+    raise RoleNotFoundError(_("No character called '{ref}'. Bundled characters: {known}.", ref=ref, known=known))
 
 
 def open_role(ref: str | Path, settings: Settings, progress: Progress | None = None,

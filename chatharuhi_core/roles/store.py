@@ -22,6 +22,7 @@ import numpy as np
 from ..config import Settings
 from ..embedding import Embedder, embedding_column
 from ..errors import ChatHaruhiError
+from ..i18n import _
 from .role import Role
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,8 @@ def _fill(collection, role: Role, embedder: Embedder, vectors: np.ndarray | None
         vectors = embed_stories(role, embedder, progress)
     if vectors.shape != (len(texts), embedder.dim):
         raise ChatHaruhiError(
-            f"The embeddings for role '{role.id}' have shape {vectors.shape}, "
-            f"expected ({len(texts)}, {embedder.dim})."
+            _("The embeddings for role '{role}' have shape {shape}, expected ({rows}, {dim}).", role=role.id,
+              shape=vectors.shape, rows=len(texts), dim=embedder.dim)
         )
     for i in range(0, len(texts), ADD_BATCH):
         collection.add(
@@ -247,7 +248,8 @@ def open_persistent(path: Path, role: Role, embedder: Embedder, vectors: np.ndar
         except Exception as exc:  # chromadb raises many kinds on a damaged database
             if attempt == 2:
                 raise ChatHaruhiError(
-                    f"The story store for '{role.name}' could not be built in {path}: {exc}"
+                    _("The story store for '{name}' could not be built in {path}: {why}", name=role.name, path=path,
+                      why=exc)
                 ) from exc
             log.warning("story store at %s is unreadable (%s); rebuilding", path, exc)
             if client is not None:
@@ -273,8 +275,8 @@ def open_remote(settings: Settings, role: Role, embedder: Embedder, vectors: np.
         raise
     except Exception as exc:
         raise ChatHaruhiError(
-            f"Could not use the Chroma server at {settings.chroma_host}:{settings.chroma_port} "
-            f"({type(exc).__name__}). Check CHROMA_HOST and CHROMA_PORT."
+            _("Could not use the Chroma server at {host}:{port} ({why}). Check CHROMA_HOST and CHROMA_PORT.",
+              host=settings.chroma_host, port=settings.chroma_port, why=type(exc).__name__)
         ) from exc
     where = f"http://{settings.chroma_host}:{settings.chroma_port}"
     return StoryStore(col, embedder, len(role.stories), where), rebuilt
@@ -299,11 +301,11 @@ def open_store(role: Role, embedder: Embedder, settings: Settings,
             if key in _CACHE:
                 return _CACHE[key]
         if settings.chroma_host:
-            store, _ = open_remote(settings, role, embedder, vectors, progress)
+            store, _rebuilt = open_remote(settings, role, embedder, vectors, progress)
         else:
             path = _persistent_dir(settings, role, embedder)
             _copy_prebuilt(role, embedder, path)
-            store, _ = open_persistent(path, role, embedder, vectors, progress)
+            store, _rebuilt = open_persistent(path, role, embedder, vectors, progress)
         with _CACHE_LOCK:
             # another version of the same role (edited, re-imported) shares the collection's name, so this
             # open replaced it: that version's cached store points at a deleted collection and must reopen
@@ -319,7 +321,7 @@ def write_prebuilt(role: Role, embedder: Embedder, target: Path, progress: Progr
 
     if target.exists():
         shutil.rmtree(target)
-    store, _ = open_persistent(target, role, embedder, progress=progress)
+    store, _rebuilt = open_persistent(target, role, embedder, progress=progress)
     del store
     (target / "manifest.json").write_text(
         json.dumps(manifest_for(role, embedder), indent=2) + "\n", encoding="utf-8"

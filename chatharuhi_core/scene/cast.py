@@ -11,6 +11,7 @@ import copy
 import uuid
 from dataclasses import dataclass, field
 
+from ..i18n import _
 from ..roles.names import find_name
 
 DEFAULT_TALKATIVENESS = 0.5
@@ -94,12 +95,13 @@ def happenings(members: list[Member]) -> list[tuple[int, str]]:
     for m in members:
         for start, end in m.spans:
             if start and start > 0:
-                found.append((start, 0, f"{m.name} joined the scene · 加入了"))
+                found.append((start, 0, _("{name} joined the scene", name=m.name)))
             if end is not None:
-                found.append((end, 2, f"{m.name} left the scene · 离开了"))
+                found.append((end, 2, _("{name} left the scene", name=m.name)))
         for at, muted in m.mutes:
-            found.append((at, 1, f"{m.name} was muted · 被静音" if muted else f"{m.name} was unmuted · 取消静音"))
-    return [(at, text) for at, _, text in sorted(found, key=lambda t: (t[0], t[1]))]
+            found.append((at, 1, _("{name} was muted", name=m.name) if muted else
+                          _("{name} was unmuted", name=m.name)))
+    return [(at, text) for at, _order, text in sorted(found, key=lambda t: (t[0], t[1]))]
 
 
 def mention_at(text: str, member: Member) -> int | None:

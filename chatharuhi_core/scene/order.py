@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import look_up
+from ..i18n import N_
 from .cast import Line, Member, mention_at
 
 
@@ -50,7 +51,7 @@ def mentioned(scene: Stage, pool: list[Member]) -> list[Member]:
         return []
     text = scene.lines[-1].text
     found = [(pos, i, m) for i, m in enumerate(pool) if (pos := mention_at(text, m)) is not None]
-    return [m for _, _, m in sorted(found, key=lambda t: (t[0], t[1]))]
+    return [m for _at, _n, m in sorted(found, key=lambda t: (t[0], t[1]))]
 
 
 def _natural(scene: Stage, rng: random.Random) -> list[Member]:
@@ -153,11 +154,11 @@ class Order:
 ORDERS: dict[str, Order] = {
     o.name: o
     for o in (
-        Order("natural", "Natural: named ones answer, then the talkative", _natural, _natural_next),
-        Order("list", "List order: everyone in turn", _list, _list_next),
-        Order("pooled", "Pooled: everyone once before anyone twice", _pooled, _pooled_next),
-        Order("manual", "Manual: you pick who answers", _manual, _pooled_next),
-        Order("director", "Director: the engine picks, or ends the scene", _director, _director_next),
+        Order("natural", N_("Natural: named ones answer, then the talkative"), _natural, _natural_next),
+        Order("list", N_("List order: everyone in turn"), _list, _list_next),
+        Order("pooled", N_("Pooled: everyone once before anyone twice"), _pooled, _pooled_next),
+        Order("manual", N_("Manual: you pick who answers"), _manual, _pooled_next),
+        Order("director", N_("Director: the engine picks, or ends the scene"), _director, _director_next),
     )
 }
 
@@ -167,4 +168,4 @@ def order_names() -> list[str]:
 
 
 def get_order(name: str) -> Order:
-    return look_up(ORDERS, "order", name)
+    return look_up(ORDERS, N_("order"), name)

@@ -31,6 +31,7 @@ from ..config import Settings
 from ..deprecated import renamed
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
+from ..i18n import _
 from ..roles.lines import format_query
 from ..roles.names import find_name, written_small
 from ..roles.role import Role
@@ -120,9 +121,10 @@ class Scene:
         rid = role.role.id if isinstance(role, ChatHaruhi) else role.id
         known = next((m for m in self.members if m.role_id == rid), None)
         if known and known.present:
-            raise InputError(f"{known.name} is already in the scene.")
+            raise InputError(_("{name} is already in the scene.", name=known.name))
         if len(self.present) >= MAX_MEMBERS:
-            raise InputError(f"A scene holds at most {MAX_MEMBERS} characters; ask someone to leave first.")
+            raise InputError(_("A scene holds at most {limit} characters; ask someone to leave first.",
+                                 limit=MAX_MEMBERS))
         if known:
             known.join(len(self.lines))
             return known
@@ -139,8 +141,8 @@ class Scene:
         for m in self.members:
             if key in {n.lower() for n in (m.role_id, *m.names())}:
                 return m
-        here = ", ".join(m.name for m in self.present) or "nobody"
-        raise InputError(f"'{name}' is not in this scene. Here now: {here}.")
+        here = ", ".join(m.name for m in self.present) or _("nobody")
+        raise InputError(_("'{name}' is not in this scene. Here now: {here}.", name=name, here=here))
 
     def leave(self, name: str) -> Member:
         """The character leaves: it sees nothing said after this."""
@@ -164,24 +166,21 @@ class Scene:
             if mention_at(text, m) is None and m.role_id != to:
                 continue
             if not m.present:
-                notes.append(f"{m.name} has left the scene; add them to the cast again to hear them. "
-                             f"· {m.name}已离开。")
+                notes.append(_("{name} has left the scene; add them to the cast again to hear them.", name=m.name))
             elif m.muted:
-                notes.append(f"{m.name} is muted and will not answer; unmute them, or press ▶ {m.name}. "
-                             f"· {m.name}已静音。")
+                notes.append(_("{name} is muted and will not answer; unmute them, or press ▶ {name}.", name=m.name))
         cast = {m.role_id for m in self.members}
         for rid in bundled_ids():
             if rid in cast:
                 continue
             role = load_role(rid)
             if find_name(text, [role.name, *role.aliases]) is not None:
-                notes.append(f"{role.name} is not in this scene; add them to the cast to hear them. "
-                             f"· {role.name}不在这场戏里。")
+                notes.append(_("{name} is not in this scene; add them to the cast to hear them.", name=role.name))
         return notes
 
     def check_cast(self) -> None:
         if len(self.present) < MIN_MEMBERS:
-            raise InputError(f"A scene needs at least {MIN_MEMBERS} characters; add one more.")
+            raise InputError(_("A scene needs at least {limit} characters; add one more.", limit=MIN_MEMBERS))
 
     # ------------------------------------------------------------ who speaks
 
@@ -254,9 +253,9 @@ class Scene:
         self.check_cast()
         member = who if isinstance(who, Member) else self.member(who) if who else self.pick_next()
         if member is None:
-            raise InputError("Nobody is free to speak: everyone present is muted, or just spoke.")
+            raise InputError(_("Nobody is free to speak: everyone present is muted, or just spoke."))
         if not member.present:
-            raise InputError(f"{member.name} has left the scene; add them again to let them speak.")
+            raise InputError(_("{name} has left the scene; add them again to let them speak.", name=member.name))
         bot = self.bot(member)
         request = self.prepare(member, avoid)
         reply = yield from bot.respond(request)
@@ -273,7 +272,7 @@ class Scene:
         return reply
 
     def turn(self, who: Member | str | None = None) -> Line:
-        for _ in self.stream_turn(who):
+        for _unused in self.stream_turn(who):
             pass
         return self.lines[-1]
 
@@ -296,7 +295,7 @@ class Scene:
         """The visitor's private line to one character: only it hears it, remembers it and answers it."""
         member = self.member(name)
         if not member.present:
-            raise InputError(f"{member.name} has left the scene; a whisper needs someone here to hear it.")
+            raise InputError(_("{name} has left the scene; a whisper needs someone here to hear it.", name=member.name))
         line = Line(self.user_role, check_input(text), to=member.role_id)
         self.lines.append(line)
         return line
@@ -311,7 +310,7 @@ class Scene:
     def talk(self, turns: int) -> Iterator[Line]:
         """The characters carry on for up to `turns` lines; stops early when the director ends the scene."""
         self.check_cast()
-        for _ in range(turns):
+        for _unused in range(turns):
             member = self.pick_next()
             if member is None:
                 return
@@ -320,7 +319,7 @@ class Scene:
     def regenerate(self) -> Generator[str, None, Reply]:
         """The last character line again, by the same character, avoiding the words it gave."""
         if not self.lines or not self.lines[-1].by_character:
-            raise InputError("The last line is not a character's; there is nothing to regenerate.")
+            raise InputError(_("The last line is not a character's; there is nothing to regenerate."))
         old = self.lines.pop()
         try:  # every text the line has had is avoided, and kept beside the new one (chat/swipes.py)
             reply = yield from self.stream_turn(self.member(old.role_id), avoid=old.alternatives or [old.text])
@@ -337,7 +336,7 @@ class Scene:
         """Keep the next (`step` 1) or previous (-1) text of character line `index` (the last by default)."""
         k = len(self.lines) - 1 if index is None else index
         if not 0 <= k < len(self.lines) or not self.lines[k].by_character:
-            raise InputError("That is not a character's line.")
+            raise InputError(_("That is not a character's line."))
         ln = self.lines[k]
         ln.text = stepped(ln.alternatives or [ln.text], ln.text, step)
         return ln

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from chatharuhi_core import i18n
 from chatharuhi_core.chat import lanes as lanes_mod
 from chatharuhi_core.chat.engines import create_engine
 from chatharuhi_core.chat.engines.base import EngineOptions
@@ -46,7 +47,9 @@ def test_the_estimate_comes_from_how_long_turns_took():
     look_b, look_c = next(b.waiting(poll_s=0.01)), next(c.waiting(poll_s=0.01))
     assert 1.0 <= look_b.about_s <= look_c.about_s  # never "about 0 s"; later places wait longer or as long
     line = waiting_line(look_c)
-    assert "2nd in line for the test model" in line and "one visitor at a time" in line and "第 2 位" in line
+    assert "2nd in line for the test model" in line and "one visitor at a time" in line and "位" not in line
+    with i18n.speaking("zh"):
+        assert "第 2 位" in waiting_line(look_c) and "in line" not in waiting_line(look_c)
 
 
 def test_two_slots_serve_two_at_once():
@@ -166,7 +169,7 @@ def props_server():
 
 def test_a_llama_cpp_server_says_its_slots(props_server):
     lane = server_lane(props_server)
-    assert lane.slots == 3 and lane.label.startswith("the model server at 127.0.0.1:")
+    assert lane.slots == 3 and lane.label.format(where=lane.where).startswith("the model server at 127.0.0.1:")
     engine = create_engine("openai", EngineOptions(base_url=props_server, model="m"))
     assert engine.lane() == lane
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ...errors import look_up
+from ...i18n import N_
 from ..prompt import Exchange, Layout
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def engine_names() -> list[str]:
 
 def engine_info(name: str) -> EngineInfo:
     """The registered engine of that name; UnknownNameError (with the known names) otherwise."""
-    return look_up(_REGISTRY, "engine", name)
+    return look_up(_REGISTRY, N_("engine"), name)
 
 
 def registered(engine: Engine) -> EngineInfo | None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from ...config import DEFAULT_HF_MODELS
 from ...errors import EngineError
+from ...i18n import N_, _
 from ..lanes import LaneSpec
 from ..languages import family_languages
 from .base import ChatRequest, EngineBase, EngineOptions, api_sampling, register_engine
@@ -41,45 +42,49 @@ def translate_error(exc: BaseException, options: EngineOptions) -> EngineError:
     """Map huggingface_hub and transport errors to a sentence a visitor understands."""
     from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError, OfflineModeIsEnabled
 
-    where = options.base_url or "Hugging Face Inference"
+    where = options.base_url or "Hugging Face Inference"  # a product's name
     model = options.model or DEFAULT_MODEL
     if isinstance(exc, OfflineModeIsEnabled):  # huggingface_hub then refuses every URL, loopback too
-        return EngineError("Hugging Face Inference is switched off here (HF_HUB_OFFLINE is set). For a TGI or "
-                            "llama.cpp server at a URL, choose the OpenAI-compatible engine: they speak its API.")
+        return EngineError(_("Hugging Face Inference is switched off here (HF_HUB_OFFLINE is set). For a TGI or "
+                             "llama.cpp server at a URL, choose the OpenAI-compatible engine: they speak its API."))
     if isinstance(exc, (InferenceTimeoutError, *_http_errors("TimeoutException"))):
-        return EngineError(f"{where} did not answer within {options.timeout_s:g} seconds.")
+        return EngineError(_("{where} did not answer within {seconds} seconds.", where=where,
+                             seconds=format(options.timeout_s, "g")))
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
         code = exc.response.status_code
         if code == 401:
-            return EngineError("Hugging Face refused the token (401): a sign-in expires after a while, so sign "
-                                "out and in again, or check the HF token in Settings.")
+            return EngineError(_("Hugging Face refused the token (401): a sign-in expires after a while, so sign "
+                                 "out and in again, or check the HF token in Settings."))
         if code == 402:
-            return EngineError("Your Hugging Face account is out of Inference Providers credits (402). Add credits "
-                                "or a payment method at huggingface.co/settings/billing, or choose the offline engine.")
+            return EngineError(_("Your Hugging Face account is out of Inference Providers credits (402). Add credits "
+                                 "or a payment method at huggingface.co/settings/billing, or choose the offline "
+                                 "engine."))
         if code == 403:
-            return EngineError(f"This token may not use {model} (403).")
+            return EngineError(_("This token may not use {model} (403).", model=model))
         if code == 404:
-            return EngineError(f"{where} has no model named '{model}' (404). Check the model id.")
+            return EngineError(_("{where} has no model named '{model}' (404). Check the model id.", where=where,
+                                 model=model))
         if code == 429:
-            return EngineError("Hugging Face Inference is busy or the quota is used up (429). "
-                                "Wait a moment and try again.")
+            return EngineError(_("Hugging Face Inference is busy or the quota is used up (429). Wait a moment and "
+                                 "try again."))
         said = _hf_message(exc)
         if code in (400, 404) and any(words in said.lower() for words in NOT_SERVED):
-            return EngineError(f"No Inference Provider serves {model} for chat now. Choose another model in "
-                                "Settings.")
+            return EngineError(_("No Inference Provider serves {model} for chat now. Choose another model in "
+                                 "Settings.", model=model))
         if code == 400:
             return bad_request(said)
         if code in (413, 422):
-            return EngineError(f"{where} rejected the request ({code}): the conversation may be too long "
-                                "for the model, or the model may not chat.")
+            return EngineError(_("{where} rejected the request ({code}): the conversation may be too long for the "
+                                 "model, or the model may not chat.", where=where, code=code))
         if code >= 500:
-            return EngineError(f"{where} failed ({code}). The model may be loading; try again in a moment.")
-        return EngineError(f"{where} answered with an error ({code}).")
+            return EngineError(_("{where} failed ({code}). The model may be loading; try again in a moment.",
+                                 where=where, code=code))
+        return EngineError(_("{where} answered with an error ({code}).", where=where, code=code))
     if isinstance(exc, _http_errors("ConnectError")):
-        return EngineError(f"Could not reach {where}. Is it running, and is the URL right?")
+        return EngineError(_("Could not reach {where}. Is it running, and is the URL right?", where=where))
     if isinstance(exc, _http_errors("HTTPError")):
-        return EngineError(CUT_MESSAGE)
-    return EngineError(f"{where} gave an unexpected answer ({type(exc).__name__}).")
+        return EngineError(_(CUT_MESSAGE))
+    return EngineError(_("{where} gave an unexpected answer ({why}).", where=where, why=type(exc).__name__))
 
 
 def _hf_message(exc) -> str:
@@ -103,9 +108,9 @@ def suggested_hf_models(settings) -> list[tuple[str, str]]:
 
 @register_engine(
     "hf",
-    "Hugging Face Inference",
-    "A chat model on the Hugging Face Hub through Inference Providers, billed to the account of the HF token "
-    "(or of the visitor signed in with Hugging Face), or the URL of an Inference Endpoint or a TGI server.",
+    N_("Hugging Face Inference"),
+    N_("A chat model on the Hugging Face Hub through Inference Providers, billed to the account of the HF token "
+       "(or of the visitor signed in with Hugging Face), or the URL of an Inference Endpoint or a TGI server."),
     defaults=_defaults, signs_in=True,
 )
 class HFInferenceEngine(EngineBase):
@@ -125,8 +130,8 @@ class HFInferenceEngine(EngineBase):
 
         o = self.options
         if not o.base_url and not o.api_key:
-            raise EngineError("No HF token: sign in with Hugging Face or enter a token in Settings (on the command "
-                               "line: --api-key or HF_TOKEN), or choose the offline engine.")
+            raise EngineError(_("No HF token: sign in with Hugging Face or enter a token in Settings (on the command "
+                                "line: --api-key or HF_TOKEN), or choose the offline engine."))
         return InferenceClient(base_url=o.base_url or o.router or None, token=o.api_key or None, timeout=o.timeout_s)
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
@@ -143,7 +148,7 @@ class HFInferenceEngine(EngineBase):
         except Exception as exc:
             log.info("hf backend failed: %s", type(exc).__name__)
             if reader.started and isinstance(exc, _http_errors("TransportError")):
-                raise EngineError(CUT_MESSAGE) from None
+                raise EngineError(_(CUT_MESSAGE)) from None
             raise translate_error(exc, self.options) from None
         if not reader.finished:
-            raise EngineError(CUT_MESSAGE)
+            raise EngineError(_(CUT_MESSAGE))

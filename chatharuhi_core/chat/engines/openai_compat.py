@@ -10,13 +10,14 @@ import threading
 from collections.abc import Iterator
 
 from ...errors import EngineError
+from ...i18n import N_, _
 from ..lanes import LaneSpec
 from .base import ChatRequest, EngineBase, EngineOptions, api_sampling, register_engine
 from .server_slots import server_lane
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 10.0
-CUT_MESSAGE = "The connection to the model server broke off in the middle of the reply. Try again."
+CUT_MESSAGE = N_("The connection to the model server broke off in the middle of the reply. Try again.")
 
 
 _HTTP = None
@@ -46,8 +47,8 @@ def _where(options: EngineOptions) -> str:
     return options.base_url or "api.openai.com"
 
 
-FOLD_HINT = ("If this server rejects a system message or two user messages in a row, tick "
-             "\"Fold the prompt\" in Settings.")
+FOLD_HINT = N_("If this server rejects a system message or two user messages in a row, tick "
+               "\"Fold the prompt\" in Settings.")
 _ROLE_WORDS = ("system", "alternate", "role")
 
 
@@ -61,10 +62,18 @@ def _server_message(exc) -> str:
 
 def bad_request(server_says: str) -> EngineError:
     """A 400: quote the server, and point at the fold option when it complains about roles."""
-    said = f" It said: \"{server_says}\"" if server_says else ""
     if any(w in server_says.lower() for w in _ROLE_WORDS):
-        return EngineError(f"The model server rejected the prompt's layout (400).{said} {FOLD_HINT}")
-    return EngineError(f"The model server rejected the request (400): the conversation may be too long for it.{said}")
+        text = _("The model server rejected the prompt's layout (400).")
+        return EngineError(_("{sentence} {hint}", sentence=_said(text, server_says), hint=_(FOLD_HINT)))
+    return EngineError(_said(_("The model server rejected the request (400): the conversation may be too long for it."),
+                             server_says))
+
+
+def _said(sentence: str, server_says: str) -> str:
+    """A sentence, then what the server said about it, when it said something."""
+    if not server_says:
+        return sentence
+    return _("{sentence} {said}", sentence=sentence, said=_("It said: \"{text}\"", text=server_says))
 
 
 def translate_error(exc: BaseException, options: EngineOptions) -> EngineError:
@@ -73,30 +82,35 @@ def translate_error(exc: BaseException, options: EngineOptions) -> EngineError:
     import openai
 
     where = _where(options)
-    model = options.model or "the model"
+    model = options.model or _("the model")
     if isinstance(exc, openai.AuthenticationError):
-        return EngineError("The model server refused the API key (401). Check the key in Settings.")
+        return EngineError(_("The model server refused the API key (401). Check the key in Settings."))
     if isinstance(exc, openai.PermissionDeniedError):
-        return EngineError(f"This API key may not use {model} (403).")
+        return EngineError(_("This API key may not use {model} (403).", model=model))
     if isinstance(exc, openai.RateLimitError):
-        return EngineError("The model server is busy or the quota is used up (429). Wait a moment and try again.")
+        return EngineError(_("The model server is busy or the quota is used up (429). Wait a moment and try again."))
     if isinstance(exc, openai.NotFoundError):
-        return EngineError(f"The server at {where} has no model named '{model}' (404). Check the model name.")
+        return EngineError(_("The server at {where} has no model named '{model}' (404). Check the model name.",
+                             where=where, model=model))
     if isinstance(exc, openai.BadRequestError):
         return bad_request(_server_message(exc))
     if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
-        return EngineError(f"The model server at {where} did not answer within {options.timeout_s:g} seconds.")
+        return EngineError(_("The model server at {where} did not answer within {seconds} seconds.", where=where,
+                             seconds=format(options.timeout_s, "g")))
     if isinstance(exc, openai.InternalServerError) or (
         isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
     ):
-        return EngineError(f"The model server at {where} failed ({exc.status_code}). Try again in a moment.")
+        return EngineError(_("The model server at {where} failed ({code}). Try again in a moment.", where=where,
+                             code=exc.status_code))
     if isinstance(exc, openai.APIStatusError):
-        return EngineError(f"The model server at {where} answered with an error ({exc.status_code}).")
+        return EngineError(_("The model server at {where} answered with an error ({code}).", where=where,
+                             code=exc.status_code))
     if isinstance(exc, openai.APIConnectionError):
-        return EngineError(f"Could not reach the model server at {where}. Is it running, and is the URL right?")
+        return EngineError(_("Could not reach the model server at {where}. Is it running, and is the URL right?",
+                             where=where))
     if isinstance(exc, (httpx.HTTPError, openai.APIError)):
-        return EngineError(CUT_MESSAGE)
-    return EngineError(f"The model server gave an unexpected answer ({type(exc).__name__}).")
+        return EngineError(_(CUT_MESSAGE))
+    return EngineError(_("The model server gave an unexpected answer ({why}).", why=type(exc).__name__))
 
 
 class ChunkReader:
@@ -126,8 +140,8 @@ def _defaults(settings) -> dict:
 
 @register_engine(
     "openai",
-    "OpenAI-compatible server",
-    "OpenAI, or any server that speaks its chat API (vLLM, TGI, Ollama, llama.cpp) at a base URL.",
+    N_("OpenAI-compatible server"),
+    N_("OpenAI, or any server that speaks its chat API (vLLM, TGI, Ollama, llama.cpp) at a base URL."),
     defaults=_defaults,
 )
 class OpenAIEngine(EngineBase):
@@ -146,7 +160,7 @@ class OpenAIEngine(EngineBase):
         o = self.options
         if not o.api_key and not o.base_url:
             raise EngineError(
-                "No API key: enter one in Settings, or choose the offline engine."
+                _("No API key: enter one in Settings, or choose the offline engine.")
             )
         timeout = httpx.Timeout(o.timeout_s, connect=min(CONNECT_TIMEOUT_S, o.timeout_s))
         return OpenAI(api_key=o.api_key or "not-needed", base_url=o.base_url or None,
@@ -169,7 +183,7 @@ class OpenAIEngine(EngineBase):
         except Exception as exc:
             log.info("openai backend failed: %s", type(exc).__name__)
             if reader.started and isinstance(exc, (httpx.TransportError, openai.APIConnectionError)):
-                raise EngineError(CUT_MESSAGE) from None
+                raise EngineError(_(CUT_MESSAGE)) from None
             raise translate_error(exc, self.options) from None
         if not reader.finished:
-            raise EngineError(CUT_MESSAGE)
+            raise EngineError(_(CUT_MESSAGE))

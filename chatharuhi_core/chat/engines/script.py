@@ -20,6 +20,7 @@ import numpy as np
 
 from ...embedding import cosine
 from ...errors import EngineError
+from ...i18n import N_, _
 from ...roles.address import said_to
 from ...roles.lines import parse_scene_lines
 from ...roles.names import find_name, is_cjk
@@ -255,10 +256,10 @@ def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
     """The engine's own ranking of given lines as the answer (eval's next-line choice), by what each line says:
     a held-out line has no scene to be found in, so where a line was said is left out for every line alike."""
     if request.embedder is None:
-        raise EngineError("The script engine needs the role's embedder to rank lines.")
+        raise EngineError(_("The script engine needs the role's embedder to rank lines."))
     if not lines:
         return []
-    _, meaning, context = _likeness(request, [], list(lines))
+    _score, meaning, context = _likeness(request, [], list(lines))
     return _what_it_says(request, list(lines), meaning, context, _said_to(request))
 
 
@@ -270,8 +271,8 @@ def next_line(request: ChatRequest) -> str:
         for line, after in zip(own, own[1:]):
             if reply.endswith(line.strip()):
                 return after
-    raise EngineError(f"The offline engine finds no next line of {request.role.name}'s after this reply in the "
-                      "classic scenes; Regenerate for another, or pick a model engine to continue it.")
+    raise EngineError(_("The offline engine finds no next line of {name}'s after this reply in the classic scenes; "
+                        "Regenerate for another, or pick a model engine to continue it.", name=request.role.name))
 
 
 def visitor_line(request: ChatRequest) -> str:
@@ -292,8 +293,8 @@ def visitor_line(request: ChatRequest) -> str:
         if found:
             break
     if not found:
-        raise EngineError(f"The offline engine finds no line of {request.user_role}'s in "
-                          f"{request.role.name}'s classic scenes to offer; type your own, or pick a model engine.")
+        raise EngineError(_("The offline engine finds no line of {user}'s in {name}'s classic scenes to offer; type "
+                            "your own, or pick a model engine.", user=request.user_role, name=request.role.name))
     if request.embedder is None or len(found) == 1:
         return found[0].line
     vecs = request.embedder.embed([request.text, *(c.cue or c.line for c in found)])
@@ -303,9 +304,9 @@ def visitor_line(request: ChatRequest) -> str:
 
 @register_engine(
     "script",
-    "Offline: quote the script",
-    "No language model. The character answers with its own line from the original scenes that "
-    "best follows your message: it quotes the script, it does not invent.",
+    N_("Offline: quote the script"),
+    N_("No language model. The character answers with its own line from the original scenes that "
+       "best follows your message: it quotes the script, it does not invent."),
     writes=False,
 )
 class ScriptEngine(EngineBase):
@@ -315,8 +316,8 @@ class ScriptEngine(EngineBase):
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
         if request.plain and request.task not in ("continue", "impersonate"):
-            raise EngineError("The offline script engine only quotes the character's lines; "
-                               "it cannot write new text. Pick a model engine for this.")
+            raise EngineError(_("The offline script engine only quotes the character's lines; it cannot write new "
+                                "text. Pick a model engine for this."))
         with foreground():  # a visitor's short work: a local model running beside it leaves it a core
             line = (next_line(request) if request.task == "continue" else
                     visitor_line(request) if request.task == "impersonate" else choose_line(request))

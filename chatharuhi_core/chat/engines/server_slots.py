@@ -12,6 +12,7 @@ import threading
 import time
 from urllib.parse import urlsplit, urlunsplit
 
+from ...i18n import N_
 from ..lanes import LaneSpec
 
 PROBE_TIMEOUT_S = 2.0
@@ -77,7 +78,7 @@ def server_lane(base_url: str | None, api_key: str | None = None) -> LaneSpec | 
     if not slots:
         return None
     where = urlsplit(base_url).netloc or base_url
-    return LaneSpec(f"server {server_root(base_url)}", f"the model server at {where}", slots)
+    return LaneSpec(f"server {server_root(base_url)}", N_("the model server at {where}"), slots, where)
 
 
 def forget_servers() -> None:

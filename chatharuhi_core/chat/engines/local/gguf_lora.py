@@ -26,6 +26,7 @@ import math
 from pathlib import Path
 
 from ....errors import EngineError
+from ....i18n import _
 from .runtime import file_stamp, made_once, quantize
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,8 @@ def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, make) -> P
         cache = Settings.from_env().cache_dir / "lora-gguf"
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         if not (adapter / name).is_file():
-            raise EngineError(f"The adapter in {adapter} has no {name} (only safetensors adapters from peft are read).")
+            raise EngineError(_("The adapter in {adapter} has no {name} (only safetensors adapters from peft are read).",
+                                adapter=adapter, name=name))
     out = cache / f"{adapter.name}-{kind}-{_key(adapter, base)}.gguf"
     if out.is_file():
         out.touch()  # used now: the last to go when the folder is pruned
@@ -68,8 +70,9 @@ def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, make) -> P
     try:
         made_once(out, make)
     except OSError as exc:
-        raise EngineError(f"Could not write the adapter in {adapter} converted for llama.cpp into {cache} "
-                          f"({type(exc).__name__}: {exc.strerror or exc}).") from None
+        raise EngineError(_("Could not write the adapter in {adapter} converted for llama.cpp into {cache} ({why}).",
+                            adapter=adapter, cache=cache,
+                            why=type(exc).__name__ + ": " + str(exc.strerror or exc))) from None
     log.info("converted the adapter %s for llama.cpp: %s", adapter, out)
     prune(cache, CACHE_BYTES)
     return out
@@ -128,21 +131,24 @@ def _read_adapter(adapter: Path):
         rank, alpha = int(config["r"]), float(config["lora_alpha"])
         weights = load_file(str(adapter / "adapter_model.safetensors"))
     except Exception as exc:
-        raise EngineError(f"The adapter in {adapter} cannot be read ({type(exc).__name__}).") from None
+        raise EngineError(_("The adapter in {adapter} cannot be read ({why}).", adapter=adapter,
+                            why=type(exc).__name__)) from None
     if config.get("rank_pattern") or config.get("alpha_pattern"):
-        raise EngineError(f"The adapter in {adapter} uses a rank per layer, which llama.cpp does not read.")
+        raise EngineError(_("The adapter in {adapter} uses a rank per layer, which llama.cpp does not read.",
+                            adapter=adapter))
     if config.get("use_rslora"):
         alpha *= math.sqrt(rank)  # llama.cpp scales by alpha/rank; rsLoRA by alpha/sqrt(rank)
     pairs: dict[str, dict[str, np.ndarray]] = {}
     for name, tensor in weights.items():
         parts = name.split(".")
         if "layers" not in parts or parts[-2] not in ("lora_A", "lora_B"):
-            raise EngineError(f"The adapter in {adapter} holds {name}, which llama.cpp cannot apply "
-                               "(only LoRA on the layers' linear projections is converted).")
+            raise EngineError(_("The adapter in {adapter} holds {name}, which llama.cpp cannot apply (only LoRA on "
+                                "the layers' linear projections is converted).", adapter=adapter, name=name))
         layer = int(parts[parts.index("layers") + 1])
         module = ".".join(parts[parts.index("layers") + 2:-2])
         if module not in PROJECTIONS:
-            raise EngineError(f"The adapter in {adapter} adapts {module}, which llama.cpp cannot apply.")
+            raise EngineError(_("The adapter in {adapter} adapts {module}, which llama.cpp cannot apply.", adapter=adapter,
+                                module=module))
         target = f"blk.{layer}.{PROJECTIONS[module]}.weight"
         pairs.setdefault(target, {})[parts[-2]] = tensor.astype(np.float32)
     return rank, alpha, pairs
@@ -162,8 +168,8 @@ def _checked_pairs(adapter: Path, base: Path, reader):
         want = shapes.get(target)
         if a is None or b is None or want is None or a.shape[1] != want[0] or b.shape[0] != want[1] \
                 or a.shape[0] != b.shape[1]:
-            raise EngineError(f"The adapter in {adapter} was trained for another base model than {base.name} "
-                               f"({target} does not fit).")
+            raise EngineError(_("The adapter in {adapter} was trained for another base model than {base} ({target} "
+                                "does not fit).", adapter=adapter, base=base.name, target=target))
         if target.endswith("attn_q.weight"):
             b = _permute_rows(b, heads)
         elif target.endswith("attn_k.weight"):
@@ -203,7 +209,7 @@ def convert(adapter: Path, base: Path, out: Path) -> None:
     import numpy as np
     from gguf import GGUFReader, GGUFWriter
 
-    arch, _, alpha, pairs = _checked_pairs(adapter, base, GGUFReader(str(base)))
+    arch, _rank, alpha, pairs = _checked_pairs(adapter, base, GGUFReader(str(base)))
     writer = GGUFWriter(str(out), arch)
     writer.add_string("general.type", "adapter")
     writer.add_string("adapter.type", "lora")

