@@ -22,6 +22,7 @@ from ..chat.prompt import Exchange
 from ..chat.swipes import check_alternatives
 from ..chat.transcript import MAIN, MAX_BRANCHES, Branch
 from ..errors import ChatHaruhiError
+from ..i18n import N_, _
 from .chat import Conversation
 
 VERSION = 1
@@ -30,8 +31,8 @@ MAX_CHATS = 12  # the most recent characters
 MAX_CHARS = 400_000  # the whole record, well under a browser's 5 MB of local storage
 # A chat's tree: each line is kept like a chat (its newest MAX_EXCHANGES, whole), at most MAX_BRANCHES besides the
 # one on screen; past MAX_CHARS the other lines of the least recent branched chat go first, then whole chats.
-SET_ASIDE = ("The chats saved in this browser could not be read (an older version, or damaged) and were set "
-             "aside; you start fresh. · 无法读取浏览器中保存的对话，已重新开始。")
+SET_ASIDE = N_("The chats saved in this browser could not be read (an older version, or damaged) and were set "
+               "aside; you start fresh.")
 
 
 @dataclass
@@ -149,7 +150,7 @@ def unpack(data: object, opens: Callable[[str], bool], engines: set[str]) -> Res
             found.chats[rid] = conv
         return found
     except (ValueError, TypeError, KeyError, ChatHaruhiError):
-        return Restored(note=SET_ASIDE)
+        return Restored(note=_(SET_ASIDE))
 
 
 def _conversation(rid: str, item: dict) -> Conversation:

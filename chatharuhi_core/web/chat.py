@@ -25,11 +25,22 @@ from ..chat.transcript import Branch, ReplyMeta, Transcript, dump_chat, load_cha
 from ..chat.when import shown
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
+from ..i18n import _, ngettext
 from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
 from ..roles.role import Role
 from ..roles.sources import load_role
-from .common import WARNING_MARK, EnginePanel, Throttle, export_file, lang_of, message_text, while_running
+from .common import (
+    LIST_SEPARATOR,
+    WARNING_MARK,
+    EnginePanel,
+    Throttle,
+    export_file,
+    lang_of,
+    message_text,
+    translated,
+    while_running,
+)
 from .feedback import Answered, correct, message_index, rate, record_feedback
 
 log = logging.getLogger(__name__)
@@ -62,7 +73,7 @@ class Conversation:
     def _full_meta(self) -> list[ReplyMeta]:
         """Exchanges made without metadata (older states, the API) get an empty record."""
         meta = list(self.meta[: len(self.history)])
-        meta += [ReplyMeta(uuid.uuid4().hex, []) for _ in range(len(self.history) - len(meta))]
+        meta += [ReplyMeta(uuid.uuid4().hex, []) for _unused in range(len(self.history) - len(meta))]
         return meta
 
 
@@ -145,11 +156,12 @@ def stats_line(stats: ReplyStats | None) -> str:
     if stats is None:
         return ""
     model = f" · `{html.escape(stats.model)}`" if stats.model else ""
-    speed = f"{stats.tokens_per_s:.1f} tokens/s" if stats.tokens_per_s else "–"
-    cut = (f" · ✂️ cut short (…): the model reached its length limit ({stats.cut_at} tokens); Regenerate for another"
-           if stats.cut_at else "")
-    return (f"Answered by **{html.escape(stats.engine)}**{model} · first token {stats.first_token_s:.2f} s · "
-            f"{speed} ({stats.tokens} tokens in {stats.total_s:.1f} s){cut}")
+    speed = _("{rate} tokens/s", rate=format(stats.tokens_per_s, ".1f")) if stats.tokens_per_s else "–"
+    cut = (" · ✂️ " + _("cut short (…): the model reached its length limit ({limit} tokens); Regenerate for another",
+                       limit=stats.cut_at) if stats.cut_at else "")
+    timing = _("first token {first} s · {speed} ({tokens} tokens in {total} s)", first=format(stats.first_token_s, ".2f"),
+               speed=speed, tokens=stats.tokens, total=format(stats.total_s, ".1f"))
+    return _("Answered by **{engine}**", engine=html.escape(translated(stats.engine))) + model + " · " + timing + cut
 
 
 def memory_line(reply: Reply) -> str:
@@ -157,13 +169,14 @@ def memory_line(reply: Reply) -> str:
     earlier exchanges recalled (the Memories panel says which and why)."""
     parts = []
     if reply.pinned:
-        parts.append(f"{reply.pinned} pinned fact{'s' * (reply.pinned != 1)}")
+        parts.append(ngettext("{n} pinned fact", "{n} pinned facts", reply.pinned))
     if reply.notes:
-        parts.append(f"{len(reply.notes)} note{'s' * (len(reply.notes) != 1)}")
+        parts.append(ngettext("{n} note", "{n} notes", len(reply.notes)))
     if reply.recalled:
-        turns = ", ".join(str(r.turn) for r in reply.recalled[:4]) + ("…" if len(reply.recalled) > 4 else "")
-        parts.append(f"turn{'s' * (len(reply.recalled) != 1)} {turns} recalled")
-    return (" · 🧠 remembered " + ", ".join(parts)) if parts else ""
+        turns = _(LIST_SEPARATOR).join(str(r.turn) for r in reply.recalled[:4]) + ("…" if len(reply.recalled) > 4
+                                                                                  else "")
+        parts.append(ngettext("turn {turns} recalled", "turns {turns} recalled", len(reply.recalled), turns=turns))
+    return (" · 🧠 " + _("remembered {what}", what=_(LIST_SEPARATOR).join(parts))) if parts else ""
 
 
 def lore_markdown(fired: list[Fired]) -> str:
@@ -174,27 +187,28 @@ def lore_markdown(fired: list[Fired]) -> str:
     for f in fired:
         mark = "📖" if f.used else "✂️"
         rows.append(f"- {mark} **{html.escape(f.entry.label, quote=False)}** · {html.escape(f.reason, quote=False)}")
-    return "**Lorebook entries · 世界书**\n\n" + "\n".join(rows)
+    return "**" + _("Lorebook entries") + "**\n\n" + "\n".join(rows)
 
 
 def scenes_markdown(conv: Conversation) -> str:
     """The lorebook entries and scenes retrieved for the last reply, marking those that fit the budgets."""
     last = conv.last
     if last is None or not (last.scenes or last.lore or last.recalled):
-        return "_Send a message to see which classic scenes the reply drew on._"
+        return "_" + _("Send a message to see which classic scenes the reply drew on.") + "_"
     parts = [lore] if (lore := lore_markdown(last.lore)) else []
     if last.recalled:
-        parts.append("**Recalled from earlier in this conversation · 回忆起的对话**")
+        parts.append("**" + _("Recalled from earlier in this conversation") + "**")
         for r in last.recalled:
             when = f" · {shown(r.at)}" if r.at else ""
             why = f" · {html.escape(r.why)}" if r.why else ""
-            parts.append(f"**turn {r.turn}**{when}{why} · in the prompt\n\n{_quoted(r.text)}")
+            turn, used = _("turn {turn}", turn=r.turn), _("in the prompt")
+            parts.append(f"**{turn}**{when}{why} · {used}\n\n{_quoted(r.text)}")
     if last.scenes:
-        parts.append("**Classic scenes · 经典场景**")
+        parts.append("**" + _("Classic scenes") + "**")
     for i, hit in enumerate(last.scenes):
-        used = "in the prompt" if i < last.packed else "over the budget, left out"
-        parts.append(f"**{i + 1}. {html.escape(hit.id)}** · similarity {hit.similarity:.2f} · {used}\n\n"
-                     f"{_quoted(hit.text)}")
+        used = _("in the prompt") if i < last.packed else _("over the budget, left out")
+        similar = _("similarity {value}", value=format(hit.similarity, ".2f"))
+        parts.append(f"**{i + 1}. {html.escape(hit.id)}** · {similar} · {used}\n\n{_quoted(hit.text)}")
     return "\n\n".join(parts)
 
 
@@ -305,8 +319,9 @@ def _begin(conv: Conversation, text: str, user_role: str, how: str) -> _Turn | T
     role, base = load_role(conv.role_id), conv.copy()
     last = base.history[-1] if base.history else None
     if how != SEND and last is None:
-        what = "regenerate" if how == REGENERATE else "continue"
-        return TurnUpdate(chat_messages(base, role, user_role), base, f"There is no reply to {what} yet.", True)
+        said = (_("There is no reply to regenerate yet.") if how == REGENERATE
+                else _("There is no reply to continue yet."))
+        return TurnUpdate(chat_messages(base, role, user_role), base, said, True)
     turn = _Turn(conv, role, how, text, user_role, base, last=last)
     if how == REGENERATE:
         base.history.pop()
@@ -353,7 +368,7 @@ def _failed(turn: _Turn, reply: str, exc: Exception) -> TurnUpdate:
         return TurnUpdate(turn.shown + [{"role": "assistant", "content": partial + WARNING_MARK + str(exc)}], conv,
                           str(exc), True)
     log.exception("turn failed", exc_info=exc)  # never a traceback in the page
-    sentence = f"Something went wrong while answering ({type(exc).__name__}). Please try again."
+    sentence = _("Something went wrong while answering ({error}). Please try again.", error=type(exc).__name__)
     return TurnUpdate(turn.shown + [{"role": "assistant", "content": WARNING_MARK + sentence}], conv, sentence, True)
 
 
@@ -432,13 +447,16 @@ def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings
     conv = conv.copy()
     k = reply_at(conv, role, index)
     if k is None:
-        return conv, "Only the character's replies can be rated."
+        return conv, _("Only the character's replies can be rated.")
     rating = rate(conv.meta[k], liked)
     failed = _record(conv, role, k, "rating", settings)
-    note = {"like": "Thanks: noted that you liked this reply. · 已记录：喜欢。",
-            "dislike": "Noted. Edit the reply (the pencil) to show how the character should have answered. "
-                       "· 已记录：不喜欢。"}
-    return conv, failed or note.get(rating or "", "Rating removed.")
+    if rating == "like":
+        note = _("Thanks: noted that you liked this reply.")
+    elif rating == "dislike":
+        note = _("Noted. Edit the reply (the pencil) to show how the character should have answered.")
+    else:
+        note = _("Rating removed.")
+    return conv, failed or note
 
 
 def edit_message(conv: Conversation, index: int, new_text: object, settings: Settings) -> tuple[Conversation, str]:
@@ -454,31 +472,31 @@ def edit_message(conv: Conversation, index: int, new_text: object, settings: Set
         return _edit_question(conv, q, message_text(new_text).strip())
     k = reply_at(conv, role, index)
     if k is None:
-        return conv, "The greeting cannot be edited; send a message to start the conversation."
+        return conv, _("The greeting cannot be edited; send a message to start the conversation.")
     text = message_text(new_text).strip()
     if not text:
-        return conv, "A reply cannot be empty; the edit was undone."
+        return conv, _("A reply cannot be empty; the edit was undone.")
     ex, meta = conv.history[k], conv.meta[k]
     if text == ex.reply:
         return conv, ""
     correct(meta, ex.reply, text)
     conv.history[k] = rewritten(ex, text)
     failed = _record(conv, role, k, "edit", settings)
-    return conv, failed or "Saved your correction: the character will go on from it. · 已保存修改。"
+    return conv, failed or _("Saved your correction: the character will go on from it.")
 
 
 def _edit_question(conv: Conversation, k: int, text: str) -> tuple[Conversation, str]:
     """The visitor rewrites their own message; the reply after it is answered again only when it is the last."""
     ex = conv.history[k]
     if not text:
-        return conv, "A message cannot be empty; the edit was undone."
+        return conv, _("A message cannot be empty; the edit was undone.")
     if text == ex.text:
         return conv, ""
     conv.history[k] = replace(ex, text=text)
     if k == len(conv.history) - 1:
         conv.tried = []
-        return conv, "Your message was changed; the character answers it again. · 已修改，重新回答。"
-    return conv, "Your message was changed; the replies after it stay as they were. · 已修改你的消息。"
+        return conv, _("Your message was changed; the character answers it again.")
+    return conv, _("Your message was changed; the replies after it stay as they were.")
 
 
 def answers_again(conv: Conversation, role: Role, index: object) -> bool:
@@ -523,8 +541,9 @@ def import_chat(path: str | Path, settings: Settings | None = None) -> tuple[Con
     try:
         load_role(t.role_id)
     except ChatHaruhiError:
-        raise InputError(f"This chat is with '{t.role_name or t.role_id}', who is not available here. Add the "
-                         "character in the 'Add a character' tab first, then import the chat again.") from None
+        raise InputError(_("This chat is with '{name}', who is not available here. Add the character in the "
+                           "'Add a character' tab first, then import the chat again.",
+                           name=t.role_name or t.role_id)) from None
     about = t.persona.description if t.persona else ""
 
     def conversation(b: Branch) -> Conversation:

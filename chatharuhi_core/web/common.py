@@ -17,11 +17,13 @@ from typing import ClassVar
 from ..chat.engines import EngineChoice, default_budgets, engine_info
 from ..config import Budgets, Settings
 from ..errors import UnknownNameError
+from ..i18n import N_, _, language
 from ..roles.role import Role
 
 log = logging.getLogger(__name__)
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 WARNING_MARK = "⚠️ "
+LIST_SEPARATOR = N_(", ")  # between the items of a short list in a sentence ("2 pinned facts, 1 note")
 # At most ~25 page updates a second per reply: each one costs the server a diff and a message, and
 # with 32 visitors per-token frames made the app, not the model, the bottleneck. The first token and
 # any token after a pause go out at once.
@@ -79,15 +81,18 @@ def lang_of(role: Role) -> str:
 
 def portrait_html(role: Role) -> str:
     """The portrait with alt text that says who is shown (Gradio's image viewer gives none)."""
-    alt = html.escape(f"Portrait of {role.name}" + (f", from {role.series}" if role.series else ""), quote=True)
+    series = role.described(language()).series  # the work as the visitor's language names it, where given
+    alt = html.escape(_("Portrait of {name}, from {series}", name=role.name, series=series) if series
+                      else _("Portrait of {name}", name=role.name), quote=True)
     return f'<img class="portrait" src="{file_url(portrait_of(role))}" alt="{alt}">'
 
 
 def scene_picture_html(path: str, caption: str) -> str:
     """A scene picture with its caption as both alt text and a visible caption."""
     text = html.escape(caption, quote=True)
+    shown_caption = _("Scene: {caption}", caption=text)
     return (f'<figure class="scene-figure"><img src="{file_url(path)}" alt="{text}">'
-            f"<figcaption>Scene · 场景: {text}</figcaption></figure>")
+            f"<figcaption>{shown_caption}</figcaption></figure>")
 
 
 @dataclass(frozen=True)
@@ -183,12 +188,18 @@ def export_file(text: str, name: str, folder: Path | None = None) -> Path:
     return path
 
 
+def translated(text: str) -> str:
+    """A registered text (an engine's label or description, marked where it is registered) in the visitor's
+    language; "" stays "" (gettext's "" is the catalogue's header), an unmarked text stays as it is."""
+    return _(text) if text else ""
+
+
 def engine_note(engine: str) -> str:
     try:
         info = engine_info(engine)
     except UnknownNameError as exc:
         return WARNING_MARK + str(exc)
-    return f"**{info.label}.** {info.description}"
+    return _("**{engine}.** {description}", engine=translated(info.label), description=translated(info.description))
 
 
 def while_running(work: Callable[[], object], every_s: float = 1.0) -> Iterator[int]:

@@ -18,6 +18,7 @@ from ..chat.swipes import flipped, passed_over, position, replies_of
 from ..chat.transcript import MAX_BRANCHES, Branch
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
+from ..i18n import _, ngettext
 from ..roles.sources import load_role
 from .chat import Conversation, _exchange_at, engine_frames, make_bot
 from .common import EnginePanel
@@ -37,7 +38,7 @@ def alternatives_label(conv: Conversation | None, index: object = None) -> str:
     if conv is None or (k := selected_reply(conv, index)) is None:
         return "**0 / 0**"
     ex = conv.history[k]
-    which = "" if k == len(conv.history) - 1 else f" · reply {k + 1}"
+    which = "" if k == len(conv.history) - 1 else " · " + _("reply {number}", number=k + 1)
     return f"**{position(ex) + 1} / {len(replies_of(ex))}**{which}"
 
 
@@ -57,10 +58,10 @@ def flip(conv: Conversation, index: object, step: int, settings: Settings) -> tu
     conv = conv.copy()
     k = selected_reply(conv, index)
     if k is None:
-        return conv, "There is no reply to flip through yet."
+        return conv, _("There is no reply to flip through yet.")
     ex = conv.history[k]
     if len(replies_of(ex)) < 2:
-        return conv, "This reply has no alternatives yet: ↻ Regenerate adds one. · 重新生成可添加备选回复。"
+        return conv, _("This reply has no alternatives yet: ↻ Regenerate adds one.")
     conv.history[k] = ex = flipped(ex, step)
     if k == len(conv.history) - 1:
         conv.tried = list(replies_of(ex))
@@ -70,6 +71,12 @@ def flip(conv: Conversation, index: object, step: int, settings: Settings) -> tu
     answered = Answered(conv.role_id, role.name, ex.user_role, ex.text, passed_over(ex))
     failed = record_feedback(settings, meta, ex.reply, answered, "swipe")
     return conv, failed or ""
+
+
+def line_name(line: Branch) -> str:
+    """A line's name as shown: the first line's "Main" (the name every chat file gives it) in the visitor's
+    language; a branch's name as it was made."""
+    return _("Main") if line.name == Branch().name else line.name
 
 
 def _bare(conv: Conversation) -> Conversation:
@@ -87,18 +94,21 @@ def branch_from(conv: Conversation, index: object) -> tuple[Conversation, str, s
     else:
         keep, box = (at[0] + 1, "") if at[1] == 1 else (at[0], conv.history[at[0]].text)
     if len(conv.others) >= MAX_BRANCHES:
-        raise InputError(f"This chat has {len(conv.others) + 1} lines, the most it keeps; go to one you no longer "
-                         "need and clear it first.")
+        raise InputError(_("This chat has {n} lines, the most it keeps; go to one you no longer need and clear it "
+                           "first.", n=len(conv.others) + 1))
     full = conv.copy()
     used = {conv.line.id, *(o.line.id for o in conv.others)}
     n = len(used) + 1
-    line = Branch(uuid.uuid4().hex[:8], f"Branch {n}", conv.line.id, keep)
+    line = Branch(uuid.uuid4().hex[:8], _("Branch {n}", n=n), conv.line.id, keep)
     history = full.history[:keep]
     new = Conversation(conv.role_id, history, full.meta[:keep], memory=conv.memory.branched(history),
                        persona=conv.persona, face=conv.face, note=conv.note, line=line,
                        others=[_bare(full), *conv.others])
-    where = f"after exchange {keep}" if keep else "from the greeting"
-    return new, box, f"↳ {line.name}: a new line of the story {where} of {conv.line.name}. · 已创建分支。"
+    said = (_("{name}: a new line of the story after exchange {n} of {parent}.", name=line.name, n=keep,
+              parent=line_name(conv.line)) if keep
+            else _("{name}: a new line of the story from the greeting of {parent}.", name=line.name,
+                   parent=line_name(conv.line)))
+    return new, box, "↳ " + said
 
 
 def switch_line(conv: Conversation, line_id: str | None) -> Conversation:
@@ -107,22 +117,23 @@ def switch_line(conv: Conversation, line_id: str | None) -> Conversation:
         return conv
     target = next((o for o in conv.others if o.line.id == line_id), None)
     if target is None:
-        raise InputError("That line of the story is not in this chat any more.")
+        raise InputError(_("That line of the story is not in this chat any more."))
     rest = [o for o in conv.others if o.line.id != line_id]
     return replace(target.copy(), others=[_bare(conv.copy()), *rest])
 
 
 def back_to_parent(conv: Conversation) -> Conversation:
     if conv.line.parent is None:
-        raise InputError("This is the first line of the story; it has no parent to go back to.")
+        raise InputError(_("This is the first line of the story; it has no parent to go back to."))
     return switch_line(conv, conv.line.parent)
 
 
 def _label(conv: Conversation, names: dict[str, str]) -> str:
-    size = f"{len(conv.history)} exchange{'s' * (len(conv.history) != 1)}"
+    size = ngettext("{n} exchange", "{n} exchanges", len(conv.history))
     if conv.line.parent is None:
-        return f"{conv.line.name} · {size}"
-    return f"{conv.line.name} · from {names.get(conv.line.parent, '?')} after {conv.line.at} · {size}"
+        return f"{line_name(conv.line)} · {size}"
+    where = _("from {parent} after {at}", parent=names.get(conv.line.parent, "?"), at=conv.line.at)
+    return f"{line_name(conv.line)} · {where} · {size}"
 
 
 def line_choices(conv: Conversation | None) -> tuple[list[tuple[str, str]], str | None]:
@@ -130,7 +141,7 @@ def line_choices(conv: Conversation | None) -> tuple[list[tuple[str, str]], str 
     if conv is None:
         return [], None
     lines = sorted([conv, *conv.others], key=lambda c: (c.line.parent is not None, c.line.name))
-    names = {c.line.id: c.line.name for c in lines}
+    names = {c.line.id: line_name(c.line) for c in lines}
     return [(_label(c, names), c.line.id) for c in lines], conv.line.id
 
 
@@ -149,8 +160,8 @@ def set_persona(conv: Conversation, description: str) -> tuple[Conversation, str
     conv = conv.copy()
     text = (description or "").strip()
     if len(text) > MAX_DESCRIPTION_CHARS:
-        return conv, (f"That description is {len(text):,} characters long; a persona holds {MAX_DESCRIPTION_CHARS}. "
-                      "It was not used; please shorten it.")
+        return conv, _("That description is {length} characters long; a persona holds {most}. It was not used; "
+                       "please shorten it.", length=format(len(text), ","), most=MAX_DESCRIPTION_CHARS)
     conv.persona = text
     return conv, ""
 
@@ -174,12 +185,13 @@ def controls_state(conv: Conversation | None, user: str) -> str:
         return ""
     parts = []
     if conv.others or conv.line.parent:
-        parts.append(f"↳ {html.escape(conv.line.name)}")
+        parts.append(f"↳ {html.escape(line_name(conv.line))}")
     if conv.persona:
-        parts.append(f"as {html.escape(user)}: {html.escape(conv.persona[:60])}{'…' * (len(conv.persona) > 60)}")
+        about = html.escape(conv.persona[:60]) + "…" * (len(conv.persona) > 60)
+        parts.append(_("as {user}: {persona}", user=html.escape(user), persona=about))
     if conv.note:
-        note = conv.note.text
-        parts.append(f"✎ note at depth {conv.note.depth}: {html.escape(note[:60])}{'…' * (len(note) > 60)}")
+        note = html.escape(conv.note.text[:60]) + "…" * (len(conv.note.text) > 60)
+        parts.append("✎ " + _("note at depth {depth}: {note}", depth=conv.note.depth, note=note))
     return " · ".join(parts)
 
 
@@ -191,11 +203,12 @@ def impersonate(conv: Conversation, user_role: str, engine: EnginePanel,
     try:
         bot = make_bot(conv, engine, user_role, settings)
         persona(bot.user_role, conv.persona or "")  # a name too long is a sentence before any work
-        for text, _, done in engine_frames(bot, bot.impersonate):
+        for text, _status, done in engine_frames(bot, bot.impersonate):
             if done is None:
                 yield text, None
         yield done.text, None
     except ChatHaruhiError as exc:
         yield text, str(exc)
     except Exception as exc:  # never a traceback in the page
-        yield text, f"Something went wrong while writing your line ({type(exc).__name__}). Please try again."
+        yield text, _("Something went wrong while writing your line ({error}). Please try again.",
+                      error=type(exc).__name__)

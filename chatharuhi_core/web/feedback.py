@@ -9,6 +9,7 @@ from typing import Protocol
 
 from ..config import Settings
 from ..data.feedback import FeedbackRecord, feedback_record
+from ..i18n import _
 from ..jsonl import append_record
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def record_feedback(settings: Settings, said: Rated, text: str, answered: Answer
         append_record(path, rec)
     except OSError as exc:
         log.error("feedback not saved: %s", exc)
-        return "Your feedback could not be saved on the server (its disk refused the write)."
+        return _("Your feedback could not be saved on the server (its disk refused the write).")
     return None
 
 

@@ -12,15 +12,15 @@ from ..chat.memory import Memory
 from ..chat.notes import valid_notes
 from ..chat.when import shown
 from ..errors import InputError
+from ..i18n import N_, _, ngettext
 from .chat import Conversation
 
 SHOWN_RECALLS = 5  # recalled exchanges listed one by one; the rest are counted
-QUOTES_ONLY = ("- 🎭 The offline engine quotes the character's own lines, so its replies cannot use memories; "
-               "pick a model engine (local, OpenAI-compatible, Hugging Face) for replies that do · "
-               "离线引擎只引用原文台词，用不上记忆；换一个模型引擎即可。")
+QUOTES_ONLY = N_("The offline engine quotes the character's own lines, so its replies cannot use memories; "
+                 "pick a model engine (local, OpenAI-compatible, Hugging Face) for replies that do.")
 
-EMPTY = ("_No memories yet. Write a fact below (“my sister is Anna”) or pin your last message: the character "
-         "keeps them for the rest of this conversation. · 还没有记忆：写下一件事，角色会一直记得。_")
+EMPTY = N_("No memories yet. Write a fact below (“my sister is Anna”) or pin your last message: the character "
+           "keeps them for the rest of this conversation.")
 
 
 def uses(reply: str, fact: str, asked: str = "") -> bool:
@@ -47,25 +47,26 @@ def memory_markdown(conv: Conversation | None) -> str:
     last = conv.last if conv else None
     used = "\n\n".join(part for part in (used_memory_markdown(conv), notes_markdown(conv)) if part) if conv else ""
     if not pins:
-        return EMPTY + ("\n\n" + used if used else "")
+        return "_" + _(EMPTY) + "_" + ("\n\n" + used if used else "")
     prompt = last.messages[0]["content"] if last is not None and last.messages else ""
     quotes = _quotes_only(conv)
     asked = conv.history[-1].text if conv.history else ""
     rows = []
     for n, pin in enumerate(pins, 1):
-        where = f" · from exchange {pin.turn}" if pin.turn else ""
+        where = " · " + _("from exchange {turn}", turn=pin.turn) if pin.turn else ""
         if last is None:
             mark = ""  # no reply yet: the first one will hold it
         elif pin.made_at >= len(conv.history):
-            mark = " · ⏳ pinned after the last reply: the next one will hold it"
+            mark = " · ⏳ " + _("pinned after the last reply: the next one will hold it")
         elif f"- {pin.text}" in prompt:
-            shown_use = "" if quotes else (" · ✅ the reply uses it · 回复用到了" if uses(last.text, pin.text, asked)
-                                           else " · the reply does not show it")
-            mark = " · 📥 in the last reply's prompt · 在提示中" + shown_use
+            shown_use = "" if quotes else (" · ✅ " + _("the reply uses it") if uses(last.text, pin.text, asked)
+                                           else " · " + _("the reply does not show it"))
+            mark = " · 📥 " + _("in the last reply's prompt") + shown_use
         else:
-            mark = " · ✂️ over the memory budget: not in the last reply's prompt"
+            mark = " · ✂️ " + _("over the memory budget: not in the last reply's prompt")
         rows.append(f"{n}. {html.escape(pin.text, quote=False)}{where}{mark}")
-    return "**What the character remembers · 角色记得**\n\n" + "\n".join(rows) + ("\n\n" + used if used else "")
+    head = "**" + _("What the character remembers") + "**\n\n"
+    return head + "\n".join(rows) + ("\n\n" + used if used else "")
 
 
 def notes_markdown(conv: Conversation) -> str:
@@ -74,9 +75,11 @@ def notes_markdown(conv: Conversation) -> str:
     notes = valid_notes(conv.memory.notes, conv.history)
     if not notes:
         return ""
-    rows = [f"- {html.escape(n.heading(conv.history).strip('[]'), quote=False)} · by "
-            f"{html.escape(n.engine or 'an engine', quote=False)}: {html.escape(n.text, quote=False)}" for n in notes]
-    return "**Notes on older stretches · 旧对话笔记**\n\n" + "\n".join(rows)
+    rows = ["- " + _("{heading} · by {engine}: {text}", heading=html.escape(n.heading(conv.history).strip("[]"),
+                                                                           quote=False),
+                     engine=html.escape(n.engine or _("an engine"), quote=False), text=html.escape(n.text, quote=False))
+            for n in notes]
+    return "**" + _("Notes on older stretches") + "**\n\n" + "\n".join(rows)
 
 
 def used_memory_markdown(conv: Conversation) -> str:
@@ -89,40 +92,47 @@ def used_memory_markdown(conv: Conversation) -> str:
     n = len(conv.history) - 1  # the last reply's own exchange is not part of what it remembered
     window = min(last.window, n)
     quotes = _quotes_only(conv)
-    lines = ["**In the last reply's prompt · 上一条回复的提示里有**"]
+    lines = ["**" + _("In the last reply's prompt") + "**"]
     if quotes and (conv.memory.pins or last.recalled or last.notes):
-        lines.append(QUOTES_ONLY)
+        lines.append("- 🎭 " + _(QUOTES_ONLY))
     if not n:
-        lines.append("- 🪟 nothing earlier: it answered the conversation's first message")
+        lines.append("- 🪟 " + _("nothing earlier: it answered the conversation's first message"))
     elif window >= n:
-        lines.append(f"- 🪟 the whole conversation so far ({n} exchange{'s' * (n != 1)}) is in its history window; "
-                     "recall starts when older exchanges leave it")
+        lines.append("- 🪟 " + ngettext("the whole conversation so far ({n} exchange) is in its history window; "
+                                        "recall starts when older exchanges leave it",
+                                        "the whole conversation so far ({n} exchanges) is in its history window; "
+                                        "recall starts when older exchanges leave it", n))
     else:
-        lines.append(f"- 🪟 history window: exchanges {n - window + 1}-{n}" if window else
-                     "- 🪟 history window: empty (the budget holds no whole exchange)")
+        lines.append("- 🪟 " + (_("history window: exchanges {first}-{last}", first=n - window + 1, last=n) if window
+                               else _("history window: empty (the budget holds no whole exchange)")))
     for note in last.notes:
-        lines.append(f"- 🗒️ {html.escape(note.heading(conv.history).strip('[]'), quote=False)} "
-                     f"(written by {html.escape(note.engine or 'an engine', quote=False)}): "
-                     f"{html.escape(note.text, quote=False)}")
+        lines.append("- 🗒️ " + _("{heading} (written by {engine}): {text}",
+                                 heading=html.escape(note.heading(conv.history).strip("[]"), quote=False),
+                                 engine=html.escape(note.engine or _("an engine"), quote=False),
+                                 text=html.escape(note.text, quote=False)))
     asked = conv.history[-1].text
     # each recalled exchange with whether the reply's words show it used it, those first
     marked = sorted(((r, not quotes and uses(last.text, r.text, asked)) for r in last.recalled), key=lambda x: not x[1])
     for r, used_it in marked[:SHOWN_RECALLS]:
         when = f" · {shown(r.at)}" if r.at else ""
         why = f" · {html.escape(r.why, quote=False)}" if r.why else ""
-        mark = " · ✅ the reply uses it" if used_it else ""
+        mark = " · ✅ " + _("the reply uses it") if used_it else ""
         first = html.escape(r.text.splitlines()[0] if r.text else "", quote=False)
-        lines.append(f"- 🔎 turn {r.turn}{when}{why}{mark}: {first[:160]}{'…' if len(first) > 160 else ''}")
+        turn = _("turn {turn}", turn=r.turn)
+        lines.append(f"- 🔎 {turn}{when}{why}{mark}: {first[:160]}{'…' if len(first) > 160 else ''}")
     rest = marked[SHOWN_RECALLS:]
-    if rest:
-        unused = "" if quotes or any(u for _, u in rest) else " (none of them shown in the reply)"
-        lines.append(f"- 🔎 and {len(rest)} more recalled exchange{'s' * (len(rest) != 1)}{unused}")
+    if rest and (quotes or any(u for _r, u in rest)):
+        lines.append("- 🔎 " + ngettext("and {n} more recalled exchange", "and {n} more recalled exchanges", len(rest)))
+    elif rest:
+        lines.append("- 🔎 " + ngettext("and {n} more recalled exchange (none of them shown in the reply)",
+                                       "and {n} more recalled exchanges (none of them shown in the reply)", len(rest)))
     if n > window and not (last.recalled or last.notes):
-        lines.append("- 🔎 nothing earlier matched this message")
+        lines.append("- 🔎 " + _("nothing earlier matched this message"))
     done, total = last.indexed
     if total and done < total:
-        lines.append(f"- ⏳ still indexing this conversation: {done} of {total} earlier exchanges by meaning when "
-                     "this reply was written (all of them by words); the next replies use more")
+        lines.append("- ⏳ " + _("still indexing this conversation: {done} of {total} earlier exchanges by meaning when "
+                                "this reply was written (all of them by words); the next replies use more",
+                                done=done, total=total))
     return "\n".join(lines)
 
 
@@ -143,32 +153,33 @@ def _changed(conv: Conversation, change) -> tuple[Conversation, str]:
 
 def remember_fact(conv: Conversation | None, text: str) -> tuple[Conversation | None, str]:
     if conv is None:
-        return conv, "Pick a character first."
+        return conv, _("Pick a character first.")
 
     def add(memory: Memory) -> str:
-        return f"Remembered: {memory.remember(text or '', made_at=len(conv.history)).text} · 记住了"
+        return _("Remembered: {fact}", fact=memory.remember(text or "", made_at=len(conv.history)).text)
     return _changed(conv, add)
 
 
 def pin_last_message(conv: Conversation | None, user_role: str) -> tuple[Conversation | None, str]:
     """Pin what the visitor said last (with their name in the story, as the character heard it)."""
     if conv is None or not conv.history:
-        return conv, "Send a message first; then it can be pinned. · 先发一句话再记住。"
+        return conv, _("Send a message first; then it can be pinned.")
     turn = len(conv.history)
     ex = conv.history[-1]
 
     def pin(memory: Memory) -> str:
-        return f"Pinned: {memory.remember(f'{ex.user_role or user_role}: {ex.text}', turn, turn).text} · 记住了"
+        said = f"{ex.user_role or user_role}: {ex.text}"  # as the character heard it, not a message
+        return _("Pinned: {fact}", fact=memory.remember(said, turn, turn).text)
     return _changed(conv, pin)
 
 
 def forget_memory(conv: Conversation | None, number: int | None) -> tuple[Conversation | None, str]:
     if conv is None or not number:
-        return conv, "Choose the memory to forget in the list. · 请先选择一条记忆。"
-    return _changed(conv, lambda memory: f"Forgotten: {memory.forget(int(number)).text} · 忘记了")
+        return conv, _("Choose the memory to forget in the list.")
+    return _changed(conv, lambda memory: _("Forgotten: {fact}", fact=memory.forget(int(number)).text))
 
 
 def rewrite_memory(conv: Conversation | None, number: int | None, text: str) -> tuple[Conversation | None, str]:
     if conv is None or not number:
-        return conv, "Choose the memory to rewrite in the list, and write its new text above. · 请先选择一条记忆。"
-    return _changed(conv, lambda memory: f"Rewritten: {memory.edit(int(number), text or '').text} · 改好了")
+        return conv, _("Choose the memory to rewrite in the list, and write its new text above.")
+    return _changed(conv, lambda memory: _("Rewritten: {fact}", fact=memory.edit(int(number), text or "").text))

@@ -19,6 +19,7 @@ from ..chat.lanes import ticket_for, waiting_line
 from ..chat.swipes import stepped
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
+from ..i18n import N_, _
 from ..roles.sources import load_role
 from ..scene.cast import MAX_MEMBERS, Member, SceneState, happenings
 from ..scene.scene import Scene, SceneSetup
@@ -31,6 +32,7 @@ from .common import (
     file_url,
     message_text,
     portrait_of,
+    translated,
     while_running,
 )
 from .feedback import Answered, correct, message_index, rate, record_feedback
@@ -38,8 +40,7 @@ from .feedback import Answered, correct, message_index, rate, record_feedback
 log = logging.getLogger(__name__)
 HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)
 WHISPER_RE = re.compile(r'^\s*<span class="whisper"[^>]*>.*?</span>\s*', re.S)
-PLACEHOLDER = ("Pick two to six characters, then say something, or press **Let them talk**. "
-               "· 选两到六个角色，然后说句话，或点「让他们聊」。")
+PLACEHOLDER = N_("Pick two to six characters, then say something, or press **Let them talk**.")
 
 
 def make_scene(state: SceneState, engine: EnginePanel, settings: Settings, seed: int | None = None) -> Scene:
@@ -76,14 +77,13 @@ def whisper_mark(state: SceneState, to: str | None, by_character: bool) -> str:
     if to is None:
         return ""
     name = next((m.name for m in state.members if m.role_id == to), to)
-    words = ("Only you heard this · 只有你听见" if by_character
-             else f"Whispered to {name} · 悄悄对{name}说")
+    words = _("Only you heard this") if by_character else _("Whispered to {name}", name=name)
     return f'<span class="whisper">{html.escape(words)}</span>\n\n'
 
 
 def target_choices(state: SceneState) -> list[tuple[str, str]]:
     """Who the visitor's next line goes to: everyone, or one present character in a whisper."""
-    return [("Everyone · 大家", ""), *((m.name, m.role_id) for m in state.members if m.present)]
+    return [(_("Everyone"), ""), *((m.name, m.role_id) for m in state.members if m.present)]
 
 
 def shown_items(state: SceneState) -> list[int | str]:
@@ -131,18 +131,19 @@ def feedback_values(state: SceneState) -> list[str | None]:
 def present_html(state: SceneState) -> str:
     """Who is here now (and who left), with faces: the page's cast line."""
     if not state.members:
-        return "<p class='scene-cast-empty'>Nobody is here yet. · 还没有角色。</p>"
+        return "<p class='scene-cast-empty'>" + html.escape(_("Nobody is here yet.")) + "</p>"
     items = []
     for m in state.members:
         image = _face(m.role_id)
-        marks = [] if m.present else ["left · 已离开"]
+        marks = [] if m.present else [_("left")]
         if m.muted:
-            marks.append("muted · 静音")
+            marks.append(_("muted"))
         note = f" <small>({', '.join(marks)})</small>" if marks else ""
         cls = "scene-member" + ("" if m.present else " scene-member-left")
         items.append(f'<li class="{cls}" data-role="{html.escape(m.role_id, quote=True)}">'
                      f'<img src="{file_url(image)}" alt=""><span>{html.escape(m.name)}{note}</span></li>')
-    return f"<ul class='scene-present' aria-label='Who is here'>{''.join(items)}</ul>"
+    label = html.escape(_("Who is here"), quote=True)
+    return f"<ul class='scene-present' aria-label='{label}'>{''.join(items)}</ul>"
 
 
 def scenes_markdown(state: SceneState, count: int) -> str:
@@ -150,21 +151,24 @@ def scenes_markdown(state: SceneState, count: int) -> str:
     this scene its memory brought back (only ever lines that character witnessed)."""
     lines = [ln for ln in state.lines if ln.by_character][-count:] if count else []
     if not lines:
-        return "_Each character's reply draws on its own classic scenes; they are listed here after a reply._"
+        return "_" + _("Each character's reply draws on its own classic scenes; they are listed here after a reply.") + "_"
     parts = []
     for ln in lines:
-        head = f"#### {html.escape(ln.speaker)} · answering “{html.escape(ln.cue[:80])}”"
+        head = "#### " + _("{speaker} · answering “{cue}”", speaker=html.escape(ln.speaker),
+                           cue=html.escape(ln.cue[:80]))
         hits = []
         for i, hit in enumerate(ln.scenes):
-            used = "in the prompt" if hit.get("used") else "over the budget, left out"
+            used = _("in the prompt") if hit.get("used") else _("over the budget, left out")
             first = next((t for t in str(hit.get("text", "")).splitlines() if t.strip()), "")
-            hits.append(f"{i + 1}. **{html.escape(str(hit.get('id')))}** · similarity "
-                        f"{float(hit.get('similarity', 0)):.2f} · {used}  \n   > {html.escape(first[:160])}")
-        recalled = [f"- line {int(r.get('line', 0))} · similarity {float(r.get('similarity', 0)):.2f}  \n"
-                    f"  > {html.escape(str(r.get('text', ''))[:160])}" for r in ln.recalled]
-        memory = ("\n\n_Recalled from earlier in the scene (lines it witnessed) · 想起的前文：_\n\n" + "\n".join(recalled)
-                  if recalled else "")
-        parts.append(head + "\n\n" + ("\n".join(hits) or "_no scenes retrieved_") + memory)
+            similar = _("similarity {value}", value=format(float(hit.get("similarity", 0)), ".2f"))
+            hits.append(f"{i + 1}. **{html.escape(str(hit.get('id')))}** · {similar} · {used}  \n"
+                        f"   > {html.escape(first[:160])}")
+        recalled = [_("line {n}", n=int(r.get("line", 0))) + " · "
+                    + _("similarity {value}", value=format(float(r.get("similarity", 0)), ".2f"))
+                    + f"  \n  > {html.escape(str(r.get('text', ''))[:160])}" for r in ln.recalled]
+        memory = ("\n\n_" + _("Recalled from earlier in the scene (lines it witnessed)") + "_\n\n"
+                  + "\n".join("- " + r for r in recalled) if recalled else "")
+        parts.append(head + "\n\n" + ("\n".join(hits) or "_" + _("no scenes retrieved") + "_") + memory)
     return "\n\n".join(parts)
 
 
@@ -174,7 +178,7 @@ def scenes_markdown(state: SceneState, count: int) -> str:
 def set_cast(state: SceneState, role_ids: Sequence[str], settings: Settings) -> SceneState:
     """The visitor's cast list: new ids join now, missing ones leave; the transcript stays."""
     if len(role_ids) > MAX_MEMBERS:
-        raise InputError(f"A scene holds at most {MAX_MEMBERS} characters.")
+        raise InputError(_("A scene holds at most {most} characters.", most=MAX_MEMBERS))
     state = state.copy()
     scene = Scene(engine="script", settings=settings, setup=SceneSetup(state=state))
     wanted = list(dict.fromkeys(role_ids))
@@ -207,7 +211,7 @@ def _sentence(exc: Exception) -> str:
     if isinstance(exc, ChatHaruhiError):
         return str(exc)
     log.exception("scene turn failed")
-    return f"Something went wrong in the scene ({type(exc).__name__}). Please try again."
+    return _("Something went wrong in the scene ({error}). Please try again.", error=type(exc).__name__)
 
 
 def _failed(done: SceneState, exc: Exception, spoke: int) -> SceneUpdate:
@@ -239,14 +243,14 @@ def _steps(scene: Scene, plan: list[Member], turns: int, regenerate: bool) -> It
     """The lines of one event, each decided when the one before it is complete."""
     if regenerate:
         if not scene.lines or not scene.lines[-1].by_character:
-            raise InputError("The last line is not a character's; there is nothing to regenerate.")
+            raise InputError(_("The last line is not a character's; there is nothing to regenerate."))
         before = scene.state.copy()
         before.lines.pop()
         yield _Step(scene.member(scene.lines[-1].role_id), scene.regenerate(), before)
         return
     for member in plan:
         yield _Step(member, scene.stream_turn(member), scene.state.copy())
-    for _ in range(turns):
+    for _unused in range(turns):
         member = scene.pick_next()
         if member is None:
             return
@@ -278,12 +282,12 @@ def _closing_status(event: SceneEvent, planned: bool, spoke: int, last: Reply | 
     """The line under the scene once an event is done: why it stopped, or who answered."""
     status = ""
     if event.text is not None and not planned and manual:
-        status = "Manual order: pick who answers with the ▶ buttons. · 手动模式：点 ▶ 选择谁来回答。"
+        status = _("Manual order: pick who answers with the ▶ buttons.")
     elif event.turns and spoke < event.turns and not event.regenerate:
-        status = "The scene has come to a close. · 这场戏告一段落。"
+        status = _("The scene has come to a close.")
     if last is not None and not status:
         model = f" · `{html.escape(last.stats.model)}`" if last.stats.model else ""
-        status = f"Answered by **{html.escape(last.stats.engine)}**" + model
+        status = _("Answered by **{engine}**", engine=html.escape(translated(last.stats.engine))) + model
     if unheard:
         status = "  \n".join([*(html.escape(n) for n in unheard), status]).strip()
     return status
@@ -389,10 +393,10 @@ def flip_line(state: SceneState, index: object, step: int, settings: Settings) -
     state = state.copy()
     k = _picked(state, index)
     if k is None:
-        return state, "There is no character's line to flip through yet."
+        return state, _("There is no character's line to flip through yet.")
     ln = state.lines[k]
     if len(ln.alternatives) < 2:
-        return state, "This line has no alternatives yet: ↻ Regenerate adds one. · 重新生成可添加备选。"
+        return state, _("This line has no alternatives yet: ↻ Regenerate adds one.")
     ln.text = stepped(ln.alternatives, ln.text, step)
     ln.rating, ln.original = None, None  # a rating or correction was of the text that was on screen
     return state, _record(state, k, "swipe", settings) or ""
@@ -413,13 +417,17 @@ def rate_line(state: SceneState, index: object, liked: object, settings: Setting
     state = state.copy()
     k = line_at(state, index)
     if k is None:
-        return state, "Only the characters' lines can be rated."
+        return state, _("Only the characters' lines can be rated.")
     rating = rate(state.lines[k], liked)
     failed = _record(state, k, "rating", settings)
     name = state.lines[k].speaker
-    note = {"like": f"Thanks: noted that you liked {name}'s line. · 已记录：喜欢。",
-            "dislike": f"Noted. Edit {name}'s line (the pencil) to show how it should have gone. · 已记录：不喜欢。"}
-    return state, failed or note.get(rating or "", "Rating removed.")
+    if rating == "like":
+        note = _("Thanks: noted that you liked {name}'s line.", name=name)
+    elif rating == "dislike":
+        note = _("Noted. Edit {name}'s line (the pencil) to show how it should have gone.", name=name)
+    else:
+        note = _("Rating removed.")
+    return state, failed or note
 
 
 def edit_line(state: SceneState, index: object, new_text: object, settings: Settings) -> tuple[SceneState, str]:
@@ -427,22 +435,22 @@ def edit_line(state: SceneState, index: object, new_text: object, settings: Sett
     state = state.copy()
     k = shown_line(state, index)
     if k is None:
-        return state, "That line only says who joined, left or was muted; it cannot be edited."
+        return state, _("That line only says who joined, left or was muted; it cannot be edited.")
     text = strip_header(message_text(new_text)).strip()
     if not text:
-        return state, "A line cannot be empty; the edit was undone."
+        return state, _("A line cannot be empty; the edit was undone.")
     ln = state.lines[k]
     if text == ln.text:
         return state, ""
     if not ln.by_character:  # the visitor rewrites their own words: the characters hear them from now on
         ln.text = text
         later = any(p.by_character for p in state.lines[k + 1:])
-        return state, ("Your line was changed; the lines after it stay as they were. · 已修改你的台词。" if later
-                       else "Your line was changed. · 已修改你的台词。")
+        return state, (_("Your line was changed; the lines after it stay as they were.") if later
+                       else _("Your line was changed."))
     correct(ln, ln.text, text)
     ln.text = text
     failed = _record(state, k, "edit", settings)
-    return state, failed or f"Saved your correction of {ln.speaker}'s line. · 已保存修改。"
+    return state, failed or _("Saved your correction of {name}'s line.", name=ln.speaker)
 
 
 def export_scene(state: SceneState, folder: Path | None = None) -> Path:
@@ -461,6 +469,6 @@ def import_scene(path: str | Path) -> SceneState:
         try:
             load_role(m.role_id)
         except ChatHaruhiError:
-            raise InputError(f"This scene has '{m.name}', who is not available here. Add the character in the "
-                             "'Add a character' tab first, then import the scene again.") from None
+            raise InputError(_("This scene has '{name}', who is not available here. Add the character in the "
+                               "'Add a character' tab first, then import the scene again.", name=m.name)) from None
     return state

@@ -12,23 +12,30 @@ from ..chat.engines import engine_info, engine_names, open_engine
 from ..chat.languages import language_gap
 from ..config import Settings
 from ..errors import ChatHaruhiError
+from ..i18n import N_, _
 from ..roles.role import Role
-from .common import EnginePanel
+from .common import EnginePanel, translated
 
-SIGN_IN = "[**Sign in with Hugging Face**](/login/huggingface)"
-OFFLINE_NOW = ("**Now:** the offline engine, quoting the book. " + SIGN_IN + " and a capable model writes the replies, "
-               "in Chinese or English, paid from your own Hugging Face account (its free monthly Inference credits "
-               "first). · 现在是离线引擎，只引用原著；登录后由强大的模型来写，费用记在你自己的账户上。")
+SIGN_IN_URL = "/login/huggingface"
+OFFLINE_NOW = N_("**Now:** the offline engine, quoting the book. {sign_in} and a capable model writes the replies, "
+                 "in Chinese or English, paid from your own Hugging Face account (its free monthly Inference credits "
+                 "first).")
+
+
+def sign_in_link() -> str:
+    """The sign-in link, in the visitor's language."""
+    return "[**" + _("Sign in with Hugging Face") + f"**]({SIGN_IN_URL})"
 
 
 def signed_out_note(settings: Settings, engine: str) -> str:
     """What a signed-out visitor is talking to, and what signing in adds, in one line."""
     if engine == "script" or engine not in engine_names():
-        return OFFLINE_NOW
+        return _(OFFLINE_NOW, sign_in=sign_in_link())
     model = settings.gpu_model if engine == "local" and settings.gpu_model else ""
-    now = f"{engine_info(engine).label}" + (f" ({model.split('/')[-1]}, on this Space's GPU)" if model else "")
-    return (f"**Now:** {now}. {SIGN_IN} to also choose a hosted model in Settings, paid from your own Hugging "
-            "Face account (its free monthly Inference credits first). · 登录 Hugging Face，还可在设置里选用托管模型。")
+    label = translated(engine_info(engine).label)
+    now = _("{engine} ({model}, on this Space's GPU)", engine=label, model=model.split("/")[-1]) if model else label
+    return _("**Now:** {engine}. {sign_in} to also choose a hosted model in Settings, paid from your own Hugging Face "
+             "account (its free monthly Inference credits first).", engine=now, sign_in=sign_in_link())
 
 
 def username(profile) -> str:
@@ -62,24 +69,25 @@ def sign_in_note(settings: Settings, profile, engine: str = "") -> str:
     who = username(profile)
     if not who:
         return signed_out_note(settings, engine or settings.default_engine)
-    label = engine_info(signers()[0]).label if signers() else "Hugging Face Inference"
-    return (f"Signed in as **{who}**. {label} answers with your account's Inference credits; your token stays "
-            "in your browser's session and is never stored here. · 已登录。")
+    label = translated(engine_info(signers()[0]).label) if signers() else "Hugging Face Inference"
+    return _("Signed in as **{who}**. {engine} answers with your account's Inference credits; your token stays in "
+             "your browser's session and is never stored here.", who=who, engine=label)
 
 
 def offers(settings: Settings, role: Role, profile, engine: str) -> str:
     """What a visitor can choose instead of a model that cannot speak the role's language."""
     choices = []
     if engine in signers():
-        choices.append("choose one of the suggested models in Settings")
+        choices.append(_("choose one of the suggested models in Settings"))
     elif settings.sign_in and not username(profile):
-        choices.append("sign in with Hugging Face (Settings) for a model that does")
+        choices.append(_("sign in with Hugging Face (Settings) for a model that does"))
     elif signers():
-        pays = "your sign-in pays" if username(profile) else "with an HF token"
-        choices.append(f"choose {engine_info(signers()[0]).label} in Settings ({pays})")
-    choices.append(f"use the offline engine, which answers with {role.name}'s own lines")
-    text = ", or ".join(choices)
-    return text[0].upper() + text[1:] + "."
+        pays = _("your sign-in pays") if username(profile) else _("with an HF token")
+        choices.append(_("choose {engine} in Settings ({pays})", engine=translated(engine_info(signers()[0]).label),
+                         pays=pays))
+    offline = _("use the offline engine, which answers with {name}'s own lines", name=role.name)
+    text = _("{first}, or {second}.", first=choices[0], second=offline) if choices else _("{only}.", only=offline)
+    return text[0].upper() + text[1:]
 
 
 def language_warnings(panel: EnginePanel, roles: list[Role], settings: Settings, profile=None) -> list[tuple[Role, str]]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..chat.lanes import ticket_for
 from ..config import Settings
 from ..errors import ChatHaruhiError
+from ..i18n import _
 from ..roles.sources import open_role
 from .picker import picker_entries
 
@@ -55,7 +56,7 @@ def _role(role: str, settings: Settings):
     try:
         return open_role((role or "").strip(), settings)
     except ChatHaruhiError as exc:
-        raise ToolError(f"{exc} (list_characters gives the ids.)") from None
+        raise ToolError(_("{error} (list_characters gives the ids.)", error=exc)) from None
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,10 @@ def chat_with_character(request: ChatRequest, settings: Settings | None = None) 
     """
     text = (request.message or "").strip()
     if not text:
-        raise ToolError("The message is empty: say something to the character.")
+        raise ToolError(_("The message is empty: say something to the character."))
     if len(text) > MAX_MESSAGE_CHARS:
-        raise ToolError(f"The message is {len(text)} characters long; the most is {MAX_MESSAGE_CHARS}.")
+        raise ToolError(_("The message is {length} characters long; the most is {most}.", length=len(text),
+                          most=MAX_MESSAGE_CHARS))
     out = _run(request, lambda bot: bot.stream(text), settings or Settings.from_env())
     return {k: out[k] for k in ("reply", "scenes", "engine", "model")}
 
@@ -116,7 +118,7 @@ def continue_story(role: str, history: list[dict], whose: str = "character", use
         "added" (what was added to the reply; for "player", the line), "engine" and "model".
     """
     if whose not in ("character", "player"):
-        raise ToolError('whose is "character" (continue its last reply) or "player" (write your next line).')
+        raise ToolError(_('whose is "character" (continue its last reply) or "player" (write your next line).'))
     request = ChatRequest(role, "", history, user_name, persona)
     start = (lambda bot: bot.continue_reply()) if whose == "character" else (lambda bot: bot.impersonate())
     out = _run(request, start, settings or Settings.from_env())
@@ -140,7 +142,7 @@ def _run(request: ChatRequest, start, settings: Settings) -> dict:
                          history=exchanges, persona=player, note=authors_note(request.authors_note, request.note_depth))
         bot.load()
         with ticket_for(bot.engine) as ticket:  # in line behind the page's visitors on a one-at-a-time engine
-            for _ in ticket.waiting():
+            for _unused in ticket.waiting():
                 pass
             streaming = start(bot)
             reply = "".join(streaming)
@@ -157,7 +159,7 @@ def _exchanges(history: list, who: str, exchange) -> list:
     exchanges, asked = [], None
     for item in history:
         if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
-            raise ToolError('Each history message is {"role": "user" or "assistant", "content": text}.')
+            raise ToolError(_('Each history message is {"role": "user" or "assistant", "content": text}.'))
         content = str(item.get("content") or "")
         if item["role"] == "user":
             asked = content
@@ -185,7 +187,7 @@ def search_scenes(role: str, query: str, k: int = 5, settings: Settings | None =
     from ..chat.chatbot import ChatHaruhi
 
     if not (query or "").strip():
-        raise ToolError("The query is empty: say what the scenes should be about.")
+        raise ToolError(_("The query is empty: say what the scenes should be about."))
     settings = settings or Settings.from_env()
     found = _role(role, settings)
     try:
@@ -212,6 +214,6 @@ def speak_line(role: str, text: str, settings: Settings | None = None) -> str:
     found = _role(role, settings)
     speech = speak(found, text or "", settings)
     if speech.path is None:
-        raise ToolError(speech.notice or "No voice could read this line.")
+        raise ToolError(speech.notice or _("No voice could read this line."))
     return str(speech.path)
 

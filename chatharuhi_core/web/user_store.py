@@ -15,7 +15,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..i18n import _, ngettext
 from .browser_store import Restored
+from .common import LIST_SEPARATOR
 
 RECORD = "chats.json"
 
@@ -66,7 +68,7 @@ def welcome_back(name: str, kept: Restored, label) -> str:
     """The line a returning signed-in visitor sees: which chats this Space kept for them (`label`: a role's name)."""
     if not kept.chats:
         return ""
-    listed = ", ".join(f"{label(rid)} ({len(c.history)} exchange{'s' if len(c.history) != 1 else ''})"
-                       for rid, c in kept.chats.items())
-    return (f"Welcome back, {name}: this Space kept your chats with {listed}. Pick a character to go on; "
-            f"“Forget me” in Settings deletes them. · 欢迎回来，你的对话已保存。")
+    listed = _(LIST_SEPARATOR).join(ngettext("{name} ({n} exchange)", "{name} ({n} exchanges)", len(c.history),
+                                             name=label(rid)) for rid, c in kept.chats.items())
+    return _("Welcome back, {name}: this Space kept your chats with {listed}. Pick a character to go on; "
+             "“Forget me” in Settings deletes them.", name=name, listed=listed)

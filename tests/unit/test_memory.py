@@ -222,7 +222,7 @@ def test_the_pages_turn_sends_the_pins_and_keeps_them(settings):
     from chatharuhi_core.web.memory import forget_memory, memory_markdown, remember_fact
 
     conv, said = remember_fact(Conversation("sherlock"), "My sister is called Anna.")
-    assert said == "Remembered: My sister is called Anna. · 记住了"
+    assert said == "Remembered: My sister is called Anna."
     *_, last = stream_turn(conv, "Who am I looking for?", "Watson", EnginePanel(), settings)
     done = last.conversation
     assert "My sister is called Anna." in done.meta[-1].messages[0]["content"]

@@ -1,0 +1,105 @@
+"""What web/ writes for the page speaks one language at a time (issue 52): in English no Chinese at all; in Chinese
+no English word left outside names, brands, markup and what the visitor or a character said."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from chatharuhi_core import i18n
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+BRANDS = {"Hugging", "Face", "Inference", "Space", "GPU", "OpenAI", "API", "HF", "token", "Hub", "SmolLM", "Instruct",
+          "gguf", "runs"}
+
+
+def english_left(text: str, kept: set[str] = frozenset()) -> list[str]:
+    """The English words (three letters or more) in `text` outside markup, code spans, link targets, brands and the
+    names `kept`."""
+    text = re.sub(r"<[^>]+>|`[^`]*`|\]\([^)]*\)", " ", text)
+    return [w for w in re.findall(r"[A-Za-z]{3,}", text) if w not in BRANDS and w not in kept]
+
+
+def both(make, kept: set[str] = frozenset()) -> tuple[str, str]:
+    """`make()` in English and in Chinese, each checked to be in its language alone."""
+    with i18n.speaking("en"):
+        en = make()
+    with i18n.speaking("zh"):
+        zh = make()
+    assert en and not CJK.search(en), en
+    assert CJK.search(zh) and not english_left(zh, kept), (zh, english_left(zh, kept))
+    return en, zh
+
+
+def test_the_memory_panel_in_each_language(settings):
+    from chatharuhi_core.web.chat import Conversation, stream_turn
+    from chatharuhi_core.web.common import EnginePanel
+    from chatharuhi_core.web.memory import forget_memory, memory_markdown, pin_last_message, remember_fact
+
+    en, zh = both(lambda: memory_markdown(None))
+    assert en.startswith("_No memories yet.") and zh.startswith("_还没有记忆。")
+    en, zh = both(lambda: remember_fact(Conversation("sherlock"), "Anna is 42.")[1], {"Anna"})
+    assert en == "Remembered: Anna is 42." and zh == "记住了：Anna is 42."
+    both(lambda: pin_last_message(Conversation("sherlock"), "Watson")[1])
+    both(lambda: forget_memory(None, None)[1])
+
+    conv, _said = remember_fact(Conversation("sherlock"), "Anna is 42.")
+    *_frames, last = stream_turn(conv, "Who am I looking for?", "Watson", EnginePanel(), settings)
+    en, zh = both(lambda: memory_markdown(last.conversation), {"Anna"})
+    assert "📥 in the last reply's prompt" in en and "cannot use memories" in en  # the offline engine only quotes
+    assert "📥 在上一条回复的提示里" in zh and "🎭 离线引擎" in zh
+
+
+def test_the_group_scene_panel_and_status_in_each_language(settings):
+    from chatharuhi_core.errors import InputError
+    from chatharuhi_core.scene.cast import MAX_MEMBERS, SceneState
+    from chatharuhi_core.web.scene import (
+        SceneEvent,
+        _closing_status,
+        present_html,
+        rate_line,
+        scenes_markdown,
+        set_cast,
+        target_choices,
+    )
+
+    both(lambda: present_html(SceneState()))
+    both(lambda: scenes_markdown(SceneState(), 0))
+    both(lambda: target_choices(SceneState())[0][0])
+    en, zh = both(lambda: _closing_status(SceneEvent(text="Hello"), False, 0, None, []))
+    assert en.startswith("Manual order") and "▶" in zh
+    both(lambda: _closing_status(SceneEvent(turns=3), True, 1, None, []))
+    both(lambda: rate_line(SceneState(), 0, True, settings)[1])
+
+    def too_many() -> str:
+        with pytest.raises(InputError) as caught:
+            set_cast(SceneState(), [f"r{i}" for i in range(MAX_MEMBERS + 1)], settings)
+        return str(caught.value)
+    both(too_many)
+
+
+def test_the_engine_notes_in_each_language(settings):
+    from chatharuhi_core.web.common import engine_note
+    from chatharuhi_core.web.panel_hints import panel_hints
+    from chatharuhi_core.web.signin import sign_in_note
+
+    space = settings.with_(sign_in=True)
+    en, zh = both(lambda: sign_in_note(space, None, "script"))
+    assert en.startswith("**Now:** the offline engine") and "](/login/huggingface)" in zh
+    both(lambda: panel_hints("local").model_hint)
+    assert both(lambda: panel_hints("openai").key_label) == ("API key", "API 密钥")
+    assert panel_hints("script").model_hint == ""  # no message: never the catalogue's header
+    both(lambda: engine_note("script"))  # its label and description are the library's messages
+
+
+def test_toasts_and_stores_in_each_language():
+    from chatharuhi_core.chat.prompt import Exchange
+    from chatharuhi_core.web.browser_store import Restored, unpack
+    from chatharuhi_core.web.chat import Conversation
+    from chatharuhi_core.web.user_store import welcome_back
+
+    both(lambda: unpack({"v": -1}, lambda _rid: True, set()).note)
+    kept = Restored(chats={"sherlock": Conversation("sherlock", [Exchange("Watson", "Hi", "Hm.")])})
+    en, zh = both(lambda: welcome_back("Ada", kept, lambda _rid: "Sherlock Holmes"), {"Ada", "Sherlock", "Holmes"})
+    assert "Sherlock Holmes (1 exchange)" in en and "Sherlock Holmes（1 轮）" in zh
