@@ -14,14 +14,16 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from ..i18n import N_, _
+
 if TYPE_CHECKING:
     from ..roles.role import Role
 
 EN = frozenset({"en"})
 ZH_EN = frozenset({"zh", "en"})
-LANGUAGE_NAMES = {"en": ("English", "英语"), "zh": ("Chinese", "中文"), "ja": ("Japanese", "日语"),
-                  "fr": ("French", "法语"), "de": ("German", "德语"), "es": ("Spanish", "西班牙语"),
-                  "it": ("Italian", "意大利语"), "pt": ("Portuguese", "葡萄牙语")}
+LANGUAGE_NAMES = {"en": (N_("English"), "英语"), "zh": (N_("Chinese"), "中文"), "ja": (N_("Japanese"), "日语"),
+                  "fr": (N_("French"), "法语"), "de": (N_("German"), "德语"), "es": (N_("Spanish"), "西班牙语"),
+                  "it": (N_("Italian"), "意大利语"), "pt": (N_("Portuguese"), "葡萄牙语")}
 IN_LANGUAGE_MIN = 0.8  # eval's share of replies in a role's language from which a fine-tuned model speaks it
 
 # Model families by a piece of their name (lower case), first match wins; measured or documented by their makers.
@@ -80,16 +82,17 @@ def language_gap(engine, role: Role, offers: str = "") -> str | None:
     label = _model_label(engine)
     # the model's name, without what a loaded local model adds to its label ("(llama.cpp, cpu)")
     model = label.split(" (")[0] if label is not None else getattr(engine, "name", "This engine")
-    names = [language_name(c)[0] for c in sorted(speaks, key=lambda c: (c != "en", c))]
-    spoken = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else (names[0] if names else "nothing")
-    name, name_zh = language_name(wanted)
-    return (f"{model} speaks {spoken} only, and {role.name} speaks {name}: its replies would not make sense. "
-            f"{offers}".strip() + f" · 该模型不会说{name_zh}，回复将没有意义。")
+    names = [_(language_name(c)[0]) for c in sorted(speaks, key=lambda c: (c != "en", c))]
+    spoken = (", ".join(names[:-1]) + _(" and ") + names[-1]) if len(names) > 1 else (names[0] if names else
+                                                                                     _("nothing"))
+    said = _("{model} speaks {spoken} only, and {name} speaks {language}: its replies would not make sense.",
+             model=model, spoken=spoken, name=role.name, language=_(language_name(wanted)[0]))
+    return _("{sentence} {hint}", sentence=said, hint=offers.strip()) if offers.strip() else said
 
 
 def warn_language(engine, role: Role) -> None:
     """The command line's warning, on stderr before the first message, with what to choose instead."""
-    said = language_gap(engine, role, f"Use --engine script for {role.name}'s own lines, or --engine hf with HF_TOKEN "
-                                      "set (its suggested models speak Chinese and English).")
+    said = language_gap(engine, role, _("Use --engine script for {name}'s own lines, or --engine hf with HF_TOKEN set "
+                                        "(its suggested models speak Chinese and English).", name=role.name))
     if said:
-        print(f"warning: {said}", file=sys.stderr, flush=True)
+        print(_("warning: {said}", said=said), file=sys.stderr, flush=True)

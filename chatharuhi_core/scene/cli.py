@@ -14,10 +14,11 @@ from ..chat.engines import EngineChoice
 from ..chat.languages import warn_language
 from ..config import Settings
 from ..errors import ChatHaruhiError
+from ..i18n import N_, _
 from ..roles.sources import load_role
 from .scene import Scene, SceneSetup
 
-HELP = """/who            who is here, muted or not, and how talkative
+HELP = N_("""/who            who is here, muted or not, and how talkative
 /next NAME      make NAME speak now (even when muted)
 /whisper NAME TEXT
                 say TEXT to NAME alone: only NAME hears it, answers it and remembers it
@@ -25,7 +26,7 @@ HELP = """/who            who is here, muted or not, and how talkative
 /mute NAME      NAME no longer volunteers      /unmute NAME
 /join ROLE      a character joins (sees only what is said from now on)
 /leave NAME     a character leaves
-/quit           leave (Ctrl-D too)"""
+/quit           leave (Ctrl-D too)""")
 
 
 def _speak(scene: Scene, who=None) -> bool:
@@ -33,7 +34,8 @@ def _speak(scene: Scene, who=None) -> bool:
     member = scene.member(who) if isinstance(who, str) else who or scene.pick_next()
     if member is None:
         return False
-    print(f"{'(privately) ' if scene.answers_privately(member) else ''}{member.name}:「", end="", flush=True)
+    who = _("(privately) {name}", name=member.name) if scene.answers_privately(member) else member.name
+    print(f"{who}:「", end="", flush=True)
     try:
         for delta in scene.stream_turn(member):
             print(delta, end="", flush=True)
@@ -45,9 +47,9 @@ def _speak(scene: Scene, who=None) -> bool:
 def _who(scene: Scene) -> str:
     rows = []
     for m in scene.members:
-        state = "here" if m.present else "left"
-        mute = ", muted" if m.muted else ""
-        rows.append(f"  {m.name} ({m.role_id}): {state}{mute}, talkativeness {m.talkativeness:.1f}")
+        state = (_("here") if m.present else _("left")) + (_(", muted") if m.muted else "")
+        rows.append("  " + _("{name} ({id}): {state}, talkativeness {talk}", name=m.name, id=m.role_id, state=state,
+                             talk=format(m.talkativeness, ".1f")))
     return "\n".join(rows)
 
 
@@ -66,10 +68,10 @@ def _said(scene: Scene, text: str, to: str | None = None) -> None:
     """The visitor's line (whispered `to` one member), the notes on who will not answer, and the answers."""
     scene.say(text, to)
     for note in scene.unheard(text, to):
-        print(f"({note})")
+        print(_("({note})", note=note))
     picked = scene.responders()
     if not picked and scene.state.order == "manual":
-        print("(manual order: nobody answers until you name someone: /next NAME)")
+        print(_("(manual order: nobody answers until you name someone: /next NAME)"))
     for member in picked:
         _speak(scene, member)
 
@@ -106,10 +108,11 @@ def run_scene(args: argparse.Namespace, engine: EngineChoice, settings: Settings
         return 0
     names = ", ".join(m.name for m in scene.present)
     if scene.lines:
-        print(f"(going on from {len(scene.lines)} saved lines in {path})")
+        print(_("(going on from {count} saved lines in {path})", count=len(scene.lines), path=path))
         for ln in scene.lines[-4:]:
             print(f"{ln.speaker}:「{ln.text}」")
-    print(f"In this scene: {names}. You are {scene.user_role}. /help for the commands, Ctrl-D to leave.")
+    print(_("In this scene: {names}. You are {user}. /help for the commands, Ctrl-D to leave.", names=names,
+            user=scene.user_role))
     while True:
         try:
             text = input(f"{scene.user_role}> ").strip()
@@ -126,11 +129,11 @@ def run_scene(args: argparse.Namespace, engine: EngineChoice, settings: Settings
                 _said(scene, text)
             _save(scene, path)
         except ChatHaruhiError as exc:
-            print(f"[{exc}]")
+            print(_("[{why}]", why=exc))
 
 
 def _command(scene: Scene, text: str) -> bool | None:
-    word, _, rest = text.partition(" ")
+    word, _sep, rest = text.partition(" ")
     rest = rest.strip()
     if word in ("/quit", "/exit"):
         return False
@@ -141,26 +144,26 @@ def _command(scene: Scene, text: str) -> bool | None:
     elif word == "/whisper" and rest:
         to, said = split_whisper(scene, rest)
         if not said:
-            print("(whisper what? /whisper NAME TEXT)")
+            print(_("(whisper what? /whisper NAME TEXT)"))
         else:
             _said(scene, said, to)
     elif word == "/talk":
         turns = int(rest) if rest.isdigit() else 3
         try:
-            for _ in range(turns):
+            for _unused in range(turns):
                 if not _speak(scene):
-                    print("(the scene has come to a close)")
+                    print(_("(the scene has come to a close)"))
                     break
         except KeyboardInterrupt:
-            print("(stopped)")
+            print(_("(stopped)"))
     elif word == "/mute" and rest:
-        print(f"({scene.mute(rest).name} is muted: speaks only when you use /next)")
+        print(_("({name} is muted: speaks only when you use /next)", name=scene.mute(rest).name))
     elif word == "/unmute" and rest:
-        print(f"({scene.mute(rest, False).name} may speak again)")
+        print(_("({name} may speak again)", name=scene.mute(rest, False).name))
     elif word == "/join" and rest:
-        print(f"({scene.add(rest).name} joins the scene)")
+        print(_("({name} joins the scene)", name=scene.add(rest).name))
     elif word == "/leave" and rest:
-        print(f"({scene.leave(rest).name} leaves the scene)")
+        print(_("({name} leaves the scene)", name=scene.leave(rest).name))
     else:
-        print(HELP)
+        print(_(HELP))
     return None

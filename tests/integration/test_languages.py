@@ -39,7 +39,7 @@ def test_engines_say_what_they_speak(settings):
     assert engine_languages(local) == EN
     said = language_gap(local, wukong, "Use the offline engine.")
     assert said.startswith("SmolLM2-135M-Instruct speaks English only, and 孙悟空 speaks Chinese")
-    assert said.endswith("该模型不会说中文，回复将没有意义。") and "Use the offline engine." in said
+    assert said.endswith("Use the offline engine.") and "该模型" not in said  # one language at a time (issue 52)
     assert language_gap(local, load_role("sherlock")) is None
     script = ChatHaruhi(role=wukong, engine="script", settings=settings).engine
     assert engine_languages(script) is None and language_gap(script, wukong) is None  # it quotes her own lines
