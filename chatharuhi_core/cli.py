@@ -5,14 +5,139 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import string
 import sys
+import unicodedata
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
+from . import i18n
 from .chat.engines import EngineChoice, engine_info, engine_names
 from .config import Settings
 from .errors import ChatHaruhiError, InputError
+from .i18n import N_, _
 from .scene.order import order_names
+
+# argparse's own sentences that a user of this command meets, in argparse's English with {names} for its %s (the
+# stdlib's "argparse" gettext domain has no Chinese): an error is matched against them and said from our catalogue
+ARGPARSE_SENTENCES = (
+    N_("argument {argument}: {message}"),
+    N_("the following arguments are required: {arguments}"),
+    N_("unrecognized arguments: {arguments}"),
+    N_("invalid choice: {value} (choose from {choices})"),
+    N_("invalid {type} value: {value}"),
+    N_("expected one argument"),
+    N_("expected at least one argument"),
+    N_("ambiguous option: {option} could match {matches}"),
+    N_("ignored explicit argument {value}"),
+)
+CLOSING_MARKS = "，。、：；？！）」』》”’,.:;?!)"  # never the first thing on a wrapped line
+OPENING_MARKS = "（「『《“‘("  # never the last
+
+
+@cache
+def _pattern(english: str) -> re.Pattern:
+    """A regular expression matching argparse's sentence `english` (its {names} as groups)."""
+    return re.compile("".join(re.escape(text) + (f"(?P<{name}>.+?)" if name else "")
+                              for text, name, _spec, _conv in string.Formatter().parse(english)), re.S)
+
+
+def argparse_sentence(message: str) -> str:
+    """An error sentence of argparse's in the current language (English: as argparse says it)."""
+    if i18n.language() == i18n.DEFAULT:
+        return message
+    for english in ARGPARSE_SENTENCES:
+        found = _pattern(english).fullmatch(message)
+        if found:
+            values = found.groupdict()
+            if "message" in values:
+                values["message"] = argparse_sentence(values["message"])
+            return _(english, **values)
+    return message
+
+
+def _columns(text: str) -> int:
+    """How many columns `text` takes on a terminal (a Chinese character or full-width mark takes two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap_wide(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` columns on screen, broken between words or between two Chinese
+    characters, never before a closing mark nor after an opening one (argparse counts characters, not columns)."""
+    tokens, word = [], ""
+    for ch in text:
+        if ch == " " or _columns(ch) == 2:
+            tokens += [word, ch] if word else [ch]
+            word = ""
+        else:
+            word += ch
+    tokens += [word] if word else []
+    lines, line = [], []
+    for token in tokens:
+        if token == " " and not line:
+            continue
+        if line and token != " " and _columns("".join(line) + token) > width:
+            moved = [token]
+            while len(line) > 1 and moved[0][0] in CLOSING_MARKS:  # the word before a closing mark goes down too
+                moved.insert(0, line.pop())
+            while len(line) > 1 and line[-1] in OPENING_MARKS:
+                moved.insert(0, line.pop())
+            lines.append("".join(line).rstrip())
+            line = moved if moved[0] != " " else moved[1:]
+        else:
+            line.append(token)
+    return [*lines, "".join(line).rstrip()] if line else lines
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help with "usage: " from our catalogue and, in Chinese, lines wrapped by their width on screen;
+    in English exactly argparse's own."""
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        super().add_usage(usage, actions, groups, _("usage: ") if prefix is None else prefix)
+
+    def _format_usage(self, usage, actions, groups, prefix):
+        text = super()._format_usage(usage, actions, groups, prefix)
+        wider = _columns(prefix or "") - len(prefix or "")  # "用法：" takes 6 columns, not 3: indent the rest so
+        return text.replace("\n ", "\n" + " " * (wider + 1)) if wider > 0 else text
+
+    def format_help(self):
+        text = super().format_help()
+        if i18n.language() == i18n.DEFAULT:
+            return text
+        for title in (_("positional arguments"), _("options")):  # argparse ends a section's title with ":"
+            text = text.replace(f"\n{title}:\n", f"\n{title}：\n")
+        return text
+
+    def _split_lines(self, text, width):
+        if i18n.language() == i18n.DEFAULT:
+            return super()._split_lines(text, width)
+        return wrap_wide(self._whitespace_matcher.sub(" ", text).strip(), width)
+
+    def _fill_text(self, text, width, indent):
+        if i18n.language() == i18n.DEFAULT:
+            return super()._fill_text(text, width, indent)
+        lines = wrap_wide(self._whitespace_matcher.sub(" ", text).strip(), width - len(indent))
+        return "\n".join(indent + line for line in lines)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser saying its own words (the section titles, -h's help, "usage: ", its error sentences) from
+    our catalogue, for this parser only; a command's parser is of this class too (add_subparsers makes its kind)."""
+
+    def __init__(self, *args, add_help: bool = True, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, add_help=False, formatter_class=formatter_class, **kwargs)
+        self._positionals.title = _("positional arguments")
+        self._optionals.title = _("options")
+        self.add_help = add_help
+        if add_help:  # as argparse adds it, first among the options
+            self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS,
+                              help=_("show this help message and exit"))
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(2, _("{prog}: error: {message}", prog=self.prog, message=argparse_sentence(message)) + "\n")
 
 
 class _OldFlag(argparse.Action):
@@ -20,31 +145,33 @@ class _OldFlag(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         new = "--" + self.dest.replace("_", "-")
-        print(f"{option_string} is now {new}; the old name works until the next release.", file=sys.stderr)
+        print(_("{old} is now {new}; the old name works until the next release.", old=option_string, new=new),
+              file=sys.stderr)
         setattr(namespace, self.dest, values)
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, choices=engine_names(),
-                   help="reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script)")
+                   help=_("reply engine (default: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else script)"))
     p.add_argument("--llm", dest="engine", choices=engine_names(), action=_OldFlag, help=argparse.SUPPRESS)
-    p.add_argument("--model", help="model for the engine: gpt-4o-mini (openai), a Hub id (hf), "
-                                   "a folder, .gguf file or Hub id (local; blank = bundled SmolLM2)")
-    p.add_argument("--base-url", help="base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1), "
-                                      "or of an Inference Endpoint or TGI server (hf)")
-    p.add_argument("--api-key", help="API key or HF token (default: OPENAI_API_KEY, or HF_TOKEN for hf)")
+    p.add_argument("--model", help=_("model for the engine: gpt-4o-mini (openai), a Hub id (hf), "
+                                     "a folder, .gguf file or Hub id (local; blank = bundled SmolLM2)"))
+    p.add_argument("--base-url", help=_("base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1), "
+                                        "or of an Inference Endpoint or TGI server (hf)"))
+    p.add_argument("--api-key", help=_("API key or HF token (default: OPENAI_API_KEY, or HF_TOKEN for hf)"))
     p.add_argument("--fold-prompt", action="store_true", default=None,
-                   help="no system message and no two user messages in a row, for servers that reject them")
+                   help=_("no system message and no two user messages in a row, for servers that reject them"))
     p.add_argument("--stats", action="store_true",
-                   help="after each reply, print the engine, time to first token and speed to stderr")
+                   help=_("after each reply, print the engine, time to first token and speed to stderr"))
 
 
 def _print_stats(reply, wanted: bool) -> None:
     stats = reply.stats if reply else None
     if wanted and stats:
-        model = f" ({stats.model})" if stats.model else ""
-        print(f"[{stats.engine}{model}: first token {stats.first_token_s:.2f} s, "
-              f"{stats.tokens_per_s:.1f} tokens/s, {stats.tokens} tokens in {stats.total_s:.1f} s]", file=sys.stderr)
+        engine = f"{stats.engine} ({stats.model})" if stats.model else stats.engine
+        print(_("[{engine}: first token {first:.2f} s, {speed:.1f} tokens/s, {tokens} tokens in {total:.1f} s]",
+                engine=engine, first=stats.first_token_s, speed=stats.tokens_per_s,
+                tokens=stats.tokens, total=stats.total_s), file=sys.stderr)
 
 
 class _Session:
@@ -63,8 +190,8 @@ class _Session:
             return None
         t = load_chat(self.path.read_bytes())
         if t.role_id != load_role(role_ref).id:
-            raise ChatHaruhiError(f"{self.path} is a chat with '{t.role_name or t.role_id}', not '{role_ref}'. "
-                                  f"Use --role {t.role_id}, or another file.")
+            raise ChatHaruhiError(_("{file} is a chat with '{name}', not '{role}'. Use --role {id}, or another file.",
+                                    file=self.path, name=t.role_name or t.role_id, role=role_ref, id=t.role_id))
         return t
 
     def save(self, tree, reply=None) -> None:
@@ -134,14 +261,14 @@ def _chat_loop(tree, stats: bool, session: _Session) -> int:
     bot = tree.bot
     name = bot.role.name
     if bot.history:
-        print(f"(going on from {len(bot.history)} saved exchanges in {session.path})")
+        print(_("(going on from {n} saved exchanges in {file})", n=len(bot.history), file=session.path))
         last = bot.history[-1]
         print(f"{last.user_role}: {last.text}\n{name}: {last.reply}")
     else:
         print(f"{name}: {bot.fill(bot.role.fitting_greeting(bot.user_role) or bot.role.greeting)}"
-              if bot.role.greeting else f"Talking to {name}.")
-    print("(Ctrl-D or /quit to leave; /swipe, /continue, /impersonate, /branch, /persona, /note, /remember: "
-          "/help lists them)")
+              if bot.role.greeting else _("Talking to {name}.", name=name))
+    print(_("(Ctrl-D or /quit to leave; /swipe, /continue, /impersonate, /branch, /persona, /note, /remember: "
+            "/help lists them)"))
     # while the first message is typed: the local model reads the prompt's start, the scenes' store opens
     bot.read_ahead_now()
     in_background(bot.open_scenes, "opening the scenes")
@@ -162,7 +289,7 @@ def _chat_loop(tree, stats: bool, session: _Session) -> int:
                 or story_command(tree, text.strip(), lambda reply: session.save(tree, reply), prefill_next_input)):
             continue
         if re.fullmatch(r"/[a-z]+", text.strip().split(" ")[0]):
-            print(f"[{text.strip().split(' ')[0]} is not a command here; /help lists them]")
+            print(_("[{command} is not a command here; /help lists them]", command=text.strip().split(" ")[0]))
             continue
         try:
             print(f"{tree.bot.role.name}: ", end="", flush=True)
@@ -174,27 +301,28 @@ def _chat_loop(tree, stats: bool, session: _Session) -> int:
 def _memory_command(tree, line: str, session: _Session) -> bool:
     """`/remember TEXT`, `/memories`, `/forget N`: True when `line` was one of them (handled here)."""
     bot = tree.bot
-    command, _, rest = line.partition(" ")
+    command, _sep, rest = line.partition(" ")
     try:
         if command == "/remember":
             bot.remember(rest)
-            print(f"[{bot.role.name} will remember: {bot.memory.pins[-1].text}]")
+            print(_("[{name} will remember: {text}]", name=bot.role.name, text=bot.memory.pins[-1].text))
         elif command == "/forget":
             if not rest.strip().isdigit():
-                raise InputError("Say which memory to forget by its number: /forget 2 (see /memories).")
-            print(f"[forgotten: {bot.forget(int(rest)).text}]")
+                raise InputError(_("Say which memory to forget by its number: /forget 2 (see /memories)."))
+            print(_("[forgotten: {text}]", text=bot.forget(int(rest)).text))
         elif command == "/memories":
             kept = len(bot.pinned())
             if not bot.memory.pins:
-                print("[no memories pinned yet: /remember TEXT]")
+                print(_("[no memories pinned yet: /remember TEXT]"))
             for n, pin in enumerate(bot.memory.pins, 1):
-                where = f" (from exchange {pin.turn})" if pin.turn else ""
-                over = "" if n <= kept else "  [over the memory budget: not in the prompt]"
+                where = _(" (from exchange {n})", n=pin.turn) if pin.turn else ""
+                over = "" if n <= kept else _("  [over the memory budget: not in the prompt]")
                 print(f"  {n}. {pin.text}{where}{over}")
             from .chat.notes import valid_notes
 
             for note in valid_notes(bot.memory.notes, bot.history):
-                print(f"  {note.heading(bot.history)} {note.text} (written by {note.engine or 'an engine'})")
+                print(_("  {heading} {text} (written by {engine})", heading=note.heading(bot.history), text=note.text,
+                        engine=note.engine or _("an engine")))
         else:
             return False
     except InputError as exc:
@@ -208,13 +336,14 @@ def cmd_roles(args: argparse.Namespace) -> int:
     from .roles.sources import bundled_roles
 
     for role in bundled_roles():
-        facts = f"{role.series}, {role.language}, {len(role.stories)} scenes"
-        print(f"{role.id:12} {role.name} ({facts}): {role.description}")
+        facts = _("{series}, {language}, {n} scenes", series=role.series, language=role.language, n=len(role.stories))
+        print(_("{id:12} {name} ({facts}): {description}", id=role.id, name=role.name, facts=facts,
+                description=role.description))
     if args.hub:
         from .roles.hub import hub_roles
 
         listed = hub_roles()
-        print(f"\nOn the Hugging Face Hub, fetched on first use ({len(listed)} roles):")
+        print("\n" + _("On the Hugging Face Hub, fetched on first use ({n} roles):", n=len(listed)))
         group = None
         for hub_role in listed:
             if hub_role.group != group:
@@ -233,13 +362,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="chatharuhi-validate-") as tmp:
         settings = Settings.from_env().with_(cache_dir=Path(tmp))
         role = load_role(args.source, settings, ImportOptions(name=getattr(args, "name", None)))
-        portrait = role.image_path.name if role.image_path else "none"
-        print(f"OK: {role.id} ({role.name}), {len(role.stories)} scenes, portrait: {portrait}")
+        portrait = role.image_path.name if role.image_path else _("none")
+        print(_("OK: {id} ({name}), {n} scenes, portrait: {portrait}", id=role.id, name=role.name,
+                n=len(role.stories), portrait=portrait))
     return 0
 
 
 def progress_bar(desc: str, unit: str = "scene"):
-    """A (done, total) callback drawing a tqdm bar on stderr."""
+    """A (done, total) callback drawing a tqdm bar on stderr: `desc` in the language shown, `unit` tqdm's label of
+    its rate (scene/s), as "it/s" is, left in English ("scene" is also a word for a group scene's file, 群戏)."""
     from tqdm import tqdm
 
     bar = None
@@ -266,11 +397,11 @@ def cmd_role_import(args: argparse.Namespace) -> int:
     from .roles.sources import open_role
 
     settings = Settings.from_env()
-    role = open_role(args.source, settings, progress_bar("embedding scenes"), _options(args))
-    print(f"Imported {role.name} as '{role.id}' ({len(role.stories)} scenes).")
+    role = open_role(args.source, settings, progress_bar(_("embedding scenes")), _options(args))
+    print(_("Imported {name} as '{id}' ({n} scenes).", name=role.name, id=role.id, n=len(role.stories)))
     if args.out:
-        print(f"Wrote {export_role(role, args.out, settings, progress=progress_bar('building store'))}")
-    print(f"Talk to it: python -m chatharuhi_core chat --role {role.id}")
+        print(_("Wrote {path}", path=export_role(role, args.out, settings, progress=progress_bar(_("building store")))))
+    print(_("Talk to it: python -m chatharuhi_core chat --role {id}", id=role.id))
     return 0
 
 
@@ -285,8 +416,9 @@ def cmd_role_build(args: argparse.Namespace) -> int:
                             personality=args.personality or "", role_id=args.id, max_tokens=args.max_tokens)
     role = role_from_script(read_text(script), args.name, source_name=script.name, options=options)
     out = Path(args.out or role.id)
-    export_role(role, out, settings, "folder" if not out.suffix else None, progress=progress_bar("embedding scenes"))
-    print(f"Built {role.name}: {len(role.stories)} scenes from {script.name} -> {out}")
+    export_role(role, out, settings, "folder" if not out.suffix else None, progress=progress_bar(_("embedding scenes")))
+    print(_("Built {name}: {n} scenes from {script} -> {out}", name=role.name, n=len(role.stories), script=script.name,
+            out=out))
     return 0
 
 
@@ -297,8 +429,8 @@ def cmd_role_export(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     role = load_role(args.role, settings)
     fmt = args.format or None
-    path = export_role(role, args.to, settings, fmt, progress=progress_bar("building store"))
-    print(f"Wrote {role.name} to {path}")
+    path = export_role(role, args.to, settings, fmt, progress=progress_bar(_("building store")))
+    print(_("Wrote {name} to {path}", name=role.name, path=path))
     return 0
 
 
@@ -314,16 +446,18 @@ def cmd_role_push(args: argparse.Namespace) -> int:
     role = load_role(args.role, settings)
     with tempfile.TemporaryDirectory(prefix="chatharuhi-push-") as tmp:
         folder = export_role(role, Path(tmp) / role.id, settings, "folder" if args.store else "folder-no-store",
-                             progress=progress_bar("building store"))
+                             progress=progress_bar(_("building store")))
         plan = push_plan(folder)
-        verb = "Would upload" if args.dry_run else "Uploading"
-        print(f"{verb} {len(plan)} files to the dataset {args.repo}:")
+        if args.dry_run:
+            print(_("Would upload {n} files to the dataset {repo}:", n=len(plan), repo=args.repo))
+        else:
+            print(_("Uploading {n} files to the dataset {repo}:", n=len(plan), repo=args.repo))
         for path, size in plan:
-            print(f"  {path}  ({size:,} bytes)")
+            print(_("  {path}  ({size:,} bytes)", path=path, size=size))
         if args.dry_run:
             return 0
         url = push(folder, args.repo, settings, private=args.private)
-        print(f"Done: {url}")
+        print(_("Done: {url}", url=url))
     return 0
 
 
@@ -344,12 +478,13 @@ def cmd_speak(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix.lower() not in ("", speech.path.suffix):
         out = out.with_suffix(speech.path.suffix)
-        print(f"note: {speech.engine} writes {speech.path.suffix} audio; saving as {out.name}", file=sys.stderr)
+        print(_("note: {engine} writes {suffix} audio; saving as {name}", engine=speech.engine,
+                suffix=speech.path.suffix, name=out.name), file=sys.stderr)
     elif not out.suffix:
         out = out.with_suffix(speech.path.suffix)
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(speech.path), out)
-    print(f"{speech.notice} Wrote {out}")
+    print(_("{notice} Wrote {path}", notice=speech.notice, path=out))
     return 0
 
 
@@ -393,7 +528,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _rescore(args, settings)
     if args.compare:
         if args.engine or args.model:
-            raise ChatHaruhiError("Give either --compare SYSTEM... or --engine/--model, not both.")
+            raise ChatHaruhiError(_("Give either --compare SYSTEM... or --engine/--model, not both."))
         systems = [parse_system(s) for s in args.compare]
     else:
         systems = [SystemSpec(_engine(args, settings), args.model or "")]
@@ -405,14 +540,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
                           allow_trained=args.allow_trained, samples=args.samples, greedy=args.greedy,
                           budgets=_eval_budgets(args), server=server)
     comparison = compare(roles, systems, options, settings=settings,
-                         progress_for=lambda name: progress_bar(f"{name}: answering", "reply"))
+                         progress_for=lambda name: progress_bar(_("{system}: answering", system=name), "reply"))
     files = comparison.write(Path(args.out))
     print(comparison.markdown())
     _record_in_model_cards(comparison, Path(args.out))
     for kind, path in files.items():
         print(f"{kind:9} {path}")
     if "plot" not in files:
-        print("(no plot: matplotlib is not installed; `bash scripts/setup.sh local` installs it)", file=sys.stderr)
+        print(_("(no plot: matplotlib is not installed; `bash scripts/setup.sh local` installs it)"), file=sys.stderr)
     return 0
 
 
@@ -434,7 +569,8 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     for given in args.label or []:
         system, sep, label = given.partition("=")
         if not sep or not system or not label:
-            raise ChatHaruhiError(f"--label takes SYSTEM=LABEL (e.g. local:runs/all-lora=all-lora), not '{given}'.")
+            raise ChatHaruhiError(_("--label takes SYSTEM=LABEL (e.g. local:runs/all-lora=all-lora), not '{given}'.",
+                                    given=given))
         labels[system] = label
     options = EvalOptions(per_role=args.cases, min_tokens=args.min_tokens, seed=args.seed, deep=args.deep_cases,
                           baselines=not args.no_baselines)
@@ -467,7 +603,7 @@ def _record_in_model_cards(comparison, out: Path) -> None:
                              f"{other.interval('rouge_l', c).text()} | {other.interval('ooc', c).text('{:.0%}')} |")
         speaks = rep.language_shares(lambda role_id: base_language(load_role(role_id).language))
         if record_eval(Path(model), "\n".join(lines), speaks):
-            print(f"(figures recorded in {Path(model) / 'README.md'})")
+            print(_("(figures recorded in {path})", path=Path(model) / "README.md"))
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
@@ -484,20 +620,21 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
                                    holdout=HoldOut(args.holdout_cases, args.min_tokens, args.holdout_seed,
                                                    args.holdout_deep_cases))
         result = synthesize(roles, out, engine, options, settings=settings,
-                            progress=progress_bar("answering", "dialogue"))
+                            progress=progress_bar(_("answering"), "dialogue"))
     except KeyboardInterrupt:
-        print(f"\nStopped. What was answered is kept in {out}; run the same command again to go on.",
+        print("\n" + _("Stopped. What was answered is kept in {out}; run the same command again to go on.", out=out),
               file=sys.stderr)
         return 130
     for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"{result.answered} new dialogues ({result.done_before} from earlier runs, {result.failed} failed, "
-          f"{result.duplicates} duplicates dropped, {result.leaked} left out for copying a held-out line). "
-          f"{result.rows} rows in:")
+        print(_("note: {note}", note=note), file=sys.stderr)
+    print(_("{answered} new dialogues ({before} from earlier runs, {failed} failed, {duplicates} duplicates dropped, "
+            "{leaked} left out for copying a held-out line). {rows} rows in:", answered=result.answered,
+            before=result.done_before, failed=result.failed, duplicates=result.duplicates, leaked=result.leaked,
+            rows=result.rows))
     for kind, path in result.files.items():
         print(f"  {kind:9} {path}")
     if result.failed:
-        print("Run the same command again to retry the failed ones.", file=sys.stderr)
+        print(_("Run the same command again to retry the failed ones."), file=sys.stderr)
     return 0
 
 
@@ -524,20 +661,22 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         print(f"\n{exc}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:  # a second Ctrl-C, or one before training started
-        print(f"\nStopped. Any checkpoint is kept in {work_dir(out)}; run the same command again to go on.",
-              file=sys.stderr)
+        print("\n" + _("Stopped. Any checkpoint is kept in {folder}; run the same command again to go on.",
+                       folder=work_dir(out)), file=sys.stderr)
         return 130
     m = result.manifest
     for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(_("note: {note}", note=note), file=sys.stderr)
     t = m["training"]
-    print(f"Trained {m['kind']} on {m['base_label']} ({m['device']}): {m['data']['rows']} rows, "
-          f"{m['data']['tokens']:,} tokens, {t['steps']} steps in {t['seconds']:,.0f} s ({t['tokens_per_s']} tokens/s), "
-          f"loss {t['first_loss'] or 0:.3f} -> {t['final_loss'] or 0:.3f}.")
+    print(_("Trained {kind} on {base} ({device}): {rows} rows, {tokens:,} tokens, {steps} steps in {seconds:,.0f} s "
+            "({speed} tokens/s), loss {first:.3f} -> {final:.3f}.", kind=m["kind"], base=m["base_label"],
+            device=m["device"], rows=m["data"]["rows"], tokens=m["data"]["tokens"], steps=t["steps"],
+            seconds=t["seconds"], speed=t["tokens_per_s"], first=t["first_loss"] or 0, final=t["final_loss"] or 0))
     held = sum(len(v) for v in m["hold_out"]["scenes"].values())
-    print(f"Held out for eval: {held} scenes (never in a training row). Written to {result.out}")
-    print(f"Chat with it:  python -m chatharuhi_core chat --engine local --model {result.out} --role {roles[0].id}")
-    print(f"Score it:      python -m chatharuhi_core eval --compare local local:{result.out}"
+    print(_("Held out for eval: {n} scenes (never in a training row). Written to {out}", n=held, out=result.out))
+    print(_("Chat with it:  python -m chatharuhi_core chat --engine local --model {out} --role {id}", out=result.out,
+            id=roles[0].id))
+    print(_("Score it:      python -m chatharuhi_core eval --compare local local:{out}", out=result.out)
           + (f" --roles {' '.join(r.id for r in roles)}" if args.roles else ""))
     return 0
 
@@ -548,23 +687,27 @@ def cmd_feedback_export(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     src = Path(args.input) if args.input else settings.feedback_path
     if src is None or not src.is_file():
-        raise ChatHaruhiError(f"No feedback file at {src}. Ratings and edits in the page are written there "
-                              "(CHATHARUHI_FEEDBACK sets the path).")
+        raise ChatHaruhiError(_("No feedback file at {file}. Ratings and edits in the page are written there "
+                                "(CHATHARUHI_FEEDBACK sets the path).", file=src))
     data, files = export_training_data(src, Path(args.out))
-    print(f"{data.replies} rated, edited or swiped replies in {src}: {data.corrected} corrected, {data.liked} liked as "
-          f"they were, {data.disliked_uncorrected} disliked without a correction (left out), {data.kept_over} "
-          "alternatives passed over for the reply kept.")
+    print(_("{replies} rated, edited or swiped replies in {file}: {corrected} corrected, {liked} liked as they were, "
+            "{disliked} disliked without a correction (left out), {passed} alternatives passed over for the reply kept.",
+            replies=data.replies, file=src, corrected=data.corrected, liked=data.liked,
+            disliked=data.disliked_uncorrected, passed=data.kept_over))
     if data.unusable or data.torn_lines:
-        print(f"Left out {data.unusable} records without a usable prompt and {data.torn_lines} torn lines.")
-    print(f"{len(data.sft)} fine-tuning conversations and {len(data.preference)} preference pairs:")
+        print(_("Left out {unusable} records without a usable prompt and {torn} torn lines.", unusable=data.unusable,
+                torn=data.torn_lines))
+    print(_("{sft} fine-tuning conversations and {pairs} preference pairs:", sft=len(data.sft),
+            pairs=len(data.preference)))
     for kind, path in files.items():
         print(f"  {kind:10} {path}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m chatharuhi_core",
-                                     description="Role-play chat grounded in a character's classic scenes.")
+    """The command line's parser, its help in the current language (made when it runs, after main chose it)."""
+    parser = ArgumentParser(prog="python -m chatharuhi_core",
+                            description=_("Role-play chat grounded in a character's classic scenes."))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_add_chat_command, _add_lookup_commands, _add_eval_command, _add_synthesize_command,
                 _add_finetune_command, _add_feedback_commands, _add_role_commands):
@@ -574,52 +717,53 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_chat_command(sub) -> None:
     """`chat`: one message or a loop, with one character or a group scene."""
-    p = _command(sub, "chat", cmd_chat, help="talk to a character (or a group scene of several): one message, or a loop",
-                 description="Answer one message (TEXT) in character, or open an interactive loop. "
-                             "Give --role two to six times for a group scene with several characters; in its "
-                             "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE, "
-                             "/leave NAME and /whisper NAME TEXT steer it.")
+    p = _command(sub, "chat", cmd_chat, help=_("talk to a character (or a group scene of several): one message, or a loop"),
+                 description=_("Answer one message (TEXT) in character, or open an interactive loop. "
+                               "Give --role two to six times for a group scene with several characters; in its "
+                               "loop, /who, /mute NAME, /unmute NAME, /next NAME, /talk N, /join ROLE, "
+                               "/leave NAME and /whisper NAME TEXT steer it."))
     p.add_argument("--role", required=True, action="append",
-                   help="a bundled id or name (see `roles`), an imported id, or any source `role import` takes; "
-                        "repeat it for a group scene")
-    p.add_argument("--user-role", help="who you are in the story (default: the role's usual partner, e.g. Watson)")
+                   help=_("a bundled id or name (see `roles`), an imported id, or any source `role import` takes; "
+                          "repeat it for a group scene"))
+    p.add_argument("--user-role", help=_("who you are in the story (default: the role's usual partner, e.g. Watson)"))
     p.add_argument("--persona", metavar="FILE",
-                   help="whom you play: a .json file {\"name\", \"description\"} or a .txt file (the name on the first "
-                        "line, the description after it); its name is your name in the story unless --user-role")
+                   help=_("whom you play: a .json file {\"name\", \"description\"} or a .txt file (the name on the first "
+                          "line, the description after it); its name is your name in the story unless --user-role"))
     p.add_argument("--order", choices=order_names(),
-                   help="in a group scene, who speaks next: natural (named ones first, then the talkative; default), "
-                        "list, pooled (everyone once before anyone twice), manual (you pick with /next), "
-                        "director (the engine picks)")
-    p.add_argument("--allow-self", action="store_true", help="in a group scene, a character may answer its own line")
-    p.add_argument("--seed", type=int, help="in a group scene, seed the speaker choice (for repeatable runs)")
-    p.add_argument("--to", metavar="NAME", help="in a group scene, whisper TEXT to one character: only it hears, "
-                                               "answers and remembers it (in the loop: /whisper NAME TEXT)")
+                   help=_("in a group scene, who speaks next: natural (named ones first, then the talkative; default), "
+                          "list, pooled (everyone once before anyone twice), manual (you pick with /next), "
+                          "director (the engine picks)"))
+    p.add_argument("--allow-self", action="store_true", help=_("in a group scene, a character may answer its own line"))
+    p.add_argument("--seed", type=int, help=_("in a group scene, seed the speaker choice (for repeatable runs)"))
+    p.add_argument("--to", metavar="NAME", help=_("in a group scene, whisper TEXT to one character: only it hears, "
+                                               "answers and remembers it (in the loop: /whisper NAME TEXT)"))
     _add_engine_args(p)
     p.add_argument("--session", metavar="FILE",
-                   help="a chat or group-scene file (.jsonl, the page's export format): go on from it if it exists, "
-                        "and save it after every reply")
-    p.add_argument("text", nargs="*", metavar="TEXT", help="the message; leave out for a conversation")
+                   help=_("a chat or group-scene file (.jsonl, the page's export format): go on from it if it exists, "
+                          "and save it after every reply"))
+    p.add_argument("text", nargs="*", metavar="TEXT", help=_("the message; leave out for a conversation"))
 
 
 def _add_lookup_commands(sub) -> None:
     """`roles`, `speak`, `engines` and `validate`: what is here, and a quick check."""
-    p = _command(sub, "roles", cmd_roles, help="list the bundled characters", description="List the bundled characters.")
-    p.add_argument("--hub", action="store_true", help="also list the ChatHaruhi roles offered from the Hub")
+    p = _command(sub, "roles", cmd_roles, help=_("list the bundled characters"),
+                 description=_("List the bundled characters."))
+    p.add_argument("--hub", action="store_true", help=_("also list the ChatHaruhi roles offered from the Hub"))
 
-    p = _command(sub, "speak", cmd_speak, help="read a line aloud in a character's voice",
-                 description="Speak TEXT in the role's voice: edge-tts when online, else espeak-ng.")
-    p.add_argument("--role", required=True, help="a bundled or imported id, or any source `role import` takes")
-    p.add_argument("-o", "--output", required=True, help="audio file to write (.mp3 from edge-tts, .wav from espeak-ng)")
-    p.add_argument("--engine", choices=["edge-tts", "espeak-ng"], help="use only this voice engine")
-    p.add_argument("text", nargs="+", metavar="TEXT", help="what to say")
+    p = _command(sub, "speak", cmd_speak, help=_("read a line aloud in a character's voice"),
+                 description=_("Speak TEXT in the role's voice: edge-tts when online, else espeak-ng."))
+    p.add_argument("--role", required=True, help=_("a bundled or imported id, or any source `role import` takes"))
+    p.add_argument("-o", "--output", required=True, help=_("audio file to write (.mp3 from edge-tts, .wav from espeak-ng)"))
+    p.add_argument("--engine", choices=["edge-tts", "espeak-ng"], help=_("use only this voice engine"))
+    p.add_argument("text", nargs="+", metavar="TEXT", help=_("what to say"))
 
-    p = _command(sub, "engines", cmd_engines, help="list the reply engines", description="List the reply engines.")
-    p.add_argument("--gguf", action="store_true", help="print the path of the bundled SmolLM2 GGUF file instead")
+    p = _command(sub, "engines", cmd_engines, help=_("list the reply engines"), description=_("List the reply engines."))
+    p.add_argument("--gguf", action="store_true", help=_("print the path of the bundled SmolLM2 GGUF file instead"))
 
-    p = _command(sub, "validate", cmd_validate, help="check a role source (same as `role validate`)",
-                 description="Validate a role package folder, zip, card, jsonl, script or Hub id.")
-    p.add_argument("source", help="what to check")
-    p.add_argument("--name", help="for a script: the character's name")
+    p = _command(sub, "validate", cmd_validate, help=_("check a role source (same as `role validate`)"),
+                 description=_("Validate a role package folder, zip, card, jsonl, script or Hub id."))
+    p.add_argument("source", help=_("what to check"))
+    p.add_argument("--name", help=_("for a script: the character's name"))
 
 
 def _command(sub, name: str, func, **texts) -> argparse.ArgumentParser:
@@ -631,175 +775,184 @@ def _command(sub, name: str, func, **texts) -> argparse.ArgumentParser:
 
 def _add_holdout_args(p: argparse.ArgumentParser) -> None:
     """The scenes eval holds out, which synthesize and finetune leave out of their rows (as eval's flags)."""
-    p.add_argument("--holdout-cases", type=int, default=10, help="scenes per role held out for eval (as eval --cases)")
-    p.add_argument("--min-tokens", type=int, default=20, help="as eval --min-tokens")
-    p.add_argument("--holdout-seed", type=int, default=0, help="which scenes are held out for eval (as eval --seed)")
-    p.add_argument("--holdout-deep-cases", type=int, default=3, help="as eval --deep-cases")
+    p.add_argument("--holdout-cases", type=int, default=10, help=_("scenes per role held out for eval (as eval --cases)"))
+    p.add_argument("--min-tokens", type=int, default=20, help=_("as eval --min-tokens"))
+    p.add_argument("--holdout-seed", type=int, default=0, help=_("which scenes are held out for eval (as eval --seed)"))
+    p.add_argument("--holdout-deep-cases", type=int, default=3, help=_("as eval --deep-cases"))
 
 
 def _add_eval_command(sub) -> None:
     """`eval`: the paper's metric, systems compared on held-out cases."""
-    p = _command(sub, "eval", cmd_eval, help="score role-play: engines and models, system prompt only vs full ChatHaruhi",
-                 description="The paper's automatic metric and its Figure 9 comparison. For each role, scenes "
-                             "ending in a long line of the role are held out (and removed from retrieval); each "
-                             "system answers what came before, and the reply is scored against the original "
-                             "line: cosine similarity, ROUGE-L, out-of-character rate and distinct-2, with 95% "
-                             "bootstrap intervals. Writes results.md, results.csv, cases.csv and results.png.")
+    p = _command(sub, "eval", cmd_eval, help=_("score role-play: engines and models, system prompt only vs full ChatHaruhi"),
+                 description=_("The paper's automatic metric and its Figure 9 comparison. For each role, scenes "
+                               "ending in a long line of the role are held out (and removed from retrieval); each "
+                               "system answers what came before, and the reply is scored against the original "
+                               "line: cosine similarity, ROUGE-L, out-of-character rate and distinct-2, with 95% "
+                               "bootstrap intervals. Writes results.md, results.csv, cases.csv and results.png."))
     _add_engine_args(p)
     p.add_argument("--compare", nargs="+", metavar="SYSTEM",
-                   help="several systems on the same cases, each as ENGINE or ENGINE:MODEL, e.g. "
-                        "script local local:runs/all-lora openai:gpt-4o-mini (instead of --engine/--model); the "
-                        "baselines greeting and random-line are added unless --no-baselines")
-    p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to test (default: every bundled role)")
+                   help=_("several systems on the same cases, each as ENGINE or ENGINE:MODEL, e.g. "
+                          "script local local:runs/all-lora openai:gpt-4o-mini (instead of --engine/--model); the "
+                          "baselines greeting and random-line are added unless --no-baselines"))
+    p.add_argument("--roles", nargs="+", metavar="ROLE", help=_("roles to test (default: every bundled role)"))
     p.add_argument("--cases", type=int, default=10,
-                   help="held-out scenes per role (default 10; finetune holds out the same ones)")
+                   help=_("held-out scenes per role (default 10; finetune holds out the same ones)"))
     p.add_argument("--deep-cases", type=int, default=3,
-                   help="how many of them are scenes where the character has answered before, so the prompt carries "
-                        "the scene's earlier turns as history (default 3, where a role has them; results are also "
-                        "shown by depth)")
-    p.add_argument("--min-tokens", type=int, default=20, help="shortest original line to test, in tokens (default 20)")
+                   help=_("how many of them are scenes where the character has answered before, so the prompt carries "
+                          "the scene's earlier turns as history (default 3, where a role has them; results are also "
+                          "shown by depth)"))
+    p.add_argument("--min-tokens", type=int, default=20, help=_("shortest original line to test, in tokens (default 20)"))
     p.add_argument("--conditions", nargs="+", default=["system", "full"], choices=["system", "full"],
-                   help="prompts to compare (default: system full)")
-    p.add_argument("--seed", type=int, default=0, help="which scenes are sampled (default 0)")
+                   help=_("prompts to compare (default: system full)"))
+    p.add_argument("--seed", type=int, default=0, help=_("which scenes are sampled (default 0)"))
     p.add_argument("--no-baselines", action="store_true",
-                   help="leave out the baselines that read nothing of the conversation (the role's greeting, a "
-                        "random line of the character), scored beside every system by default")
+                   help=_("leave out the baselines that read nothing of the conversation (the role's greeting, a "
+                          "random line of the character), scored beside every system by default"))
     p.add_argument("--distractors", type=int, default=4,
-                   help="next-line choice: other lines the original is ranked among (default 4; chance 1/(K+1))")
+                   help=_("next-line choice: other lines the original is ranked among (default 4; chance 1/(K+1))"))
     p.add_argument("--samples", type=int, default=3,
-                   help="replies per case from an engine that samples, each with its own recorded seed (default 3)")
+                   help=_("replies per case from an engine that samples, each with its own recorded seed (default 3)"))
     p.add_argument("--greedy", action="store_true",
-                   help="instead of --samples: one reply per case with the most likely tokens (temperature 0), the "
-                        "same on every run")
-    p.add_argument("--story-tokens", type=int, help="classic-scene budget for every system, in cl100k tokens (default: the "
-                                                     "smallest of the compared systems' own)")
-    p.add_argument("--history-tokens", type=int, help="history budget for every system, likewise")
+                   help=_("instead of --samples: one reply per case with the most likely tokens (temperature 0), the "
+                          "same on every run"))
+    p.add_argument("--story-tokens", type=int,
+                   help=_("classic-scene budget for every system, in cl100k tokens (default: the "
+                          "smallest of the compared systems' own)"))
+    p.add_argument("--history-tokens", type=int, help=_("history budget for every system, likewise"))
     p.add_argument("--allow-trained", action="store_true",
-                   help="score a fine-tuned model on cases whose scenes it trained on (refused otherwise), marked so")
+                   help=_("score a fine-tuned model on cases whose scenes it trained on (refused otherwise), marked so"))
     p.add_argument("--no-next-line", action="store_true",
-                   help="skip next-line choice (the original line ranked among other characters' lines, and among "
-                        "the same character's lines from other scenes)")
+                   help=_("skip next-line choice (the original line ranked among other characters' lines, and among "
+                          "the same character's lines from other scenes)"))
     p.add_argument("--rescore", metavar="CASES_CSV",
-                   help="score a past run's replies (its cases.csv) again with today's metrics and baselines, "
-                        "without running any model; give the run's --cases, --deep-cases, --min-tokens, --seed and --roles")
-    p.add_argument("--label", nargs="+", metavar="SYSTEM=LABEL", help="with --rescore: names for the tables")
-    p.add_argument("--out", default="eval-results", help="output folder (default ./eval-results)")
+                   help=_("score a past run's replies (its cases.csv) again with today's metrics and baselines, "
+                          "without running any model; give the run's --cases, --deep-cases, --min-tokens, --seed "
+                          "and --roles"))
+    p.add_argument("--label", nargs="+", metavar="SYSTEM=LABEL", help=_("with --rescore: names for the tables"))
+    p.add_argument("--out", default="eval-results", help=_("output folder (default ./eval-results)"))
 
 
 def _add_synthesize_command(sub) -> None:
     """`synthesize`: fine-tuning dialogues answered by the chatbot."""
-    p = _command(sub, "synthesize", cmd_synthesize, help="make fine-tuning dialogues answered by the chatbot",
-                 description="Answer each scene's opening lines and new questions (written Alpaca-style by "
-                             "the engine from the role's exchanges) with ChatHaruhi. Writes openai.jsonl and "
-                             "sharegpt.jsonl (alternating turns, de-duplicated). Re-running skips what is done.")
+    p = _command(sub, "synthesize", cmd_synthesize, help=_("make fine-tuning dialogues answered by the chatbot"),
+                 description=_("Answer each scene's opening lines and new questions (written Alpaca-style by "
+                               "the engine from the role's exchanges) with ChatHaruhi. Writes openai.jsonl and "
+                               "sharegpt.jsonl (alternating turns, de-duplicated). Re-running skips what is done."))
     _add_engine_args(p)
-    p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles (default: every bundled role)")
-    p.add_argument("--scenes", type=int, default=None, help="scene openings per role (default: all)")
-    p.add_argument("--questions", type=int, default=10, help="new questions per role (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="which examples are shown when asking (default 0)")
+    p.add_argument("--roles", nargs="+", metavar="ROLE", help=_("roles (default: every bundled role)"))
+    p.add_argument("--scenes", type=int, default=None, help=_("scene openings per role (default: all)"))
+    p.add_argument("--questions", type=int, default=10, help=_("new questions per role (default 10)"))
+    p.add_argument("--seed", type=int, default=0, help=_("which examples are shown when asking (default 0)"))
     _add_holdout_args(p)
-    p.add_argument("--out", default="synthesized", help="output folder (default ./synthesized)")
+    p.add_argument("--out", default="synthesized", help=_("output folder (default ./synthesized)"))
 
 
 def _add_finetune_command(sub) -> None:
     """`finetune`: a LoRA adapter for the local engine."""
-    p = _command(sub, "finetune", cmd_finetune, help="train a LoRA adapter on the roles' lines for the local engine",
-                 description="Supervised fine-tuning (TRL SFTTrainer + peft LoRA) of a local model on every line "
-                             "of the roles in the ChatHaruhi prompt format, with the scenes eval holds out left "
-                             "out of every row. Optional extra rows (synthesize's openai.jsonl, feedback export's "
-                             "sft-openai.jsonl) and a DPO pass on the visitors' corrections (preference.jsonl). "
-                             "Ctrl-C keeps the last checkpoint; the same command goes on from it.")
-    p.add_argument("--roles", nargs="+", metavar="ROLE", help="roles to train on (default: every bundled role)")
-    p.add_argument("--base", default="", help="base model: blank = the bundled SmolLM2-135M-Instruct; or a model "
-                                               "folder, a .gguf file, or a Hub id read from the cache")
-    p.add_argument("--data", nargs="+", metavar="FILE", help="more rows: OpenAI chat JSONL (synthesize's openai.jsonl, "
-                                                             "feedback export's sft-openai.jsonl)")
-    p.add_argument("--dpo", metavar="FILE", help="preference pairs for a DPO pass (feedback export's preference.jsonl)")
-    p.add_argument("--out", help="output folder (default runs/ROLE-lora, or runs/all-lora)")
-    p.add_argument("--merge", action="store_true", help="write a full model folder (the adapter merged into the base)")
+    p = _command(sub, "finetune", cmd_finetune, help=_("train a LoRA adapter on the roles' lines for the local engine"),
+                 description=_("Supervised fine-tuning (TRL SFTTrainer + peft LoRA) of a local model on every line "
+                               "of the roles in the ChatHaruhi prompt format, with the scenes eval holds out left "
+                               "out of every row. Optional extra rows (synthesize's openai.jsonl, feedback export's "
+                               "sft-openai.jsonl) and a DPO pass on the visitors' corrections (preference.jsonl). "
+                               "Ctrl-C keeps the last checkpoint; the same command goes on from it."))
+    p.add_argument("--roles", nargs="+", metavar="ROLE", help=_("roles to train on (default: every bundled role)"))
+    p.add_argument("--base", default="", help=_("base model: blank = the bundled SmolLM2-135M-Instruct; or a model "
+                                               "folder, a .gguf file, or a Hub id read from the cache"))
+    p.add_argument("--data", nargs="+", metavar="FILE", help=_("more rows: OpenAI chat JSONL (synthesize's openai.jsonl, "
+                                                               "feedback export's sft-openai.jsonl)"))
+    p.add_argument("--dpo", metavar="FILE", help=_("preference pairs for a DPO pass (feedback export's preference.jsonl)"))
+    p.add_argument("--out", help=_("output folder (default runs/ROLE-lora, or runs/all-lora)"))
+    p.add_argument("--merge", action="store_true", help=_("write a full model folder (the adapter merged into the base)"))
     p.add_argument("--epochs", type=float, default=1.0,
-                   help="passes over the rows (default 1: about 35 minutes on 2 CPU cores for the eight bundled roles)")
-    p.add_argument("--lr", type=float, default=5e-4, help="learning rate (default 5e-4)")
-    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16; alpha is twice it)")
-    p.add_argument("--max-length", type=int, default=1024, help="longest row in tokens; longer ones are left out")
-    p.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps (default: the epochs decide)")
-    p.add_argument("--save-steps", type=int, default=10, help="checkpoint every N steps (default 10)")
+                   help=_("passes over the rows (default 1: about 35 minutes on 2 CPU cores for the eight bundled roles)"))
+    p.add_argument("--lr", type=float, default=5e-4, help=_("learning rate (default 5e-4)"))
+    p.add_argument("--lora-r", type=int, default=16, help=_("LoRA rank (default 16; alpha is twice it)"))
+    p.add_argument("--max-length", type=int, default=1024, help=_("longest row in tokens; longer ones are left out"))
+    p.add_argument("--max-steps", type=int, default=-1, help=_("stop after this many steps (default: the epochs decide)"))
+    p.add_argument("--save-steps", type=int, default=10, help=_("checkpoint every N steps (default 10)"))
     _add_holdout_args(p)
-    p.add_argument("--seed", type=int, default=0, help="the training's seed (row order, LoRA's first weights)")
-    p.add_argument("--batch-size", type=int, default=1, help="rows per step on the device (default 1: fastest on a CPU)")
-    p.add_argument("--grad-accum", type=int, default=8, help="steps whose gradients add up to one update (default 8)")
+    p.add_argument("--seed", type=int, default=0, help=_("the training's seed (row order, LoRA's first weights)"))
+    p.add_argument("--batch-size", type=int, default=1, help=_("rows per step on the device (default 1: fastest on a CPU)"))
+    p.add_argument("--grad-accum", type=int, default=8, help=_("steps whose gradients add up to one update (default 8)"))
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
-                   help="weights and training in fp32 or bf16 (default auto: bf16 on a GPU, fp32 on a CPU)")
+                   help=_("weights and training in fp32 or bf16 (default auto: bf16 on a GPU, fp32 on a CPU)"))
 
 
 def _add_feedback_commands(sub) -> None:
     """`feedback export`: the page's ratings and corrections as training data."""
-    fb = sub.add_parser("feedback", help="turn the page's ratings and corrections into fine-tuning data",
-                        description="Work with the feedback file the page writes (likes, dislikes, edits).")
+    fb = sub.add_parser("feedback", help=_("turn the page's ratings and corrections into fine-tuning data"),
+                        description=_("Work with the feedback file the page writes (likes, dislikes, edits)."))
     fsub = fb.add_subparsers(dest="feedback_command", required=True, metavar="ACTION")
-    p = _command(fsub, "export", cmd_feedback_export, help="write SFT rows (OpenAI and ShareGPT) and preference pairs",
-                 description="Corrected replies, and liked ones as they were, become SFT conversations "
-                             "(sft-openai.jsonl, sft-sharegpt.jsonl); each correction is also a preference "
-                             "pair, chosen = the correction, rejected = the model's reply (preference.jsonl).")
-    p.add_argument("--in", dest="input", help="the feedback file (default: CHATHARUHI_FEEDBACK or the cache's)")
-    p.add_argument("--out", default="feedback-data", help="output folder (default ./feedback-data)")
+    p = _command(fsub, "export", cmd_feedback_export, help=_("write SFT rows (OpenAI and ShareGPT) and preference pairs"),
+                 description=_("Corrected replies, and liked ones as they were, become SFT conversations "
+                               "(sft-openai.jsonl, sft-sharegpt.jsonl); each correction is also a preference "
+                               "pair, chosen = the correction, rejected = the model's reply (preference.jsonl)."))
+    p.add_argument("--in", dest="input", help=_("the feedback file (default: CHATHARUHI_FEEDBACK or the cache's)"))
+    p.add_argument("--out", default="feedback-data", help=_("output folder (default ./feedback-data)"))
 
 
-SOURCES_HELP = ("a role package folder or .zip, a character card (.png/.json), a ChatHaruhi .jsonl, "
-                "a script (.txt), a Hub id (owner/name or owner/name/role), or a bundled id")
+SOURCES_HELP = N_("a role package folder or .zip, a character card (.png/.json), a ChatHaruhi .jsonl, "
+                  "a script (.txt), a Hub id (owner/name or owner/name/role), or a bundled id")
 
 
 def _add_import_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--name", help="for a script: the character's name (default: whoever speaks most)")
-    p.add_argument("--alias", action="append", help="another name the character speaks under (repeatable)")
-    p.add_argument("--series", help="the work the character comes from")
+    p.add_argument("--name", help=_("for a script: the character's name (default: whoever speaks most)"))
+    p.add_argument("--alias", action="append", help=_("another name the character speaks under (repeatable)"))
+    p.add_argument("--series", help=_("the work the character comes from"))
 
 
 def _add_role_commands(sub) -> None:
-    role = sub.add_parser("role", help="build, import, export, push and validate characters",
-                          description="Build, import, export, push and validate characters.")
+    role = sub.add_parser("role", help=_("build, import, export, push and validate characters"),
+                          description=_("Build, import, export, push and validate characters."))
     rsub = role.add_subparsers(dest="role_command", required=True, metavar="ACTION")
 
-    p = _command(rsub, "build", cmd_role_build, help="build a role package from a script",
-                 description="Cut a script (Name:「line」, NAME: line, or screenplay blocks) into scenes "
-                             "and write a role package with a prebuilt store.")
-    p.add_argument("script", help="the script, a UTF-8 .txt file")
-    p.add_argument("--id", help="the role id (default: derived from the name and the script)")
-    p.add_argument("--personality", help="a note on personality and verbal tics for the system prompt")
-    p.add_argument("--max-tokens", type=int, default=500, help="longest scene in cl100k tokens (default 500)")
-    p.add_argument("--out", help="output folder, or a .zip (default: ./ROLE_ID)")
+    p = _command(rsub, "build", cmd_role_build, help=_("build a role package from a script"),
+                 description=_("Cut a script (Name:「line」, NAME: line, or screenplay blocks) into scenes "
+                               "and write a role package with a prebuilt store."))
+    p.add_argument("script", help=_("the script, a UTF-8 .txt file"))
+    p.add_argument("--id", help=_("the role id (default: derived from the name and the script)"))
+    p.add_argument("--personality", help=_("a note on personality and verbal tics for the system prompt"))
+    p.add_argument("--max-tokens", type=int, default=500, help=_("longest scene in cl100k tokens (default 500)"))
+    p.add_argument("--out", help=_("output folder, or a .zip (default: ./ROLE_ID)"))
     _add_import_args(p)
 
-    p = _command(rsub, "import", cmd_role_import, help="import a character from anywhere into the cache",
-                 description=f"Import {SOURCES_HELP}; the scenes are embedded once and cached.")
-    p.add_argument("source", help="what to import")
-    p.add_argument("--out", help="also write it as a package folder, .zip, card .png/.json or .jsonl")
+    p = _command(rsub, "import", cmd_role_import, help=_("import a character from anywhere into the cache"),
+                 description=_("Import {sources}; the scenes are embedded once and cached.", sources=_(SOURCES_HELP)))
+    p.add_argument("source", help=_("what to import"))
+    p.add_argument("--out", help=_("also write it as a package folder, .zip, card .png/.json or .jsonl"))
     _add_import_args(p)
 
-    p = _command(rsub, "export", cmd_role_export, help="write a character as a card, package, zip or jsonl",
-                 description="Export a character. The format follows the suffix: .png (card V2+V3), "
-                             ".json (card V3), .zip (package with store), .jsonl (ChatHaruhi 2.0), "
-                             "anything else a package folder with a prebuilt store.")
-    p.add_argument("role", help="a bundled or imported id, or any source `import` takes")
-    p.add_argument("--to", required=True, help="where to write")
+    p = _command(rsub, "export", cmd_role_export, help=_("write a character as a card, package, zip or jsonl"),
+                 description=_("Export a character. The format follows the suffix: .png (card V2+V3), "
+                               ".json (card V3), .zip (package with store), .jsonl (ChatHaruhi 2.0), "
+                               "anything else a package folder with a prebuilt store."))
+    p.add_argument("role", help=_("a bundled or imported id, or any source `import` takes"))
+    p.add_argument("--to", required=True, help=_("where to write"))
     p.add_argument("--format", choices=["card-png", "card-json", "card-json-v2", "folder", "folder-no-store",
-                                        "zip", "jsonl"], help="override the format the suffix implies")
+                                        "zip", "jsonl"], help=_("override the format the suffix implies"))
 
-    p = _command(rsub, "push", cmd_role_push, help="upload a character to a Hugging Face dataset repo",
-                 description="Upload a character as a role package to a dataset repo (needs HF_TOKEN).")
-    p.add_argument("role", help="a bundled or imported id, or any source `import` takes")
-    p.add_argument("--repo", required=True, help="owner/name of the dataset repo (created if missing)")
-    p.add_argument("--dry-run", action="store_true", help="list what would be uploaded and stop")
-    p.add_argument("--private", action="store_true", help="create the repo as private")
-    p.add_argument("--no-store", dest="store", action="store_false", help="leave out the prebuilt store")
+    p = _command(rsub, "push", cmd_role_push, help=_("upload a character to a Hugging Face dataset repo"),
+                 description=_("Upload a character as a role package to a dataset repo (needs HF_TOKEN)."))
+    p.add_argument("role", help=_("a bundled or imported id, or any source `import` takes"))
+    p.add_argument("--repo", required=True, help=_("owner/name of the dataset repo (created if missing)"))
+    p.add_argument("--dry-run", action="store_true", help=_("list what would be uploaded and stop"))
+    p.add_argument("--private", action="store_true", help=_("create the repo as private"))
+    p.add_argument("--no-store", dest="store", action="store_false", help=_("leave out the prebuilt store"))
 
-    p = _command(rsub, "validate", cmd_validate, help="check any role source without keeping it",
-                 description=f"Check {SOURCES_HELP}; nothing is kept.")
-    p.add_argument("source", help="what to check")
-    p.add_argument("--name", help="for a script: the character's name")
+    p = _command(rsub, "validate", cmd_validate, help=_("check any role source without keeping it"),
+                 description=_("Check {sources}; nothing is kept.", sources=_(SOURCES_HELP)))
+    p.add_argument("source", help=_("what to check"))
+    p.add_argument("--name", help=_("for a script: the character's name"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line in the locale's language (LANG=zh_CN.UTF-8: Chinese; English otherwise), chosen here
+    and not at import, before the parser and its help are made; for this call only."""
+    with i18n.speaking(i18n.from_environment()):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -808,9 +961,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except ChatHaruhiError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(_("error: {error}", error=exc), file=sys.stderr)
         return 1
     except OSError as exc:  # an output folder that cannot be made, a full disk: say where, not a traceback
-        where = f" ({exc.filename})" if exc.filename else ""
-        print(f"error: could not read or write a file{where}: {exc.strerror or exc}", file=sys.stderr)
+        if exc.filename:
+            print(_("error: could not read or write a file ({file}): {why}", file=exc.filename,
+                    why=exc.strerror or exc), file=sys.stderr)
+        else:
+            print(_("error: could not read or write a file: {why}", why=exc.strerror or exc), file=sys.stderr)
         return 1

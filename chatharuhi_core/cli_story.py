@@ -15,8 +15,9 @@ from .chat.swipes import position, replies_of
 from .chat.transcript import ReplyMeta
 from .chat.tree import ChatTree
 from .errors import ChatHaruhiError, InputError
+from .i18n import N_, _
 
-HELP = """  /swipe           another reply to your last message, kept beside the others (/swipes lists them)
+HELP = N_("""  /swipe           another reply to your last message, kept beside the others (/swipes lists them)
   /swipe N         keep reply N of the last message: the story goes on from it
   /continue        the last reply goes on from where it stopped
   /impersonate     your next line written for you, to edit and send (your persona's voice)
@@ -24,14 +25,14 @@ HELP = """  /swipe           another reply to your last message, kept beside the
   /lines, /line X  the story's lines; go to line X (its number or name); /parent goes back
   /persona [FILE]  whom you play (a .json or .txt file: name, then description); /persona off
   /note [D] TEXT   an author's note, D messages from the end (default 4); /note off
-  /remember TEXT, /memories, /forget N   what the character keeps"""
+  /remember TEXT, /memories, /forget N   what the character keeps""")
 
 
 def story_command(tree: ChatTree, line: str, save: Callable[[object | None], None],
                   prefill: Callable[[str], None]) -> bool:
     """Run `line` when it is one of the player's commands (True), else False. `save(reply)` writes the session
     (recording a reply's prompt when given); `prefill(text)` offers text as the next input."""
-    command, _, rest = line.partition(" ")
+    command, _sep, rest = line.partition(" ")
     rest = rest.strip()
     handlers = {"/swipe": _swipe, "/swipes": _swipes, "/continue": _continue, "/impersonate": _impersonate,
                 "/branch": _branch, "/lines": _lines, "/line": _line, "/parent": _parent, "/persona": _persona,
@@ -65,23 +66,24 @@ def _swipe(tree: ChatTree, rest: str, save, prefill) -> None:
     bot = tree.bot
     if rest:
         if not rest.isdigit():
-            raise InputError("Say which reply to keep by its number: /swipe 2 (/swipes lists them).")
+            raise InputError(_("Say which reply to keep by its number: /swipe 2 (/swipes lists them)."))
         ex = bot.keep(int(rest))
-        print(f"{bot.role.name}: {ex.reply}\n[kept reply {position(ex) + 1} of {len(replies_of(ex))}]")
+        print(f"{bot.role.name}: {ex.reply}\n"
+              + _("[kept reply {n} of {total}]", n=position(ex) + 1, total=len(replies_of(ex))))
         save(None)
         return
     print(f"{bot.role.name}: ", end="", flush=True)
     streaming = bot.swipe()
     _stream(streaming)
     ex = bot.history[-1]
-    print(f"[reply {position(ex) + 1} of {len(replies_of(ex))}; /swipe N keeps another]")
+    print(_("[reply {n} of {total}; /swipe N keeps another]", n=position(ex) + 1, total=len(replies_of(ex))))
     _slot(tree, streaming.reply)
     save(None)
 
 
 def _swipes(tree: ChatTree, rest: str, save, prefill) -> None:
     if not tree.bot.history:
-        raise InputError("There is no reply yet.")
+        raise InputError(_("There is no reply yet."))
     ex = tree.bot.history[-1]
     for n, reply in enumerate(replies_of(ex), 1):
         print(f"{'*' if n == position(ex) + 1 else ' '} {n}. {reply}")
@@ -90,7 +92,7 @@ def _swipes(tree: ChatTree, rest: str, save, prefill) -> None:
 def _continue(tree: ChatTree, rest: str, save, prefill) -> None:
     bot = tree.bot
     streaming = bot.continue_reply()
-    print(f"{bot.role.name} (goes on): …", end="", flush=True)
+    print(_("{name} (goes on): …", name=bot.role.name), end="", flush=True)
     _stream(streaming)
     _slot(tree, streaming.reply)
     save(None)
@@ -98,20 +100,24 @@ def _continue(tree: ChatTree, rest: str, save, prefill) -> None:
 
 def _impersonate(tree: ChatTree, rest: str, save, prefill) -> None:
     streaming = tree.bot.impersonate()
-    for _ in streaming:
+    for _piece in streaming:
         pass
     text = streaming.reply.text.strip()
-    print(f"[your line, to edit and send: {text}]")
+    print(_("[your line, to edit and send: {text}]", text=text))
     prefill(text)
 
 
 def _branch(tree: ChatTree, rest: str, save, prefill) -> None:
     if rest and not rest.isdigit():
-        raise InputError("Say after which exchange the branch starts: /branch 2 (0: from the greeting).")
+        raise InputError(_("Say after which exchange the branch starts: /branch 2 (0: from the greeting)."))
     before = tree.line.place.name
     bot = tree.branch(int(rest) if rest else None)
-    where = f"after exchange {len(bot.history)}" if bot.history else "from the greeting"
-    print(f"[{tree.line.place.name}: a new line of the story {where} of {before}; /lines lists them]")
+    if bot.history:
+        print(_("[{line}: a new line of the story after exchange {n} of {before}; /lines lists them]",
+                line=tree.line.place.name, n=len(bot.history), before=before))
+    else:
+        print(_("[{line}: a new line of the story from the greeting of {before}; /lines lists them]",
+                line=tree.line.place.name, before=before))
     save(None)
 
 
@@ -128,14 +134,14 @@ def _show_last(tree: ChatTree) -> None:
 
 def _line(tree: ChatTree, rest: str, save, prefill) -> None:
     tree.switch(rest)
-    print(f"[now on {tree.line.place.name}, {len(tree.bot.history)} exchanges]")
+    print(_("[now on {line}, {n} exchanges]", line=tree.line.place.name, n=len(tree.bot.history)))
     _show_last(tree)
     save(None)
 
 
 def _parent(tree: ChatTree, rest: str, save, prefill) -> None:
     tree.parent()
-    print(f"[back on {tree.line.place.name}, {len(tree.bot.history)} exchanges]")
+    print(_("[back on {line}, {n} exchanges]", line=tree.line.place.name, n=len(tree.bot.history)))
     _show_last(tree)
     save(None)
 
@@ -144,33 +150,39 @@ def _persona(tree: ChatTree, rest: str, save, prefill) -> None:
     bot = tree.bot
     if not rest:
         p = bot.player
-        print(f"[you play {bot.user_role}" + (f": {p.description}]" if p and p.description else "; no persona set]"))
+        print(_("[you play {name}: {description}]", name=bot.user_role, description=p.description)
+              if p and p.description else _("[you play {name}; no persona set]", name=bot.user_role))
         return
     player = None if rest == "off" else read_persona(rest)
     for x in tree.lines:
         x.bot.player = player
         if player:
             x.bot.user_role = player.name
-    print(f"[you play {player.name}: {player.description}]" if player else "[persona off]")
+    print(_("[you play {name}: {description}]", name=player.name, description=player.description)
+          if player else _("[persona off]"))
     save(None)
+
+
+def _said(note, without: str) -> str:
+    """The author's note as the loop shows it, or `without` when there is none."""
+    return _("[author's note at depth {depth}: {text}]", depth=note.depth, text=note.text) if note else without
 
 
 def _note(tree: ChatTree, rest: str, save, prefill) -> None:
     bot = tree.bot
     if not rest:
-        note = bot.note
-        print(f"[author's note at depth {note.depth}: {note.text}]" if note else "[no author's note]")
+        print(_said(bot.note, _("[no author's note]")))
         return
-    depth, _, text = rest.partition(" ")
+    depth, _sep, text = rest.partition(" ")
     note = None if rest == "off" else (authors_note(text, depth) if depth.isdigit() and text else authors_note(rest))
     for x in tree.lines:
         x.bot.note = note
-    print(f"[author's note at depth {note.depth}: {note.text}]" if note else "[author's note off]")
+    print(_said(note, _("[author's note off]")))
     save(None)
 
 
 def _help(tree: ChatTree, rest: str, save, prefill) -> None:
-    print(HELP)
+    print(_(HELP))
 
 
 def prefill_next_input(text: str) -> None:
