@@ -160,3 +160,24 @@ def messages(lang: str) -> dict[str, str]:
     catalog = translations(lang)
     found = getattr(catalog, "_catalog", {})
     return {key: value for key, value in found.items() if isinstance(key, str) and key}
+
+
+def both_spans(message: str, /, **values: object) -> str:
+    """An inline HTML text in both languages, one shown by the page's lang (the page's style.css): for what is
+    drawn before any visitor is known (the page as built), where the visitor's language cannot be asked."""
+    en, zh = in_language("en", message, **values), in_language("zh", message, **values)
+    if en == zh:
+        return en
+    return f'<span class="lang-en" lang="en">{en}</span><span class="lang-zh" lang="zh">{zh}</span>'
+
+
+def in_both(render: Callable[[], str]) -> str:
+    """A block (Markdown or HTML) drawn once per language, one shown by the page's lang (see both_spans)."""
+    with speaking("en"):
+        en = render()
+    with speaking("zh"):
+        zh = render()
+    if en == zh:
+        return en
+    return (f'<div class="lang-en" lang="en">\n\n{en}\n\n</div>\n\n'
+            f'<div class="lang-zh" lang="zh">\n\n{zh}\n\n</div>')

@@ -211,7 +211,7 @@ def _hub_list() -> gr.Dataset:
     with gr.Accordion(L("☁ ChatHaruhi on the Hub · {n} characters", n=len(listed)), open=False, elem_id="hub-panel"):
         return gr.Dataset(
             components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
-            headers=[L("Character"), L("Work"), L("Source")], type="index",
+            type="index",
             samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
             elem_id="hub-list", label=L("Fetched from the Hugging Face Hub on first use"))
 

@@ -12,7 +12,7 @@ import gradio as gr
 from chatharuhi_core.chat.voice import speak
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.i18n import N_, _, ngettext
+from chatharuhi_core.i18n import N_, _, in_both, ngettext
 from chatharuhi_core.roles.sources import load_role, open_role
 from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
@@ -200,7 +200,7 @@ class GroupSceneTab:
             self.cast = gr.Dropdown(picker_choices([e for e in entries if not e.online]), multiselect=True,
                                     max_choices=SLOTS, value=[], label=L("Characters in the group scene (2 to 6)"),
                                     filterable=True, allow_custom_value=True, elem_id="scene-cast")
-            self.present = gr.HTML(present_html(SceneState()), elem_id="scene-present")
+            self.present = gr.HTML(in_both(lambda: present_html(SceneState())), elem_id="scene-present")
             self.user_role = gr.Textbox(label=L("Your name in the story"), value="You",
                                         elem_id="scene-user")
             self.order = gr.Dropdown([(L(o.label), o.name) for o in ORDERS.values()], value="natural",
@@ -232,7 +232,7 @@ class GroupSceneTab:
                 # a whisper: the line goes to one character alone (the box says so); a column of its own keeps
                 # it out of the text box's form, so a phone can put it beside Send under the box
                 with gr.Column(scale=3, min_width=180, elem_id="scene-to-col"):
-                    self.to = gr.Dropdown(target_choices(SceneState()), value="", label=L("To"),
+                    self.to = gr.Dropdown([(L("Everyone"), "")], value="", label=L("To"),
                                           elem_id="scene-to", interactive=True)
                 self.text = gr.Textbox(show_label=False, placeholder=L("Say something to everyone…"),
                                        scale=6, elem_id="scene-message", max_lines=6)
@@ -258,7 +258,7 @@ class GroupSceneTab:
         self.voice_note = gr.Markdown(elem_id="scene-voice-note")
         with gr.Accordion(L("Classic scenes retrieved for each line"), open=False,
                           elem_id="scene-scenes-panel"):
-            self.scenes = gr.Markdown(scenes_markdown(SceneState(), 0), elem_id="scene-scenes")
+            self.scenes = gr.Markdown(in_both(lambda: scenes_markdown(SceneState(), 0)), elem_id="scene-scenes")
 
     def view(self) -> list:
         return [self.state, self.present, self.chat, *self.sliders, *self.mutes, *self.buttons, self.user_role,

@@ -63,10 +63,7 @@ def visitor_language() -> str | None:
 def both(message: str, /, **values: object) -> str:
     """A static Markdown text in both languages, one shown by the page's language (style.css; LANGUAGE_JS sets
     the page's lang): Gradio's I18n translates labels, not a Markdown's text."""
-    en = i18n.in_language("en", message, **values)
-    zh = i18n.in_language("zh", message, **values)
-    return (f'<span class="lang-en" lang="en">{en}</span>'
-            f'<span class="lang-zh" lang="zh">{zh}</span>')
+    return i18n.both_spans(message, **values)
 
 
 # On load: apply the remembered choice (Gradio follows navigator.language) and give the page its lang, which
@@ -90,14 +87,13 @@ async () => {
 }
 """.replace("@COOKIE@", COOKIE)
 
-# the switch: remember the choice for a year in this browser, then reload (what the page shows survives a reload)
+# the switch (the body Gradio runs with `element` when the HTML loads): remember the choice for a year in this
+# browser, then reload (what the page shows survives a reload)
 SWITCH_JS = """
-(element) => {
-  element.querySelectorAll('button[data-lang]').forEach((b) => b.addEventListener('click', () => {
-    document.cookie = '@COOKIE@=' + b.dataset.lang + '; path=/; max-age=31536000; SameSite=Lax';
-    location.reload();
-  }));
-}
+element.querySelectorAll('button[data-lang]').forEach((b) => b.addEventListener('click', () => {
+  document.cookie = '@COOKIE@=' + b.dataset.lang + '; path=/; max-age=31536000; SameSite=Lax';
+  location.reload();
+}));
 """.replace("@COOKIE@", COOKIE)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from chatharuhi_core.i18n import in_both
 from chatharuhi_core.web.chat import Conversation
 from chatharuhi_core.web.memory import (
     forget_memory,
@@ -20,7 +21,7 @@ from .language import L
 class MemoryPanel:
     def render(self) -> MemoryPanel:
         with gr.Accordion(L("Memories"), open=False, elem_id="memory-panel"):
-            self.listed = gr.Markdown(memory_markdown(None), elem_id="memories")
+            self.listed = gr.Markdown(in_both(lambda: memory_markdown(None)), elem_id="memories")
             self.text = gr.Textbox(label=L("Remember"), placeholder=L("my sister is Anna"), max_lines=3,
                                    elem_id="memory-text")
             with gr.Row():

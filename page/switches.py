@@ -104,7 +104,7 @@ class Switches:
             conv, user_name = import_chat(path, self.settings)
         except ChatHaruhiError as exc:
             return (*skip, WARNING_MARK + str(exc))
-        _, chats = reopen(at.conv, at.chats, conv.role_id)
+        _same, chats = reopen(at.conv, at.chats, conv.role_id)
         added = list(added or [])
         if conv.role_id not in bundled_ids() and conv.role_id not in added:
             added.append(conv.role_id)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
-from ..i18n import _, language
+from ..i18n import N_, _, both_spans, language
 from ..roles.names import is_cjk
 from ..roles.role import Role
 from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
@@ -105,7 +105,7 @@ def tiles_html(entries: list[PickerEntry]) -> str:
         image = f'<img src="{file_url(e.image)}" alt="" loading="lazy">' if e.image else ""
         tiles.append(f'<button type="button" class="thumbnail-item" data-ref="{ref}" aria-label="{name}" '
                      f'title="{tip}">{image}<span class="caption-label">{name}</span></button>')
-    heading = html.escape(_("Characters"))
+    heading = both_spans(N_("Characters"))  # drawn with the page, before its visitor is known
     return f'<div class="tiles-label">{heading}</div><div class="tiles">' + "".join(tiles) + "</div>"
 
 

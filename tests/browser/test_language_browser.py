@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.axe import blocking_violations, open_every_panel
+from support.axe import SETTLED, blocking_violations, open_every_panel
 from support.browser import ARTIFACTS, open_at
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +67,10 @@ def foreign_words(text: str, lang: str) -> list[str]:
 
 def scan(page, lang: str, where: str) -> list[str]:
     page.wait_for_timeout(500)
+    try:  # Gradio's own progress line ("In queue…") while an event runs is not the page's text
+        page.wait_for_function(SETTLED, timeout=15_000)
+    except Exception:  # still busy: the scan says what it sees
+        pass
     return [f"{where}: {w}" for w in foreign_words(page.evaluate(VISIBLE_TEXT, EXEMPT), lang)]
 
 
