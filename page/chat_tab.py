@@ -34,6 +34,10 @@ FEEDBACK_HINT = N_("Rate a reply with the thumbs, or correct it with the pencil:
                    "server to improve the character.")
 
 
+# the Hub list's source column: the data set's own name (the picker's group labels carry English counts)
+SOURCE_NAMES = {"community": "ChatHaruhi"}
+
+
 class ChatTab:
     """The chat tab's components, as attributes; `render` inside the tab, `wire` once the page is built.
     `settings`: the app's one Settings, which its events use."""
@@ -77,10 +81,10 @@ class ChatTab:
             self.use_offline = gr.Button(L("Use the offline engine"), size="sm", visible=False,
                                          elem_id="use-offline")
             # what to ask, right above the box (a click fills it)
-            self.examples = gr.Dataset(components=["textbox"], samples=[[q] for q in first.examples],
+            self.examples = gr.Dataset(components=["textbox"], headers=[""], samples=[[q] for q in first.examples],
                                        label=L("Try asking"), visible=bool(first.examples), elem_id="examples")
             with gr.Row(elem_id="message-row"):
-                self.text = gr.Textbox(show_label=False, placeholder=L("Say something…"), scale=6,
+                self.text = gr.Textbox(label=L("Message"), show_label=False, placeholder=L("Say something…"), scale=6,
                                        elem_id="message", max_lines=6)
                 self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="send")
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
@@ -212,7 +216,7 @@ def _hub_list() -> gr.Dataset:
         return gr.Dataset(
             components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
             type="index",
-            samples=[[r.label, r.series, r.group] for r in listed], samples_per_page=12,
+            samples=[[r.label, r.series, SOURCE_NAMES.get(r.source, r.source)] for r in listed], samples_per_page=12,
             elem_id="hub-list", label=L("Fetched from the Hugging Face Hub on first use"))
 
 

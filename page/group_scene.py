@@ -234,7 +234,7 @@ class GroupSceneTab:
                 with gr.Column(scale=3, min_width=180, elem_id="scene-to-col"):
                     self.to = gr.Dropdown([(L("Everyone"), "")], value="", label=L("To"),
                                           elem_id="scene-to", interactive=True)
-                self.text = gr.Textbox(show_label=False, placeholder=L("Say something to everyone…"),
+                self.text = gr.Textbox(label=L("Message"), show_label=False, placeholder=L("Say something to everyone…"),
                                        scale=6, elem_id="scene-message", max_lines=6)
                 self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="scene-send")
             with gr.Row(elem_id="scene-next"):

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BRANDS = ["ChatHaruhi", "Hugging Face", "Hub", "OpenAI", "API", "Gradio", "Chroma", "llama.cpp", "SmolLM2", "token",
           "tokens", "MB", "URL", "ZeroGPU", "Space", "id", "JSON", "PNG", "V1", "V2", "V3"]
 # the characters' own words and what is marked as another language on purpose (the switch, a Chinese name)
-EXEMPT = ["#chat .message", "#scene-chat .message", "#scene-image", "[lang]:not(html)"]
+# and Gradio's own progress line while an event runs (Gradio's words, not the page's)
+EXEMPT = ["#chat .message", "#scene-chat .message", "#scene-image", "[lang]:not(html)", ".meta-text", ".progress-text",
+          ".eta-bar", ".progress-level"]
 LAPTOP, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
 
 VISIBLE_TEXT = """(exempt) => {
