@@ -590,7 +590,7 @@ def _record_in_model_cards(comparison, out: Path) -> None:
     from .roles.sources import load_role
 
     for rep in comparison.reports:
-        engine, _, model = rep.system.partition(":")
+        engine, _sep, model = rep.system.partition(":")
         if engine != "local" or not model:
             continue
         lines = [f"Measured by `python -m chatharuhi_core eval` ({len(rep.roles())} roles, results in `{out}`), "

@@ -66,3 +66,27 @@ def test_a_chosen_language_wins_over_a_resolver_and_is_undone_after_the_block():
 
 def _zh_resolver() -> str:
     return "zh"
+
+
+def test_no_module_that_translates_hides_the_translator_behind_a_throwaway_name():
+    """`x, _ = pair` in a function makes `_` local there: a `_("...")` in that function then fails at run time."""
+    import ast
+
+    hidden = []
+    for path in catalogue.SOURCES:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imports_it = any(isinstance(node, ast.ImportFrom) and any(a.name == "_" for a in node.names)
+                         for node in ast.walk(tree))
+        if not imports_it:
+            continue
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            elif isinstance(node, (ast.For, ast.With)):
+                targets = [node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items]
+            for target in targets:
+                for name in ast.walk(target) if target is not None else []:
+                    if isinstance(name, ast.Name) and name.id == "_" and isinstance(name.ctx, ast.Store):
+                        hidden.append(f"{path.relative_to(catalogue.ROOT)}:{name.lineno}")
+    assert hidden == []
