@@ -27,8 +27,10 @@ class SettingsPanel:
         budgets = Budgets()
         engines = [(L(engine_info(n).label), n) for n in engine_names()]
         with gr.Accordion(L("Settings"), open=False, elem_id="settings"):
-            if self.settings.sign_in:  # a Space with `hf_oauth: true` (elsewhere Gradio would fake a sign-in)
-                gr.LoginButton(L("Sign in with Hugging Face"), logout_value="Sign out ({})", size="sm",
+            # a Space with `hf_oauth: true` (elsewhere Gradio would fake a sign-in). Its words stay English: Gradio
+            # compares the button's value with the one it was built with to choose between sign-in and sign-out
+            if self.settings.sign_in:
+                gr.LoginButton("Sign in with Hugging Face", logout_value="Sign out ({})", size="sm",
                                elem_id="sign-in")
             # a signed-in visitor whose chats this Space keeps (session.start shows it)
             self.forget_me = gr.Button(L("Forget me"), size="sm", variant="stop", visible=False,
