@@ -27,7 +27,7 @@ EN = ROOT / "README.md"
 ZH = ROOT / "README.zh.md"
 
 TRANSLATED = ("# ChatHaruhi", "## Two commands", "## Characters", "## Engines", "## Run on a Space",
-              "## Python and the command line", "## Words", "## Configuration")
+              "## Python and the command line", "## Words", "## Languages", "## Configuration")
 COMMAND_BLOCKS = {"bash", "sh", "shell", "console", "python", "pip"}
 
 ENV_VAR = re.compile(r"\b(?:CHATHARUHI|OPENAI|HF|GRADIO|CHROMA|SPACES)_[A-Z0-9_]*[A-Z0-9]\b")
@@ -143,7 +143,7 @@ def test_the_figures_are_read_in_both_languages():
 
 
 def test_every_link_of_a_translated_section_is_in_readme_zh():
-    zh = set(_local_links(_text(ZH)))
+    zh = set(_local_links(_text(ZH))) | {ZH.name}  # README.zh.md need not link itself
     missing = {target: heading for heading, text in _translated().items() for target in _local_links(text)
                if target not in zh}
     assert not missing, ("README.md links files README.zh.md does not (the committed outputs a figure stands on, "
