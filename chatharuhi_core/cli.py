@@ -336,9 +336,10 @@ def cmd_roles(args: argparse.Namespace) -> int:
     from .roles.sources import bundled_roles
 
     for role in bundled_roles():
-        facts = _("{series}, {language}, {n} scenes", series=role.series, language=role.language, n=len(role.stories))
+        told = role.described(i18n.language())  # the work and description in the reader's language, where written
+        facts = _("{series}, {language}, {n} scenes", series=told.series, language=role.language, n=len(role.stories))
         print(_("{id:12} {name} ({facts}): {description}", id=role.id, name=role.name, facts=facts,
-                description=role.description))
+                description=told.description))
     if args.hub:
         from .roles.hub import hub_roles
 
