@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.axe import SETTLED, blocking_violations, open_every_panel
-from support.browser import ARTIFACTS, open_at
+from support.browser import ARTIFACTS, add_file, open_at
 
 ROOT = Path(__file__).resolve().parents[2]
 BRANDS = ["ChatHaruhi", "Hugging Face", "Hub", "OpenAI", "API", "Gradio", "Chroma", "llama.cpp", "SmolLM2", "token",
@@ -91,33 +91,28 @@ def tour(page, lang: str) -> list[str]:
     return found
 
 
+# per browser language: the page's lang, its chat tab's name, and how many words of the other language may be left
+# outside names, brands and lines: on the chat tab as it opens (the bar: at most 3 English words for a
+# Chinese browser) and over the three tabs with every panel open
+LANGUAGES = {"zh-CN": ("zh-CN", "聊天", 3, 12), "en-US": ("en", "Chat", 0, 0)}
+
+
 @pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
-def test_a_chinese_browser_sees_chinese(browser, app_server, viewport):
-    context = browser.new_context(locale="zh-CN", viewport=viewport)
+@pytest.mark.parametrize("locale", list(LANGUAGES))
+def test_a_browser_sees_its_own_language_and_axe_finds_nothing_blocking(browser, app_server, locale, viewport):
+    lang, chat, on_chat_tab, on_every_tab = LANGUAGES[locale]
+    context = browser.new_context(locale=locale, viewport=viewport)
     page = open_at(context, app_server, viewport)
-    assert page.evaluate("document.documentElement.lang") == "zh-CN"
-    assert page.get_by_role("tab", name="聊天").is_visible()
-    assert page.get_by_placeholder("说点什么…").is_visible()
-    chat_tab = scan(page, "zh", "chat")
-    assert len(chat_tab) <= 3, chat_tab  # the bar: at most 3 English words on the chat tab
+    assert page.evaluate("document.documentElement.lang") == lang
+    assert page.get_by_role("tab", name=chat).is_visible()
+    first = scan(page, lang[:2], "chat")
+    assert len(first) <= on_chat_tab, first
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"language-{lang[:2]}-{viewport['width']}-chat.png"))
     assert blocking_violations(page) == []
-    found = tour(page, "zh")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"language-zh-{viewport['width']}.png"))
-    assert len(found) <= 12, found  # three tabs with every panel open: a few words each at most
-    context.close()
-
-
-@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
-def test_an_english_browser_sees_no_chinese_outside_names_and_lines(browser, app_server, viewport):
-    context = browser.new_context(locale="en-US", viewport=viewport)
-    page = open_at(context, app_server, viewport)
-    assert page.evaluate("document.documentElement.lang") == "en"
-    assert page.get_by_role("tab", name="Chat").is_visible()
-    found = scan(page, "en", "chat") + tour(page, "en")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"language-en-{viewport['width']}.png"))
-    assert found == []
+    found = tour(page, lang[:2])
+    page.screenshot(path=str(ARTIFACTS / f"language-{lang[:2]}-{viewport['width']}-add.png"))
+    assert len(found) <= on_every_tab, found
     context.close()
 
 
@@ -138,4 +133,16 @@ def test_the_switch_is_remembered_by_the_browser_and_events_answer_in_its_langua
     again.locator("#language-switch button[data-lang=en]").click()
     again.get_by_role("tab", name="Chat").wait_for(timeout=60_000)
     assert again.evaluate("document.documentElement.lang") == "en"
+    context.close()
+
+
+@pytest.mark.parametrize(("locale", "tab", "language"), [("zh-CN", "添加角色", r"[\u4e00-\u9fff]"),
+                                                        ("en-US", "Add a character", r"^[^\u4e00-\u9fff]*$")])
+def test_a_bad_file_is_explained_in_the_visitors_language(browser, app_server, tmp_path, locale, tab, language):
+    context = browser.new_context(locale=locale, viewport=LAPTOP)
+    page = open_at(context, app_server, LAPTOP)
+    bad = tmp_path / "notes.txt"
+    bad.write_bytes("Holmes: it is elementary\n".encode("utf-16"))  # not UTF-8: the script cannot be read
+    said = add_file(page, bad, expect="⚠️", tab=tab)
+    assert re.search(language, said.replace("⚠️", "")), said
     context.close()

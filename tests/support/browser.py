@@ -164,12 +164,13 @@ def use_server(page: Page, base_url: str, key: str, model: str = "echo") -> Any:
     return field
 
 
-def add_file(page: Page, path: Path, name: str = "", expect: str = "Added") -> str:
-    """Upload a file in the 'add a character' tab; return the status it shows."""
+def add_file(page: Page, path: Path, name: str = "", expect: str = "Added", tab: str = "Add a character") -> str:
+    """Upload a file in the 'add a character' tab (`tab`: its name in the page's language); return the status it
+    shows."""
     # the tab is clicked again when its upload never appears: a click on a page still filling in was lost once
     # in a full suite (the input was waited for 30 s), as a visitor would click a tab that did not open
     for attempt in range(3):
-        page.get_by_role("tab", name="Add a character").click()
+        page.get_by_role("tab", name=tab).click()
         try:
             page.locator("#upload input[type=file]").wait_for(state="attached", timeout=15_000)
             break

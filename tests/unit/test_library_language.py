@@ -26,13 +26,6 @@ from chatharuhi_core.scene.saved import load_scene
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-@pytest.fixture()
-def env(tmp_path):
-    (tmp_path / "in").mkdir()
-    settings = Settings.from_env({"CHATHARUHI_CACHE": str(tmp_path / "cache"), "HF_ENDPOINT": "http://127.0.0.1:9",
-                                  "HF_HUB_CACHE": str(tmp_path / "hub")})
-    return settings, tmp_path / "in"
-
 
 def _file(folder: Path, name: str, data: bytes) -> Path:
     path = folder / name

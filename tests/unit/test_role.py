@@ -1,7 +1,6 @@
 """The role package format: bundled roles meet the bar; broken packages name file and field."""
 
 import json
-import shutil
 
 import pytest
 from PIL import Image
@@ -9,7 +8,7 @@ from PIL import Image
 from chatharuhi_core.errors import RoleFormatError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.role import load_role_package, write_role_package
-from chatharuhi_core.roles.sources import BUNDLED_DIR, bundled_ids, load_role
+from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.tokens import count_tokens
 
 
@@ -41,12 +40,6 @@ def test_lookup_by_id_name_and_alias():
     assert load_role("孙悟空").id == "sunwukong"
     assert load_role("美猴王").id == "sunwukong"
 
-
-@pytest.fixture()
-def package(tmp_path):
-    dst = tmp_path / "role"
-    shutil.copytree(BUNDLED_DIR / "sherlock", dst)
-    return dst
 
 
 def _edit_json(path, **changes):

@@ -2,7 +2,6 @@
 questions to try in other languages), the About text and the picker's search in either language."""
 
 import json
-import shutil
 
 import pytest
 
@@ -10,7 +9,7 @@ from chatharuhi_core import i18n
 from chatharuhi_core.errors import RoleFormatError
 from chatharuhi_core.roles.names import is_cjk
 from chatharuhi_core.roles.role import Described, load_role_package, write_role_package
-from chatharuhi_core.roles.sources import BUNDLED_DIR, bundled_ids, load_role
+from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.chat import describe_role
 from chatharuhi_core.web.picker import picker_entries, tiles_html
 
@@ -45,12 +44,6 @@ def test_described_follows_the_language_and_falls_back_to_the_packages_own():
     assert wukong.described("en").series == "Journey to the West"
     assert wukong.described("en").examples[0] == "Who are you?" and wukong.described("zh").series == "西游记"
 
-
-@pytest.fixture()
-def package(tmp_path):
-    dst = tmp_path / "role"
-    shutil.copytree(BUNDLED_DIR / "sherlock", dst)
-    return dst
 
 
 def _edit(package, **changes):

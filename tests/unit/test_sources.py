@@ -26,7 +26,6 @@ from support.make_inputs import (
 )
 
 from chatharuhi_core.chat.chatbot import ChatHaruhi
-from chatharuhi_core.config import Settings
 from chatharuhi_core.embedding import register_embedder
 from chatharuhi_core.errors import ChatHaruhiError, HubError, ImportProblem
 from chatharuhi_core.roles.cards import V3, read_card_bytes, role_to_card, write_card_png
@@ -54,14 +53,6 @@ class ColumnEmbedder:
 
 register_embedder("test-column-8")(ColumnEmbedder)
 
-
-@pytest.fixture()
-def env(tmp_path):
-    """A cache and an input folder side by side, to prove nothing lands outside the cache."""
-    (tmp_path / "in").mkdir()
-    s = Settings.from_env({"CHATHARUHI_CACHE": str(tmp_path / "cache"), "HF_ENDPOINT": "http://127.0.0.1:9",
-                           "HF_HUB_CACHE": str(tmp_path / "hub")})
-    return s, tmp_path / "in"
 
 
 def outside_cache(root: Path) -> set[str]:
