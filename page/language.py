@@ -16,9 +16,10 @@ COOKIE = "chatharuhi-lang"
 BROWSER_LOCALES = {"zh": ("zh-CN", "zh-TW")}
 
 
-# labels filled in when the page is built (a count, a name): their English as built → their Chinese. The app's
-# page, built once per process; never anything of a visitor.
-_FILLED: dict[str, str] = {}
+# the page's labels as it was built (a count or a name filled in): their English → their Chinese, all the browser
+# needs of the catalogue (the page's config carries it to every visitor). The app's page, built once per process;
+# never anything of a visitor.
+_LABELS: dict[str, str] = {}
 
 
 def L(message: str, /, **values: object):  # noqa: N802 (a marker, like gettext's _)
@@ -26,14 +27,15 @@ def L(message: str, /, **values: object):  # noqa: N802 (a marker, like gettext'
     With `values`, the filled English is the key and its filled Chinese is added for the browser."""
     if values:
         key = i18n.in_language("en", message, **values)
-        _FILLED[key] = i18n.in_language("zh", message, **values)
+        _LABELS[key] = i18n.in_language("zh", message, **values)
         return gr.I18n()(key)
+    _LABELS[message] = i18n.in_language("zh", message)
     return gr.I18n()(message)
 
 
 def page_i18n() -> gr.I18n:
-    """Every message of the catalogue for the browser: Chinese under both Chinese locales; English is the key."""
-    zh = {**i18n.messages("zh"), **_FILLED}
+    """The page's labels for the browser: Chinese under both Chinese locales; English is the key itself."""
+    zh = {key: text for key, text in _LABELS.items() if text != key}
     return gr.I18n(en={}, **{locale: zh for locale in BROWSER_LOCALES["zh"]})
 
 
