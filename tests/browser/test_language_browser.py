@@ -20,8 +20,9 @@ BRANDS = ["ChatHaruhi", "Hugging Face", "Hub", "OpenAI", "API", "Gradio", "Chrom
           "tokens", "MB", "URL", "ZeroGPU", "Space", "id", "JSON", "PNG", "V1", "V2", "V3"]
 # the characters' own words and what is marked as another language on purpose (the switch, a Chinese name)
 # and Gradio's own progress line while an event runs (Gradio's words, not the page's)
+# and Gradio's own pagination; and code (a file's suffix, an `owner/name`), the Hub id's example included
 EXEMPT = ["#chat .message", "#scene-chat .message", "#scene-image", "[lang]:not(html)", ".meta-text", ".progress-text",
-          ".eta-bar", ".progress-level"]
+          ".eta-bar", ".progress-level", ".paginate", "code", "#hub-id"]
 LAPTOP, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
 
 VISIBLE_TEXT = """(exempt) => {
