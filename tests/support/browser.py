@@ -262,12 +262,12 @@ def lines(page: Page) -> list[tuple[str | None, str]]:
 
 
 def wait_lines(page: Page, count: int, timeout: float = 60) -> list[tuple[str | None, str]]:
-    """At least `count` bubbles once the event is over (the status line leaves its busy mark)."""
+    """At least `count` bubbles once the event is over (the status line leaves its busy mark, ⏳ in either language)."""
     deadline = time.time() + timeout
     time.sleep(0.3)
     while time.time() < deadline:
         now = lines(page)
-        if len(now) >= count and "进行中" not in page.locator("#scene-status").inner_text():
+        if len(now) >= count and "⏳" not in page.locator("#scene-status").inner_text():
             return lines(page)
         time.sleep(0.25)
     raise AssertionError(f"the scene has {len(lines(page))} lines, expected {count}: {lines(page)}; "
