@@ -14,7 +14,7 @@ import gradio as gr  # noqa: E402
 
 from chatharuhi_core.chat.engines.local.model import on_gpu, warm_at_start  # noqa: E402
 from chatharuhi_core.config import Settings, gpu_runtime  # noqa: E402
-from chatharuhi_core.i18n import N_  # noqa: E402
+from chatharuhi_core.i18n import N_, both_spans  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import bundled_ids, load_role  # noqa: E402
 from chatharuhi_core.web.chat import Conversation  # noqa: E402
@@ -22,7 +22,7 @@ from page import api  # noqa: E402
 from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
 from page.group_scene import GroupSceneTab  # noqa: E402
-from page.language import LANGUAGE_JS, L, both, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
+from page.language import LANGUAGE_JS, L, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
 from page.session import Session  # noqa: E402
 from page.switches import Switches  # noqa: E402
 from page.turns import Turns, reveal_player  # noqa: E402
@@ -53,7 +53,7 @@ class Page:
             self.visit = Visit()
             self.session = Session(settings).render()
             with gr.Row(elem_id="masthead"):
-                gr.Markdown("# ChatHaruhi\n" + both(INTRO), elem_id="intro")
+                gr.Markdown("# ChatHaruhi\n" + both_spans(INTRO), elem_id="intro")
                 self.language = language_switch()
             with gr.Tabs(elem_id="tabs") as self.tabs, gr.Tab(L("Chat"), id="chat-tab"):
                 self.chat = ChatTab(settings).render(first, first_view)

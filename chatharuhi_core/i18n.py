@@ -54,8 +54,8 @@ def from_accept_language(header: str | None) -> str | None:
                 weight = 0.0
         ranked.append((-weight, i, tag))
     for _w, _i, tag in sorted(ranked):
-        if normalize(tag):
-            return normalize(tag)
+        if found := normalize(tag):
+            return found
     return None
 
 
@@ -66,8 +66,8 @@ def from_environment(environ: Mapping[str, str] | None = None) -> str:
     for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
         value = env.get(name, "")
         for tag in value.split(":"):  # LANGUAGE may list several
-            if normalize(tag):
-                return normalize(tag) or DEFAULT
+            if found := normalize(tag):
+                return found
         if value:
             break  # the first one set decides, as in gettext
     return DEFAULT
@@ -129,8 +129,10 @@ def translations(lang: str) -> gettext.NullTranslations:
 
 
 def _(message: str, /, **values: object) -> str:
-    """`message` in the current language, its {placeholders} filled from `values`."""
-    text = translations(language()).gettext(message) if language() != DEFAULT else message
+    """`message` in the current language, its {placeholders} filled from `values`. An empty message stays empty
+    (gettext would answer it with the catalogue's header)."""
+    lang = language()
+    text = translations(lang).gettext(message) if message and lang != DEFAULT else message
     return text.format(**values) if values else text
 
 
@@ -153,13 +155,6 @@ def in_language(lang: str, message: str, /, **values: object) -> str:
     """`message` in `lang`, whatever the current call's language (the page's two-language labels)."""
     with speaking(lang):
         return _(message, **values)
-
-
-def messages(lang: str) -> dict[str, str]:
-    """Every translated message of `lang`, msgid → text (for the page's labels, translated in the browser)."""
-    catalog = translations(lang)
-    found = getattr(catalog, "_catalog", {})
-    return {key: value for key, value in found.items() if isinstance(key, str) and key}
 
 
 def both_spans(message: str, /, **values: object) -> str:

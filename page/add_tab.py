@@ -7,14 +7,14 @@ import gradio as gr
 
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.i18n import N_, ngettext
+from chatharuhi_core.i18n import N_, both_spans, ngettext
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids
 from chatharuhi_core.web.chat import reopen
 from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import add_character, picker_choices, picker_entries
 
-from .language import L, both
+from .language import L
 from .visit import VIEW_SIZE, Seat, close, progress_cb, role_view, tiles
 
 HELP = [
@@ -31,7 +31,7 @@ def help_text() -> str:
     """The tab's help, in both languages (one shown by the page's language)."""
     mb = DEFAULT_LIMITS.max_file_bytes // (1024 * 1024)
     first, hub, file, size = HELP
-    return f"{both(first)}\n\n- {both(hub)}\n- {both(file)}\n\n{both(size, mb=mb)}"
+    return f"{both_spans(first)}\n\n- {both_spans(hub)}\n- {both_spans(file)}\n\n{both_spans(size, mb=mb)}"
 
 
 class AddTab:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from chatharuhi_core.config import Settings
-from chatharuhi_core.i18n import N_, _
+from chatharuhi_core.i18n import N_, _, both_spans
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.placeholders import has_placeholder
 from chatharuhi_core.roles.sources import load_role
@@ -24,7 +24,7 @@ from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings
 
 from .controls_panel import PlayerControls
-from .language import L, both
+from .language import L
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel
 from .turns import scene_picture, spoken
@@ -92,7 +92,7 @@ class ChatTab:
             self._buttons()
             self.note = self.panel.note = gr.Markdown(elem_id="engine-note")
             self.sign_in = gr.Markdown(elem_id="sign-in-note")
-            self.feedback_note = gr.Markdown(both(FEEDBACK_HINT) if self.settings.feedback_path else "",
+            self.feedback_note = gr.Markdown(both_spans(FEEDBACK_HINT) if self.settings.feedback_path else "",
                                              elem_id="feedback-note", elem_classes=["reply-stats"])
             self._voice()
             with gr.Accordion(L("Classic scenes retrieved for the last reply"), open=False,

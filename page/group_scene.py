@@ -12,7 +12,7 @@ import gradio as gr
 from chatharuhi_core.chat.voice import speak
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.i18n import N_, _, in_both, ngettext
+from chatharuhi_core.i18n import N_, _, both_spans, in_both, ngettext
 from chatharuhi_core.roles.sources import load_role, open_role
 from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
@@ -39,7 +39,7 @@ from chatharuhi_core.web.scene import (
 )
 from chatharuhi_core.web.signin import language_warnings
 
-from .language import L, both
+from .language import L
 from .settings_panel import choice
 from .visit import clicked, conversation_buttons
 
@@ -212,14 +212,14 @@ class GroupSceneTab:
                     self.sliders.append(gr.Slider(0, 1, value=DEFAULT_TALKATIVENESS, step=0.1, visible=False,
                                                   elem_id=f"scene-talk-{k}"))
                     self.mutes.append(gr.Checkbox(visible=False, elem_id=f"scene-mute-{k}"))
-            gr.Markdown(both(ENGINE_NOTE),
+            gr.Markdown(both_spans(ENGINE_NOTE),
                         elem_classes=["reply-stats"])
 
     def _main(self) -> None:
         with gr.Column(scale=2, elem_id="scene-main"):
             self.chat = gr.Chatbot(label=L("Group scene"), show_label=False, elem_id="scene-chat", height=520,
-                                   editable="all",
-                                   feedback_options=("Like", "Dislike"), buttons=["copy"], placeholder=both(PLACEHOLDER),
+                                   editable="all", feedback_options=("Like", "Dislike"), buttons=["copy"],
+                                   placeholder=both_spans(PLACEHOLDER),
                                    group_consecutive_messages=False)
             self.status = gr.Markdown(elem_id="scene-status", elem_classes=["reply-stats"])
             with gr.Row(elem_id="scene-swipes", equal_height=True):  # the selected line's alternatives
@@ -238,7 +238,7 @@ class GroupSceneTab:
                                        scale=6, elem_id="scene-message", max_lines=6)
                 self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="scene-send")
             with gr.Row(elem_id="scene-next"):
-                gr.Markdown(both(SPEAK_NOW), elem_classes=["reply-stats"])
+                gr.Markdown(both_spans(SPEAK_NOW), elem_classes=["reply-stats"])
                 self.buttons = [gr.Button(visible=False, size="sm", elem_id=f"scene-speak-{k}") for k in range(SLOTS)]
             with gr.Row(equal_height=True):
                 self.turns = gr.Number(3, minimum=1, maximum=20, precision=0, label=L("Lines"), elem_id="scene-turns",

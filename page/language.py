@@ -62,12 +62,6 @@ def visitor_language() -> str | None:
     return language_of(LocalContext.request.get(None))
 
 
-def both(message: str, /, **values: object) -> str:
-    """A static Markdown text in both languages, one shown by the page's language (style.css; LANGUAGE_JS sets
-    the page's lang): Gradio's I18n translates labels, not a Markdown's text."""
-    return i18n.both_spans(message, **values)
-
-
 # On load: apply the remembered choice (Gradio follows navigator.language) and give the page its lang, which
 # style.css reads to show one language of the static texts and screen readers read to pick a voice.
 LANGUAGE_JS = """

@@ -38,7 +38,6 @@ from .common import (
     export_file,
     lang_of,
     message_text,
-    translated,
     while_running,
 )
 from .feedback import Answered, correct, message_index, rate, record_feedback
@@ -161,7 +160,7 @@ def stats_line(stats: ReplyStats | None) -> str:
                        limit=stats.cut_at) if stats.cut_at else "")
     timing = _("first token {first} s · {speed} ({tokens} tokens in {total} s)", first=format(stats.first_token_s, ".2f"),
                speed=speed, tokens=stats.tokens, total=format(stats.total_s, ".1f"))
-    return _("Answered by **{engine}**", engine=html.escape(translated(stats.engine))) + model + " · " + timing + cut
+    return _("Answered by **{engine}**", engine=html.escape(_(stats.engine))) + model + " · " + timing + cut
 
 
 def memory_line(reply: Reply) -> str:

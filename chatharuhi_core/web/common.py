@@ -188,18 +188,12 @@ def export_file(text: str, name: str, folder: Path | None = None) -> Path:
     return path
 
 
-def translated(text: str) -> str:
-    """A registered text (an engine's label or description, marked where it is registered) in the visitor's
-    language; "" stays "" (gettext's "" is the catalogue's header), an unmarked text stays as it is."""
-    return _(text) if text else ""
-
-
 def engine_note(engine: str) -> str:
     try:
         info = engine_info(engine)
     except UnknownNameError as exc:
         return WARNING_MARK + str(exc)
-    return _("**{engine}.** {description}", engine=translated(info.label), description=translated(info.description))
+    return _("**{engine}.** {description}", engine=_(info.label), description=_(info.description))
 
 
 def while_running(work: Callable[[], object], every_s: float = 1.0) -> Iterator[int]:

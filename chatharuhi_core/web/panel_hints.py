@@ -43,7 +43,7 @@ def panel_hints(engine: str) -> PanelHints:
         hint = _(hint, bundled=BUNDLED_LABEL)
     elif hint:
         hint = _(hint)
-    return replace(hints, model_hint=hint, key_label=_(hints.key_label) if hints.key_label else "")
+    return replace(hints, model_hint=hint, key_label=_(hints.key_label))
 
 
 register_panel("script", PanelHints(uses_model=False))

@@ -32,7 +32,6 @@ from .common import (
     file_url,
     message_text,
     portrait_of,
-    translated,
     while_running,
 )
 from .feedback import Answered, correct, message_index, rate, record_feedback
@@ -287,7 +286,7 @@ def _closing_status(event: SceneEvent, planned: bool, spoke: int, last: Reply | 
         status = _("The scene has come to a close.")
     if last is not None and not status:
         model = f" · `{html.escape(last.stats.model)}`" if last.stats.model else ""
-        status = _("Answered by **{engine}**", engine=html.escape(translated(last.stats.engine))) + model
+        status = _("Answered by **{engine}**", engine=html.escape(_(last.stats.engine))) + model
     if unheard:
         status = "  \n".join([*(html.escape(n) for n in unheard), status]).strip()
     return status

@@ -14,7 +14,7 @@ from ..config import Settings
 from ..errors import ChatHaruhiError
 from ..i18n import N_, _
 from ..roles.role import Role
-from .common import EnginePanel, translated
+from .common import EnginePanel
 
 SIGN_IN_URL = "/login/huggingface"
 OFFLINE_NOW = N_("**Now:** the offline engine, quoting the book. {sign_in} and a capable model writes the replies, "
@@ -32,7 +32,7 @@ def signed_out_note(settings: Settings, engine: str) -> str:
     if engine == "script" or engine not in engine_names():
         return _(OFFLINE_NOW, sign_in=sign_in_link())
     model = settings.gpu_model if engine == "local" and settings.gpu_model else ""
-    label = translated(engine_info(engine).label)
+    label = _(engine_info(engine).label)
     now = _("{engine} ({model}, on this Space's GPU)", engine=label, model=model.split("/")[-1]) if model else label
     return _("**Now:** {engine}. {sign_in} to also choose a hosted model in Settings, paid from your own Hugging Face "
              "account (its free monthly Inference credits first).", engine=now, sign_in=sign_in_link())
@@ -69,7 +69,7 @@ def sign_in_note(settings: Settings, profile, engine: str = "") -> str:
     who = username(profile)
     if not who:
         return signed_out_note(settings, engine or settings.default_engine)
-    label = translated(engine_info(signers()[0]).label) if signers() else "Hugging Face Inference"
+    label = _(engine_info(signers()[0]).label) if signers() else "Hugging Face Inference"
     return _("Signed in as **{who}**. {engine} answers with your account's Inference credits; your token stays in "
              "your browser's session and is never stored here.", who=who, engine=label)
 
@@ -83,7 +83,7 @@ def offers(settings: Settings, role: Role, profile, engine: str) -> str:
         choices.append(_("sign in with Hugging Face (Settings) for a model that does"))
     elif signers():
         pays = _("your sign-in pays") if username(profile) else _("with an HF token")
-        choices.append(_("choose {engine} in Settings ({pays})", engine=translated(engine_info(signers()[0]).label),
+        choices.append(_("choose {engine} in Settings ({pays})", engine=_(engine_info(signers()[0]).label),
                          pays=pays))
     offline = _("use the offline engine, which answers with {name}'s own lines", name=role.name)
     text = _("{first}, or {second}.", first=choices[0], second=offline) if choices else _("{only}.", only=offline)
