@@ -25,7 +25,7 @@ FLOORS = [
     ("scene", {"scene"}),
     ("data", {"data"}),
     ("web", {"web"}),
-    ("entry", {"cli", "cli_story", "__main__", "__init__"}),
+    ("entry", {"cli", "cli_parser", "cli_story", "__main__", "__init__"}),
     ("page", set()),  # page/: the Gradio page's parts (outside the package: the library never imports Gradio)
     ("app", set()),  # app.py: builds the page and launches it
 ]

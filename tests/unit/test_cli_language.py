@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from chatharuhi_core import i18n
-from chatharuhi_core.cli import argparse_sentence, main, wrap_wide
+from chatharuhi_core.cli import main
+from chatharuhi_core.cli_parser import argparse_sentence, wrap_wide
 
 ROOT = Path(__file__).resolve().parents[2]
 CJK = re.compile(r"[\u4e00-\u9fff]")
