@@ -797,18 +797,20 @@ def _add_role_commands(sub) -> None:
 
     p = _command(rsub, "import", cmd_role_import, help=_("import a character from anywhere into the cache"),
                  description=_("Import {sources}; the scenes are embedded once and cached.", sources=_(SOURCES_HELP)))
-    p.add_argument("source", help=_("what to import"))
+    p.add_argument("source", help=_("what to import: a file, a package or ChatHaruhi character folder, a zip, a Hub id"))
     p.add_argument("--out", help=_("also write it as a package folder, .zip, card .png/.json or .jsonl"))
     _add_import_args(p)
 
     p = _command(rsub, "export", cmd_role_export, help=_("write a character as a card, package, zip or jsonl"),
                  description=_("Export a character. The format follows the suffix: .png (card V2+V3), "
                                ".json (card V3), .zip (package with store), .jsonl (ChatHaruhi 2.0), "
-                               "anything else a package folder with a prebuilt store."))
+                               "anything else a package folder with a prebuilt store; --format chatharuhi-folder writes "
+                               "a ChatHaruhi 1.0 character folder (system_prompt.txt, texts/, images/)."))
     p.add_argument("role", help=_("a bundled or imported id, or any source `import` takes"))
     p.add_argument("--to", required=True, help=_("where to write"))
     p.add_argument("--format", choices=["card-png", "card-json", "card-json-v2", "folder", "folder-no-store",
-                                        "zip", "jsonl"], help=_("override the format the suffix implies"))
+                                        "zip", "jsonl", "chatharuhi-folder"],
+                   help=_("override the format the suffix implies"))
 
     p = _command(rsub, "push", cmd_role_push, help=_("upload a character to a Hugging Face dataset repo"),
                  description=_("Upload a character as a role package to a dataset repo (needs HF_TOKEN)."))

@@ -1,6 +1,6 @@
 """Roles out: a card (PNG with both chunks, or JSON), a package folder or zip with a prebuilt
-store, or a ChatHaruhi 2.0 jsonl. Exporters register by format name; the format is inferred
-from the target's suffix when not given."""
+store, a ChatHaruhi 2.0 jsonl, or a ChatHaruhi 1.0 character folder. Exporters register by format
+name; the format is inferred from the target's suffix when not given."""
 
 from __future__ import annotations
 
@@ -86,6 +86,13 @@ def _zip(role: Role, target: Path, settings: Settings, progress: Progress | None
                 if p.is_file():
                     zf.write(p, Path(role.id) / p.relative_to(folder))
     return target
+
+
+@register_exporter("chatharuhi-folder")
+def _chatharuhi_folder(role: Role, target: Path, settings: Settings, progress: Progress | None) -> Path:
+    from .chatharuhi_folder import write_chatharuhi_folder
+
+    return write_chatharuhi_folder(role, target)
 
 
 @register_exporter("jsonl")

@@ -2,7 +2,7 @@
 
 - a bundled id, name or alias (`sherlock`, `孙悟空`);
 - the id of a role imported before (kept under <cache>/roles/<id>/);
-- a role package folder, or a zip of one;
+- a role package folder, or a zip of one; a ChatHaruhi 1.0 character folder, or a zip of one;
 - a character card (V1/V2/V3, .png or .json), a ChatHaruhi 2.0 .jsonl, or a script (.txt);
 - a Hub id: `owner/name[@rev]` (a role package, or a dataset of one ChatHaruhi jsonl) or
   `owner/name/role[@rev]` (a ChatHaruhi jsonl; the role's name may have spaces).
@@ -183,9 +183,37 @@ def _package_role(folder: Path, settings: Settings, options: ImportOptions, orig
     return _persist(role, settings, portrait, image_label)
 
 
+def _chatharuhi_role(folder: Path, settings: Settings, options: ImportOptions, label: str) -> Role:
+    """A ChatHaruhi 1.0 character folder (system_prompt.txt, texts/, images/), saved as a package."""
+    from .chatharuhi_folder import role_from_chatharuhi_folder
+
+    role = role_from_chatharuhi_folder(folder, label, options.limits, options.name)
+    for scene in role.scene_images:  # pictures are served to browsers: refuse bombs here too
+        load_image(read_bytes(scene.path, options.limits, scene.path.name), f"{label}: images/{scene.path.name}",
+                   options.limits)
+    if options.aliases or options.series:
+        role = replace(role, aliases=with_derived(role.name, [*role.aliases, *options.aliases]),
+                       series=options.series or role.series)
+    return _persist(role, settings)
+
+
+def _folder_role(folder: Path, settings: Settings, options: ImportOptions, label: str) -> Role:
+    """A role package, else a ChatHaruhi 1.0 character folder, at the top of `folder` or in its one sub-folder."""
+    from .chatharuhi_folder import find_chatharuhi_folder
+
+    found = sorted(folder.rglob("role.json"), key=lambda p: len(p.parts))
+    if found and len(found[0].relative_to(folder).parts) <= 2:
+        return _package_role(found[0].parent, settings, options, label)
+    haruhi = find_chatharuhi_folder(folder)
+    if haruhi is not None:
+        return _chatharuhi_role(haruhi, settings, options, label)
+    raise ImportProblem(_("{name} holds no character: a role package has role.json at the top or in one folder, and "
+                          "a ChatHaruhi character folder has system_prompt.txt and texts/.", name=label))
+
+
 def import_folder(folder: Path, settings: Settings, options: ImportOptions = ImportOptions()) -> Role:
     check_tree(folder, options.limits)
-    return _package_role(folder, settings, options, folder.name)
+    return _folder_role(folder, settings, options, _label(folder, options))
 
 
 @register_importer(".zip")
@@ -195,11 +223,7 @@ def import_zip(path: Path, settings: Settings, options: ImportOptions) -> Role:
     work = Path(tempfile.mkdtemp(prefix=".unzip-", dir=settings.cache_dir))
     try:
         safe_extract_zip(path, work, options.limits, label)
-        found = sorted(work.rglob("role.json"), key=lambda p: len(p.parts))
-        if not found or len(found[0].relative_to(work).parts) > 2:
-            raise ImportProblem(_("{name} holds no role package: role.json should be at the top or in one folder.",
-                                  name=label))
-        return _package_role(found[0].parent, settings, options, label)
+        return _folder_role(work, settings, options, label)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

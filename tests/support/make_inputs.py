@@ -256,3 +256,34 @@ def long_chat(user: str, planted: dict[int, tuple[str, str]], total: int, day0: 
         at = date.fromordinal(start + (turn - 1) // 10).isoformat()
         out.append(Exchange(user, text if turn in planted else f"{text} ({turn})", reply, at))
     return out
+
+
+HARUHI_PROMPT = "你正在扮演凉宫春日，你正在cosplay涼宮ハルヒ。\n春日说话直接，充满活力，总想找到不可思议的事情。"
+
+
+def chatharuhi_folder(root: Path, name: str = "haruhi", pictures: bool = True, suffix: str = ".jpg") -> Path:
+    """A ChatHaruhi 1.0 character folder as the original repository lays one out (written by the test):
+    system_prompt.txt, texts/<n>.txt, and with `pictures` images/ and text_image_dict.txt, whose picture names
+    leave off `.jpg` as ChatHaruhi 1.0 wrote them; an embedding cache (.pkl) that must never be read."""
+    import io
+
+    from PIL import Image
+
+    folder = root / name
+    (folder / "texts").mkdir(parents=True)
+    (folder / "system_prompt.txt").write_text(HARUHI_PROMPT + "\n", encoding="utf-8")
+    for n, text in enumerate(HARUHI_STORIES, start=1):
+        (folder / "texts" / f"春日_{n:03d}.txt").write_text(text + "\n", encoding="utf-8")
+    (folder / "texts_embeddings.pkl").write_bytes(b"\x80\x04not a pickle anyone should open")
+    if pictures:
+        (folder / "images").mkdir()
+        rows = []
+        for n, (line, color) in enumerate([("普通的人类我没有兴趣！", (200, 40, 40)),
+                                           ("不可思议探索之旅！全体在车站前集合。", (40, 40, 200))], start=1):
+            fmt = {".jpg": "JPEG", ".png": "PNG"}[suffix]
+            buf = io.BytesIO()
+            Image.new("RGB", (48, 32), color).save(buf, fmt)
+            (folder / "images" / f"{n:03d}{suffix}").write_bytes(buf.getvalue())
+            rows.append(f"{line}\n{n:03d}" + ("" if suffix == ".jpg" else suffix))
+        (folder / "text_image_dict.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return folder

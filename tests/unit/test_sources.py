@@ -411,7 +411,7 @@ BAD = {
     "card-png-without-card": ("plain.png", png_bytes, "without a character card"),
     "no-dialogue-script": ("notes.txt", lambda: b"Just some notes.\nNothing said here.", "no dialogue lines"),
     "wrong-name-script": ("storm2.txt", lambda: SCREENPLAY.encode(), "speakers found are"),
-    "zip-without-package": ("none.zip", lambda: _zip({"readme.txt": b"hello"}), "holds no role package"),
+    "zip-without-package": ("none.zip", lambda: _zip({"readme.txt": b"hello"}), "holds no character"),
     "bad-package": ("badpkg.zip", lambda: _zip({"pkg/role.json": b'{"id": "x"}'}), "field 'name'"),
     "unknown-type": ("song.mp3", lambda: b"ID3", "are not accepted"),
 }

@@ -1,0 +1,95 @@
+"""ChatHaruhi 1.0's character folders: imported as a folder, a zip of one and through the CLI, with their pictures;
+written back by export; every bad folder a sentence naming the file."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from support.make_inputs import HARUHI_PROMPT, HARUHI_STORIES, chatharuhi_folder
+
+from chatharuhi_core.cli import main
+from chatharuhi_core.errors import ChatHaruhiError, ImportProblem
+from chatharuhi_core.roles.chatharuhi_folder import role_from_chatharuhi_folder
+from chatharuhi_core.roles.export import export_role
+from chatharuhi_core.roles.sources import ImportOptions, import_file, load_role
+
+
+def _zip_of(folder, inside: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file():
+                zf.write(p, f"{inside}/{p.relative_to(folder).as_posix()}" if inside else p.relative_to(folder).as_posix())
+    return buf.getvalue()
+
+
+def test_a_folder_imports_with_its_scenes_name_and_pictures(env):
+    settings, inbox = env
+    role = import_file(chatharuhi_folder(inbox), settings)
+    assert role.name == "春日"  # the paper's form: a speaker the prompt names, with the most lines
+    assert "haruhi" in role.aliases  # the folder's name finds it in the picker
+    assert [s.text for s in role.stories] == HARUHI_STORIES
+    assert role.system_prompt == HARUHI_PROMPT
+    assert role.language == "zh"
+    assert [p.caption for p in role.scene_images] == ["普通的人类我没有兴趣！", "不可思议探索之旅！全体在车站前集合。"]
+    assert all(p.path.is_file() and settings.roles_dir in p.path.parents for p in role.scene_images)
+    assert load_role(role.id, settings).name == "春日"  # saved as a package under the cache
+
+
+@pytest.mark.parametrize("inside", ["", "haruhi", "characters/haruhi"])
+def test_a_zip_of_a_folder_imports_as_the_page_sends_it(env, inside):
+    settings, inbox = env
+    folder = chatharuhi_folder(inbox / "src", suffix=".png")
+    (inbox / "up.zip").write_bytes(_zip_of(folder, inside))
+    if inside.count("/") > 0:  # two folders down is not looked into, as for a role package
+        with pytest.raises(ImportProblem, match="system_prompt.txt and texts/"):
+            import_file(inbox / "up.zip", settings, ImportOptions(display_name="haruhi.zip"))
+        return
+    role = import_file(inbox / "up.zip", settings, ImportOptions(display_name="haruhi.zip"))
+    assert role.name == "春日" and len(role.stories) == 4 and len(role.scene_images) == 2
+
+
+def test_the_name_can_be_given_and_the_picture_map_is_optional(env):
+    settings, inbox = env
+    role = import_file(chatharuhi_folder(inbox, pictures=False), settings, ImportOptions(name="阿虚"))
+    assert role.name == "阿虚" and role.scene_images == []
+
+
+def test_a_missing_picture_and_an_empty_prompt_are_sentences(env):
+    settings, inbox = env
+    folder = chatharuhi_folder(inbox)
+    (folder / "images" / "002.jpg").unlink()
+    with pytest.raises(ImportProblem, match=r"line 4 of text_image_dict.txt names the picture '002'"):
+        import_file(folder, settings)
+    folder = chatharuhi_folder(inbox, name="empty")
+    (folder / "system_prompt.txt").write_text("  \n", encoding="utf-8")
+    with pytest.raises(ImportProblem, match="system_prompt.txt is empty"):
+        role_from_chatharuhi_folder(folder, "empty")
+
+
+def test_export_writes_a_folder_that_imports_the_same(env, tmp_path):
+    settings, inbox = env
+    role = import_file(chatharuhi_folder(inbox), settings)
+    out = export_role(role, tmp_path / "out" / "haruhi", settings, "chatharuhi-folder")
+    assert (out / "system_prompt.txt").is_file() and len(list((out / "texts").glob("*.txt"))) == 4
+    picture_map = (out / "text_image_dict.txt").read_text(encoding="utf-8").splitlines()
+    assert picture_map[1] == "01"  # .jpg left off (the saved package numbers its pictures)
+    again = role_from_chatharuhi_folder(out, "out")
+    assert (again.name, again.system_prompt, [s.text for s in again.stories]) == \
+        (role.name, role.system_prompt, [s.text for s in role.stories])
+    assert [p.caption for p in again.scene_images] == [p.caption for p in role.scene_images]
+    with pytest.raises(ChatHaruhiError, match="other files in it"):
+        export_role(role, out, settings, "chatharuhi-folder")
+
+
+def test_the_command_line_imports_and_exports_a_folder(env, tmp_path, capsys, monkeypatch):
+    settings, inbox = env
+    monkeypatch.setenv("CHATHARUHI_CACHE", str(settings.cache_dir))
+    assert main(["role", "import", str(chatharuhi_folder(inbox))]) == 0
+    out = capsys.readouterr().out
+    assert "Imported 春日" in out
+    rid = out.split("'")[1]
+    assert main(["role", "export", rid, "--to", str(tmp_path / "back"), "--format", "chatharuhi-folder"]) == 0
+    assert (tmp_path / "back" / "text_image_dict.txt").is_file()
