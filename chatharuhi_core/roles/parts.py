@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import RoleFormatError
 from ..i18n import _
+from .chatharuhi_folder import is_chatharuhi_folder, role_from_chatharuhi_folder
 from .lines import main_speaker
 from .role import Role, Story, load_role_package, parse_stories
 from .sources import load_role
@@ -32,6 +33,8 @@ def role_from_parts(system_prompt: str | Path, story_db: str | Path, name: str |
     """Build a Role from the paper's two ingredients: a system prompt and a story folder."""
     if (Path(story_db) / "role.json").is_file():
         return load_role_package(story_db)
+    if is_chatharuhi_folder(Path(story_db)):  # the whole ChatHaruhi 1.0 folder, pictures included
+        return role_from_chatharuhi_folder(Path(story_db), Path(story_db).name, name=name)
     prompt_path = Path(str(system_prompt))
     prompt = (
         prompt_path.read_text(encoding="utf-8")

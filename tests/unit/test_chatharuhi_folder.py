@@ -93,3 +93,14 @@ def test_the_command_line_imports_and_exports_a_folder(env, tmp_path, capsys, mo
     rid = out.split("'")[1]
     assert main(["role", "export", rid, "--to", str(tmp_path / "back"), "--format", "chatharuhi-folder"]) == 0
     assert (tmp_path / "back" / "text_image_dict.txt").is_file()
+
+
+def test_the_papers_form_reads_the_texts_folder_or_the_whole_folder(tmp_path):
+    from chatharuhi_core.roles.parts import role_from_parts
+
+    folder = chatharuhi_folder(tmp_path)
+    by_texts = role_from_parts(folder / "system_prompt.txt", folder / "texts")
+    whole = role_from_parts(folder / "system_prompt.txt", folder)
+    assert by_texts.name == whole.name == "春日"
+    assert [s.text for s in whole.stories] == [s.text for s in by_texts.stories] == HARUHI_STORIES
+    assert len(whole.scene_images) == 2
