@@ -16,6 +16,7 @@ from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import EngineError
 from ..i18n import _
+from ..roles.card_extras import DepthNote, character_note
 from ..roles.lines import format_query
 from ..roles.lorebook import Fired, activate, lore_block
 from ..roles.placeholders import fill, hold_partial
@@ -181,6 +182,11 @@ class ChatCore:
         after = self.fill(self.role.post_history_instructions, user_role)
         return "\n\n".join(part for part in (system, notes, player, pinned) if part), after, lore
 
+    def character_note(self, user_role: str) -> DepthNote | None:
+        """The card's character's note for this turn, names filled in (None without one)."""
+        note = character_note(self.role)
+        return replace(note, text=self.fill(note.text, user_role)) if note else None
+
     def about_player(self, user_role: str) -> str:
         """The persona's description as the system message carries it ("" without one)."""
         return self.fill(self.player.block(self.role.language), user_role) if self.player else ""
@@ -254,7 +260,8 @@ class ChatCore:
         memory = "\n\n".join(b for b in (written, recall_block(recalled)) if b)
         note = self.fill(self.note.text, user_role) if self.note else ""
         parts = PromptParts(drawn.system, self.history_part(), drawn.after, drawn.packed, memory,
-                            format_query(user_role, text), note, self.note.depth if self.note else 0)
+                            format_query(user_role, text), note, self.note.depth if self.note else 0,
+                            self.character_note(user_role))
         return ChatRequest(messages=lay_out(parts, self.layout), role=self.role, user_role=user_role, text=text,
                            scenes=drawn.scenes, history=list(self.history), embedder=self.embedder,
                            avoid=tuple(avoid), packed=len(drawn.packed), lore=drawn.lore, recalled=recalled,

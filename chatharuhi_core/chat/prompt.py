@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..roles.card_extras import DepthNote
 from ..roles.lines import format_query, format_reply
 from ..tokens import count_tokens
 
@@ -101,6 +102,7 @@ class PromptParts:
     message: str = ""  # what the character answers, as the last user message
     note: str = ""  # the player's author's note (persona.py), `note_depth` messages from the end
     note_depth: int = 4
+    character_note: DepthNote | None = None  # a card's depth_prompt (card_extras.py), just before the author's note
 
 
 def prompt_start(parts: PromptParts) -> list[dict]:
@@ -122,19 +124,28 @@ def lay_out(parts: PromptParts, layout: Layout = Layout()) -> list[dict]:
     at = len(messages) if layout.scenes_last else 1
     messages[at:at] = extra
     messages.append({"role": "user", "content": parts.message})
-    if parts.note:
-        _insert_note(messages, parts, 1 + (0 if layout.scenes_last else len(extra)))
+    _insert_notes(messages, parts, 1 + (0 if layout.scenes_last else len(extra)))
     return fold_messages(messages) if layout.fold else messages
 
 
-def _insert_note(messages: list[dict], parts: PromptParts, first: int) -> None:
-    """The author's note as a system message `note_depth` messages from the end of the conversation (the history
-    and the message; the scenes and memory are not counted): 0 after the message, 1 just before it, and before
-    the oldest message kept when the conversation is shorter."""
+def _insert_notes(messages: list[dict], parts: PromptParts, first: int) -> None:
+    """The card's character's note and the player's author's note, each `depth` messages from the end of the
+    conversation (the history and the message; the scenes and memory are not counted): 0 after the message, 1 just
+    before it, and before the oldest message kept when the conversation is shorter. At the same depth the
+    character's note comes first, so the player's word is the later one."""
     said = [first + i for i in range(len(parts.history))] + [len(messages) - 1]
-    depth = min(parts.note_depth, len(said))
-    at = len(messages) if depth == 0 else said[-depth]
-    messages.insert(at, {"role": "system", "content": parts.note})
+
+    def at(depth: int) -> int:
+        depth = min(depth, len(said))
+        return len(messages) if depth == 0 else said[-depth]
+
+    notes = []
+    if parts.character_note and parts.character_note.text:
+        notes.append((at(parts.character_note.depth), 0, parts.character_note.role, parts.character_note.text))
+    if parts.note:
+        notes.append((at(parts.note_depth), 1, "system", parts.note))
+    for where, _order, role, text in sorted(notes, reverse=True):  # from the end, so no insert moves another's place
+        messages.insert(where, {"role": role, "content": text})
 
 
 def exchange_messages(history: Sequence[Exchange], character: str, budget: int,

@@ -44,7 +44,7 @@ V3_ONLY = ("assets", "nickname", "creator_notes_multilingual", "source", "group_
 CARD_KEYWORDS = ("ccv3", "chara")  # readers prefer ccv3
 EXT_KEY = "chatharuhi"
 DEFAULT_USER = "User"
-IMPORT_VERSION = "card-import-2:"
+IMPORT_VERSION = "card-import-3:"
 
 _CHAR = re.compile(r"\{\{\s*char\s*\}\}|<bot>", re.IGNORECASE)
 _USER = re.compile(r"\{\{\s*user\s*\}\}|<user>", re.IGNORECASE)
@@ -219,12 +219,6 @@ def _lore_scenes(book: Lorebook | None) -> list[Story]:
     return stories
 
 
-def _depth_prompt(card: dict) -> str:
-    """SillyTavern's character's note (extensions.depth_prompt): sent near the end, like post-history text."""
-    note = (card.get("extensions") or {}).get("depth_prompt") if isinstance(card.get("extensions"), dict) else None
-    return note.get("prompt", "").strip() if isinstance(note, dict) and isinstance(note.get("prompt"), str) else ""
-
-
 def _from_extension(ext: Any, card: dict, role_id: str) -> Role | None:
     """A role written by our own exporter, restored whole from data.extensions.chatharuhi.
 
@@ -288,7 +282,7 @@ def card_to_role(spec: str, card: dict[str, Any], *, role_id: str | None = None,
     custom = x("system_prompt")
     main = custom.replace("{{original}}", base) if custom else base
     system_prompt = "\n\n".join(p for p in (main, definition) if p)
-    after_history = "\n\n".join(p for p in (x("post_history_instructions"), expand_char(_depth_prompt(card), char)) if p)
+    after_history = x("post_history_instructions")  # the character's note (depth_prompt) goes at its depth
     first_line = (description or personality or scenario).split("\n")[0]
     sample = " ".join((name, description, personality, *greetings))
     return Role(

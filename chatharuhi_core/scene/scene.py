@@ -32,11 +32,12 @@ from ..deprecated import renamed
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import _
+from ..roles.card_extras import talkativeness
 from ..roles.lines import format_query
 from ..roles.names import find_name, written_small
 from ..roles.role import Role
 from ..roles.sources import bundled_ids, load_role
-from .cast import MAX_MEMBERS, MIN_MEMBERS, Line, Member, SceneState, mention_at
+from .cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, MIN_MEMBERS, Line, Member, SceneState, mention_at
 from .order import END, candidates, get_order
 from .view import SCENE_RECALL_HEADER, index_lines, member_request  # noqa: F401  (the header: where callers found it)
 
@@ -129,7 +130,9 @@ class Scene:
             known.join(len(self.lines))
             return known
         bot = _bot_for(self, role)
-        member = Member(rid, bot.role.name, tuple(bot.role.aliases), spans=[[len(self.lines), None]])
+        talk = talkativeness(bot.role)  # a card's own, where it gives one
+        member = Member(rid, bot.role.name, tuple(bot.role.aliases), spans=[[len(self.lines), None]],
+                        talkativeness=DEFAULT_TALKATIVENESS if talk is None else talk)
         self._bots[rid] = bot
         self.members.append(member)
         _learn_calls(self)

@@ -72,7 +72,8 @@ def member_request(state: SceneState, member: Member, bot: ChatHaruhi, avoid: Se
         last = (f"旁白:{role.name}接着说。" if role.language.startswith("zh")
                 else f"narrator:{role.name} speaks next.")
     memory = recall_block(recalled, SCENE_RECALL_HEADER, "line") if recalled else ""
-    parts = PromptParts(drawn.system + note, recent, drawn.after, drawn.packed, memory, last)
+    parts = PromptParts(drawn.system + note, recent, drawn.after, drawn.packed, memory, last,
+                        character_note=bot.character_note(state.user_role))
     # the classic scenes right after the system prompt, whatever the engine: a member's prompt changes with
     # every line, so there is no start to read ahead
     messages = lay_out(parts, replace(bot.layout, scenes_last=False))

@@ -3,6 +3,8 @@
 The cases cover what shapes a prompt: classic scenes, history trimmed to its budget, pinned memories, recall of
 earlier exchanges, a card's lorebook and post-history text, the local model's layout (scenes after the history),
 a folded prompt, and group scenes (each member's view, a late joiner, a whisper, recall of earlier lines).
+Recorded again once on purpose (issue 55): the keeper card's depth_prompt moved from the post-history text to its
+depth; the four keeper cases differ by that message alone, every other case is the bytes of issue 42.
 
     python tests/test_prompt_bytes.py --record   # write tests/data/prompts-recorded.json again (only on purpose)
 """

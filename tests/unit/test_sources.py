@@ -78,7 +78,7 @@ def test_v2_card_json_maps_fields_and_macros(env):
     assert not any("disabled" in t for t in texts.values())
     assert [e.constant for e in role.lorebook.entries] == [False, True, False]  # constant lore fires every turn
     assert "keeps the lighthouse on Gull Rock and talks to {{user}}" in role.system_prompt
-    assert role.post_history_instructions == "Stay in character.\n\nShe smells of salt."
+    assert role.post_history_instructions == "Stay in character."  # the depth prompt goes at its depth
     assert "Written for the ChatHaruhi tests" not in role.system_prompt  # creator_notes never reach the model
     assert role.profile["behaviours"]["personality"] == "calm, dry humour, fond of storms"
 
