@@ -268,16 +268,21 @@ def progress_bar(desc: str, unit: str = "scene"):
 def _options(args: argparse.Namespace):
     from .roles.sources import ImportOptions
 
-    return ImportOptions(name=args.name, aliases=tuple(args.alias or ()), series=args.series or "")
+    return ImportOptions(name=args.name, aliases=tuple(args.alias or ()), series=args.series or "",
+                         world_for=getattr(args, "link_to", None))
 
 
 def cmd_role_import(args: argparse.Namespace) -> int:
     from .roles.export import export_role
     from .roles.sources import open_role
+    from .roles.worlds import linked_world
 
     settings = Settings.from_env()
     role = open_role(args.source, settings, progress_bar(_("embedding scenes")), _options(args))
     print(_("Imported {name} as '{id}' ({n} scenes).", name=role.name, id=role.id, n=len(role.stories)))
+    if linked_world(role):
+        print(_("The world '{world}' is linked: its entries are in {name}'s lorebook.", world=linked_world(role),
+                name=role.name))
     if args.out:
         print(_("Wrote {path}", path=export_role(role, args.out, settings, progress=progress_bar(_("building store")))))
     print(_("Talk to it: python -m chatharuhi_core chat --role {id}", id=role.id))
@@ -770,7 +775,8 @@ def _add_feedback_commands(sub) -> None:
     p.add_argument("--out", default="feedback-data", help=_("output folder (default ./feedback-data)"))
 
 
-SOURCES_HELP = N_("a role package folder or .zip, a character card (.png/.json), a ChatHaruhi .jsonl, "
+SOURCES_HELP = N_("a role package folder or .zip, a ChatHaruhi 1.0 character folder or .zip, a character card "
+                  "(.png/.json), a SillyTavern world-info file (.json, linked to a character), a ChatHaruhi .jsonl, "
                   "a script (.txt), a Hub id (owner/name or owner/name/role), or a bundled id")
 
 
@@ -797,8 +803,11 @@ def _add_role_commands(sub) -> None:
 
     p = _command(rsub, "import", cmd_role_import, help=_("import a character from anywhere into the cache"),
                  description=_("Import {sources}; the scenes are embedded once and cached.", sources=_(SOURCES_HELP)))
-    p.add_argument("source", help=_("what to import: a file, a package or ChatHaruhi character folder, a zip, a Hub id"))
+    p.add_argument("source", help=_("what to import"))
     p.add_argument("--out", help=_("also write it as a package folder, .zip, card .png/.json or .jsonl"))
+    p.add_argument("--link-to", metavar="CHARACTER",
+                   help=_("for a SillyTavern world-info file: the character to link it to (default: the character "
+                          "whose card names the world)"))
     _add_import_args(p)
 
     p = _command(rsub, "export", cmd_role_export, help=_("write a character as a card, package, zip or jsonl"),

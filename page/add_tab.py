@@ -7,12 +7,12 @@ import gradio as gr
 
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.i18n import N_, both_spans, ngettext
+from chatharuhi_core.i18n import N_, both_spans
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS
 from chatharuhi_core.roles.sources import accepted_suffixes, bundled_ids
 from chatharuhi_core.web.chat import reopen
 from chatharuhi_core.web.common import WARNING_MARK
-from chatharuhi_core.web.picker import add_character, picker_choices, picker_entries
+from chatharuhi_core.web.picker import add_character, added_status, picker_choices, picker_entries
 
 from .language import L
 from .visit import VIEW_SIZE, Seat, close, progress_cb, role_view, tiles
@@ -22,7 +22,9 @@ HELP = [
     N_("**Hub id**: a dataset with a role package (`owner/name`), or a ChatHaruhi role "
        "(`silk-road/ChatHaruhi-RolePlaying/haruhi`); add `@revision` to pin one."),
     N_("**File**: a character card (`.png` or `.json`, V1/V2/V3), a ChatHaruhi `.jsonl`, "
-       "a role package `.zip`, or a script `.txt` (`Name:「line」`, `NAME: line` or screenplay)."),
+       "a role package `.zip`, a ChatHaruhi 1.0 character folder as a `.zip`, or a script `.txt` "
+       "(`Name:「line」`, `NAME: line` or screenplay). A SillyTavern world-info `.json` is linked to the character "
+       "whose card names it, else to the one you are talking to."),
     N_("Files up to {mb} MB. The character is added to your picker only."),
 ]
 
@@ -64,16 +66,15 @@ class AddTab:
         close(at.gate)
         added = list(added or [])
         try:
-            role = add_character(hub_id, upload, name, self.settings, progress_cb(progress))
+            role = add_character(hub_id, upload, name, self.settings, progress_cb(progress),
+                                 at.conv.role_id if at.conv else None)
         except ChatHaruhiError as exc:
             return (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "",
                     gr.skip())
         if role.id not in added and role.id not in bundled_ids():
             added.append(role.id)
         entries = picker_entries(added)
-        status = "✓ " + ngettext("Added **{name}** ({n} scene). It is in your picker now.",
-                                 "Added **{name}** ({n} scenes). It is in your picker now.", len(role.stories),
-                                 name=role.name)
+        status = "✓ " + added_status(role)
         chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
         new, chats = reopen(at.conv, at.chats, role.id)
         return (*role_view(new, chats, at.visitor), chooser, tiles(entries), added, status, gr.Tabs(selected="chat-tab"),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ImportProblem, RoleNotFoundError
-from ..i18n import _
+from ..i18n import _, ngettext
 from .names import with_derived
 from .role import Role, derive_role_id, find_image, load_role_package, load_scene_images, write_role_package
 from .safety import DEFAULT_LIMITS, Limits, check_file, check_tree, load_image, read_bytes, read_text, safe_extract_zip
@@ -49,6 +49,10 @@ class ImportOptions:
     series: str = ""
     display_name: str | None = None  # the file name the visitor sees (uploads arrive under temp names)
     limits: Limits = field(default=DEFAULT_LIMITS)
+    # a world-info file: the character to link it to (the CLI's --to), else one whose card names the world, else
+    # `world_fallback` (the page: the character the visitor is talking to)
+    world_for: str | None = None
+    world_fallback: str | None = None
 
 
 Importer = Callable[[Path, Settings, ImportOptions], Role]
@@ -230,12 +234,73 @@ def import_zip(path: Path, settings: Settings, options: ImportOptions) -> Role:
 
 @register_importer(".png", ".json")
 def import_card(path: Path, settings: Settings, options: ImportOptions) -> Role:
+    """A character card; a card naming a world already imported gets it. A world-info file is linked instead."""
+    from .card_extras import world_name
     from .cards import card_to_role, read_card_bytes
+    from .worlds import saved_world, with_world
 
     label = _label(path, options)
-    spec, card, image = read_card_bytes(read_bytes(path, options.limits, label), label, options.limits)
+    data = read_bytes(path, options.limits, label)
+    world = _world_in(data, label)
+    if world is not None:
+        return import_world(world, settings, options, label)
+    spec, card, image = read_card_bytes(data, label, options.limits)
     role = card_to_role(spec, card, source=f"character card {label}")
-    return _persist(role, settings, image, label)
+    book = saved_world(world_name(role), settings)
+    return _persist(with_world(role, book) if book else role, settings, image, label)
+
+
+def _world_in(data: bytes, label: str):
+    """The world in a SillyTavern world-info file (JSON with 'entries'), or None for anything else."""
+    import json
+
+    from .safety import PNG_SIGNATURE, decode_text
+    from .worlds import is_world_info, world_from_json
+
+    if data.startswith(PNG_SIGNATURE):
+        return None
+    try:
+        obj = json.loads(decode_text(data, label))
+    except (json.JSONDecodeError, ImportProblem):
+        return None  # the card reader says what is wrong with it
+    return world_from_json(obj, label) if is_world_info(obj) else None
+
+
+def _card_naming(world: str, settings: Settings) -> str | None:
+    """The id of the imported character, latest first, whose card names this world and has none linked yet."""
+    import json
+
+    from .card_extras import world_name
+
+    found = []
+    for meta in settings.roles_dir.glob("*/role.json") if settings.roles_dir.is_dir() else ():
+        try:
+            ext = json.loads(meta.read_text(encoding="utf-8")).get("extensions") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        probe = Role(id="", name="", system_prompt="", stories=[], extensions=ext if isinstance(ext, dict) else {})
+        if "world" not in probe.extensions and world_name(probe).casefold() == world.casefold():
+            found.append((meta.stat().st_mtime, meta.parent.name))
+    return max(found)[1] if found else None
+
+
+def import_world(book, settings: Settings, options: ImportOptions, label: str) -> Role:
+    """Save a world by its name and link it to a character (see ImportOptions), which is saved as a new one."""
+    from .worlds import save_world, with_world
+
+    save_world(book, settings)
+    target = options.world_for or _card_naming(book.name, settings) or options.world_fallback
+    if not target:
+        raise ImportProblem(ngettext(
+            "{name}: the world '{world}' ({n} entry) is saved, but no character is linked to it: no card imported "
+            "so far names it. Import a card that names it, or link it to a character (--link-to NAME, or add it in the "
+            "page while talking to that character).",
+            "{name}: the world '{world}' ({n} entries) is saved, but no character is linked to it: no card imported "
+            "so far names it. Import a card that names it, or link it to a character (--link-to NAME, or add it in the "
+            "page while talking to that character).", len(book.entries), name=label, world=book.name))
+    role = load_role(target, settings)
+    portrait = role.image_path.read_bytes() if role.image_path and role.image_path.is_file() else None
+    return _persist(with_world(role, book), settings, portrait, role.image_path.name if role.image_path else label)
 
 
 @register_importer(".jsonl")

@@ -147,7 +147,22 @@ def describe_role(role: Role, user: str | None = None) -> str:
         lang, name = language(), f'<span lang="{lang_of(role)}">{name}</span>'  # the name in the role's language
     series = f" · <em>{html.escape(about.series)}</em>" if about.series else ""
     line = html.escape(as_shown(role, about.description, user))
-    return f'<div lang="{lang}">\n\n## {name}{series}\n{line}\n\n</div>'
+    return f'<div lang="{lang}">\n\n## {name}{series}\n{line}{world_line(role)}\n\n</div>'
+
+
+def world_line(role: Role) -> str:
+    """The character's lorebook under its description: the world it holds (a card's own book, or a linked world-info
+    file) and how many entries can come up in a reply ("" without one)."""
+    from ..roles.worlds import linked_world
+
+    if not role.lorebook:
+        return ""
+    world = linked_world(role) or role.lorebook.name
+    n = sum(e.enabled for e in role.lorebook.entries)
+    said = (ngettext("World info **{world}**: {n} entry", "World info **{world}**: {n} entries", n,
+                     world=html.escape(world)) if world else
+            ngettext("World info: {n} entry", "World info: {n} entries", n))
+    return f'<br>\n<span class="world-line">📖 {said}</span>'
 
 
 def stats_line(stats: ReplyStats | None) -> str:

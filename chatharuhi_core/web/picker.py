@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
-from ..i18n import N_, _, both_spans, language
+from ..i18n import N_, _, both_spans, language, ngettext
 from ..roles.names import is_cjk
 from ..roles.role import Role
 from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
@@ -114,14 +114,30 @@ def picker_choices(entries: list[PickerEntry]) -> list[tuple[str, str]]:
     return [(e.label, e.ref) for e in entries]
 
 
+def added_status(role: Role) -> str:
+    """What the Add tab says of a character just added, and of the world linked to it."""
+    from ..roles.worlds import linked_world
+
+    world = linked_world(role)
+    if not world:
+        return ngettext("Added **{name}** ({n} scene). It is in your picker now.",
+                        "Added **{name}** ({n} scenes). It is in your picker now.", len(role.stories), name=role.name)
+    lore = len(role.lorebook.entries) if role.lorebook else 0
+    return ngettext("Added **{name}** with the world **{world}** linked ({n} entry in its lorebook). It is in your "
+                    "picker now.", "Added **{name}** with the world **{world}** linked ({n} entries in its lorebook). "
+                    "It is in your picker now.", lore, name=role.name, world=html.escape(world))
+
+
 def add_character(hub_id: str, upload: str | None, name: str, settings: Settings,
-                  progress: Progress | None = None) -> Role:
-    """The 'add a character' tab: a Hub id or an uploaded file becomes a role for this visitor."""
+                  progress: Progress | None = None, current: str | None = None) -> Role:
+    """The 'add a character' tab: a Hub id or an uploaded file becomes a role for this visitor. A world-info file is
+    linked to the character whose card names it, else to `current`, the one the visitor is talking to."""
     hub_id = (hub_id or "").strip()
     if upload:
         path = Path(upload)
         return open_role(str(path), settings, progress,
-                         ImportOptions(name=(name or "").strip() or None, display_name=path.name))
+                         ImportOptions(name=(name or "").strip() or None, display_name=path.name,
+                                       world_fallback=current))
     if hub_id:
         from ..roles.hub import parse_hub_id
 
