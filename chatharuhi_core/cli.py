@@ -273,6 +273,7 @@ def _options(args: argparse.Namespace):
 
 
 def cmd_role_import(args: argparse.Namespace) -> int:
+    from .roles.card_extras import script_problems
     from .roles.export import export_role
     from .roles.sources import open_role
     from .roles.worlds import linked_world
@@ -283,6 +284,8 @@ def cmd_role_import(args: argparse.Namespace) -> int:
     if linked_world(role):
         print(_("The world '{world}' is linked: its entries are in {name}'s lorebook.", world=linked_world(role),
                 name=role.name))
+    for problem in script_problems(role):
+        print(problem, file=sys.stderr)
     if args.out:
         print(_("Wrote {path}", path=export_role(role, args.out, settings, progress=progress_bar(_("building store")))))
     print(_("Talk to it: python -m chatharuhi_core chat --role {id}", id=role.id))

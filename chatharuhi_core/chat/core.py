@@ -16,10 +16,11 @@ from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
 from ..errors import EngineError
 from ..i18n import _
-from ..roles.card_extras import DepthNote, character_note
+from ..roles.card_extras import DepthNote, character_note, regex_scripts, scripted
 from ..roles.lines import format_query
 from ..roles.lorebook import Fired, activate, lore_block
 from ..roles.placeholders import fill, hold_partial
+from ..roles.regex_scripts import AI_OUTPUT, PROMPT, STORED, USER_INPUT
 from ..roles.role import Role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
@@ -200,7 +201,18 @@ class ChatCore:
         return len(trim_history(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens))
 
     def history_part(self) -> list[dict]:
-        return exchange_messages(self.history, self.role.name, self.budgets.history_tokens, self.count_tokens)
+        return exchange_messages(self.prompt_history(), self.role.name, self.budgets.history_tokens,
+                                 self.count_tokens)
+
+    def prompt_history(self) -> list[Exchange]:
+        """The history as the prompt reads it: with a card's prompt-only regex scripts applied by each message's
+        depth (the message answered is 0, the last reply 1); the history itself when the card has none."""
+        if not regex_scripts(self.role):
+            return self.history
+        n = len(self.history)
+        return [replace(ex, text=scripted(self.role, ex.text, PROMPT, USER_INPUT, 2 * (n - i), ex.user_role),
+                        reply=scripted(self.role, ex.reply, PROMPT, AI_OUTPUT, 2 * (n - i) - 1, ex.user_role))
+                for i, ex in enumerate(self.history)]
 
     def embed_turn(self, texts: Sequence[str], remembering: bool) -> np.ndarray | None:
         """One embedding call per turn: the text the scenes are retrieved for first, then the other texts memory
@@ -247,8 +259,8 @@ class ChatCore:
             return self._prepare(text, role, avoid)
 
     def _prepare(self, text: str, role: str | None, avoid: Sequence[str]) -> ChatRequest:
-        text = check_input(text)
         user_role = (role or self.user_role).strip() or self.role.visitor_name
+        text = check_input(scripted(self.role, check_input(text), STORED, USER_INPUT, 0, user_role))
         remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1
         # one embedding call: the message (scenes and memory) and the forms memory also asks with
         forms = [text, *query_forms(text, self.visitor_names(user_role), self.role.name)] if remembering else [text]
@@ -260,7 +272,8 @@ class ChatCore:
         memory = "\n\n".join(b for b in (written, recall_block(recalled)) if b)
         note = self.fill(self.note.text, user_role) if self.note else ""
         parts = PromptParts(drawn.system, self.history_part(), drawn.after, drawn.packed, memory,
-                            format_query(user_role, text), note, self.note.depth if self.note else 0,
+                            format_query(user_role, scripted(self.role, text, PROMPT, USER_INPUT, 0, user_role)),
+                            note, self.note.depth if self.note else 0,
                             self.character_note(user_role))
         return ChatRequest(messages=lay_out(parts, self.layout), role=self.role, user_role=user_role, text=text,
                            scenes=drawn.scenes, history=list(self.history), embedder=self.embedder,
@@ -316,6 +329,8 @@ class ChatCore:
                 yield now[len(shown):]
                 shown = now
         final = self.fill(clean_reply(raw, name), request.user_name)
+        kept = scripted(self.role, final, STORED, USER_INPUT if speaker else AI_OUTPUT, 0, request.user_name)
+        final = kept.strip() if kept != final else final  # a card's script may cut a block, not its line breaks
         cap = reply_cap(self.engine)
         cut = bool(cap) and not request.plain and not ends_sentence(final) and self.count_tokens(raw) >= cap - 2
         if cut:  # the engine stopped at its length limit mid-sentence: marked as cut, what was shown kept

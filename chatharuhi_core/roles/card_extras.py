@@ -13,9 +13,11 @@ writes every extension back, the ones this app does not know included:
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from .regex_scripts import RegexScript, RunContext, read_scripts, run_scripts
 from .role import Role
 
 DEFAULT_NOTE_DEPTH = 4
@@ -72,19 +74,26 @@ def world_name(role: Role) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _scripts_for(key: str, raw_json: str, char: str):
-    import json
-
-    from .regex_scripts import read_scripts
-
-    return read_scripts(json.loads(raw_json), char)
+def _scripts_for(raw_json: str, char: str) -> tuple[RegexScript, ...]:
+    return tuple(read_scripts(json.loads(raw_json), char)[0])
 
 
-def regex_scripts(role: Role):
-    """(scripts, problem sentences) of the card's `regex_scripts`, compiled once per role and shared read-only."""
-    import json
-
+def regex_scripts(role: Role) -> tuple[RegexScript, ...]:
+    """The card's `regex_scripts` that compile, read once per card and shared read-only (a role is shared too)."""
     raw = card_extensions(role).get("regex_scripts")
-    if not raw:
-        return [], []
-    return _scripts_for(role.id, json.dumps(raw, sort_keys=True, ensure_ascii=False), role.name)
+    return _scripts_for(json.dumps(raw, sort_keys=True, ensure_ascii=False), role.name) if raw else ()
+
+
+def script_problems(role: Role) -> list[str]:
+    """One sentence per regex script of the card that is skipped, in the reader's language ([] when all run)."""
+    raw = card_extensions(role).get("regex_scripts")
+    return read_scripts(raw, role.name)[1] if raw else []
+
+
+def scripted(role: Role, text: str, where: str, placement: int, depth: int | None = None, user: str = "User") -> str:
+    """`text` after the card's regex scripts for `where` (DISPLAY, PROMPT, STORED) and `placement` (USER_INPUT,
+    AI_OUTPUT); the text itself for a character without scripts, so no other prompt changes by a byte."""
+    scripts = regex_scripts(role)
+    if not scripts or not text:
+        return text
+    return run_scripts(scripts, text, RunContext(where, placement, depth, user=user))

@@ -26,8 +26,10 @@ from ..chat.when import shown
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import _, ngettext
+from ..roles.card_extras import regex_scripts, scripted
 from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
+from ..roles.regex_scripts import AI_OUTPUT, DISPLAY, USER_INPUT
 from ..roles.role import Role
 from ..roles.sources import load_role
 from .common import (
@@ -127,12 +129,22 @@ def greeting_messages(role: Role, user: str | None = None) -> list[dict]:
 
 
 def chat_messages(conv: Conversation, role: Role, user: str | None = None) -> list[dict]:
-    """The chat as the page shows it: the greeting, then every finished exchange."""
+    """The chat as the page shows it: the greeting, then every finished exchange (through the card's display-only
+    regex scripts, by each message's depth from the end, as SillyTavern draws them)."""
     msgs = greeting_messages(role, user)
     for ex in conv.history:
         msgs.append({"role": "user", "content": ex.text})
         msgs.append({"role": "assistant", "content": ex.reply})
-    return msgs
+    return shown_by_scripts(role, msgs, (user or "").strip() or role.visitor_name)
+
+
+def shown_by_scripts(role: Role, msgs: list[dict], user: str) -> list[dict]:
+    """Messages with the card's display-only regex scripts applied (the messages themselves when it has none)."""
+    if not regex_scripts(role):
+        return msgs
+    last = len(msgs) - 1
+    return [{**m, "content": scripted(role, m["content"], DISPLAY, USER_INPUT if m["role"] == "user" else AI_OUTPUT,
+                                      last - i, user)} for i, m in enumerate(msgs)]
 
 
 def describe_role(role: Role, user: str | None = None) -> str:
@@ -312,7 +324,10 @@ class _Turn:
     def frame(self, reply: str, status: str) -> list[dict]:
         """The chat while the engine writes: a load or a place in line is said under the reply going on, not run
         into it."""
-        content = (self.before + "\n\n" + status if self.before else status) if status else self.before + reply
+        if not status:
+            content = scripted(self.role, self.before + reply, DISPLAY, AI_OUTPUT, 0, self.user_role)
+        else:
+            content = self.before + "\n\n" + status if self.before else status
         return self.shown + [{"role": "assistant", "content": content}]
 
 

@@ -14,7 +14,7 @@ from ..roles.names import is_cjk
 from ..roles.role import Role
 from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
 from ..roles.store import Progress
-from .common import ASSETS, file_url, portrait_of
+from .common import ASSETS, WARNING_MARK, file_url, portrait_of
 
 ONLINE_MARK = "☁"
 ONLINE_IMAGE = ASSETS / "online.png"
@@ -115,7 +115,15 @@ def picker_choices(entries: list[PickerEntry]) -> list[tuple[str, str]]:
 
 
 def added_status(role: Role) -> str:
-    """What the Add tab says of a character just added, and of the world linked to it."""
+    """What the Add tab says of a character just added, of the world linked to it, and of each of its card's regex
+    scripts that was skipped (one sentence each)."""
+    from ..roles.card_extras import script_problems
+
+    skipped = "".join(f"\n\n{WARNING_MARK}{html.escape(p, quote=False)}" for p in script_problems(role))
+    return _added(role) + skipped
+
+
+def _added(role: Role) -> str:
     from ..roles.worlds import linked_world
 
     world = linked_world(role)

@@ -20,6 +20,8 @@ from ..chat.swipes import stepped
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import N_, _
+from ..roles.card_extras import scripted
+from ..roles.regex_scripts import AI_OUTPUT, DISPLAY
 from ..roles.sources import load_role
 from ..scene.cast import MAX_MEMBERS, Member, SceneState, happenings
 from ..scene.scene import Scene, SceneSetup
@@ -115,10 +117,20 @@ def scene_messages(state: SceneState) -> list[dict]:
         ln = state.lines[item]
         mark = whisper_mark(state, ln.to, ln.by_character)
         if ln.by_character:
-            out.append({"role": "assistant", "content": speaker_header(ln.role_id, ln.speaker) + mark + ln.text})
+            text = _shown_line(ln.role_id, ln.text, len(state.lines) - 1 - item, state.user_role)
+            out.append({"role": "assistant", "content": speaker_header(ln.role_id, ln.speaker) + mark + text})
         else:
             out.append({"role": "user", "content": mark + ln.text})
     return out
+
+
+def _shown_line(role_id: str, text: str, depth: int, user: str) -> str:
+    """A character's line through its card's display-only regex scripts (the line itself without any)."""
+    try:
+        role = load_role(role_id)
+    except ChatHaruhiError:
+        return text
+    return scripted(role, text, DISPLAY, AI_OUTPUT, depth, user)
 
 
 def feedback_values(state: SceneState) -> list[str | None]:

@@ -134,6 +134,7 @@ NOT_MEASURED = [
     ("an approximate time: no committed output times the suite, and the last full runs cited, in commit 8f4251a's "
      "message, took 1793 s and 2135 s for 623 tests", "the source of the approximate suite time, named as such"),
     ("files over 100 MB", "a limit on uploads"),
+    ("Each match has 0.25 s", "a limit on a card's regex scripts (regex_scripts.TIMEOUT_S)"),
     ("when the first load has been idle for 2 s", "a design setting (measure_when_idle)"),
     ('about 6 s")', "an example of the text a waiting visitor sees"),
     ("each reply's at most 0.25 s apart", "a design setting (MAX_FRAME_INTERVAL_S)"),
