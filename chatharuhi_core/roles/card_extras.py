@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..i18n import _
 from .regex_scripts import RegexScript, RunContext, read_scripts, run_scripts
 from .role import Role
 
@@ -85,9 +86,12 @@ def regex_scripts(role: Role) -> tuple[RegexScript, ...]:
 
 
 def script_problems(role: Role) -> list[str]:
-    """One sentence per regex script of the card that is skipped, in the reader's language ([] when all run)."""
+    """One sentence per regex script of the card that is skipped, naming the card and the field, in the reader's
+    language ([] when all run)."""
     raw = card_extensions(role).get("regex_scripts")
-    return read_scripts(raw, role.name)[1] if raw else []
+    problems = read_scripts(raw, role.name)[1] if raw else []
+    return [_("{source}, field '{field}': {problem}", source=role.source or role.name,
+              field="extensions.regex_scripts", problem=p) for p in problems]
 
 
 def scripted(role: Role, text: str, where: str, placement: int, depth: int | None = None, user: str = "User") -> str:
