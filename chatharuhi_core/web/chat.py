@@ -174,7 +174,7 @@ def world_line(role: Role) -> str:
     said = (ngettext("World info **{world}**: {n} entry", "World info **{world}**: {n} entries", n,
                      world=html.escape(world)) if world else
             ngettext("World info: {n} entry", "World info: {n} entries", n))
-    return f'<br>\n<span class="world-line">📖 {said}</span>'
+    return f"\n\n📖 {said}"  # a paragraph of its own: a phone shows each of #about's paragraphs on one line
 
 
 def stats_line(stats: ReplyStats | None) -> str:
