@@ -2,10 +2,11 @@
 
 A folder holds `system_prompt.txt`, `texts/*.txt` (one classic scene per file, lines written `Name:「line」`) and, for
 several characters, `images/` with `text_image_dict.txt`: a line of a scene, then on the next line the picture that
-goes with it (its file name in images/, `.jpg` left off as ChatHaruhi 1.0 wrote it). The character is the one the
-paper's form finds: the speaker the prompt names who has the most lines. The pictures become the role's scene
-pictures, captioned by their line, so the page shows the one closest to a reply as ChatHaruhi 1.0 did. Embedding
-caches the folder may hold (`.pkl`) are never read: unpickling a visitor's file would run its code.
+goes with it (its file name in images/, `.jpg` left off as ChatHaruhi 1.0 wrote it); pictures named after their line
+are read too. The character is the one the paper's form finds: the speaker the prompt names who has the most lines.
+The pictures become the role's scene pictures, captioned by their line, so the page shows the one closest to a reply
+as ChatHaruhi 1.0 did. Embedding caches the folder may hold (`.pkl`) are never read: unpickling a visitor's file
+would run its code.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from ..errors import ChatHaruhiError, ImportProblem
 from ..i18n import _
 from .lines import main_speaker
-from .names import with_derived
+from .names import HAN, with_derived
 from .role import SCENE_IMAGE_SUFFIXES, Role, SceneImage, Story, derive_role_id, guess_language
 from .safety import DEFAULT_LIMITS, Limits, read_text
 
@@ -60,22 +61,34 @@ def _picture(images: Path, name: str) -> Path | None:
 
 
 def read_picture_map(folder: Path, label: str, limits: Limits = DEFAULT_LIMITS) -> list[SceneImage]:
-    """text_image_dict.txt (at the top of the folder or in images/) as captioned pictures; a line whose picture is
-    missing is a sentence naming the file and the line."""
-    found = [p for p in (folder / PICTURE_MAP, folder / "images" / PICTURE_MAP) if p.is_file()]
-    if not found or not (folder / "images").is_dir():
+    """The folder's pictures, each captioned by its line: those text_image_dict.txt (at the top or in images/) pairs
+    with a line, then those named after their line ("周一是黄色.jpg"), as ChatHaruhi's own folders hold both. A line
+    whose picture is not in images/ (the original folders list many that were never committed) is passed over, and
+    a picture named after a line stands in for it."""
+    images = folder / "images"
+    if not images.is_dir():
         return []
-    where = found[0].relative_to(folder).as_posix()
-    lines = [ln.strip() for ln in read_text(found[0], limits, f"{label}: {where}").splitlines() if ln.strip()]
-    pictures = []
-    for n in range(0, len(lines) - 1, 2):
-        caption, name = lines[n], lines[n + 1]
-        path = _picture(folder / "images", name)
-        if path is None:
-            raise ImportProblem(_("{name}: line {n} of {file} names the picture '{picture}', which is not in images/.",
-                                  name=label, n=n + 2, file=where, picture=name))
-        pictures.append(SceneImage(path, caption))
+    found = [p for p in (folder / PICTURE_MAP, images / PICTURE_MAP) if p.is_file()]
+    text = read_text(found[0], limits, f"{label}: {found[0].relative_to(folder).as_posix()}") if found else ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    pictures, used = [], set()
+    for caption, name in zip(lines[0::2], lines[1::2]):
+        path = _picture(images, name) or _picture(images, caption)
+        if path is not None and path.name not in used:
+            used.add(path.name)
+            pictures.append(SceneImage(path, caption))
+    for path in sorted(images.iterdir()):
+        if path.name not in used and path.suffix.lower() in SCENE_IMAGE_SUFFIXES and _names_a_line(path.stem):
+            pictures.append(SceneImage(path, path.stem))
     return pictures
+
+
+def _names_a_line(stem: str) -> bool:
+    """A file name that is a line to caption by: two Chinese characters or two words, no brackets or bare number
+    (not "[CASO][...]-0002", "0001" or "img")."""
+    if re.search(r"[\[\]{}]", stem) or re.fullmatch(r"[\W\d_]*", stem):
+        return False
+    return len(re.findall(f"[{HAN}]", stem)) >= 2 or len(re.findall(r"[A-Za-z]+", stem)) >= 2
 
 
 def role_from_chatharuhi_folder(folder: Path, label: str, limits: Limits = DEFAULT_LIMITS,

@@ -57,12 +57,24 @@ def test_the_name_can_be_given_and_the_picture_map_is_optional(env):
     assert role.name == "阿虚" and role.scene_images == []
 
 
-def test_a_missing_picture_and_an_empty_prompt_are_sentences(env):
+def test_pictures_as_the_original_folders_hold_them(env):
+    """ChatHaruhi's own folders map many lines to frame grabs that were never committed, and name other pictures
+    after their line: a missing picture is passed over (or stood in for by one named after its line), and a picture
+    named after a line is read with that line as its caption."""
     settings, inbox = env
     folder = chatharuhi_folder(inbox)
-    (folder / "images" / "002.jpg").unlink()
-    with pytest.raises(ImportProblem, match=r"line 4 of text_image_dict.txt names the picture '002'"):
-        import_file(folder, settings)
+    (folder / "images" / "002.jpg").unlink()  # the map's second line now names a missing picture
+    named = folder / "images" / "不可思议探索之旅！全体在车站前集合。.jpg"
+    named.write_bytes((folder / "images" / "001.jpg").read_bytes())
+    (folder / "images" / "[EP01]-0003.jpg").write_bytes(named.read_bytes())  # a frame grab no line names
+    (folder / "images" / "今天也要加油.jpg").write_bytes(named.read_bytes())
+    role = import_file(folder, settings)
+    assert [p.caption for p in role.scene_images] == ["普通的人类我没有兴趣！", "不可思议探索之旅！全体在车站前集合。",
+                                                     "今天也要加油"]
+
+
+def test_an_empty_prompt_is_a_sentence(env):
+    settings, inbox = env
     folder = chatharuhi_folder(inbox, name="empty")
     (folder / "system_prompt.txt").write_text("  \n", encoding="utf-8")
     with pytest.raises(ImportProblem, match="system_prompt.txt is empty"):
