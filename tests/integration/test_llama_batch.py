@@ -14,6 +14,7 @@ import pytest
 from chatharuhi_core.chat.chatbot import ChatHaruhi
 from chatharuhi_core.chat.engines import open_engine
 from chatharuhi_core.chat.engines.local import model as local_model
+from chatharuhi_core.chat.engines.local.llama_batch import relays_state
 from chatharuhi_core.chat.engines.local.llamacpp import ngram_ban
 from chatharuhi_core.chat.engines.local.runtime import Sampling, bundled_spec
 
@@ -55,6 +56,7 @@ def _together(lm, questions, seeds, sampling: Sampling = SAMPLING) -> dict:
 def test_the_model_has_a_batch_and_the_lane_lets_in_as_many(settings, lm):
     batch = lm.handle.batch
     assert batch is not None and batch.slots >= 2
+    assert relays_state(batch.model)  # one cache per layer: a prompt read alone can be handed to the batch
     assert open_engine("local", settings).lane().slots == batch.slots
 
 

@@ -97,6 +97,15 @@ def streams(state: bytes, count: int, seq: int) -> bytes:
     return struct.pack("<III", magic, seq, count) + state[12:] + b"\0\0\0\0" * (count - 1)
 
 
+def relays_state(model) -> bool:
+    """Whether a prompt read by the model's own reader can be handed to the batch: `streams` re-lays one cache of
+    keys and values per layer. A model with sliding-window layers (Gemma 3 keeps two caches) or a recurrent state
+    saves a sequence in another layout, which llama.cpp then refuses to load, so its replies go one at a time."""
+    llama_cpp = llama()
+    return (llama_cpp.llama_model_n_swa(model.model) == 0 and not llama_cpp.llama_model_is_recurrent(model.model)
+            and not llama_cpp.llama_model_is_hybrid(model.model))
+
+
 def kv_bytes_per_token(model) -> int:
     """Bytes of 16-bit keys and values one token takes in every layer."""
     llama_cpp = llama()
