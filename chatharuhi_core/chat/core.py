@@ -260,7 +260,9 @@ class ChatCore:
 
     def _prepare(self, text: str, role: str | None, avoid: Sequence[str]) -> ChatRequest:
         user_role = (role or self.user_role).strip() or self.role.visitor_name
-        text = check_input(scripted(self.role, check_input(text), STORED, USER_INPUT, 0, user_role))
+        text = check_input(text)
+        kept = scripted(self.role, text, STORED, USER_INPUT, 0, user_role)  # a card's script may change the message
+        text = check_input(kept) if kept != text else text
         remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1
         # one embedding call: the message (scenes and memory) and the forms memory also asks with
         forms = [text, *query_forms(text, self.visitor_names(user_role), self.role.name)] if remembering else [text]

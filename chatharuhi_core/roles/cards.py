@@ -23,13 +23,14 @@ import re
 import struct
 import time
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ImportProblem
 from ..i18n import _
 from .lines import parse_scene_lines
-from .lorebook import Lorebook, book_from_json
+from .lorebook import LoreEntry, book_from_json
 from .names import with_derived
 from .role import Role, Story, derive_role_id, fill_system_prompt, guess_language, parse_role_json, parse_stories
 from .safety import DEFAULT_LIMITS, PNG_SIGNATURE, Limits
@@ -209,13 +210,13 @@ def example_scenes(mes_example: str, char: str) -> list[str]:
     return scenes
 
 
-def _lore_scenes(book: Lorebook | None) -> list[Story]:
-    """Every enabled lorebook entry is also a scene, found by meaning when no key is said."""
+def lore_scenes(entries: Sequence[LoreEntry], prefix: str = "lore") -> list[Story]:
+    """Every enabled lorebook entry is also a scene (`prefix-NNN`), found by meaning when no key is said."""
     stories = []
-    for n, entry in enumerate(book.entries if book else (), start=1):
+    for n, entry in enumerate(entries, start=1):
         if entry.enabled:
             label = f"[{', '.join(entry.keys)}] " if entry.keys else ""
-            stories.append(Story(id=f"lore-{n:03d}", text=f"{label}{entry.content}"))
+            stories.append(Story(id=f"{prefix}-{n:03d}", text=f"{label}{entry.content}"))
     return stories
 
 
@@ -266,7 +267,7 @@ def card_to_role(spec: str, card: dict[str, Any], *, role_id: str | None = None,
     stories = [Story(f"example-{i:03d}", t) for i, t in enumerate(example_scenes(_text(card, "mes_example"), char), 1)]
     book = book_from_json(card.get("character_book"), f"{source or 'card'} character_book",
                           content=lambda text: expand_char(text, char))
-    stories += _lore_scenes(book)
+    stories += lore_scenes(book.entries if book else ())
     stories += [Story(f"greeting-{i:03d}", f"{char}:「{g}」") for i, g in enumerate(greetings, 1)]
     if not stories:
         raise ImportProblem(

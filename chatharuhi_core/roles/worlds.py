@@ -23,8 +23,9 @@ from typing import Any
 from ..config import Settings
 from ..errors import ImportProblem
 from ..i18n import _
+from .cards import lore_scenes
 from .lorebook import Lorebook, book_from_json
-from .role import Role, Story, derive_role_id
+from .role import Role, derive_role_id
 
 WORLDS = "worlds"
 LINK_VERSION = "world-link-1:"
@@ -98,9 +99,7 @@ def with_world(role: Role, book: Lorebook) -> Role:
     added = tuple(replace(e, id=f"{book.name}:{e.id}") for e in book.entries)
     base = role.lorebook or replace(book, entries=())
     lore = replace(base, entries=(*own, *added), name=base.name or book.name)
-    scenes = [Story(f"world-{n:03d}", f"[{', '.join(e.keys)}] {e.content}" if e.keys else e.content)
-              for n, e in enumerate(added, start=1) if e.enabled]
-    stories = [s for s in role.stories if not s.id.startswith("world-")] + scenes
+    stories = [s for s in role.stories if not s.id.startswith("world-")] + lore_scenes(added, "world")
     content = LINK_VERSION + role.id + json.dumps(book.to_json(), sort_keys=True, ensure_ascii=False)
     return replace(role, id=derive_role_id(role.name, content), lorebook=lore, stories=stories, root=None,
                    extensions={**role.extensions, "world": book.name})
