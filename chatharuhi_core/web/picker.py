@@ -130,7 +130,7 @@ def _added(role: Role) -> str:
     if not world:
         return ngettext("Added **{name}** ({n} scene). It is in your picker now.",
                         "Added **{name}** ({n} scenes). It is in your picker now.", len(role.stories), name=role.name)
-    lore = len(role.lorebook.entries) if role.lorebook else 0
+    lore = sum(e.enabled for e in role.lorebook.entries) if role.lorebook else 0  # as the heading counts them
     return ngettext("Added **{name}** with the world **{world}** linked ({n} entry in its lorebook). It is in your "
                     "picker now.", "Added **{name}** with the world **{world}** linked ({n} entries in its lorebook). "
                     "It is in your picker now.", lore, name=role.name, world=html.escape(world))
