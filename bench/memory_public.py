@@ -41,6 +41,8 @@ from common import ROOT, cached_settings, median, percentile, publish, taken, ve
 DATA = ROOT.parent / "shared" / "data" / "memorybank" / "eval_data"
 LABELS = ROOT / "bench" / "data" / "memorybank_evidence.json"
 WRITTEN = ROOT / "bench" / "data" / "memory_heldout.json"
+GATHERING = {"tuning": ROOT / "bench" / "data" / "memory_gathering_tuning.json",
+             "held-out": ROOT / "bench" / "data" / "memory_gathering_heldout.json"}
 TUNING = range(0, 8)
 GOALS = {"single": 0.90, "multi": 0.70, "all": 0.85}
 ROLES = {"en": "sherlock", "cn": "sunwukong"}
@@ -110,16 +112,16 @@ def memorybank(lang: str, long: bool, seed: int = 0) -> list[Case]:
 FILLER_PER_SESSION = 25
 
 
-def written() -> list[Case]:
-    """The held-out set written for this bench (bench/data/memory_heldout.json): each session's facts placed at
-    seeded positions among chatter from the role's own scenes (a visitor's cue and the character's answer, as
+def written(path: Path = WRITTEN, name: str = "written here", split: str = "held-out") -> list[Case]:
+    """A set written for this bench (bench/data/memory_heldout.json, and the gathering sets): each session's facts
+    placed at seeded positions among chatter from the role's own scenes (a visitor's cue and the character's answer, as
     bench/recall.py makes it), every exchange dated by its session."""
     from chatharuhi_core.chat.prompt import Exchange
     from chatharuhi_core.data.scene_turns import scene_turns
     from chatharuhi_core.roles.sources import load_role
 
     cases = []
-    for conv in json.loads(WRITTEN.read_text(encoding="utf-8"))["conversations"]:
+    for conv in json.loads(path.read_text(encoding="utf-8"))["conversations"]:
         role = load_role(conv["role"])
         rng = random.Random(conv["id"])
         pool = [(t.text, t.reply) for s in role.stories for t in scene_turns(role, s)]
@@ -141,8 +143,7 @@ def written() -> list[Case]:
                       tuple(q.get("kinds") or ())) for q in conv["questions"]]
         questions = [(t, g, tuple(dict.fromkeys((*k, *kinds(t, g))))) for t, g, k in questions]
         lang = "cn" if conv["lang"] == "zh" else conv["lang"]
-        cases.append(Case("written here", "held-out", lang, conv["visitor"], history, questions, conv["today"],
-                          conv["role"]))
+        cases.append(Case(name, split, lang, conv["visitor"], history, questions, conv["today"], conv["role"]))
     return cases
 
 
@@ -342,6 +343,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=["tuning", "held-out", "both"], default="both")
     parser.add_argument("--ablations", action="store_true", help="also each part taken away (API budgets)")
+    parser.add_argument("--sets", nargs="*", default=[], metavar="NAME",
+                        help="only the sets whose name holds one of these (e.g. gathering); implies --no-publish")
     parser.add_argument("--no-publish", action="store_true", help="print only; leave RESULTS.md as it is")
     parser.add_argument("--misses", action="store_true", help="print every question whose evidence was missed")
     parser.add_argument("--try", dest="tries", nargs="*", default=[], metavar="NAME=VALUE,...",
@@ -356,8 +359,11 @@ def main() -> int:
     settings, embedder = cached_settings(args.cache)
     remembering = Remembering(embedder)
     cases = [c for lang in ("en", "cn") for long in (False, True) for c in memorybank(lang, long)] + written()
+    cases += [c for split, path in GATHERING.items() for c in written(path, "gathering, written here", split)]
     if args.split != "both":
         cases = [c for c in cases if c.split == args.split]
+    if args.sets:
+        cases = [c for c in cases if any(name in c.set for name in args.sets)]
     try:
         local = LocalModelEngine(options_for("local", settings))
         budgets = [("API engines", Budgets(), None), ("local engine", LOCAL_BUDGETS, local.count_tokens)]
@@ -388,7 +394,7 @@ def main() -> int:
                     if r["answerable"] and not r["found"]:
                         print(f"    MISS {r['set']} {r['lang']} rank {r['rank']}: {r['question']} {r['missed']}")
     timing = index_times(settings, embedder)
-    if args.no_publish or args.split != "both":
+    if args.no_publish or args.split != "both" or args.sets:
         return 0
     publish("memory-public", section(args, runs, timing, started))
     return 0

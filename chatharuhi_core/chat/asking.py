@@ -102,3 +102,22 @@ def fit(ask: Asked, line: str, own_names: frozenset[str] = frozenset()) -> float
 def is_question(line: str) -> bool:
     """A line that ends by asking (an answer that only asks back answers little)."""
     return bool(_QUESTION.search(line or ""))
+
+
+# A question that gathers: its answer is several things said on different days ("What books has Anna read?",
+# "Which places…", "both…", "How many times…", "哪些", "都…过", "几次"). Memory answers it with coverage: many
+# days rather than the best day's neighbours (chat/packing.py).
+_PLURAL = r"(?!(?:is|was|has|does|his|this|its|us|yes|less|kinds|sorts|types)\b)\w+s"  # a plural noun, roughly
+_GATHER_EN = re.compile(
+    rf"\bwhich\s+of\b|\bwhich\s+(?:\w+\s+)?{_PLURAL}\b|\bwhat\s+(?:\w+\s+)?{_PLURAL}\s+(?:has|have|had|did|do|does)\b|"
+    r"\bwhat\s+(?:has|have)\s+(?!\w+\s+(?:been|got)\b)|\bwhat\s+(?:else|other)\b|\bwhat\s+are\s+(?:some|all)\b|"
+    r"\bboth\b|\bin\s+common\b|\ball\s+the\b|\bhow\s+many\b|\bhow\s+often\b|\blist\b|\bname\s+(?:the|all|every)\b|"
+    r"\bwhere\s+(?:has|have)\b|\bso\s+far\b", _I)
+_GATHER_ZH = re.compile(r"哪些|哪几|几次|多少次|几回|一共|总共|共同|都有|都[^。！？?]{0,6}过|都喜欢|都讨厌|都不|"
+                        r"两人都|俩都|分别")
+
+
+def gathers(question: str) -> bool:
+    """Whether a question asks for several things said at different times (English and Chinese): a plural
+    "which"/"what … have", "both", "how many", "哪些", "都…过", "几次"."""
+    return bool(_GATHER_EN.search(question) or _GATHER_ZH.search(question))

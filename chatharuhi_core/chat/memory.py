@@ -34,8 +34,10 @@ from ..embedding import Embedder
 from ..errors import InputError
 from ..i18n import _
 from ..roles.lines import format_query, format_reply
+from .asking import gathers, is_question
 from .lexical import CJK_RUN, LexicalIndex, tokens
 from .notes import NOTES_HEADER, Note, exchange_ids, note_line, valid_notes
+from .packing import line_alone, spread_days
 from .prompt import Exchange
 from .when import Day, day_of, days_mentioned, on_day, shown
 
@@ -100,11 +102,13 @@ def exchange_views(ex: Exchange, character: str) -> tuple[str, str, str]:
 @dataclass(frozen=True)
 class RecallQuery:
     """What one message asks memory with: its embedded forms (rows, the first foremost: the message, the
-    message with the visitor's name as "I", the newest line), its words for BM25, and the days it names."""
+    message with the visitor's name as "I", the newest line), its words for BM25, the days it names, and whether
+    it gathers (asks for several things said at different times: answered from many days, line by line)."""
 
     vectors: np.ndarray | None
     words: tuple[str, ...] = ()
     days: frozenset[Day] = frozenset()
+    gather: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,9 @@ FUSE_K = 5  # rank offset: small, so a unit first by words or by meaning stands 
 W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0  # a unit on the day the message names comes before others
 NEIGHBOURS = 0.7  # the exchanges just before and after a strong one, at this share of its score
 NEIGHBOUR_OF = 4  # ... of the top few
+GATHER_NEIGHBOURS = False  # a question that gathers wants other days, not the best day's neighbours
+ASKED = 0.2  # a view that is a question matches this much less: a question holds no answer, yet the embedder
+# finds a question most like another question ("What has gone wrong in my flat?" ~ "Why did you not tell me?")
 
 
 class RecallIndex:
@@ -137,6 +144,7 @@ class RecallIndex:
 
     def __init__(self) -> None:
         self._keys: list[tuple[str, ...]] = []
+        self._asks = np.zeros((0, 0), dtype=np.float32)  # unit, view: 1 where the view is a question
         self._vectors = np.zeros((0, 0, 0), dtype=np.float32)  # embedded unit, view, dimension
         self._words = LexicalIndex()
         self._cond = threading.Condition()
@@ -165,6 +173,8 @@ class RecallIndex:
                 same += 1
             if same < len(keys):
                 self._keys = self._keys[:same] + [tuple(k) for k in keys[same:]]
+                self._asks = np.concatenate([self._asks[:same], _questions(keys[same:], self._asks.shape[1])]) \
+                    if same else _questions(keys)
                 self._vectors = self._vectors[:min(same, len(self._vectors))]
                 self._words.truncate(same)
                 self._words.add(key[0] for key in keys[same:])
@@ -212,7 +222,7 @@ class RecallIndex:
             return np.zeros((m, 0), dtype=np.float32)
         query = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
-        return (self._vectors[:m] @ query.T).max(axis=1)
+        return (self._vectors[:m] @ query.T - ASKED * self._asks[:m, :, None]).max(axis=1)
 
     def search(self, vector: np.ndarray, k: int, limit: int | None = None) -> list[tuple[int, float]]:
         """(index, cosine) of the k nearest in meaning by their closest view, nearest first, among the first
@@ -224,6 +234,19 @@ class RecallIndex:
             n = len(self._keys) if limit is None else min(limit, len(self._keys))
             sims = self._cosines(vector, n)
         return [(i, float(sims[i].max())) for i in _taking_turns(sims, k)]
+
+    def view_cosines(self, vectors: np.ndarray | None, indices: Sequence[int]) -> dict[int, np.ndarray]:
+        """Each embedded unit's match by each of its views (the best of the query's rows), for the units asked."""
+        if vectors is None:
+            return {}
+        query = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
+        with self._cond:
+            held = [i for i in indices if i < len(self._vectors)]
+            if not held:
+                return {}
+            rows = self._vectors[held] @ query.T - ASKED * self._asks[held][:, :, None]
+        return dict(zip(held, rows.max(axis=2)))
 
     def rank(self, query: RecallQuery, limit: int, days: Sequence[date | None] = ()) -> list[Candidate]:
         """The first `limit` units that meaning, words or the day asked about bring up, best first: reciprocal
@@ -248,7 +271,7 @@ class RecallIndex:
                 score[i] = score.get(i, 0.0) + W_DAY / (FUSE_K + rank)
                 reasons.setdefault(i, []).append("day")
         best = sorted(score, key=lambda i: -score[i])
-        for i in best[:NEIGHBOUR_OF]:
+        for i in best[:NEIGHBOUR_OF if GATHER_NEIGHBOURS or not query.gather else 0]:
             for j in (i - 1, i + 1):
                 if 0 <= j < n and score.get(j, 0.0) < NEIGHBOURS * score[i]:
                     score[j] = NEIGHBOURS * score[i]
@@ -277,12 +300,14 @@ class Ask:
 @dataclass(frozen=True)
 class Units:
     """What recall chooses among, oldest first: each unit's views (the index's keys), its text as the prompt
-    writes it, its number (a turn, a line of the transcript) and its time ("" where unknown)."""
+    writes it, its number (a turn, a line of the transcript), its time ("" where unknown) and its lines as the
+    prompt writes one alone (`parts`, one per view after the first; empty: a unit is packed whole)."""
 
     keys: Sequence[tuple[str, ...]]
     texts: Sequence[str]
     numbers: Sequence[int]
     times: Sequence[str] = ()
+    parts: Sequence[tuple[str, ...]] = ()
 
 
 @dataclass
@@ -368,39 +393,66 @@ class Memory:
         (all but its last `in_window`), packed best first while they fit, then in turn order."""
         older = history[:len(history) - in_window] if in_window else history
         units = Units([exchange_views(ex, character) for ex in older], [exchange_text(ex, character) for ex in older],
-                      range(1, len(older) + 1), [ex.at for ex in older])
+                      range(1, len(older) + 1), [ex.at for ex in older],
+                      [(format_query(ex.user_role, ex.text), format_reply(character, ex.reply)) for ex in older])
         return self.recall_among(units, ask)
 
     def recall_among(self, units: Units, ask: Ask, header: str = RECALL_HEADER, label: str = "turn") -> list[Recalled]:
         """The core of recall for any unit (an exchange here, a witnessed line in a scene): the index is brought
         up to the units' keys (each unit's views, oldest first; the embedding is waited for at most `ask.wait`
-        seconds), the units are ranked by meaning, words and day (RecallIndex.rank), and the best are packed while
-        their texts fit the budget (one that does not fit is skipped, not the end), at most `ask.k`, returned in
-        order, each with its number and its time."""
-        keys, texts, numbers = units.keys, units.texts, units.numbers
-        query, budget, k, count = ask.query, ask.budget, ask.k, ask.count
-        if query is None or budget <= 0 or k <= 0 or not keys:
+        seconds), the units are ranked by meaning, words and day (RecallIndex.rank; a question that gathers takes
+        them day by day, packing.spread_days), and the best are packed while their texts fit the budget (one
+        that does not fit is skipped, not the end): whole, or as the one line that matches (packing.line_alone;
+        a line counts half of `ask.k`), returned in order, each with its number and its time."""
+        keys = units.keys
+        query = ask.query
+        if query is None or ask.budget <= 0 or ask.k <= 0 or not keys:
             return []
         if not isinstance(query, RecallQuery):
             query = RecallQuery(np.asarray(query))
         self.index.sync(list(keys), ask.embedder, ask.wait)
         times = list(units.times) + [""] * (len(keys) - len(units.times))
-        days = [day_of(t) for t in times] if query.days else []  # only a message that names a day needs them
-        picked, used, seen = [], count(header), set()
-        for c in self.index.rank(query, len(keys), days)[:SCAN * k]:
-            if texts[c.index] in seen:  # the same words said twice (a greeting, a question asked again): once
+        days = [day_of(t) for t in times] if query.days or query.gather else []
+        ranked = self.index.rank(query, len(keys), days)[:SCAN * ask.k * (2 if query.gather else 1)]
+        if query.gather:
+            by = {c.index: c for c in ranked}
+            ranked = [by[i] for i in spread_days([c.index for c in ranked], [c.score for c in ranked], days)]
+        return self._pack(units, times, ranked, query, ask, header, label)
+
+    def _pack(self, units: Units, times: Sequence[str], ranked: Sequence[Candidate], query: RecallQuery, ask: Ask,
+              header: str, label: str) -> list[Recalled]:
+        """The ranked units packed best first while they fit, each whole or as its one matching line."""
+        texts, numbers, count = units.texts, units.numbers, ask.count
+        views = self.index.view_cosines(query.vectors, [c.index for c in ranked]) if units.parts else {}
+        words = frozenset(query.words)
+        picked: list[Recalled] = []
+        used, seen, held = count(header), set(), 0.0
+        for c in ranked:
+            text = texts[c.index]
+            if units.parts:
+                alone = line_alone(views.get(c.index), words, units.parts[c.index], count, query.gather)
+                text = text if alone is None else units.parts[c.index][alone]
+            if text in seen:  # the same words said twice (a greeting, a question asked again): once
                 continue
-            line = recall_line(numbers[c.index], texts[c.index], label, times[c.index])
-            n = count(line)
-            if used + n > budget:
+            n = count(recall_line(numbers[c.index], text, label, times[c.index]))
+            if used + n > ask.budget:
                 continue
-            seen.add(texts[c.index])
-            picked.append(Recalled(numbers[c.index], c.cosine, texts[c.index], times[c.index],
-                                   _why(c, numbers, label)))
+            seen.add(text)
+            picked.append(Recalled(numbers[c.index], c.cosine, text, times[c.index], _why(c, numbers, label)))
             used += n
-            if len(picked) >= k or budget - used < MIN_LINE:
+            held += 1.0 if text == texts[c.index] else 0.5
+            if held >= ask.k or ask.budget - used < MIN_LINE:
                 break
         return sorted(picked, key=lambda r: r.turn)
+
+
+def _questions(keys: Sequence[tuple[str, ...]], width: int | None = None) -> np.ndarray:
+    """(unit, view): 1.0 where the view is a question (asking.is_question)."""
+    width = max((len(k) for k in keys), default=0) if width is None else width
+    out = np.zeros((len(keys), width), dtype=np.float32)
+    for i, key in enumerate(keys):
+        out[i, :len(key)] = [is_question(v) for v in key]
+    return out
 
 
 def _taking_turns(sims: np.ndarray, depth: int) -> list[int]:
@@ -461,7 +513,8 @@ def recall_query(text: str, vectors: np.ndarray | None, embedder: Embedder, visi
     rows = None if vectors is None else np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     if rows is not None and forms and len(rows) < 1 + len(forms):
         rows = np.concatenate([rows[:1], np.asarray(embedder.embed(forms), dtype=np.float32)])
-    return RecallQuery(rows, tuple(tokens(text)), frozenset(days_mentioned(text, today)))
+    days = frozenset(days_mentioned(text, today))
+    return RecallQuery(rows, tuple(tokens(text)), days, gathers(text) and not days)  # a day named: that day
 
 
 def recall_line(turn: int, text: str, label: str = "turn", at: str = "") -> str:
