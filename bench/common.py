@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -144,3 +145,15 @@ def cached_settings(cache: Path):
 
     settings = Settings.from_env({"CHATHARUHI_CACHE": str(cache)})
     return settings, get_embedder(settings.embedder)
+
+
+def commit() -> str:
+    """The commit the bench ran at (with '+changes' when the work tree differs from it)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")

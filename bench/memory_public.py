@@ -36,7 +36,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, cached_settings, median, percentile, publish, taken, verdict  # noqa: E402
+from common import ROOT, cached_settings, commit, median, percentile, publish, taken, verdict  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "memorybank" / "eval_data"
 LABELS = ROOT / "bench" / "data" / "memorybank_evidence.json"
@@ -44,7 +44,7 @@ WRITTEN = ROOT / "bench" / "data" / "memory_heldout.json"
 GATHERING = {"tuning": ROOT / "bench" / "data" / "memory_gathering_tuning.json",
              "held-out": ROOT / "bench" / "data" / "memory_gathering_heldout.json"}
 TUNING = range(0, 8)
-GOALS = {"single": 0.90, "multi": 0.70, "all": 0.85}
+GOALS = {"single": 0.92, "multi": 0.60, "all": 0.80}  # issue 53
 ROLES = {"en": "sherlock", "cn": "sunwukong"}
 
 
@@ -147,31 +147,41 @@ def written(path: Path = WRITTEN, name: str = "written here", split: str = "held
     return cases
 
 
-VARIANTS = {
+OFF = {"first_person": lambda *a, **k: None, "gathers": lambda *a, **k: False, "line_alone": lambda *a, **k: None}
+MEANING = {"W_WORDS": 0.0, "W_DAY": 0.0, "NEIGHBOURS": 0.0, "first_person": None, "ASKED": 0.0, "line_alone": None,
+           "gathers": None, "FEEDBACK": 0.0}
+VARIANTS = {  # each at the API engines' budgets unless it says otherwise
     "full": {},
-    "no words (meaning only)": {"W_WORDS": 0.0},
+    "meaning only (same budget and k)": MEANING,
+    "no words": {"W_WORDS": 0.0, "FEEDBACK": 0.0},
     "no day matching": {"W_DAY": 0.0},
     "no neighbours": {"NEIGHBOURS": 0.0},
     "no visitor-as-I query": {"first_person": None},
-    "before (meaning only, 400 tokens, k 6)": {"W_WORDS": 0.0, "W_DAY": 0.0, "NEIGHBOURS": 0.0, "first_person": None,
-                                               "budgets": {"recall_tokens": 400, "recall_k": 6}},
+    "no question discount": {"ASKED": 0.0},
+    "whole exchanges only (no lines)": {"line_alone": None},
+    "no gathering (every question alike)": {"gathers": None},
+    "no word feedback": {"FEEDBACK": 0.0},
+    "issue 40's memory (before this step)": {"ASKED": 0.0, "line_alone": None, "gathers": None, "FEEDBACK": 0.0},
+    "before issue 40 (meaning only, 400 tokens, k 6)": {**MEANING, "budgets": {"recall_tokens": 400, "recall_k": 6}},
 }
 
 
 def patched(variant: dict):
-    """Set a variant's memory constants; returns a function that puts them back."""
-    from chatharuhi_core.chat import memory
+    """Set a variant's memory constants (chat/memory.py, chat/packing.py; a function set to None is switched off);
+    returns a function that puts them back."""
+    from chatharuhi_core.chat import memory, packing
 
-    saved = {}
+    saved = []
     for key, value in variant.items():
         if key == "budgets":
             continue
-        saved[key] = getattr(memory, key)
-        setattr(memory, key, (lambda *a, **k: None) if key == "first_person" and value is None else value)
+        module = memory if hasattr(memory, key) else packing
+        saved.append((module, key, getattr(module, key)))
+        setattr(module, key, OFF[key] if value is None else value)
 
     def restore() -> None:
-        for key, value in saved.items():
-            setattr(memory, key, value)
+        for module, key, value in saved:
+            setattr(module, key, value)
     return restore
 
 
@@ -228,7 +238,8 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
                     "found": bool(groups) and all(any(t in present for t in g) for g in groups),
                     "groups_found": sum(any(t in present for t in g) for g in groups), "groups": len(groups),
                     "rank": max(ranks) if ranks else 0, "tokens": bot.count_tokens(block) if block else 0,
-                    "prepare_ms": 1000 * took, "question": text,
+                    "prepare_ms": 1000 * took, "question": text, "units": len(request.recalled),
+                    "lines": sum("\n" not in r.text for r in request.recalled),
                     "missed": [g for g in groups if not any(t in present for t in g)]})
     return out
 
@@ -247,6 +258,9 @@ def summary(rows: list[dict]) -> dict:
             "top6": (sum(r["rank"] <= 6 for r in outside), len(outside)),
             "rank_median": median([r["rank"] for r in outside]) if outside else float("nan"),
             "tokens_mean": sum(r["tokens"] for r in rows) / max(1, len(rows)),
+            "units_mean": sum(r["units"] for r in rows) / max(1, len(rows)),
+            "lines_mean": sum(r["lines"] for r in rows) / max(1, len(rows)),
+            "gather": share([r for r in rows if "gather" in r["kinds"]]),
             "tokens_max": max([r["tokens"] for r in rows] or [0])}
 
 
@@ -293,40 +307,49 @@ def section(args, runs: list[tuple], timing: list[dict], started: float) -> Iter
                 "exchanges); **long**: the same conversation after the other fourteen, moved to earlier days and "
                 "told by the same visitor (about 566 exchanges, with competing similar facts). **written here**: "
                 "conversations and questions written for this bench in another voice (third person, paraphrase, "
-                "dates, answers spread over two exchanges, facts that changed), never tuned on. People 0-7 of "
-                "MemoryBank are the tuning split (memory.py's fusion constants were chosen on them); 8-14 and the "
-                "written set are held out (one rule came after a held-out conversation was looked at on the page: "
-                "the same words said twice are recalled once; its chatter repeats; no constant was set on them). "
-                "Found: every evidence group has an exchange in the prompt (recalled, or in the history window); "
-                "the questions are asked through `ChatHaruhi.prepare` after the chat was "
-                "indexed. Rank: where fusion puts the evidence among the exchanges beyond the window (the worst "
-                "group's). Tokens: the recall block.", "",
+                "dates, answers spread over two exchanges, facts that changed), never tuned on. **gathering, "
+                "written here** (issue 53): four conversations per split, 12-16 sessions over six or seven weeks "
+                "(about 400 exchanges each), whose questions mostly gather (\"Which books has Priya read?\", "
+                "\"若溪和林黛玉都不喜欢什么？\"), with distractors of the same kind and a fifth of the evidence in the "
+                "character's replies; the tuning split (`memory_gathering_tuning.json`, casual and short) and the "
+                "held-out split (`memory_gathering_heldout.json`, diary-like, implied facts, other characters) were "
+                "written by two writers apart, the held-out one without reading the method. People 0-7 of "
+                "MemoryBank and the gathering tuning split are the tuning split (memory.py's and packing.py's "
+                "constants were chosen on them); the rest is held out (each held-out run is logged in "
+                "docs/eval/memory-heldout-log.md). Found: every evidence group has an exchange in the prompt "
+                "(recalled whole or as its one matching line, or in the history window); the questions are asked "
+                "through `ChatHaruhi.prepare` after the chat was indexed. Rank: where fusion puts the evidence "
+                "among the exchanges beyond the window (the worst group's). Tokens: the recall block; units: what "
+                "it holds (whole exchanges, and lines alone).", "",
                 "| set | split | budgets (history / recall tokens, k) | found, all | one exchange | two or more | "
-                "named day | rank p50 | recall block, mean / max tokens | goal | |",
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+                "gathering | named day | rank p50 | recall block, mean / max tokens | units (lines) | goal | |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for vname, bname, b, rows in runs:
         if vname != "full":
             continue
         for key in sorted({(r["set"], r["split"]) for r in rows}, key=lambda k: (k[0] != "MemoryBank own", k)):
             s = summary([r for r in rows if (r["set"], r["split"]) == key])
             ok = all(s[k][1] == 0 or s[k][0] / s[k][1] >= GOALS[k] for k in GOALS)
-            goal = ("≥ 90% one, ≥ 70% two+, ≥ 85% all | " + verdict(ok)) \
+            goal = ("≥ 92% one, ≥ 60% two+, ≥ 80% all | " + verdict(ok)) \
                 if bname == "API engines" else "none (one exchange fits its 128 tokens) | –"
             yield (f"| {key[0]} | {key[1]} | {bname} ({b.history_tokens} / {b.recall_tokens}, "
                    f"{b.recall_k}) | {pct(s['all'])} | {pct(s['single'])} | {pct(s['multi'])} | "
-                   f"{pct(s['dated'])} | {s['rank_median']:.0f} | {s['tokens_mean']:.0f} / {s['tokens_max']} | "
+                   f"{pct(s['gather'])} | {pct(s['dated'])} | {s['rank_median']:.0f} | "
+                   f"{s['tokens_mean']:.0f} / {s['tokens_max']} | {s['units_mean']:.1f} ({s['lines_mean']:.1f}) | "
                    f"{goal} |")
     if args.ablations:
-        yield from ["", "Each part taken away (API budgets; all sets and splits together, so the held-out rows "
-                    "above are the claim and this is the explanation):", "",
-                    "| variant | found, all | one exchange | two or more | named day | rank p50 |",
-                    "|---|---:|---:|---:|---:|---:|"]
-        for vname, bname, _b, rows in runs:
-            if bname != "API engines":
-                continue
-            s = summary(rows)
-            yield (f"| {vname} | {pct(s['all'])} | {pct(s['single'])} | {pct(s['multi'])} | "
-                   f"{pct(s['dated'])} | {s['rank_median']:.0f} |")
+        yield from ["", "Each part taken away, and meaning alone, at the same budget and k (API engines: 1,200 recall "
+                    "tokens, at most 24 units; every set of a split together):", "",
+                    "| variant | split | found, all | one exchange | two or more | gathering | named day | rank p50 | "
+                    "units (lines) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for split in ("tuning", "held-out"):
+            for vname, bname, _b, rows in runs:
+                if bname != "API engines" or not any(r["split"] == split for r in rows):
+                    continue
+                s = summary([r for r in rows if r["split"] == split])
+                yield (f"| {vname} | {split} | {pct(s['all'])} | {pct(s['single'])} | {pct(s['multi'])} | "
+                       f"{pct(s['gather'])} | {pct(s['dated'])} | {s['rank_median']:.0f} | "
+                       f"{s['units_mean']:.1f} ({s['lines_mean']:.1f}) |")
     ms = [r["prepare_ms"] for _, bname, _, rows in runs[:1] for r in rows]
     yield from ["", f"`prepare` per question (retrieval, memory and prompt, API budgets): {median(ms):.0f} ms p50, "
                 f"{percentile(ms, 95):.0f} ms p95 (bench/recall.py measures the time memory adds).", "",
@@ -337,6 +360,27 @@ def section(args, runs: list[tuple], timing: list[dict], started: float) -> Iter
         yield (f"| {t['n']:,} exchanges | {t['first_s']:.2f} s | {t['indexed_then']}/{t['total']} | "
                f"{t['full_s']:.1f} s | first message ≤ 1 s of waiting; 300 indexed ≤ 10 s | "
                f"{verdict(ok)} |")
+
+
+HELDOUT_LOG = ROOT / "docs" / "eval" / "memory-heldout-log.md"
+
+
+def log_heldout(rows: list[dict]) -> None:
+    """Every run that looked at a held-out set, one line in docs/eval/memory-heldout-log.md (API budgets)."""
+    held = [r for r in rows if r["split"] == "held-out"]
+    if not held:
+        return
+    figures = []
+    for name in sorted({r["set"] for r in held}):
+        s = summary([r for r in held if r["set"] == name])
+        figures.append(f"{name}: all {pct(s['all'])}, one {pct(s['single'])}, two+ {pct(s['multi'])}, "
+                       f"gathering {pct(s['gather'])}")
+    if not HELDOUT_LOG.exists():
+        HELDOUT_LOG.write_text("# Conversation memory, held-out runs\n\nEach run of `python bench/memory_public.py` "
+                               "that looked at a held-out set (API engines' budgets), newest last.\n\n"
+                               "| date | commit | figures |\n|---|---|---|\n", encoding="utf-8")
+    with HELDOUT_LOG.open("a", encoding="utf-8") as f:
+        f.write(f"| {date.today()} | {commit()} | {' · '.join(figures)} |\n")
 
 
 def main() -> int:
@@ -388,11 +432,13 @@ def main() -> int:
                 s = summary([r for r in rows if (r["set"], r["split"]) == key])
                 print(f"  {vname:38} {bname:12} {key[0]:16} {key[1]:8}: all {pct(s['all'])}, single "
                       f"{pct(s['single'])}, multi {pct(s['multi'])}, dated {pct(s['dated'])}, rank p50 "
-                      f"{s['rank_median']}, tokens {s['tokens_mean']:.0f}", flush=True)
+                      f"{s['rank_median']}, tokens {s['tokens_mean']:.0f}, gather {pct(s['gather'])}, units "
+                      f"{s['units_mean']:.1f} ({s['lines_mean']:.1f} lines)", flush=True)
             if args.misses and vname == "full" and bname == "API engines":
                 for r in rows:
                     if r["answerable"] and not r["found"]:
                         print(f"    MISS {r['set']} {r['lang']} rank {r['rank']}: {r['question']} {r['missed']}")
+    log_heldout([rows for vname, bname, _b, rows in runs if vname == "full" and bname == "API engines"][0])
     timing = index_times(settings, embedder)
     if args.no_publish or args.split != "both" or args.sets:
         return 0

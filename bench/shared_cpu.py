@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import ROOT, machine, median, publish, verdict  # noqa: E402
+from common import commit, machine, median, publish, verdict  # noqa: E402
 
 # One question per reply of a run (the warm-up's first, then six a round, one for each condition), none alike:
 # a question asked twice would have its prompt restored from the state the first one saved.
@@ -114,18 +114,6 @@ def measure(rounds: int, busy: int, choose: bool, condition: int) -> tuple[float
         local_llamacpp.free_cores = original
         if batch is not None:
             batch._watch.look = look
-
-
-def commit() -> str:
-    """The commit the bench ran at (with '+changes' when the work tree differs from it)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+changes" if dirty else "")
 
 
 def main() -> int:

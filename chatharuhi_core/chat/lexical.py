@@ -140,3 +140,14 @@ class LexicalIndex:
             total[at] += idf * (1 + 0.5 * (repeats - 1)) * tf * (K1 + 1) / (tf + norm[at])
         hit = np.nonzero(total)[0]
         return {int(i): float(total[i]) for i in hit}
+
+    def expansion(self, units: Sequence[int], exclude: Iterable[str], n: int, limit: int | None = None) -> list[str]:
+        """The words the best `units` share that the query lacks (pseudo-relevance feedback): those in two or
+        more of them, rarest in the conversation first, at most `n`."""
+        total = len(self._docs) if limit is None else min(limit, len(self._docs))
+        seen = Tally(term for i in units if i < total for term in self._docs[i])
+        skip = set(exclude)
+        scored = [(shared * math.log(1 + total / (len(self._units[term]) // _INT.size)), term)
+                  for term, shared in seen.items() if shared >= 2 and term not in skip]
+        return [term for _score, term in sorted(scored, reverse=True)[:n]]
+

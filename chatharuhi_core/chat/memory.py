@@ -126,7 +126,10 @@ FUSE_K = 5  # rank offset: small, so a unit first by words or by meaning stands 
 W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0  # a unit on the day the message names comes before others
 NEIGHBOURS = 0.7  # the exchanges just before and after a strong one, at this share of its score
 NEIGHBOUR_OF = 4  # ... of the top few
+FEEDBACK, FEEDBACK_FROM, FEEDBACK_WORDS = 0.5, 5, 8  # a third list: the words the best few share (weight, how
+# many units, how many words)
 GATHER_NEIGHBOURS = False  # a question that gathers wants other days, not the best day's neighbours
+PAIR_ASKED = 0.5
 ASKED = 0.2  # a view that is a question matches this much less: a question holds no answer, yet the embedder
 # finds a question most like another question ("What has gone wrong in my flat?" ~ "Why did you not tell me?")
 
@@ -264,6 +267,13 @@ class RecallIndex:
         for rank, (i, _score) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:64]):
             score[i] = score.get(i, 0.0) + W_WORDS / (FUSE_K + rank)
             reasons.setdefault(i, []).append("words")
+        if FEEDBACK and lexical and query.gather:
+            with self._cond:
+                more = self._words.expansion(sorted(score, key=lambda i: -score[i])[:FEEDBACK_FROM], query.words,
+                                             FEEDBACK_WORDS, n)
+                fed = self._words.scores(more, n) if more else {}
+            for rank, (i, _score) in enumerate(sorted(fed.items(), key=lambda kv: -kv[1])[:64]):
+                score[i] = score.get(i, 0.0) + FEEDBACK / (FUSE_K + rank)
         if query.days and days:
             dated = [i for i in range(n) if i < len(days) and on_day(days[i], set(query.days))]
             dated.sort(key=lambda i: (-score.get(i, 0.0), -lexical.get(i, 0.0)))
@@ -417,12 +427,13 @@ class Memory:
         if query.gather:
             by = {c.index: c for c in ranked}
             ranked = [by[i] for i in spread_days([c.index for c in ranked], [c.score for c in ranked], days)]
-        return self._pack(units, times, ranked, query, ask, header, label)
+        return self._pack(units, ranked, query, ask, header, label)
 
-    def _pack(self, units: Units, times: Sequence[str], ranked: Sequence[Candidate], query: RecallQuery, ask: Ask,
-              header: str, label: str) -> list[Recalled]:
+    def _pack(self, units: Units, ranked: Sequence[Candidate], query: RecallQuery, ask: Ask, header: str,
+              label: str) -> list[Recalled]:
         """The ranked units packed best first while they fit, each whole or as its one matching line."""
         texts, numbers, count = units.texts, units.numbers, ask.count
+        times = list(units.times) + [""] * (len(texts) - len(units.times))
         views = self.index.view_cosines(query.vectors, [c.index for c in ranked]) if units.parts else {}
         words = frozenset(query.words)
         picked: list[Recalled] = []
@@ -452,6 +463,8 @@ def _questions(keys: Sequence[tuple[str, ...]], width: int | None = None) -> np.
     out = np.zeros((len(keys), width), dtype=np.float32)
     for i, key in enumerate(keys):
         out[i, :len(key)] = [is_question(v) for v in key]
+        if len(key) == 3:  # an exchange: both lines together lose a share when the visitor's line is a question
+            out[i, 0] = PAIR_ASKED * out[i, 1]
     return out
 
 
