@@ -126,6 +126,7 @@ FUSE_K = 5  # rank offset: small, so a unit first by words or by meaning stands 
 W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0  # a unit on the day the message names comes before others
 NEIGHBOURS = 0.7  # the exchanges just before and after a strong one, at this share of its score
 NEIGHBOUR_OF = 4  # ... of the top few
+DEPTH = 64  # how far down each list (meaning, words) counts (32 and 128 found the same on the tuning split)
 FEEDBACK, FEEDBACK_FROM, FEEDBACK_WORDS = 0.5, 5, 8  # a third list: the words the best few share (weight, how
 # many units, how many words)
 GATHER_NEIGHBOURS = False  # a question that gathers wants other days, not the best day's neighbours
@@ -262,9 +263,9 @@ class RecallIndex:
         score: dict[int, float] = {}
         reasons: dict[int, list[str]] = {}
         cosine = sims.max(axis=1) if sims.shape[1] else np.zeros(0, dtype=np.float32)
-        for rank, i in enumerate(_taking_turns(sims, 64)):
+        for rank, i in enumerate(_taking_turns(sims, DEPTH)):
             score[i] = W_DENSE / (FUSE_K + rank)
-        for rank, (i, _score) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:64]):
+        for rank, (i, _score) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:DEPTH]):
             score[i] = score.get(i, 0.0) + W_WORDS / (FUSE_K + rank)
             reasons.setdefault(i, []).append("words")
         if FEEDBACK and lexical and query.gather:
@@ -272,7 +273,7 @@ class RecallIndex:
                 more = self._words.expansion(sorted(score, key=lambda i: -score[i])[:FEEDBACK_FROM], query.words,
                                              FEEDBACK_WORDS, n)
                 fed = self._words.scores(more, n) if more else {}
-            for rank, (i, _score) in enumerate(sorted(fed.items(), key=lambda kv: -kv[1])[:64]):
+            for rank, (i, _score) in enumerate(sorted(fed.items(), key=lambda kv: -kv[1])[:DEPTH]):
                 score[i] = score.get(i, 0.0) + FEEDBACK / (FUSE_K + rank)
         if query.days and days:
             dated = [i for i in range(n) if i < len(days) and on_day(days[i], set(query.days))]

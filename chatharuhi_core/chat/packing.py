@@ -14,6 +14,7 @@ a day already held gets another (spread_days).
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Sequence
 from datetime import date
@@ -66,16 +67,21 @@ def line_alone(cosines: np.ndarray | None, words: frozenset[str], parts: Sequenc
 
 def spread_days(order: Sequence[int], scores: Sequence[float], days: Sequence[date | None]) -> list[int]:
     """`order` (unit indices, best first, with their `scores`) re-taken so that each day's units lose claim as
-    that day is taken: the n-th unit of a day counts DAY_SHARE**n of its score. Units without a day share one."""
-    left = list(zip(order, scores))
+    that day is taken: the n-th unit of a day counts DAY_SHARE**n of its score. Units without a day share one.
+    A heap whose entries are brought up to date when they surface: n log n, not n squared."""
     taken: dict[date | None, int] = {}
+    heap = [(-score, k, 0) for k, score in enumerate(scores[:len(order)])]
+    heapq.heapify(heap)
     out: list[int] = []
-    while left:
-        at = max(range(len(left)), key=lambda n: left[n][1] * DAY_SHARE ** taken.get(_day(days, left[n][0]), 0))
-        i, _score = left.pop(at)
-        out.append(i)
-        day = _day(days, i)
-        taken[day] = taken.get(day, 0) + 1
+    while heap:
+        claim, k, seen = heapq.heappop(heap)
+        day = _day(days, order[k])
+        now = taken.get(day, 0)
+        if now != seen:  # its day was taken since: its claim is less now
+            heapq.heappush(heap, (-scores[k] * DAY_SHARE ** now, k, now))
+            continue
+        out.append(order[k])
+        taken[day] = now + 1
     return out
 
 
