@@ -9,14 +9,15 @@ keep it, all owned by one conversation (never module state, so two visitors' mem
 - **recalled**: exchanges that have left the history window, indexed by their words (BM25, lexical.py) at
   once and by their meaning (the role's embedder, in the background) as they leave. For each message the two
   rankings are fused with the days it names (when.py) and the neighbours of the strongest matches
-  (RecallIndex.rank), and the best are packed within a budget with their turn and day, never one the history
-  already holds. A scene with several characters recalls the same way from the lines each character
-  witnessed (scene/scene.py).
+  (RecallIndex.rank; a line that is a question matches less), and the best are packed within a budget with
+  their turn and day, each whole or as its one matching line, never one the history already holds; a question
+  that gathers is answered from many days (packing.py). A scene with several characters recalls the same way
+  from the lines each character witnessed (scene/scene.py).
 - **notes**: dated notes condensing older stretches, written by an engine that writes and tied to the ids
   of what they cover (notes.py); searched like exchanges, first in the recall budget, within their share.
 
-The fusion's constants were chosen on the tuning split of bench/memory_public.py (MemoryBank people 0-7);
-its held-out splits are reported beside it in bench/RESULTS.md.
+The fusion's constants were chosen on the tuning split of bench/memory_public.py (MemoryBank people 0-7, and
+the gathering set written for tuning); its held-out splits are reported beside it in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ..roles.lines import format_query, format_reply
 from .asking import gathers, is_question
 from .lexical import CJK_RUN, LexicalIndex, tokens
 from .notes import NOTES_HEADER, Note, exchange_ids, note_line, valid_notes
-from .packing import line_alone, spread_days
+from .packing import line_alone, spread_days, words_in
 from .prompt import Exchange
 from .when import Day, day_of, days_mentioned, on_day, shown
 
@@ -149,6 +150,7 @@ class RecallIndex:
     def __init__(self) -> None:
         self._keys: list[tuple[str, ...]] = []
         self._asks = np.zeros((0, 0), dtype=np.float32)  # unit, view: 1 where the view is a question
+        self._line_words: dict[str, frozenset[str]] = {}  # a line's words, for packing (line_words)
         self._vectors = np.zeros((0, 0, 0), dtype=np.float32)  # embedded unit, view, dimension
         self._words = LexicalIndex()
         self._cond = threading.Condition()
@@ -238,6 +240,16 @@ class RecallIndex:
             n = len(self._keys) if limit is None else min(limit, len(self._keys))
             sims = self._cosines(vector, n)
         return [(i, float(sims[i].max())) for i in _taking_turns(sims, k)]
+
+    def line_words(self, text: str) -> frozenset[str]:
+        """A line's distinct words, kept with this conversation's index (packing weighs the same lines at every
+        turn); forgotten all at once when they outnumber the units four to one."""
+        words = self._line_words.get(text)
+        if words is None:
+            if len(self._line_words) > 4 * len(self._keys) + 64:
+                self._line_words = {}
+            words = self._line_words[text] = words_in(text)
+        return words
 
     def view_cosines(self, vectors: np.ndarray | None, indices: Sequence[int]) -> dict[int, np.ndarray]:
         """Each embedded unit's match by each of its views (the best of the query's rows), for the units asked."""
@@ -442,7 +454,8 @@ class Memory:
         for c in ranked:
             text = texts[c.index]
             if units.parts:
-                alone = line_alone(views.get(c.index), words, units.parts[c.index], count, query.gather)
+                alone = line_alone(views.get(c.index), words, units.parts[c.index], count, query.gather,
+                                   self.index.line_words)
                 text = text if alone is None else units.parts[c.index][alone]
             if text in seen:  # the same words said twice (a greeting, a question asked again): once
                 continue

@@ -35,23 +35,30 @@ _LEANS = re.compile(r"^\W*(?:yes|yeah|yep|no|nope|not|never|indeed|exactly|right
                     re.IGNORECASE)
 
 
-def stands_alone(line: str) -> bool:
+def words_in(text: str) -> frozenset[str]:
+    """A line's distinct words (lexical.tokens). A conversation's index keeps them (RecallIndex.line_words): the
+    same lines are weighed again at every turn of a long chat."""
+    return frozenset(tokens(text))
+
+
+def stands_alone(line: str, words_of: Callable[[str], frozenset[str]] = words_in) -> bool:
     """Whether a line makes sense without the one it answered: it has a few words of its own, is not a bare
     question and does not open by agreeing or denying ("Yes, last week.", "对，就是那家。")."""
     body = line.split("「", 1)[-1].rstrip("」").strip()
     if body.endswith(("?", "？")) or _LEANS.match(body):
         return False
-    return len(tokens(body)) >= MIN_WORDS
+    return len(words_of(body)) >= MIN_WORDS
+
 
 
 def line_alone(cosines: np.ndarray | None, words: frozenset[str], parts: Sequence[str], count: Callable[[str], int],
-               gather: bool = False) -> int | None:
+               gather: bool = False, words_of: Callable[[str], frozenset[str]] = words_in) -> int | None:
     """Which of a unit's lines to pack alone (its index in `parts`), or None to pack the unit whole. `cosines`:
     the unit's match by each view (the first the whole unit, then one per part; None while not embedded);
     `words`: the question's words (lexical.tokens)."""
     if len(parts) < 2:
         return None
-    held = [len(words.intersection(tokens(p))) for p in parts]
+    held = [len(words.intersection(words_of(p))) for p in parts]
     match = [LINE_WORDS * h for h in held]
     if cosines is not None and len(cosines) == len(parts) + 1 and not np.isnan(cosines).any():
         match = [m + float(c) for m, c in zip(match, cosines[1:])]
@@ -60,7 +67,7 @@ def line_alone(cosines: np.ndarray | None, words: frozenset[str], parts: Sequenc
     others = [j for j in range(len(parts)) if j != best]
     if match[best] - max(match[j] for j in others) <= margin:
         return None
-    if not stands_alone(parts[best]) or all(count(parts[j]) < MIN_PARTNER for j in others):
+    if not stands_alone(parts[best], words_of) or all(count(parts[j]) < MIN_PARTNER for j in others):
         return None
     return best
 
