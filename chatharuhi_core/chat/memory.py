@@ -415,9 +415,10 @@ class Memory:
         """The earlier exchanges the message brings up (`ask`), among those the history window does not hold
         (all but its last `in_window`), packed best first while they fit, then in turn order."""
         older = history[:len(history) - in_window] if in_window else history
-        units = Units([exchange_views(ex, character) for ex in older], [exchange_text(ex, character) for ex in older],
-                      range(1, len(older) + 1), [ex.at for ex in older],
-                      [(format_query(ex.user_role, ex.text), format_reply(character, ex.reply)) for ex in older])
+        lines = [(format_query(ex.user_role, ex.text), format_reply(character, ex.reply)) for ex in older]
+        texts = [said + "\n" + reply for said, reply in lines]  # exchange_text, each line formatted once
+        units = Units([(t, ex.text, ex.reply) for t, ex in zip(texts, older)], texts, range(1, len(older) + 1),
+                      [ex.at for ex in older], lines)
         return self.recall_among(units, ask)
 
     def recall_among(self, units: Units, ask: Ask, header: str = RECALL_HEADER, label: str = "turn") -> list[Recalled]:
