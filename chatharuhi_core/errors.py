@@ -33,6 +33,10 @@ class EngineError(ChatHaruhiError):
     """The language model failed; the message says what to do about it."""
 
 
+class EmptyReply(EngineError):
+    """The model wrote nothing (it stopped at once): worth one more draw where stopping is likely (continue)."""
+
+
 BackendError = EngineError  # deprecated: its name before "engine" became the one word for what answers (0.1 API)
 
 

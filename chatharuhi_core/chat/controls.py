@@ -11,7 +11,7 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
+from ..errors import EmptyReply, InputError
 from ..i18n import _
 from .continuation import continue_messages, cut_mark_off, gap, impersonate_request, impersonate_system, joined
 from .engines import ChatRequest
@@ -115,16 +115,23 @@ def _continue(conv: ChatCore, last: Exchange) -> Generator[str, None, Reply]:
     messages = continue_messages(request.messages, conv.role.name, so_far, conv.role.language, conv.layout.fold)
     request = replace(request, messages=messages, task="continue", continuing=so_far)
     last = rewritten(last, so_far)
-    steps, first = conv.respond(request, started), True
-    try:
-        while True:
-            piece = next(steps)
-            if first:  # a Latin continuation starts after a space (continuation.gap)
-                bare = piece.lstrip()
-                piece, first = gap(last.reply, bare) + bare, not bare
-            yield piece
-    except StopIteration as done:
-        more: Reply = done.value
+    more: Reply | None = None
+    for attempt in range(2):  # a model asked to go on often stops at once, the reply being whole: one more draw
+        steps, first = conv.respond(request, started), True
+        try:
+            while True:
+                piece = next(steps)
+                if first:  # a Latin continuation starts after a space (continuation.gap)
+                    bare = piece.lstrip()
+                    piece, first = gap(last.reply, bare) + bare, not bare
+                yield piece
+        except StopIteration as done:
+            more = done.value
+            break
+        except EmptyReply:
+            if attempt or not first:  # the second empty one, or one that had shown something
+                raise
+    assert more is not None
     whole = joined(last.reply, more.text)
     conv.history[-1] = rewritten(last, whole)
     return replace(more, text=whole)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder
-from ..errors import EngineError
+from ..errors import EmptyReply
 from ..i18n import _
 from ..roles.card_extras import DepthNote, character_note, regex_scripts, scripted
 from ..roles.lines import format_query
@@ -338,7 +338,7 @@ class ChatCore:
         if cut:  # the engine stopped at its length limit mid-sentence: marked as cut, what was shown kept
             final = final.rstrip(" ,，、;；:：-—") + "…"
         if not final:
-            raise EngineError(_("The model returned an empty reply. Try again, or pick another model."))
+            raise EmptyReply(_("The model returned an empty reply. Try again, or pick another model."))
         if final.startswith(shown) and len(final) > len(shown):
             first = first or time.perf_counter()
             yield final[len(shown):]

@@ -329,3 +329,28 @@ def test_a_group_scene_line_keeps_its_alternatives_through_the_file_and_feedback
     state, _ = flip_line(back, None, 1, fb)
     assert state.lines[-1].text == texts[0] and alternatives_label(state) == "**1 / 3**"
     assert build_training_data(fb.feedback_path).kept_over == 2
+
+
+class _StopsAtOnce:
+    """An engine that answers, then, asked to go on, stops at once the first time (as a model that finds its reply
+    whole), and goes on the second."""
+
+    name, model = "stops-at-once", "test"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def stream(self, request):
+        self.calls += 1
+        yield {1: "I play the violin when I think.", 2: "", 3: " And it helps."}.get(self.calls, "")
+
+
+def test_continue_draws_once_more_when_the_model_stops_at_once(settings):
+    engine = _StopsAtOnce()
+    bot = ChatHaruhi(role_name="sherlock", engine=engine, settings=settings, read_ahead=False)
+    bot.chat("Why the violin?")
+    assert "".join(bot.continue_reply()).strip() == "And it helps."
+    assert bot.history[-1].reply == "I play the violin when I think. And it helps." and engine.calls == 3
+    with pytest.raises(EngineError, match="empty reply"):  # twice nothing: said, the reply kept
+        "".join(bot.continue_reply())
+    assert bot.history[-1].reply.endswith("And it helps.") and engine.calls == 5
