@@ -97,7 +97,12 @@ def exchange_views(ex: Exchange, character: str) -> tuple[str, str, str]:
     fact the visitor stated is found by its own line far better than with the reply beside it (measured on
     bench/recall.py's Chinese conversations: the planted exchange first for 87-90% of questions by the pair,
     100% by the better of the pair and the visitor's line)."""
-    return exchange_text(ex, character), ex.text, ex.reply
+    return views_of(exchange_text(ex, character), ex)
+
+
+def views_of(text: str, ex: Exchange) -> tuple[str, str, str]:
+    """exchange_views for an exchange whose `text` (exchange_text) is already written."""
+    return text, ex.text, ex.reply
 
 
 @dataclass(frozen=True)
@@ -130,10 +135,9 @@ NEIGHBOUR_OF = 4  # ... of the top few
 DEPTH = 64  # how far down each list (meaning, words) counts (32 and 128 found the same on the tuning split)
 FEEDBACK, FEEDBACK_FROM, FEEDBACK_WORDS = 0.5, 5, 8  # a third list: the words the best few share (weight, how
 # many units, how many words)
-GATHER_NEIGHBOURS = False  # a question that gathers wants other days, not the best day's neighbours
-PAIR_ASKED = 0.5
 ASKED = 0.2  # a view that is a question matches this much less: a question holds no answer, yet the embedder
 # finds a question most like another question ("What has gone wrong in my flat?" ~ "Why did you not tell me?")
+PAIR_ASKED = 0.5  # ... and an exchange that a question of the visitor's opens, this share of it
 
 
 class RecallIndex:
@@ -226,9 +230,14 @@ class RecallIndex:
         m = min(n, len(self._vectors))
         if vectors is None or not m:
             return np.zeros((m, 0), dtype=np.float32)
+        return self._matches(slice(0, m), vectors).max(axis=1)
+
+    def _matches(self, units: slice | list[int], vectors: np.ndarray) -> np.ndarray:
+        """(unit, view, query): each embedded unit's views against the query's rows, a question ASKED less.
+        Under the lock."""
         query = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
-        return (self._vectors[:m] @ query.T - ASKED * self._asks[:m, :, None]).max(axis=1)
+        return self._vectors[units] @ query.T - ASKED * self._asks[units][:, :, None]
 
     def search(self, vector: np.ndarray, k: int, limit: int | None = None) -> list[tuple[int, float]]:
         """(index, cosine) of the k nearest in meaning by their closest view, nearest first, among the first
@@ -255,13 +264,11 @@ class RecallIndex:
         """Each embedded unit's match by each of its views (the best of the query's rows), for the units asked."""
         if vectors is None:
             return {}
-        query = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
         with self._cond:
             held = [i for i in indices if i < len(self._vectors)]
             if not held:
                 return {}
-            rows = self._vectors[held] @ query.T - ASKED * self._asks[held][:, :, None]
+            rows = self._matches(held, vectors)
         return dict(zip(held, rows.max(axis=2)))
 
     def rank(self, query: RecallQuery, limit: int, days: Sequence[date | None] = ()) -> list[Candidate]:
@@ -294,7 +301,7 @@ class RecallIndex:
                 score[i] = score.get(i, 0.0) + W_DAY / (FUSE_K + rank)
                 reasons.setdefault(i, []).append("day")
         best = sorted(score, key=lambda i: -score[i])
-        for i in best[:NEIGHBOUR_OF if GATHER_NEIGHBOURS or not query.gather else 0]:
+        for i in best[:0 if query.gather else NEIGHBOUR_OF]:  # a question that gathers wants other days
             for j in (i - 1, i + 1):
                 if 0 <= j < n and score.get(j, 0.0) < NEIGHBOURS * score[i]:
                     score[j] = NEIGHBOURS * score[i]
@@ -417,7 +424,7 @@ class Memory:
         older = history[:len(history) - in_window] if in_window else history
         lines = [(format_query(ex.user_role, ex.text), format_reply(character, ex.reply)) for ex in older]
         texts = [said + "\n" + reply for said, reply in lines]  # exchange_text, each line formatted once
-        units = Units([(t, ex.text, ex.reply) for t, ex in zip(texts, older)], texts, range(1, len(older) + 1),
+        units = Units([views_of(t, ex) for t, ex in zip(texts, older)], texts, range(1, len(older) + 1),
                       [ex.at for ex in older], lines)
         return self.recall_among(units, ask)
 
@@ -435,8 +442,7 @@ class Memory:
         if not isinstance(query, RecallQuery):
             query = RecallQuery(np.asarray(query))
         self.index.sync(list(keys), ask.embedder, ask.wait)
-        times = list(units.times) + [""] * (len(keys) - len(units.times))
-        days = [day_of(t) for t in times] if query.days or query.gather else []
+        days = [day_of(t) for t in units.times] if query.days or query.gather else []
         ranked = self.index.rank(query, len(keys), days)[:SCAN * ask.k * (2 if query.gather else 1)]
         if query.gather:
             by = {c.index: c for c in ranked}

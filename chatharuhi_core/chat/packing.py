@@ -50,7 +50,6 @@ def stands_alone(line: str, words_of: Callable[[str], frozenset[str]] = words_in
     return len(words_of(body)) >= MIN_WORDS
 
 
-
 def line_alone(cosines: np.ndarray | None, words: frozenset[str], parts: Sequence[str], count: Callable[[str], int],
                gather: bool = False, words_of: Callable[[str], frozenset[str]] = words_in) -> int | None:
     """Which of a unit's lines to pack alone (its index in `parts`), or None to pack the unit whole. `cosines`:
@@ -81,7 +80,7 @@ def spread_days(order: Sequence[int], scores: Sequence[float], days: Sequence[da
     heapq.heapify(heap)
     out: list[int] = []
     while heap:
-        claim, k, seen = heapq.heappop(heap)
+        _claim, k, seen = heapq.heappop(heap)
         day = _day(days, order[k])
         now = taken.get(day, 0)
         if now != seen:  # its day was taken since: its claim is less now
