@@ -157,3 +157,12 @@ def commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if dirty else "")
+
+
+def append_row(log: Path, head: str, cells: Iterable[str]) -> None:
+    """One row at the end of a markdown log table (a held-out run: date, commit, figures); `head` (its title,
+    what it logs and the table's header) is written first when the log is new."""
+    if not log.exists():
+        log.write_text(head, encoding="utf-8")
+    with log.open("a", encoding="utf-8") as f:
+        f.write("| " + " | ".join(cells) + " |\n")

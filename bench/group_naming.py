@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import append_row  # noqa: E402
 from bench.questions import commit  # noqa: E402
 from chatharuhi_core.data.metrics import clopper_pearson  # noqa: E402
 from chatharuhi_core.roles.sources import load_role  # noqa: E402
@@ -100,13 +101,10 @@ def main() -> None:
     out.append(f"what they say: {len(distinct)} different lines in {said} answers; a greeting {greeted} times")
     print("\n".join(out))
     if heldout and not args.no_log:
-        log = ROOT / "docs" / "eval" / "group-heldout-log.md"
-        if not log.exists():
-            log.write_text("# Group scenes, held-out runs\n\nEach run of `python bench/group_naming.py --split heldout`"
-                           " (bench/data/group_heldout.jsonl), newest last.\n\n| date | commit | figures |\n"
-                           "|---|---|---|\n", encoding="utf-8")
-        with log.open("a", encoding="utf-8") as f:
-            f.write(f"| {datetime.date.today()} | {commit()} | {' · '.join(out)} |\n")
+        append_row(ROOT / "docs" / "eval" / "group-heldout-log.md",
+                   "# Group scenes, held-out runs\n\nEach run of `python bench/group_naming.py --split heldout`"
+                   " (bench/data/group_heldout.jsonl), newest last.\n\n| date | commit | figures |\n"
+                   "|---|---|---|\n", (str(datetime.date.today()), commit(), " · ".join(out)))
     print("\n".join(misses))
 
 

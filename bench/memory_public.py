@@ -36,7 +36,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import ROOT, cached_settings, commit, median, percentile, publish, taken, verdict  # noqa: E402
+from common import ROOT, append_row, cached_settings, commit, median, percentile, publish, taken, verdict  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "memorybank" / "eval_data"
 LABELS = ROOT / "bench" / "data" / "memorybank_evidence.json"
@@ -375,12 +375,9 @@ def log_heldout(rows: list[dict]) -> None:
         s = summary([r for r in held if r["set"] == name])
         figures.append(f"{name}: all {pct(s['all'])}, one {pct(s['single'])}, two+ {pct(s['multi'])}, "
                        f"gathering {pct(s['gather'])}")
-    if not HELDOUT_LOG.exists():
-        HELDOUT_LOG.write_text("# Conversation memory, held-out runs\n\nEach run of `python bench/memory_public.py` "
-                               "that looked at a held-out set (API engines' budgets), newest last.\n\n"
-                               "| date | commit | figures |\n|---|---|---|\n", encoding="utf-8")
-    with HELDOUT_LOG.open("a", encoding="utf-8") as f:
-        f.write(f"| {date.today()} | {commit()} | {' · '.join(figures)} |\n")
+    append_row(HELDOUT_LOG, "# Conversation memory, held-out runs\n\nEach run of `python bench/memory_public.py` "
+               "that looked at a held-out set (API engines' budgets), newest last.\n\n"
+               "| date | commit | figures |\n|---|---|---|\n", (str(date.today()), commit(), " · ".join(figures)))
 
 
 def main() -> int:

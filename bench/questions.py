@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import append_row  # noqa: E402
 from chatharuhi_core.chat.chatbot import ChatHaruhi  # noqa: E402
 from chatharuhi_core.chat.engines import script  # noqa: E402
 from chatharuhi_core.data.metrics import clopper_pearson, paired_bootstrap  # noqa: E402
@@ -250,13 +251,9 @@ def main() -> None:
             f.write(",".join('"' + c.replace('"', '""') + '"' for c in cells) + "\n")
     if args.split == "heldout" and not args.no_log:
         s = summary(qs, judged)
-        log = OUT / "heldout-log.md"
-        if not log.exists():
-            log.write_text("# Held-out runs of bench/questions.py\n\n| date | commit | all | English | Chinese |\n"
-                           "|---|---|---|---|---|\n", encoding="utf-8")
-        with log.open("a", encoding="utf-8") as f:
-            f.write(f"| {datetime.date.today().isoformat()} | {commit()} | {s['all']} | {s.get('en', '')} | "
-                    f"{s.get('zh', '')} |\n")
+        append_row(OUT / "heldout-log.md", "# Held-out runs of bench/questions.py\n\n| date | commit | all | English "
+                   "| Chinese |\n|---|---|---|---|---|\n",
+                   (datetime.date.today().isoformat(), commit(), s["all"], s.get("en", ""), s.get("zh", "")))
 
 
 if __name__ == "__main__":
