@@ -88,6 +88,7 @@ class _Session:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
+    from .chat.engines.local.model import local_offer
     from .chat.languages import warn_language
     from .chat.memory import Memory
     from .chat.persona import read_persona
@@ -110,7 +111,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     tree = ChatTree(bot, saved.line if saved else None, saved.meta if saved else None)
     if saved:
         tree.add_lines(saved)
-    warn_language(bot.engine, bot.role)  # before the first message
+    offer = local_offer(bot.engine, bot.role)
+    warn_language(bot.engine, bot.role, offer.name if offer else "")  # before the first message
     loading = bot.loading_message()
     if loading:
         print(loading, file=sys.stderr, flush=True)

@@ -90,9 +90,14 @@ def language_gap(engine, role: Role, offers: str = "") -> str | None:
     return _("{sentence} {hint}", sentence=said, hint=offers.strip()) if offers.strip() else said
 
 
-def warn_language(engine, role: Role) -> None:
-    """The command line's warning, on stderr before the first message, with what to choose instead."""
-    said = language_gap(engine, role, _("Use --engine script for {name}'s own lines, or --engine hf with HF_TOKEN set "
-                                        "(its suggested models speak Chinese and English).", name=role.name))
+def warn_language(engine, role: Role, local: str = "") -> None:
+    """The command line's warning, on stderr before the first message, with what to choose instead: `local`, a
+    local model that speaks the role's language (its --model name), first when there is one."""
+    offer = _("Use --engine script for {name}'s own lines, or --engine hf with HF_TOKEN set (its suggested models "
+              "speak Chinese and English).", name=role.name)
+    if local:
+        offer = _("Use --model {model} (a local model that speaks {language}). {offer}", model=local, offer=offer,
+                  language=_(language_name(base_language(role.language))[0]))
+    said = language_gap(engine, role, offer)
     if said:
         print(_("warning: {said}", said=said), file=sys.stderr, flush=True)

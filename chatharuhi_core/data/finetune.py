@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..chat.engines.local.model import FINETUNE_MANIFEST, ModelSpec, read_model, resolve_model
+from ..chat.engines.local.runtime import PLAIN_TEMPLATE
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..roles.role import Role
@@ -413,6 +414,8 @@ def _load_base(spec: ModelSpec, dtype):
     _forget_gguf(model)
     if getattr(tokenizer, "pad_token", None) is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if not getattr(tokenizer, "chat_template", None):  # a base model: trained on the engine's plain transcript
+        tokenizer.chat_template = PLAIN_TEMPLATE
     return tokenizer, model
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..chat.engines import EngineChoice
+from ..chat.engines.local.model import local_offer
 from ..chat.languages import warn_language
 from ..config import Settings
 from ..errors import ChatHaruhiError
@@ -97,7 +98,9 @@ def run_scene(args: argparse.Namespace, engine: EngineChoice, settings: Settings
         scene = Scene(roles, engine, user_role=user, settings=settings, setup=setup)
     scene.check_cast()
     for member in scene.present:
-        warn_language(scene.engine, scene.bot(member).role)
+        role = scene.bot(member).role
+        offer = local_offer(scene.engine, role)
+        warn_language(scene.engine, role, offer.name if offer else "")
     loading = scene.bot(scene.present[0]).loading_message()
     if loading:
         print(loading, file=sys.stderr, flush=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..chat.engines import engine_info
 from ..chat.engines.hf_inference import DEFAULT_MODEL, suggested_hf_models
-from ..chat.engines.local.model import BUNDLED_LABEL, suggested_models
+from ..chat.engines.local.model import DEFAULT, suggested_models
 from ..config import Settings
 from ..i18n import N_, _
 
@@ -40,7 +40,7 @@ def panel_hints(engine: str) -> PanelHints:
     hints = _HINTS.get(engine_info(engine).name, PanelHints())
     hint = hints.model_hint  # "" has no message (gettext's "" is the catalogue's header)
     if "{bundled}" in hint:
-        hint = _(hint, bundled=BUNDLED_LABEL)
+        hint = _(hint, bundled=DEFAULT.label)
     elif hint:
         hint = _(hint)
     return replace(hints, model_hint=hint, key_label=_(hints.key_label))

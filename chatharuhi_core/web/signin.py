@@ -9,7 +9,9 @@ that event only: it is never kept in the page's state, logged, exported or writt
 from __future__ import annotations
 
 from ..chat.engines import engine_info, engine_names, open_engine
-from ..chat.languages import language_gap
+from ..chat.engines.local.model import local_offer
+from ..chat.engines.local.packaged import PackagedModel
+from ..chat.languages import base_language, language_gap, language_name
 from ..config import Settings
 from ..errors import ChatHaruhiError
 from ..i18n import N_, _
@@ -74,9 +76,13 @@ def sign_in_note(settings: Settings, profile, engine: str = "") -> str:
              "your browser's session and is never stored here.", who=who, engine=label)
 
 
-def offers(settings: Settings, role: Role, profile, engine: str) -> str:
-    """What a visitor can choose instead of a model that cannot speak the role's language."""
+def offers(settings: Settings, role: Role, profile, engine: str, local: PackagedModel | None = None) -> str:
+    """What a visitor can choose instead of a model that cannot speak the role's language: `local`, a packaged
+    local model that can, first when there is one."""
     choices = []
+    if local is not None:
+        choices.append(_("choose {model} as the local model in Settings (it speaks {language})", model=local.label,
+                         language=_(language_name(base_language(role.language))[0])))
     if engine in signers():
         choices.append(_("choose one of the suggested models in Settings"))
     elif settings.sign_in and not username(profile):
@@ -97,5 +103,6 @@ def language_warnings(panel: EnginePanel, roles: list[Role], settings: Settings,
         engine = open_engine(panel.engine, settings, **panel.options())
     except ChatHaruhiError:  # an engine or model the visitor is still typing: sending says what is wrong
         return []
-    found = [(role, language_gap(engine, role, offers(settings, role, profile, panel.engine))) for role in roles]
+    found = [(role, language_gap(engine, role, offers(settings, role, profile, panel.engine, local_offer(engine, role))))
+             for role in roles]
     return [(role, said) for role, said in found if said]

@@ -8,11 +8,13 @@ import json
 from support.app import run_cli
 
 from chatharuhi_core import ChatHaruhi
-from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, ModelSpec, spec_languages
+from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, ModelSpec, local_offer, spec_languages
+from chatharuhi_core.chat.engines.local.packaged import GEMMA3_270M
 from chatharuhi_core.chat.languages import EN, ZH_EN, engine_languages, family_languages, language_gap
 from chatharuhi_core.data.evaluate import CaseResult, Report
 from chatharuhi_core.data.finetune import record_eval
 from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.signin import offers
 
 MANIFEST = {  # as `finetune` writes it (test_finetune.py makes real ones)
     "base_model": "", "base_label": "SmolLM2-135M-Instruct", "kind": "lora-adapter", "roles": ["sunwukong", "sherlock"],
@@ -76,7 +78,23 @@ def test_the_command_line_warns_before_the_first_message(cache_dir):
     warning = out.stderr.splitlines()[0]
     assert warning.startswith("warning: SmolLM2-135M-Instruct speaks English only, and 孙悟空 speaks Chinese")
     assert "--engine script" in warning and "--engine hf" in warning
+    assert "Use --model gemma-3-270m (a local model that speaks Chinese)." in warning  # installed with the local extra
     quiet = run_cli("chat", "--role", "sherlock", "--engine", "local", "Who are you?", cache=cache_dir)
     assert "warning" not in quiet.stderr
     scene = run_cli("chat", "--role", "sherlock", "--role", "sunwukong", "--engine", "script", "hello", cache=cache_dir)
     assert "warning" not in scene.stderr  # the script engine speaks every character's language
+
+
+def test_the_page_offers_the_packaged_model_that_speaks_the_language(settings):
+    """With SmolLM2 chosen, a Chinese role's warning offers Gemma 3 270M first (installed with the local extra), and
+    nothing is offered for the role SmolLM2 speaks, or once Gemma is the model."""
+    wukong, sherlock = load_role("sunwukong"), load_role("sherlock")
+    local = ChatHaruhi(role=wukong, engine="local", settings=settings).engine
+    assert local_offer(local, wukong) == GEMMA3_270M
+    said = offers(settings, wukong, None, "local", local_offer(local, wukong))
+    assert said.startswith("Choose Gemma 3 270M as the local model in Settings (it speaks Chinese), or use the "
+                           "offline engine")
+    assert local_offer(local, sherlock) is None  # SmolLM2 itself is the packaged model that speaks English
+    gemma = ChatHaruhi(role=wukong, engine="local", model="gemma-3-270m", settings=settings).engine
+    assert local_offer(gemma, wukong) is None and language_gap(gemma, wukong) is None
+    assert local_offer(ChatHaruhi(role=wukong, engine="script", settings=settings).engine, wukong) is None

@@ -16,7 +16,8 @@ from chatharuhi_core.chat.engines import open_engine
 from chatharuhi_core.chat.engines.local import model as local_model
 from chatharuhi_core.chat.engines.local.llama_batch import relays_state
 from chatharuhi_core.chat.engines.local.llamacpp import ngram_ban
-from chatharuhi_core.chat.engines.local.runtime import Sampling, bundled_spec
+from chatharuhi_core.chat.engines.local.packaged import bundled_spec
+from chatharuhi_core.chat.engines.local.runtime import Sampling
 
 SAMPLING = Sampling(max_tokens=40, temperature=0.8)  # sampled, as visitors get their replies
 QUESTIONS = ["What do you make of the mud on my boots?", "Who is Moriarty?", "Why the violin at night?",

@@ -28,7 +28,8 @@ from chatharuhi_core.chat.engines.local.llamacpp import (
     read_prompt,
     reads_faster,
 )
-from chatharuhi_core.chat.engines.local.runtime import Sampling, bundled_spec
+from chatharuhi_core.chat.engines.local.packaged import bundled_spec
+from chatharuhi_core.chat.engines.local.runtime import Sampling
 from chatharuhi_core.chat.prompt import Exchange
 from chatharuhi_core.errors import EngineError, UnknownNameError
 

@@ -9,8 +9,9 @@ decode speed on a CPU). As an adapter file (`lora_for`, for models too big to co
 peft stores, for each adapted projection of layer N, A (rank x in) and B (out x rank) under transformers'
 names; llama.cpp reads the same matrices as `blk.N.attn_q.weight.lora_a` / `.lora_b` in a GGUF file of
 type "adapter". One wrinkle: llama.cpp's GGUF files keep the query and key projections with their rows
-interleaved for its rotary embedding, so B's rows for those two are permuted the same way (transformers
-undoes that permutation when it reads a GGUF, which is the order the adapter was trained in).
+interleaved for its rotary embedding (llama's architecture; not Gemma's or Qwen's), so B's rows for those two
+are permuted the same way (transformers undoes that permutation when it reads a GGUF, which is the order the
+adapter was trained in).
 
 The converted file is written once into the cache, named by a hash of the adapter's files and the base
 file, and reused while neither changes. Every `finetune` run makes a new adapter, and a merge of the
@@ -32,6 +33,9 @@ from .runtime import file_stamp, made_once, quantize
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the written file changes, so old conversions are not reused
 CACHE_BYTES = 3 << 30  # converted and merged adapters kept (least recently used out): three merges of a 500M model
+# the architectures whose q/k rows llama.cpp's converter interleaves, and transformers puts back as it reads
+# the GGUF (its TENSOR_PROCESSORS): Gemma 3 and Qwen are written as they are, so their B stays as trained
+ROTARY_INTERLEAVED = frozenset({"llama"})
 PROJECTIONS = {  # transformers' module name -> llama.cpp's tensor name
     "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
     "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
@@ -170,9 +174,9 @@ def _checked_pairs(adapter: Path, base: Path, reader):
                 or a.shape[0] != b.shape[1]:
             raise EngineError(_("The adapter in {adapter} was trained for another base model than {base} ({target} "
                                 "does not fit).", adapter=adapter, base=base.name, target=target))
-        if target.endswith("attn_q.weight"):
+        if arch in ROTARY_INTERLEAVED and target.endswith("attn_q.weight"):
             b = _permute_rows(b, heads)
-        elif target.endswith("attn_k.weight"):
+        elif arch in ROTARY_INTERLEAVED and target.endswith("attn_k.weight"):
             b = _permute_rows(b, kv_heads)
         checked[target] = (a, b)
     return arch, rank, alpha, checked

@@ -100,10 +100,18 @@ def streams(state: bytes, count: int, seq: int) -> bytes:
 def relays_state(model) -> bool:
     """Whether a prompt read by the model's own reader can be handed to the batch: `streams` re-lays one cache of
     keys and values per layer. A model with sliding-window layers (Gemma 3 keeps two caches) or a recurrent state
-    saves a sequence in another layout, which llama.cpp then refuses to load, so its replies go one at a time."""
+    saves a sequence in another layout, which llama.cpp then refuses to load, so the batch reads its prompts
+    itself (Batcher._read_in_place)."""
     llama_cpp = llama()
     return (llama_cpp.llama_model_n_swa(model.model) == 0 and not llama_cpp.llama_model_is_recurrent(model.model)
             and not llama_cpp.llama_model_is_hybrid(model.model))
+
+
+def batches(model) -> bool:
+    """Whether the batch can write the model's replies: every model but a recurrent or hybrid one, whose state per
+    sequence is not keys and values (one reply at a time for those)."""
+    llama_cpp = llama()
+    return not llama_cpp.llama_model_is_recurrent(model.model) and not llama_cpp.llama_model_is_hybrid(model.model)
 
 
 def kv_bytes_per_token(model) -> int:
@@ -148,6 +156,9 @@ class Batcher:
         self.threads = threads
         self._read_head, self._lock = read_head, lock
         self._batch = llama_cpp.llama_batch_init(slots, 0, 1)
+        self.relays = relays_state(model)  # else each prompt is read in its own stream here (_read_in_place)
+        self._prompt_batch = None if self.relays else llama_cpp.llama_batch_init(params.n_batch, 0, 1)
+        self._prompt_tokens = params.n_batch
         self._cond = threading.Condition()
         self._waiting: list[BatchReply] = []
         self._active: list[BatchReply] = []
@@ -240,6 +251,8 @@ class Batcher:
     def _start(self, job: BatchReply) -> bool:
         """Read the prompt's head and hand its keys and values to the job's sequence; False if the reader is busy."""
         llama_cpp = llama()
+        if not self.relays:
+            return self._read_in_place(job)
         if not self._lock.acquire(timeout=0.05):
             job.seq = -1
             return False
@@ -261,6 +274,27 @@ class Batcher:
                 self.ctx.ctx, (ctypes.c_uint8 * len(state)).from_buffer_copy(state), len(state), job.seq) == 0:
             self._end(job, EngineError(_("llama.cpp could not take the prompt into the batch of replies.")))
             return True
+        with self._cond:
+            self._active.append(job)
+        return True
+
+    def _read_in_place(self, job: BatchReply) -> bool:
+        """A model whose saved state cannot be re-laid (Gemma 3's sliding-window layers keep a second cache)
+        has the prompt's head read by the batch's own context into the job's stream, between two steps: the
+        others wait for it as they wait for a hand-over, and the reply then writes beside theirs."""
+        llama_cpp = llama()
+        head, batch = job.tokens[:-1], self._prompt_batch
+        llama_cpp.llama_memory_seq_rm(self.ctx.memory, job.seq, -1, -1)
+        self._use_free_cores()
+        for start in range(0, len(head), self._prompt_tokens):
+            chunk = head[start:start + self._prompt_tokens]
+            for i, token in enumerate(chunk):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, start + i, 1, 0
+                batch.seq_id[i][0] = job.seq
+            batch.n_tokens = len(chunk)
+            if llama_cpp.llama_decode(self.ctx.ctx, batch) != 0:
+                self._end(job, EngineError(_("llama.cpp could not take the prompt into the batch of replies.")))
+                return True
         with self._cond:
             self._active.append(job)
         return True

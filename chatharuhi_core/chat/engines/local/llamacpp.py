@@ -34,7 +34,15 @@ from ....errors import EngineError
 from ....i18n import _
 from ....jsonl import read_object, replace_text
 from ..cpu_share import foreground_busy, free_cores, less_for_foreground
-from .llama_batch import KV_BUDGET_BYTES, SEQ_CONTEXT, SLOTS, Batcher, kv_bytes_per_token, relays_state
+from .llama_batch import (
+    KV_BUDGET_BYTES,
+    SEQ_CONTEXT,
+    SLOTS,
+    Batcher,
+    batches,
+    kv_bytes_per_token,
+    relays_state,
+)
 from .llama_cpu import build_name, cpu_name, llama
 from .runtime import (
     NEEDS_EXTRA,
@@ -144,8 +152,7 @@ def set_threads(handle: LlamaHandle, threads: int) -> int:
 def open_batch(handle: LlamaHandle, context: int) -> Batcher | None:
     """The batch that writes visitors' replies together, on the weights of the copy that reads prompts (shared,
     not copied); None (one reply at a time, as before) where CHATHARUHI_LOCAL_SLOTS or the budget of keys and
-    values allows fewer than 2, the model keeps its keys and values in a layout the batch cannot take, or the
-    context cannot be made."""
+    values allows fewer than 2, the model keeps a recurrent state, or the context cannot be made."""
     slots = batch_slots()
     if slots < 2:
         return None
@@ -156,10 +163,12 @@ def open_batch(handle: LlamaHandle, context: int) -> Batcher | None:
         return (handle.prefill or handle.llm)._ctx.ctx
 
     weights = (handle.prefill or handle.llm)._model  # the reader's copy (16- or 8-bit) wrote batches faster
-    if not relays_state(weights):
-        log.info("no batch for the local model's replies: its keys and values are kept in a layout the batch "
-                 "cannot take (sliding-window or recurrent layers); one at a time")
+    if not batches(weights):
+        log.info("no batch for the local model's replies: it keeps a recurrent state; one at a time")
         return None
+    if not relays_state(weights):
+        log.info("the local model keeps its keys and values in two caches (sliding-window layers), which the batch "
+                 "cannot take over from the reader: the batch reads each prompt itself")
     per_seq = min(context, SEQ_CONTEXT)
     slots = min(slots, KV_BUDGET_BYTES // (per_seq * kv_bytes_per_token(weights)))
     if slots < 2:
@@ -572,8 +581,10 @@ class LlamaCppRuntime:
         def count(text: str) -> int:
             return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
+        bos = token_text(llm.token_bos()) if llm.metadata.get("tokenizer.ggml.add_bos_token") == "true" else ""
+
         def template(messages: list[dict]) -> str:
-            return formatter(messages=messages).prompt if formatter else plain_prompt(messages)
+            return formatter(messages=messages).prompt if formatter else plain_prompt(messages, bos)
 
         log.info("llama.cpp's CPU kernels: %s; prompts read by %s", build_name(),
                  Path(prefill.model_path).name if prefill is not None else "the model itself")

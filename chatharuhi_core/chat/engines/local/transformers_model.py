@@ -178,7 +178,7 @@ class TransformersRuntime:
         def template(messages: list[dict]) -> str:
             if getattr(tokenizer, "chat_template", None):
                 return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            return plain_prompt(messages)
+            return plain_prompt(messages, tokenizer.bos_token if getattr(tokenizer, "add_bos_token", False) else "")
 
         return LoadedModel(spec, self.name, device, context, time.perf_counter() - started,
                            HFModel(tokenizer, model), count, template)
