@@ -4,6 +4,7 @@ a time (CHATHARUHI_LOCAL_SLOTS=1) in the same run; llama.cpp's server with the s
 visitors of the offline engine while others use the local model; and the first local reply right after a start.
 
     .venv/bin/python bench/crowd.py [--quick]
+    .venv/bin/python bench/crowd.py --part engine --model gemma-3-270m   # another model alone, printed
 
 Visitors start together on a shared clock (bench/load.py's workers). First token is from submit, so it
 includes any wait in line; a frame that is a place in line or the model's loading line is not a first token.
@@ -139,16 +140,17 @@ def start_rows() -> list[str]:
     return rows
 
 
-def engine_rows(rounds: int = 3) -> tuple[list[str], list[str]]:
+def engine_rows(rounds: int = 3, model: str | None = None) -> tuple[list[str], list[str]]:
     """The model alone, in this process (no page): 1 and 8 replies at once through the llama.cpp runtime, with its
-    batch and one at a time; tokens per second of all replies together, medians of `rounds`."""
+    batch and one at a time; tokens per second of all replies together, medians of `rounds`. `model`: another
+    than the default (--model, with --part engine)."""
     import random
 
     from chatharuhi_core.chat.engines.local.llamacpp import LLAMA_CPP
     from chatharuhi_core.chat.engines.local.model import load_model, resolve_model
     from chatharuhi_core.chat.engines.local.runtime import Sampling
 
-    lm = load_model(resolve_model(None))
+    lm = load_model(resolve_model(model))
     handle, batch = lm.handle, lm.handle.batch
     system = "You are Sherlock Holmes, the detective of Baker Street. Answer as he would, in one paragraph."
     sampling = Sampling(max_tokens=160)
@@ -194,10 +196,14 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="8 visitors where the full run has 32")
     ap.add_argument("--part", choices=PARTS, help="one part alone, printed and not written to RESULTS.md")
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
+    ap.add_argument("--model", help="with --part engine: the model alone is this one (as --model takes it: "
+                                    "gemma-3-270m, a .gguf file, a fine-tuned folder)")
     args = ap.parse_args()
+    if args.model and args.part != "engine":
+        ap.error("--model goes with --part engine")
     big = 8 if args.quick else 32
     args.cache.mkdir(parents=True, exist_ok=True)
-    engine, engine_goal = engine_rows() if args.part in (None, "engine") else ([], [])
+    engine, engine_goal = engine_rows(model=args.model) if args.part in (None, "engine") else ([], [])
     rows, goals = local_rows(args.cache, big) if args.part in (None, "local") else ([], [])
     goals += engine_goal
     rows += server_rows(args.cache) if args.part in (None, "server") else []

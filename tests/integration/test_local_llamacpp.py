@@ -547,3 +547,27 @@ def test_a_hub_model_not_cached_with_the_hub_unreachable_is_a_sentence(tmp_path,
         engine = local_model.LocalModelEngine(local_model.EngineOptions(model=model))
         with pytest.raises(EngineError, match="not in the local Hugging Face cache"):
             engine.load()
+
+
+def test_a_gguf_named_on_the_hub_is_read_from_the_cache_with_the_hub_unreachable(settings, tmp_path, monkeypatch,
+                                                                                 smollm2_gguf):
+    """What a Space's `preload_from_hub` or one run with network leaves behind (issue 54, item 4): a GGUF in the
+    Hugging Face cache, named as repository/file, answers with the Hub's port closed; laid out here as
+    huggingface_hub lays it (a blob, a snapshot's link to it, the branch's commit)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    repo, commit = hub / "models--test-org--small-gguf", "0123456789abcdef0123456789abcdef01234567"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "blobs" / "a1b2c3").symlink_to(smollm2_gguf)  # the file's bytes, without copying 93 MB
+    (repo / "snapshots" / commit / "small.Q4_1.gguf").symlink_to(Path("../../blobs/a1b2c3"))
+    engine = local_model.LocalModelEngine(local_model.EngineOptions(model="test-org/small-gguf/small.Q4_1.gguf",
+                                                                    cache_dir=settings.cache_dir))
+    loaded = engine.load()
+    assert loaded.runtime == "llama.cpp" and engine.model_label().startswith("small.Q4_1.gguf (llama.cpp")
+    bot = ChatHaruhi(role_name="sherlock", engine=engine, settings=settings)
+    assert bot.answer("Who are you?").text.strip()

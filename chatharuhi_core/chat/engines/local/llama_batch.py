@@ -100,8 +100,8 @@ def streams(state: bytes, count: int, seq: int) -> bytes:
 def relays_state(model) -> bool:
     """Whether a prompt read by the model's own reader can be handed to the batch: `streams` re-lays one cache of
     keys and values per layer. A model with sliding-window layers (Gemma 3 keeps two caches) or a recurrent state
-    saves a sequence in another layout, which llama.cpp then refuses to load, so the batch reads its prompts
-    itself (Batcher._read_in_place)."""
+    saves a sequence in another layout, which llama.cpp then refuses to load: the batch reads a sliding-window
+    model's prompts itself (Batcher._read_in_place), and a recurrent one is not batched (`batches`)."""
     llama_cpp = llama()
     return (llama_cpp.llama_model_n_swa(model.model) == 0 and not llama_cpp.llama_model_is_recurrent(model.model)
             and not llama_cpp.llama_model_is_hybrid(model.model))
