@@ -21,7 +21,7 @@ from chatharuhi_core.web.chat import (
 )
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, message_text, portrait_of
 from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
-from chatharuhi_core.web.signin import language_warnings
+from chatharuhi_core.web.signin import language_warnings, local_choice
 
 from .controls_panel import PlayerControls
 from .language import L
@@ -78,8 +78,11 @@ class ChatTab:
                                    feedback_options=("Like", "Dislike"))
             self.reply_stats = gr.Markdown(elem_id="reply-stats", elem_classes=["reply-stats"])
             self.language_note = gr.Markdown(visible=False, elem_id="language-note")
-            self.use_offline = gr.Button(L("Use the offline engine"), size="sm", visible=False,
-                                         elem_id="use-offline")
+            with gr.Row(elem_id="language-offers"):
+                self.use_local = gr.Button(L("Use the local model that speaks it"), size="sm", visible=False,
+                                           elem_id="use-local-model")
+                self.use_offline = gr.Button(L("Use the offline engine"), size="sm", visible=False,
+                                             elem_id="use-offline")
             # what to ask, right above the box (a click fills it)
             self.examples = gr.Dataset(components=["textbox"], headers=[""], samples=[[q] for q in first.examples],
                                        label=L("Try asking"), visible=bool(first.examples), elem_id="examples")
@@ -131,13 +134,15 @@ class ChatTab:
         v, s = page.visit, self.panel
         s.wire()
         # the language guard follows the character and the engine's model (a switch, a new engine, a typed model)
-        guard = (self.language_view, [v.conv, s.engine, s.model, s.base_url], [self.language_note, self.use_offline])
+        guard = (self.language_view, [v.conv, s.engine, s.model, s.base_url],
+                 [self.language_note, self.use_offline, self.use_local])
         for changed in (v.conv, s.engine, s.model, s.base_url):
             changed.change(*guard, api_name=False, show_progress="hidden")
         # the local model reads the next prompt's start while the visitor types the message (chat/ahead.py)
         gr.on([c.change for c in (v.conv, s.engine, s.model)], page.turns.read_ahead_for,
               [v.conv, self.user_role], None, api_name=False, show_progress="hidden", trigger_mode="always_last",
               inputs_kwargs=s.fields(key=False))
+        self.use_local.click(self.local_model, [v.conv, s.engine, s.model, s.base_url], s.model, api_name=False)
         self.use_offline.click(lambda: "script", None, s.engine, api_name=False).then(
             s.change_engine, s.engine, s.view(), api_name=False)
         self.examples.click(lambda sample: sample[0], self.examples, self.text)
@@ -170,13 +175,24 @@ class ChatTab:
 
     def language_view(self, conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
                       profile: gr.OAuthProfile | None = None):
-        """Before the first message: a warning, and the offline engine offered, when the chosen model cannot
-        speak the character's language (the bundled SmolLM2 and 孙悟空)."""
+        """Before the first message: a warning when the chosen model cannot speak the character's language (the
+        bundled SmolLM2 and 孙悟空), with the offline engine and, where one is installed, the local model that
+        speaks it offered in one click each."""
         panel = EnginePanel(engine or "script", model or "", base_url or "")
-        found = language_warnings(panel, [load_role(current(conv).role_id)], self.settings, profile)
+        role = load_role(current(conv).role_id)
+        found = language_warnings(panel, [role], self.settings, profile)
         if not found:
-            return gr.Markdown(value="", visible=False), gr.Button(visible=False)
-        return gr.Markdown(value=WARNING_MARK + found[0][1], visible=True), gr.Button(visible=True)
+            return gr.Markdown(value="", visible=False), gr.Button(visible=False), gr.Button(visible=False)
+        local = local_choice(panel, role, self.settings)
+        return (gr.Markdown(value=WARNING_MARK + found[0][1], visible=True), gr.Button(visible=True),
+                gr.Button(visible=local is not None))
+
+    def local_model(self, conv: Conversation | None, engine: str, model: str | None, base_url: str | None):
+        """The one-click offer: the local model field set to the installed model that speaks the character's
+        language (the guard then hides the warning)."""
+        local = local_choice(EnginePanel(engine or "script", model or "", base_url or ""),
+                             load_role(current(conv).role_id), self.settings)
+        return local.name if local is not None else gr.skip()
 
     def set_avatar(self, conv: Conversation | None):
         """The portrait as the avatar of the chat bubbles, the thumbs of rated replies (an imported chat)

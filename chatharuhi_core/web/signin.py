@@ -106,3 +106,15 @@ def language_warnings(panel: EnginePanel, roles: list[Role], settings: Settings,
     found = [(role, language_gap(engine, role, offers(settings, role, profile, panel.engine, local_offer(engine, role))))
              for role in roles]
     return [(role, said) for role, said in found if said]
+
+
+def local_choice(panel: EnginePanel, role: Role, settings: Settings) -> PackagedModel | None:
+    """The packaged local model the page's warning offers in one click, when the panel's local model cannot speak
+    the role's language and an installed one can; None otherwise."""
+    if panel.engine != "local":
+        return None
+    try:
+        engine = open_engine(panel.engine, settings, **panel.options())
+    except ChatHaruhiError:
+        return None
+    return local_offer(engine, role) if language_gap(engine, role) else None

@@ -245,12 +245,25 @@ def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, 
     said = warning.inner_text()
     assert "SmolLM2-135M-Instruct speaks English only" in said and "孙悟空 speaks Chinese" in said
     assert "offline engine" in said and page.locator("#use-offline").is_visible()
+    assert "Choose Gemma 3 270M as the local model in Settings (it speaks Chinese)" in said
+    assert page.locator("#use-local-model").is_visible()
     page.screenshot(path=str(ARTIFACTS / "language-guard.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "language-guard-phone.png"))
+    page.set_viewport_size({"width": 1366, "height": 768})
     page.locator("#picker [data-ref=sherlock]").click()  # English: nothing to say
     page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
+    assert not page.locator("#use-local-model").is_visible()
     page.locator("#picker [data-ref=sunwukong]").click()
     warning.wait_for(state="visible")
-    page.click("#use-offline")  # the offer: back to the character's own lines
+    page.click("#use-local-model")  # the first offer: the local model that speaks Chinese
+    page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
+    model = page.locator("#model").locator("input").first
+    assert model.input_value() == "Gemma 3 270M · packaged" and page.locator("#use-offline").is_hidden()
+    model.fill("smollm2")  # SmolLM2 named again: the warning is back
+    model.press("Enter")
+    warning.wait_for(state="visible")
+    page.click("#use-offline")  # the other offer: back to the character's own lines
     page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
     assert "Offline" in page.locator("#engine-note").inner_text()
     page.close()
