@@ -1,9 +1,10 @@
 """Head to head per language from eval's cases.csv (issue 54's goal is per language: beat the random line in one,
 lose to SmolLM2 in neither): each system against each other system, on the English roles and on the Chinese
 roles apart, per prompt condition, the per-case difference of cosine and ROUGE-L with eval's paired bootstrap
-(resampled within each role). A system's several replies to a case (--samples) are averaged first.
+(resampled within each role). A system's several replies to a case (--samples) are averaged first. Several
+files (runs on the same cases and seeds: the baselines read the same in each) are read as one.
 
-    .venv/bin/python bench/by_language.py docs/eval/candidates/step2/cases.csv [--against random-line local]
+    .venv/bin/python bench/by_language.py docs/eval/candidates/step2/*/cases.csv [--against random-line local]
 """
 
 from __future__ import annotations
@@ -55,11 +56,13 @@ def compare(a: dict, b: dict, language: str, condition: str, metric: str):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cases", type=Path)
+    ap.add_argument("cases", type=Path, nargs="+")
     ap.add_argument("--against", nargs="+", default=["random-line", "greeting"],
                     help="systems every other system is set against (default: the two baselines)")
     args = ap.parse_args(argv)
-    systems = read(args.cases)
+    systems = {}
+    for path in args.cases:
+        systems.update(read(path))
     baselines = {"random-line", "greeting"}
     print("| system | against | prompt | language | cases | cosine | ROUGE-L |")
     print("|---|---|---|---|---:|---:|---:|")
