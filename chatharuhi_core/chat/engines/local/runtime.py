@@ -213,7 +213,9 @@ def made_once(out: Path, make: Callable[[Path], None]) -> Path:
     import os
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_suffix(f".{os.getpid()}.partial")
+    # one partial file per process and thread: two visitors' first looks at a packaged model join it side by side
+    # (the same bytes), where one name made the second rename fail (the browser suite caught it)
+    partial = out.with_suffix(f".{os.getpid()}-{threading.get_ident()}.partial")
     try:
         make(partial)
         partial.replace(out)
