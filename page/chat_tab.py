@@ -183,9 +183,8 @@ class ChatTab:
         found = language_warnings(panel, [role], self.settings, profile)
         if not found:
             return gr.Markdown(value="", visible=False), gr.Button(visible=False), gr.Button(visible=False)
-        local = local_choice(panel, role, self.settings)
-        return (gr.Markdown(value=WARNING_MARK + found[0][1], visible=True), gr.Button(visible=True),
-                gr.Button(visible=local is not None))
+        return (gr.Markdown(value=WARNING_MARK + found[0].text, visible=True), gr.Button(visible=True),
+                gr.Button(visible=found[0].local is not None))
 
     def local_model(self, conv: Conversation | None, engine: str, model: str | None, base_url: str | None):
         """The one-click offer: the local model field set to the installed model that speaks the character's

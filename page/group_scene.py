@@ -405,9 +405,9 @@ class GroupSceneTab:
         found = language_warnings(panel, roles, self.settings, profile)
         if not found:
             return gr.Markdown(value="", visible=False)
-        others = [role.name for role, _ in found[1:]]
-        also = f" The same goes for {', '.join(others)}." if others else ""
-        return gr.Markdown(value=WARNING_MARK + found[0][1] + also, visible=True)
+        others = [w.role.name for w in found[1:]]
+        also = " " + _("The same goes for {names}.", names=_(", ").join(others)) if others else ""
+        return gr.Markdown(value=WARNING_MARK + found[0].text + also, visible=True)
 
     def after_scene(self, state: SceneState | None, speak_on: bool, handled: str | None):
         """Once an event is done: the scenes each new line drew on and, if asked, the last line's voice."""

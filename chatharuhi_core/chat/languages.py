@@ -72,6 +72,11 @@ def language_name(code: str) -> tuple[str, str]:
     return LANGUAGE_NAMES.get(code, (code, code))
 
 
+def role_language(role: Role) -> str:
+    """The role's language by name, in the visitor's language ("Chinese", "中文"), for sentences about it."""
+    return _(language_name(base_language(role.language))[0])
+
+
 def language_gap(engine, role: Role, offers: str = "") -> str | None:
     """A sentence when the engine cannot speak the role's language (None when it can, or nobody knows):
     which model, which language, and `offers`, what the visitor can choose instead."""
@@ -97,7 +102,7 @@ def warn_language(engine, role: Role, local: str = "") -> None:
               "speak Chinese and English).", name=role.name)
     if local:
         offer = _("Use --model {model} (a local model that speaks {language}). {offer}", model=local, offer=offer,
-                  language=_(language_name(base_language(role.language))[0]))
+                  language=role_language(role))
     said = language_gap(engine, role, offer)
     if said:
         print(_("warning: {said}", said=said), file=sys.stderr, flush=True)

@@ -8,10 +8,12 @@ that event only: it is never kept in the page's state, logged, exported or writt
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..chat.engines import engine_info, engine_names, open_engine
 from ..chat.engines.local.model import local_offer
 from ..chat.engines.local.packaged import PackagedModel
-from ..chat.languages import base_language, language_gap, language_name
+from ..chat.languages import language_gap, role_language
 from ..config import Settings
 from ..errors import ChatHaruhiError
 from ..i18n import N_, _
@@ -82,7 +84,7 @@ def offers(settings: Settings, role: Role, profile, engine: str, local: Packaged
     choices = []
     if local is not None:
         choices.append(_("choose {model} as the local model in Settings (it speaks {language})", model=local.label,
-                         language=_(language_name(base_language(role.language))[0])))
+                         language=role_language(role)))
     if engine in signers():
         choices.append(_("choose one of the suggested models in Settings"))
     elif settings.sign_in and not username(profile):
@@ -96,16 +98,29 @@ def offers(settings: Settings, role: Role, profile, engine: str, local: Packaged
     return text[0].upper() + text[1:]
 
 
-def language_warnings(panel: EnginePanel, roles: list[Role], settings: Settings, profile=None) -> list[tuple[Role, str]]:
-    """For each role the panel's model cannot speak, the sentence shown before the first message (none for a
-    role it can speak, or when nobody knows); the engine is opened once for all of them."""
+class LanguageWarning(NamedTuple):
+    """A role the panel's model cannot speak: the sentence shown before the first message, and the installed
+    local model that speaks the role's language, offered in one click (None when there is none)."""
+
+    role: Role
+    text: str
+    local: PackagedModel | None
+
+
+def language_warnings(panel: EnginePanel, roles: list[Role], settings: Settings, profile=None) -> list[LanguageWarning]:
+    """For each role the panel's model cannot speak, its warning (none for a role it can speak, or when nobody
+    knows); the engine is opened once for all of them."""
     try:
         engine = open_engine(panel.engine, settings, **panel.options())
     except ChatHaruhiError:  # an engine or model the visitor is still typing: sending says what is wrong
         return []
-    found = [(role, language_gap(engine, role, offers(settings, role, profile, panel.engine, local_offer(engine, role))))
-             for role in roles]
-    return [(role, said) for role, said in found if said]
+    found = []
+    for role in roles:
+        local = local_offer(engine, role)
+        said = language_gap(engine, role, offers(settings, role, profile, panel.engine, local))
+        if said:
+            found.append(LanguageWarning(role, said, local))
+    return found
 
 
 def local_choice(panel: EnginePanel, role: Role, settings: Settings) -> PackagedModel | None:
