@@ -5,6 +5,7 @@ visitors of the offline engine while others use the local model; and the first l
 
     .venv/bin/python bench/crowd.py [--quick]
     .venv/bin/python bench/crowd.py --part engine --model gemma-3-270m   # another model alone, printed
+    .venv/bin/python bench/crowd.py --part local --model gemma-3-270m --quick   # its crowd on the page, printed
 
 Visitors start together on a shared clock (bench/load.py's workers). First token is from submit, so it
 includes any wait in line; a frame that is a place in line or the model's loading line is not a first token.
@@ -32,26 +33,28 @@ LOCAL = ("Watson", "local", "", "", "", *LOCAL_BUDGETS, "")  # then the persona 
 OFFLINE = ("Watson", "script", "", "", "", *LOCAL_BUDGETS, "")
 
 
-def _tokens(reply: str) -> int:
-    """The bundled model's tokens in a reply (its own tokenizer: the decode figures count what it wrote)."""
+def _tokens(reply: str, model: str | None = None) -> int:
+    """A reply's tokens by the model that wrote it (the bundled one unless `model`): the decode figures count
+    what it wrote."""
     from chatharuhi_core.chat.engines.local.model import load_model, resolve_model
 
-    return load_model(resolve_model(None)).count_tokens(reply)
+    return load_model(resolve_model(model or None)).count_tokens(reply)
 
 
 def crowd(url: str, args: tuple, n: int, echo: bool = False) -> dict:
-    """n visitors at once; the row's figures, decode included."""
+    """n visitors at once; the row's figures, decode included (`args[2]`, the model field, names the model)."""
     started = time.perf_counter()
     row = run_visitors(url, args, n, echo=echo, settle_s=6.0, keep_replies=True)
     span = time.perf_counter() - started - 6.0  # from the moment they sent
-    row["decode_tps"] = sum(_tokens(r) for r in row.pop("replies")) / max(span, 1e-6)
+    model = args[2] if args[1] == "local" else None
+    row["decode_tps"] = sum(_tokens(r, model) for r in row.pop("replies")) / max(span, 1e-6)
     return row
 
 
-def mix(url: str, local_n: int, offline_n: int) -> tuple[dict, dict]:
+def mix(url: str, local_n: int, offline_n: int, local: tuple = LOCAL) -> tuple[dict, dict]:
     """Visitors of the offline engine sending at the moment others send to the local model."""
     out: dict = {}
-    jobs = [threading.Thread(target=lambda: out.__setitem__("local", run_visitors(url, LOCAL, local_n, echo=False))),
+    jobs = [threading.Thread(target=lambda: out.__setitem__("local", run_visitors(url, local, local_n, echo=False))),
             threading.Thread(target=lambda: out.__setitem__("offline", run_visitors(url, OFFLINE, offline_n)))]
     for job in jobs:
         job.start()
@@ -79,13 +82,15 @@ def _row(name: str, r: dict) -> str:
             f"{r['total_p95_s']:.2f} s | {'—' if decode is None else f'{decode:.0f}'} |")
 
 
-def local_rows(cache: Path, big: int) -> tuple[list[str], list[str]]:
-    """The local model with its batch, then one reply at a time (the baseline, same run); the mix on the batch."""
+def local_rows(cache: Path, big: int, model: str | None = None) -> tuple[list[str], list[str]]:
+    """The local model (the default, or `model` chosen in each visitor's settings) with its batch, then one reply
+    at a time (the baseline, same run); the mix on the batch."""
     rows, goals = [], []
+    local = (*LOCAL[:2], model or "", *LOCAL[3:])
     for label, env in (("batch", {}), ("one at a time (baseline)", {"CHATHARUHI_LOCAL_SLOTS": "1"})):
         with app_process(cache, "app.py", CHATHARUHI_WARM_LOCAL="1", **env) as (url, _app, _):
-            run_visitors(url, LOCAL, 1, echo=False, settle_s=4)  # the model loaded, the role's store open
-            measured = {n: crowd(url, LOCAL, n) for n in (1, 8, big)}
+            run_visitors(url, local, 1, echo=False, settle_s=4)  # the model loaded, the role's store open
+            measured = {n: crowd(url, local, n) for n in (1, 8, big)}
             rows += [_row(f"local model, {label}", r) for r in measured.values()]
             if env:
                 continue  # the baseline: its rows only
@@ -95,14 +100,14 @@ def local_rows(cache: Path, big: int) -> tuple[list[str], list[str]]:
                          f"one visitor's (goal ≥ 2×)")
             if big == 32:
                 goals.append(f"32 visitors: first token p95 {measured[32]['p95_s']:.1f} s (goal ≤ 40 s)")
-            rows += mix_rows(url, goals)
+            rows += mix_rows(url, goals, local)
         print(*rows, sep="\n", flush=True)
     return rows, goals
 
 
-def mix_rows(url: str, goals: list[str]) -> list[str]:
+def mix_rows(url: str, goals: list[str], args: tuple = LOCAL) -> list[str]:
     alone = run_visitors(url, OFFLINE, 8)
-    local, offline = mix(url, 8, 8)
+    local, offline = mix(url, 8, 8, args)
     goals.append(f"offline visitors in the mix: first token p95 {offline['p95_s']:.2f} s (goal ≤ 1.5 s; alone "
                  f"{alone['p95_s']:.2f} s)")
     return [_row("offline engine alone (baseline)", alone), _row("mix: local model (batch)", local),
@@ -196,15 +201,15 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="8 visitors where the full run has 32")
     ap.add_argument("--part", choices=PARTS, help="one part alone, printed and not written to RESULTS.md")
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
-    ap.add_argument("--model", help="with --part engine: the model alone is this one (as --model takes it: "
-                                    "gemma-3-270m, a .gguf file, a fine-tuned folder)")
+    ap.add_argument("--model", help="with --part engine or local: this local model instead of the default (as "
+                                    "--model takes it: gemma-3-270m, a .gguf file, a fine-tuned folder)")
     args = ap.parse_args()
-    if args.model and args.part != "engine":
-        ap.error("--model goes with --part engine")
+    if args.model and args.part not in ("engine", "local"):
+        ap.error("--model goes with --part engine or --part local")
     big = 8 if args.quick else 32
     args.cache.mkdir(parents=True, exist_ok=True)
     engine, engine_goal = engine_rows(model=args.model) if args.part in (None, "engine") else ([], [])
-    rows, goals = local_rows(args.cache, big) if args.part in (None, "local") else ([], [])
+    rows, goals = local_rows(args.cache, big, args.model) if args.part in (None, "local") else ([], [])
     goals += engine_goal
     rows += server_rows(args.cache) if args.part in (None, "server") else []
     starts = start_rows() if args.part in (None, "starts") else []

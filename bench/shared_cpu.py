@@ -3,6 +3,7 @@ processes (`yes > /dev/null`, one per core), the engine choosing its threads fro
 reply (chat/engines/cpu_share.py) against the same engine on all its threads, in the same run.
 
     .venv/bin/python bench/shared_cpu.py [--rounds 3]
+    .venv/bin/python bench/shared_cpu.py --model gemma-3-270m   # another local model (its own section)
 
 Each reply is a question to Sherlock Holmes through ChatHaruhi (the app's path), greedy, 160 tokens at most.
 Every reply of the run, the warm-up's included, asks a different question of QUESTIONS (one sentence of 7 to 10
@@ -78,9 +79,9 @@ def question(condition: int, round_: int) -> str:
     return QUESTIONS[index]
 
 
-def measure(rounds: int, busy: int, choose: bool, condition: int) -> tuple[float, float, int]:
+def measure(rounds: int, busy: int, choose: bool, condition: int, model: str | None = None) -> tuple[float, float, int]:
     """(decode tokens/s, first token s, threads used) medians with `busy` cores kept busy; `condition` picks
-    the questions (`question`; -1: the warm-up's)."""
+    the questions (`question`; -1: the warm-up's); `model`: another local model than the default."""
     from chatharuhi_core.chat.chatbot import ChatHaruhi
     from chatharuhi_core.chat.engines import cpu_share, open_engine
     from chatharuhi_core.chat.engines.local import llamacpp as local_llamacpp
@@ -88,7 +89,8 @@ def measure(rounds: int, busy: int, choose: bool, condition: int) -> tuple[float
 
     original = cpu_share.free_cores
     settings = Settings.from_env()
-    engine = open_engine("local", settings, temperature=0.0)  # greedy, unseeded: a visitor's reply
+    chosen = {"model": model} if model else {}
+    engine = open_engine("local", settings, temperature=0.0, **chosen)  # greedy, unseeded: a visitor's reply
     batch = engine.load().handle.batch  # a visitor's reply is written in the batch, which watches the cores
     look = batch._watch.look if batch is not None else None
     if not choose:  # every thread, whatever else runs: the engine as it was
@@ -119,17 +121,19 @@ def measure(rounds: int, busy: int, choose: bool, condition: int) -> tuple[float
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--model", help="another local model than the default, as --model takes it (gemma-3-270m)")
     args = ap.parse_args()
     question(len(CONDITIONS) - 1, args.rounds - 1)  # enough questions for every reply, before anything runs
-    measure(1, 0, True, -1)  # load the model and take its one-time checks out of the timings
+    measure(1, 0, True, -1, args.model)  # load the model and take its one-time checks out of the timings
     rows = {}
     for condition, (busy, choose) in enumerate(CONDITIONS):
-        rows[busy, choose] = measure(args.rounds, busy, choose, condition)
+        rows[busy, choose] = measure(args.rounds, busy, choose, condition, args.model)
         print(f"busy {busy}, {'free cores' if choose else 'all threads'}: {rows[busy, choose]}", flush=True)
     quiet = rows[0, False][0]
-    lines = ["## The local engine on a shared CPU", "",
+    model = f" --model {args.model}" if args.model else ""
+    lines = [f"## The local engine on a shared CPU{', ' + args.model if args.model else ''}", "",
              f"Taken {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `.venv/bin/python bench/shared_cpu.py "
-             f"--rounds {args.rounds}` at commit {commit()} on: {machine()}, no GPU. Every reply asks a question no "
+             f"--rounds {args.rounds}{model}` at commit {commit()} on: {machine()}, no GPU. Every reply asks a question no "
              "other reply of the run asks (`QUESTIONS`, one sentence of 7-10 words each; round i of each condition "
              "takes the i-th block of six), so no first token below is a prompt restored from an earlier "
              "condition's saved state.", "",
@@ -144,7 +148,7 @@ def main() -> int:
                      f"{goal} |")
     lines += ["", "Goal with one of two cores busy: decode ≥ 0.5× the quiet speed, first token ≤ 2× (issue 43). "
               "With every core busy there is no free one; the engine keeps one thread."]
-    publish("shared-cpu", lines)
+    publish("shared-cpu" + (f"-{args.model}" if args.model else ""), lines)
     return 0
 
 
