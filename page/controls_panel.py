@@ -63,7 +63,7 @@ class PlayerControls:
                                                    elem_id="persona-default", scale=2)
                 self.face = gr.Image(label=L("Your portrait"), type="filepath", sources=["upload"], height=110,
                                      elem_id="persona-face", scale=1, buttons=[])
-            self.note = gr.Textbox(label=L("Author's note"), max_lines=3, elem_id="author-note",
+            self.note = gr.Textbox("", label=L("Author's note"), max_lines=3, elem_id="author-note",
                                    placeholder=L("Keep it tense: it is raining and the lamp is failing."),
                                    info=L("An instruction the model reads on every turn, near the end of the prompt "
                                           "(at most {n} characters). Empty: off.", n=MAX_NOTE_CHARS))

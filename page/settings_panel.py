@@ -39,7 +39,10 @@ class SettingsPanel:
             self.model = gr.Dropdown([], value="", label=L("Model"), visible=False, allow_custom_value=True,
                                      filterable=True, elem_id="model")
             with gr.Group(visible=False) as self.server_box:
-                self.base_url = gr.Textbox(label=L("Base URL"), placeholder="https://api.openai.com/v1",
+                # a start value, not none: a text field that starts empty (None) and is filled by the session's
+                # load could fire `change` without end in the browser (about 13 a second, each a round trip:
+                # seen in 2 of 5 page loads; tests/browser/test_browser.py)
+                self.base_url = gr.Textbox("", label=L("Base URL"), placeholder="https://api.openai.com/v1",
                                            elem_id="base-url")
                 self.api_key = gr.Textbox(label=L("API key (this session only, never stored)"), type="password",
                                           elem_id="api-key")

@@ -280,6 +280,20 @@ def test_the_page_streams_from_a_llama_cpp_server(browser, app_server, llama_ser
     page.close()
 
 
+def test_a_page_left_alone_sends_nothing(browser, app_server):
+    """Once the page has come up, an idle visitor's page sends no events: a field whose `change` set it off again
+    once sent about 13 a second without end (two of five page loads), each a round trip that kept a core busy in
+    the browser and the app busy for everyone (tests/integration/test_app_client.py checks the fields' values)."""
+    for _ in range(3):  # the loop started in some loads only
+        page = open_page(browser, app_server)
+        time.sleep(1.0)  # the session's last events (the read-ahead, the saved settings)
+        sent: list[str] = []
+        page.on("request", lambda r, sent=sent: sent.append(r.url) if "/queue/join" in r.url else None)
+        time.sleep(3.0)
+        assert len(sent) <= 2, f"{len(sent)} events from a page left alone for 3 s"
+        page.close()
+
+
 def test_a_huge_message_is_refused_in_the_page_and_the_chat_goes_on(browser, app_server):
     page = open_page(browser, app_server)
     page.locator("#message textarea").evaluate("(el, n) => { el.value = 'Watson! '.repeat(n); "

@@ -20,6 +20,23 @@ def test_page_serves_and_lists_endpoints(app_server):
     assert client.predict("sherlock", api_name="/switch_role")  # undocumented, still there
 
 
+def test_every_field_the_page_listens_to_starts_with_a_value(app_server):
+    """A text field that started as None (Base URL) and was filled in by the session's load could fire `change`
+    without end in the browser, a round trip each (tests/browser/test_browser.py sees an idle page send nothing):
+    every field that a `change` or `input` event listens to starts with a value, "" for an empty one."""
+    import httpx
+
+    config = httpx.get(app_server.rstrip("/") + "/config", timeout=30).json()
+    components = {c["id"]: c for c in config["components"]}
+    listened = {target for dep in config["dependencies"] for target, event in dep["targets"]
+                if target is not None and event in ("change", "input")}
+    fields = ("textbox", "dropdown", "slider", "checkbox", "number", "radio")
+    unset = [components[i]["props"].get("elem_id") or i for i in sorted(listened)
+             if components[i]["type"] in fields and components[i]["props"].get("value") is None
+             and components[i]["props"].get("choices") != []]  # a list with nothing in it yet has nothing to pick
+    assert not unset, unset
+
+
 @pytest.mark.parametrize("role_id, text", [("sunwukong", "你的金箍棒有多重？"), ("sherlock", "What is your method?")])
 def test_a_streamed_reply_in_character(app_server, role_id, text):
     client = Client(app_server, verbose=False)
