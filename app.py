@@ -21,6 +21,7 @@ from chatharuhi_core.web.chat import Conversation  # noqa: E402
 from page import api  # noqa: E402
 from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
+from page.events import run_every_change  # noqa: E402
 from page.group_scene import GroupSceneTab  # noqa: E402
 from page.language import LANGUAGE_JS, L, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
 from page.session import Session  # noqa: E402
@@ -74,6 +75,7 @@ class Page:
         Switches(self.settings).wire(self, stops)
         self.chat.controls.wire(self, stops)
         api.wire(self.demo, self.settings)
+        run_every_change(self.demo)  # Gradio 6.31's always_last could run an event again without end
 
 
 def build_demo(settings: Settings | None = None) -> gr.Blocks:

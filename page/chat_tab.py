@@ -136,13 +136,14 @@ class ChatTab:
         # the language guard follows the character and the engine's model (a switch, a new engine, a typed model)
         guard = (self.language_view, [v.conv, s.engine, s.model, s.base_url],
                  [self.language_note, self.use_offline, self.use_local])
-        for changed in (v.conv, s.engine, s.model, s.base_url):
-            changed.change(*guard, api_name=False, show_progress="hidden")
+        for changed in s.changes(v.conv):
+            changed(*guard, api_name=False, show_progress="hidden", trigger_mode="multiple")
         # the local model reads the next prompt's start while the visitor types the message (chat/ahead.py)
-        gr.on([c.change for c in (v.conv, s.engine, s.model)], page.turns.read_ahead_for,
-              [v.conv, self.user_role], None, api_name=False, show_progress="hidden", trigger_mode="always_last",
+        gr.on(s.changes(v.conv)[:3], page.turns.read_ahead_for,
+              [v.conv, self.user_role], None, api_name=False, show_progress="hidden", trigger_mode="multiple",
               inputs_kwargs=s.fields(key=False))
-        self.use_local.click(self.local_model, [v.conv, s.engine, s.model, s.base_url], s.model, api_name=False)
+        self.use_local.click(self.local_model, [v.conv, s.engine, s.model, s.base_url], [s.model, s.model_set],
+                             api_name=False)
         self.use_offline.click(lambda: "script", None, s.engine, api_name=False).then(
             s.change_engine, s.engine, s.view(), api_name=False)
         self.examples.click(lambda sample: sample[0], self.examples, self.text)
@@ -164,7 +165,7 @@ class ChatTab:
         (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill)."""
         v, scene_user = page.visit, page.group.user_role
         named = (rename_visitor, [v.conv, self.user_role], [self.about, self.chat])  # the greeting says it again
-        self.user_role.change(*named, api_name=False, trigger_mode="always_last", show_progress="hidden")
+        self.user_role.change(*named, api_name=False, trigger_mode="multiple", show_progress="hidden")
         keep = (lambda name: name, v.visitor, page.session.saved_name)
         self.user_role.change(remember_name, [self.user_role, scene_user, v.conv], [v.visitor, scene_user],
                               api_name=False, show_progress="hidden").then(*keep, api_name=False,
@@ -191,7 +192,7 @@ class ChatTab:
         language (the guard then hides the warning)."""
         local = local_choice(EnginePanel(engine or "script", model or "", base_url or ""),
                              load_role(current(conv).role_id), self.settings)
-        return local.name if local is not None else gr.skip()
+        return (local.name, local.name) if local is not None else (gr.skip(), gr.skip())
 
     def set_avatar(self, conv: Conversation | None):
         """The portrait as the avatar of the chat bubbles, the thumbs of rated replies (an imported chat)

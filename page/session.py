@@ -79,9 +79,10 @@ class Session:
         # a reply, a switch, a clear, an import, a memory; another engine or any of its settings (never the key).
         # One event for all of them: separate ones could finish out of order and leave an older record behind.
         kept = s.fields(key=False)
-        gr.on([x.change for x in (v.conv, *kept.values(), c.speak_on)], self.keep_in_browser,
+        listened = [x for x in kept.values() if x is not s.model] + [s.model_set]  # not the field's own change
+        gr.on([x.change for x in (v.conv, *listened, c.speak_on)], self.keep_in_browser,
               [v.conv, v.chats, v.added, c.speak_on], self.saved_chats, api_name=False, inputs_kwargs=kept,
-              show_progress="hidden", trigger_mode="always_last")
+              show_progress="hidden", trigger_mode="multiple")
         s.forget_me.click(self.forget_me, [v.conv, v.visitor, v.gate],
                           view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status],
                           api_name="forget_me")

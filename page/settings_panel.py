@@ -38,10 +38,11 @@ class SettingsPanel:
             self.engine = gr.Dropdown(engines, label=L("Engine"), elem_id="engine")
             self.model = gr.Dropdown([], value="", label=L("Model"), visible=False, allow_custom_value=True,
                                      filterable=True, elem_id="model")
+            # the model as last set (picked, typed and left, or drawn for an engine): what events follow, not the
+            # field's own `change`, which a typed name sets off at every key
+            self.model_set = gr.State("")
             with gr.Group(visible=False) as self.server_box:
-                # a start value, not none: a text field that starts empty (None) and is filled by the session's
-                # load could fire `change` without end in the browser (about 13 a second, each a round trip:
-                # seen in 2 of 5 page loads; tests/browser/test_browser.py)
+                # a start value, "" rather than None: the session's load then leaves it as it was
                 self.base_url = gr.Textbox("", label=L("Base URL"), placeholder="https://api.openai.com/v1",
                                            elem_id="base-url")
                 self.api_key = gr.Textbox(label=L("API key (this session only, never stored)"), type="password",
@@ -70,13 +71,22 @@ class SettingsPanel:
         return fields
 
     def view(self) -> list:
-        """What `change_engine` draws (`note`: the engine's description, which the chat tab shows under the box)."""
+        """What `change_engine` draws (`note`: the engine's description, which the chat tab shows under the box),
+        the model as set last."""
         return [self.note, self.model, self.server_box, self.api_key, self.story_tokens, self.history_tokens,
-                self.memory_tokens, self.recall_tokens]
+                self.memory_tokens, self.recall_tokens, self.model_set]
+
+    def changes(self, *others) -> list:
+        """The events that mean the engine's settings (and `others`) changed: the model as set (`model_set`), not
+        the model field's own `change`."""
+        return [x.change for x in (*others, self.engine, self.model_set, self.base_url)]
 
     def wire(self) -> None:
-        """The visitor's pick of an engine (not the visit's start, which sets the kept settings)."""
+        """The visitor's pick of an engine (not the visit's start, which sets the kept settings), and the model they
+        pick or type (`input`: when they pick one or leave the field)."""
         self.engine.input(self.change_engine, self.engine, self.view(), api_name="change_engine")
+        self.model.input(lambda model: model or "", self.model, self.model_set, api_name=False,
+                         show_progress="hidden")
 
     def change_engine(self, engine: str):
         """What `view()` draws for the engine the visitor picked (engine_view)."""
@@ -102,4 +112,5 @@ def engine_view(engine: str, settings: Settings, kept: dict | None = None):
     budgets = default_budgets(engine, settings)
     return (engine_note(engine), model, gr.Group(visible=hints.uses_server), key,
             kept.get("story_tokens", budgets.story_tokens), kept.get("history_tokens", budgets.history_tokens),
-            kept.get("memory_tokens", budgets.memory_tokens), kept.get("recall_tokens", budgets.recall_tokens))
+            kept.get("memory_tokens", budgets.memory_tokens), kept.get("recall_tokens", budgets.recall_tokens),
+            kept.get("model", "") or "")

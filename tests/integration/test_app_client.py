@@ -22,7 +22,7 @@ def test_page_serves_and_lists_endpoints(app_server):
 
 def test_every_field_the_page_listens_to_starts_with_a_value(app_server):
     """A text field that started as None (Base URL) and was filled in by the session's load could fire `change`
-    without end in the browser, a round trip each (tests/browser/test_browser.py sees an idle page send nothing):
+    without end in the browser, a round trip each (tests/browser/test_browser.py: the page goes quiet):
     every field that a `change` or `input` event listens to starts with a value, "" for an empty one."""
     import httpx
 
