@@ -92,8 +92,9 @@ def local_rows(cache: Path, big: int, model: str | None = None) -> tuple[list[st
             run_visitors(url, local, 1, echo=False, settle_s=4)  # the model loaded, the role's store open
             measured = {n: crowd(url, local, n) for n in (1, 8, big)}
             rows += [_row(f"local model, {label}", r) for r in measured.values()]
-            if env:
-                continue  # the baseline: its rows only
+            if env:  # the baseline: its rows only
+                print(*rows[-len(measured):], sep="\n", flush=True)
+                continue
             eight, one = measured[8], measured[1]
             goals.append(f"8 visitors on the local model: {eight['errors']} errors, first token p95 "
                          f"{eight['p95_s']:.1f} s (goal ≤ 15 s), decode {eight['decode_tps'] / one['decode_tps']:.1f}× "
