@@ -131,7 +131,8 @@ def main() -> int:
         print(f"busy {busy}, {'free cores' if choose else 'all threads'}: {rows[busy, choose]}", flush=True)
     quiet = rows[0, False][0]
     model = f" --model {args.model}" if args.model else ""
-    lines = [f"## The local engine on a shared CPU{', ' + args.model if args.model else ''}", "",
+    heading = f"## {args.model} on a shared CPU" if args.model else "## The local engine on a shared CPU"
+    lines = [heading, "",
              f"Taken {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `.venv/bin/python bench/shared_cpu.py "
              f"--rounds {args.rounds}{model}` at commit {commit()} on: {machine()}, no GPU. Every reply asks a question no "
              "other reply of the run asks (`QUESTIONS`, one sentence of 7-10 words each; round i of each condition "
