@@ -137,10 +137,10 @@ class ChatTab:
         guard = (self.language_view, [v.conv, s.engine, s.model, s.base_url],
                  [self.language_note, self.use_offline, self.use_local])
         for changed in s.changes(v.conv):
-            changed(*guard, api_name=False, show_progress="hidden", trigger_mode="multiple")
+            changed(*guard, api_name=False, show_progress="hidden")
         # the local model reads the next prompt's start while the visitor types the message (chat/ahead.py)
-        gr.on(s.changes(v.conv)[:3], page.turns.read_ahead_for,
-              [v.conv, self.user_role], None, api_name=False, show_progress="hidden", trigger_mode="multiple",
+        gr.on([v.conv.change, s.engine.change, s.model_set.change], page.turns.read_ahead_for,
+              [v.conv, self.user_role], None, api_name=False, show_progress="hidden",
               inputs_kwargs=s.fields(key=False))
         self.use_local.click(self.local_model, [v.conv, s.engine, s.model, s.base_url], [s.model, s.model_set],
                              api_name=False)
@@ -165,7 +165,7 @@ class ChatTab:
         (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill)."""
         v, scene_user = page.visit, page.group.user_role
         named = (rename_visitor, [v.conv, self.user_role], [self.about, self.chat])  # the greeting says it again
-        self.user_role.change(*named, api_name=False, trigger_mode="multiple", show_progress="hidden")
+        self.user_role.change(*named, api_name=False, show_progress="hidden")
         keep = (lambda name: name, v.visitor, page.session.saved_name)
         self.user_role.change(remember_name, [self.user_role, scene_user, v.conv], [v.visitor, scene_user],
                               api_name=False, show_progress="hidden").then(*keep, api_name=False,

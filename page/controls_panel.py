@@ -101,11 +101,10 @@ class PlayerControls:
         # the note as it is typed and the depth as it is moved, one event for both (the latest values win: a field
         # left while the depth was set must not bring back the old depth)
         gr.on([self.note.change, self.depth.change], _note, [v.conv, self.note, self.depth], [v.conv, c.feedback_note],
-              api_name=False, show_progress="hidden", trigger_mode="multiple")
+              api_name=False, show_progress="hidden")
         v.conv.change(_view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
                       [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
-                       self.depth, self.face, v.conv], api_name=False, show_progress="hidden",
-                      trigger_mode="multiple")
+                       self.depth, self.face, v.conv], api_name=False, show_progress="hidden")
         self.my_line.click(self.write_my_line, [v.conv, c.user_role], [c.text, c.feedback_note], api_name=False,
                            inputs_kwargs=page.chat.panel.fields())
 

@@ -276,7 +276,7 @@ class GroupSceneTab:
         where = [panel.engine, panel.model, panel.base_url]  # the cast, or the engine chosen in Chat
         for changed in panel.changes(self.state):
             changed(self.scene_language, [self.state, *where], self.language_note, api_name=False,
-                    show_progress="hidden", trigger_mode="multiple")
+                    show_progress="hidden")
         self.to.change(whisper_hint, [self.to, self.state], self.text, api_name=False)
         for k in range(SLOTS):
             self.sliders[k].input(set_talk(k), [self.sliders[k], self.state], self.state, api_name=False)
@@ -290,7 +290,7 @@ class GroupSceneTab:
         self.chat.select(self.speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
         self.chat.select(clicked, None, self.selected, api_name=False, show_progress="hidden")
         gr.on([self.state.change, self.selected.change], _count, [self.state, self.selected], self.count,
-              api_name=False, show_progress="hidden", trigger_mode="multiple")
+              api_name=False, show_progress="hidden")
         self.prev.click(self._flip(-1), [self.state, self.selected], [self.state, self.chat, self.status],
                         api_name=False, show_progress="hidden")  # ▶ is a run of its own (_wire_runs)
         self.state.change(refresh_export, self.state, self.export_btn, api_name=False)

@@ -82,7 +82,7 @@ class Session:
         listened = [x for x in kept.values() if x is not s.model] + [s.model_set]  # not the field's own change
         gr.on([x.change for x in (v.conv, *listened, c.speak_on)], self.keep_in_browser,
               [v.conv, v.chats, v.added, c.speak_on], self.saved_chats, api_name=False, inputs_kwargs=kept,
-              show_progress="hidden", trigger_mode="multiple")
+              show_progress="hidden")
         s.forget_me.click(self.forget_me, [v.conv, v.visitor, v.gate],
                           view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status],
                           api_name="forget_me")
