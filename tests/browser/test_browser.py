@@ -290,21 +290,29 @@ def _events_sent(page, seconds: float) -> int:
     return len(sent)
 
 
+def _goes_quiet(page, within_s: float = 30) -> bool:
+    """Whether the page comes to a 3 s stretch with at most 2 events within `within_s` (a busy machine may still
+    be answering the last keys' events at first; a page that never stops sends 6 or more a second)."""
+    deadline = time.time() + within_s
+    while time.time() < deadline:
+        if _events_sent(page, 3) <= 2:
+            return True
+    return False
+
+
 def test_a_page_left_alone_sends_nothing_after_the_visitor_types(browser, app_server):
     """A page that has come up, or whose fields were typed into, goes quiet: Gradio 6.31's `always_last` events
     ran again without end when set off while running (the session's load setting several fields at once, a name
     typed key by key, a model typed and then a server's address), 6 to 13 round trips a second for as long as the
     page stayed open (page/events.py)."""
     page = open_page(browser, app_server)
-    page.wait_for_timeout(1500)  # the session's last events (the read-ahead, the saved settings)
-    assert _events_sent(page, 3) <= 2, "a page left alone kept sending events"
+    assert _goes_quiet(page), "a page left alone kept sending events"
     page.locator("#user-role input, #user-role textarea").first.press_sequentially("Watson the Doctor", delay=30)
     choose_engine(page, "OpenAI-compatible server")
     page.wait_for_timeout(1000)
     page.locator("#model input").first.fill("smollm2")
     page.locator("#base-url input, #base-url textarea").first.fill("http://127.0.0.1:9/v1")
-    page.wait_for_timeout(4000)  # each key's events, in the order sent
-    assert _events_sent(page, 3) <= 2, "typed fields kept sending events"
+    assert _goes_quiet(page), "typed fields kept sending events"
     page.close()
 
 
