@@ -202,6 +202,26 @@ class Remembering:
             self.seen.update(zip(new, self.inner.embed(new)))
         return np.stack([self.seen[t] for t in texts])
 
+    def embed_queries(self, texts):
+        import numpy as np
+
+        from chatharuhi_core.embedding import embed_queries
+
+        new = [t for t in dict.fromkeys(texts) if ("query", t) not in self.seen]
+        if new:
+            self.seen.update(zip((("query", t) for t in new), embed_queries(self.inner, new)))
+        return np.stack([self.seen[("query", t)] for t in texts])
+
+
+_REMEMBERED: dict[str, Remembering] = {}
+
+
+def remembered(embedder) -> Remembering:
+    """The memory embedder, remembering every text's vectors (passages and queries apart)."""
+    if embedder.name not in _REMEMBERED:
+        _REMEMBERED[embedder.name] = Remembering(embedder)
+    return _REMEMBERED[embedder.name]
+
 
 def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
     """Each question of a case: evidence in the prompt, its best rank, the recall block's tokens, the time."""
@@ -214,6 +234,8 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
     bot = ChatHaruhi(role=role, settings=settings, embedder=embedder, budgets=budgets, history=list(case.history),
                      ruler=ruler, read_ahead=False)
     bot.clock = lambda: case.today
+    if bot.memory_embedder is not None:  # its vectors remembered across runs too
+        bot.memory_embedder = remembered(bot.memory_embedder)
     bot.index_ahead()  # an imported chat indexed in the background before its first question (timed apart)
     in_window = bot.in_window()
     older = len(case.history) - in_window
@@ -230,7 +252,7 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
         if groups and older:
             vector = embedder.embed([text])[0]
             query = recall_query(text, vector, embedder, bot.visitor_names(case.person), bot.role.name,
-                                 today=day_of(case.today))
+                                 today=day_of(case.today), deep=bot.memory_embedder)
             ranked = bot.memory.index.rank(query, older, days)
             order = {c.index + 1: n for n, c in enumerate(ranked, 1)}
             ranks = [min((order.get(t, 10 ** 6) if t <= older else 0) for t in g) for g in groups]

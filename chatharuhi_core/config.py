@@ -133,6 +133,8 @@ class Settings:
     hub_offline: bool = False  # HF_HUB_OFFLINE: serve only what is cached
     default_engine: str = "script"
     embedder: str = "use-multilingual-v3"
+    # CHATHARUHI_MEMORY_EMBEDDER ("off": none): memory searches a long chat by this one's meaning as well
+    memory_embedder: str = "multilingual-e5-small"
     timeout_s: float = DEFAULT_TIMEOUT_S
     fold_prompt: bool = False  # CHATHARUHI_FOLD_PROMPT: no system message, no two user messages in a row
     budgets: Budgets = Budgets()
@@ -175,6 +177,7 @@ class Settings:
             hub_offline=_flag(env.get("HF_HUB_OFFLINE")),
             default_engine=engine,
             embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
+            memory_embedder=env.get("CHATHARUHI_MEMORY_EMBEDDER") or "multilingual-e5-small",
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
             feedback_file=feedback_file,

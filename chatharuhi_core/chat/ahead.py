@@ -35,7 +35,8 @@ def index_ahead(conv: ChatCore) -> None:
         return
     in_window = conv.in_window()
     if len(conv.history) > in_window:
-        conv.memory.index_older(conv.history[:len(conv.history) - in_window], conv.role.name, conv.embedder)
+        conv.memory.index_older(conv.history[:len(conv.history) - in_window], conv.role.name, conv.embedder,
+                                conv.memory_embedder)
 
 
 def makes_notes(conv: ChatCore) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..config import Budgets, Settings
-from ..embedding import Embedder, get_embedder
+from ..embedding import Embedder, get_embedder, memory_embedder
 from ..errors import EmptyReply
 from ..i18n import _
 from ..roles.card_extras import DepthNote, character_note, regex_scripts, scripted
@@ -89,6 +89,8 @@ class ChatCore:
         self.player, self.note = seat.persona, seat.note
         self.user_role = seat.user_role or (seat.persona.name if seat.persona else "") or role.visitor_name
         self.embedder = seat.embedder or get_embedder(self.settings.embedder)
+        # memory searches a long chat by this one's meaning too (None: the role's embedder and words alone)
+        self.memory_embedder: Embedder | None = memory_embedder(self.settings.memory_embedder)
         self.engine: Engine = choice.open(self.settings)
         # the engine's own budgets unless given: a small local model reads a short prompt far sooner
         self.budgets: Budgets = choice.budgets or default_budgets(self.engine.name, self.settings)
@@ -241,13 +243,13 @@ class ChatCore:
         if len(self.history) <= in_window:
             return [], [], ""
         query = recall_query(text, vectors, self.embedder, self.visitor_names(user_role), self.role.name,
-                             today=day_of(self.clock()))
+                             today=day_of(self.clock()), deep=self.memory_embedder)
         b = self.budgets
         notes = self.memory.recall_notes(self.history, query, self.embedder, min(b.note_tokens, b.recall_tokens),
                                          self.count_tokens)
         written = notes_block(notes, self.history)
         left = b.recall_tokens - (self.count_tokens(written) if written else 0)
-        ask = Ask(query, self.embedder, left, b.recall_k, self.count_tokens)
+        ask = Ask(query, self.embedder, left, b.recall_k, self.count_tokens, deep=self.memory_embedder)
         return self.memory.recall(self.history, in_window, self.role.name, ask), notes, written
 
     # ------------------------------------------------------------ one turn

@@ -31,7 +31,7 @@ from datetime import date
 
 import numpy as np
 
-from ..embedding import Embedder
+from ..embedding import Embedder, embed_queries
 from ..errors import InputError
 from ..i18n import _
 from ..roles.lines import format_query, format_reply
@@ -108,13 +108,15 @@ def views_of(text: str, ex: Exchange) -> tuple[str, str, str]:
 @dataclass(frozen=True)
 class RecallQuery:
     """What one message asks memory with: its embedded forms (rows, the first foremost: the message, the
-    message with the visitor's name as "I", the newest line), its words for BM25, the days it names, and whether
-    it gathers (asks for several things said at different times: answered from many days, line by line)."""
+    message with the visitor's name as "I", the newest line), its words for BM25, the days it names, whether
+    it gathers (asks for several things said at different times: answered from many days, line by line), and
+    its forms by the memory embedder (`deep`, embedding.memory_embedder)."""
 
     vectors: np.ndarray | None
     words: tuple[str, ...] = ()
     days: frozenset[Day] = frozenset()
     gather: bool = False
+    deep: np.ndarray | None = None  # the same forms by the memory embedder (rows), when there is one
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,8 @@ class Candidate:
 
 # Fusion (reciprocal ranks, weighted): measured on bench/memory_public.py's tuning split, never the held-out one.
 FUSE_K = 5  # rank offset: small, so a unit first by words or by meaning stands out
-W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0  # a unit on the day the message names comes before others
+W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0
+W_DEEP = 1.0  # the memory embedder's list (a unit's first view, both lines), beside the role embedder's  # a unit on the day the message names comes before others
 NEIGHBOURS = 0.7  # the exchanges just before and after a strong one, at this share of its score
 NEIGHBOUR_OF = 4  # ... of the top few
 DEPTH = 64  # how far down each list (meaning, words) counts (32 and 128 found the same on the tuning split)
@@ -156,6 +159,8 @@ class RecallIndex:
         self._asks = np.zeros((0, 0), dtype=np.float32)  # unit, view: 1 where the view is a question
         self._line_words: dict[str, frozenset[str]] = {}  # a line's words, for packing (line_words)
         self._vectors = np.zeros((0, 0, 0), dtype=np.float32)  # embedded unit, view, dimension
+        self._deep = np.zeros((0, 0), dtype=np.float32)  # embedded unit, dimension: the memory embedder's
+        self._deep_embedder: Embedder | None = None  # fixed by the first sync that names one
         self._words = LexicalIndex()
         self._cond = threading.Condition()
         self._embedder: Embedder | None = None
@@ -170,12 +175,16 @@ class RecallIndex:
         with self._cond:
             return len(self._vectors), len(self._keys)
 
-    def sync(self, keys: Sequence[tuple[str, ...]], embedder: Embedder, wait: float | None = None) -> bool:
+    def sync(self, keys: Sequence[tuple[str, ...]], embedder: Embedder, wait: float | None = None,
+             deep: Embedder | None = None) -> bool:
         """Make the index begin with exactly `keys` (each unit's views, oldest first), indexing only what is new.
         Units after them stay when `keys` is a prefix of what is held (indexed ahead, see Scene.index_ahead); a
         unit that differs is dropped with all after it. Waits for the embedding up to `wait` seconds (None: until
-        done, raising what the embedder raised); True when every unit is embedded."""
+        done, raising what the embedder raised); True when every unit is embedded. `deep`: the memory embedder,
+        which embeds each unit's first view too (kept from the first sync that names one, while none is embedded)."""
         with self._cond:
+            if deep is not None and self._deep_embedder is None and not len(self._vectors):
+                self._deep_embedder = deep
             same = 0
             for mine, theirs in zip(self._keys, keys):
                 if mine != theirs:
@@ -186,6 +195,7 @@ class RecallIndex:
                 self._asks = np.concatenate([self._asks[:same], _questions(keys[same:], self._asks.shape[1])]) \
                     if same else _questions(keys)
                 self._vectors = self._vectors[:min(same, len(self._vectors))]
+                self._deep = self._deep[:len(self._vectors)]
                 self._words.truncate(same)
                 self._words.add(key[0] for key in keys[same:])
                 self._embedder, self._error = embedder, None
@@ -208,10 +218,13 @@ class RecallIndex:
                     self._working = False
                     self._cond.notify_all()
                     return
-                batch, embedder = self._keys[start:start + self.BATCH], self._embedder
+                batch, embedder, deep = self._keys[start:start + self.BATCH], self._embedder, self._deep_embedder
             try:
                 assert embedder is not None
                 flat = np.asarray(embedder.embed([t or " " for key in batch for t in key]), dtype=np.float32)
+                if deep is not None:
+                    deeper = np.asarray(deep.embed([key[0] or " " for key in batch]), dtype=np.float32)
+                    deeper /= np.maximum(np.linalg.norm(deeper, axis=1, keepdims=True), 1e-12)
             except Exception as exc:  # the caller that waits raises it; a search meanwhile uses words only
                 log.info("embedding the conversation for recall failed: %r", exc)
                 with self._cond:
@@ -223,6 +236,8 @@ class RecallIndex:
             with self._cond:  # kept only if the history was not rewritten under it meanwhile
                 if len(self._vectors) == start and self._keys[start:start + len(batch)] == batch:
                     self._vectors = fresh if not start else np.concatenate([self._vectors, fresh])
+                    if deep is not None:
+                        self._deep = deeper if not start else np.concatenate([self._deep, deeper])
                 self._cond.notify_all()
 
     def _cosines(self, vectors: np.ndarray | None, n: int) -> np.ndarray:
@@ -231,6 +246,16 @@ class RecallIndex:
         if vectors is None or not m:
             return np.zeros((m, 0), dtype=np.float32)
         return self._matches(slice(0, m), vectors).max(axis=1)
+
+    def _deep_cosines(self, rows: np.ndarray | None, n: int) -> np.ndarray:
+        """(units embedded among the first n, queries) by the memory embedder, a question ASKED less."""
+        with self._cond:
+            m = min(n, len(self._deep))
+            if rows is None or not m or self._deep_embedder is None:
+                return np.zeros((m, 0), dtype=np.float32)
+            query = np.atleast_2d(np.asarray(rows, dtype=np.float32))
+            query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
+            return self._deep[:m] @ query.T - ASKED * self._asks[:m, :1]
 
     def _matches(self, units: slice | list[int], vectors: np.ndarray) -> np.ndarray:
         """(unit, view, query): each embedded unit's views against the query's rows, a question ASKED less.
@@ -284,6 +309,8 @@ class RecallIndex:
         cosine = sims.max(axis=1) if sims.shape[1] else np.zeros(0, dtype=np.float32)
         for rank, i in enumerate(_taking_turns(sims, DEPTH)):
             score[i] = W_DENSE / (FUSE_K + rank)
+        for rank, i in enumerate(_taking_turns(self._deep_cosines(query.deep, n), DEPTH) if W_DEEP else ()):
+            score[i] = score.get(i, 0.0) + W_DEEP / (FUSE_K + rank)
         for rank, (i, _score) in enumerate(sorted(lexical.items(), key=lambda kv: -kv[1])[:DEPTH]):
             score[i] = score.get(i, 0.0) + W_WORDS / (FUSE_K + rank)
             reasons.setdefault(i, []).append("words")
@@ -325,6 +352,7 @@ class Ask:
     k: int
     count: Counter
     wait: float | None = WAIT_S
+    deep: Embedder | None = None  # the memory embedder (embedding.memory_embedder), if any
 
 
 @dataclass(frozen=True)
@@ -414,9 +442,10 @@ class Memory:
             used += n
         return kept
 
-    def index_older(self, older: Sequence[Exchange], character: str, embedder: Embedder) -> None:
+    def index_older(self, older: Sequence[Exchange], character: str, embedder: Embedder,
+                    deep: Embedder | None = None) -> None:
         """Bring the index up to `older`, the exchanges out of the history window (waits for the embedding)."""
-        self.index.sync([exchange_views(ex, character) for ex in older], embedder)
+        self.index.sync([exchange_views(ex, character) for ex in older], embedder, None, deep)
 
     def recall(self, history: Sequence[Exchange], in_window: int, character: str, ask: Ask) -> list[Recalled]:
         """The earlier exchanges the message brings up (`ask`), among those the history window does not hold
@@ -441,7 +470,7 @@ class Memory:
             return []
         if not isinstance(query, RecallQuery):
             query = RecallQuery(np.asarray(query))
-        self.index.sync(list(keys), ask.embedder, ask.wait)
+        self.index.sync(list(keys), ask.embedder, ask.wait, ask.deep)
         days = [day_of(t) for t in units.times] if query.days or query.gather else []
         ranked = self.index.rank(query, len(keys), days)[:SCAN * ask.k * (2 if query.gather else 1)]
         if query.gather:
@@ -540,15 +569,17 @@ def query_forms(text: str, visitor: Sequence[str] = (), character: str = "", als
 
 
 def recall_query(text: str, vectors: np.ndarray | None, embedder: Embedder, visitor: Sequence[str] = (),
-                 character: str = "", today: date | None = None) -> RecallQuery:
+                 character: str = "", today: date | None = None, deep: Embedder | None = None) -> RecallQuery:
     """How memory is asked for one message: its vectors (rows: the message, then its query_forms; a caller that
-    embedded only the message gets the forms embedded here), its words, the days it names."""
+    embedded only the message gets the forms embedded here), its words, the days it names, and the same forms
+    by the memory embedder `deep` when there is one."""
     forms = query_forms(text, visitor, character)
     rows = None if vectors is None else np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     if rows is not None and forms and len(rows) < 1 + len(forms):
         rows = np.concatenate([rows[:1], np.asarray(embedder.embed(forms), dtype=np.float32)])
     days = frozenset(days_mentioned(text, today))
-    return RecallQuery(rows, tuple(tokens(text)), days, gathers(text) and not days)  # a day named: that day
+    deeper = None if deep is None or rows is None else np.asarray(embed_queries(deep, [text, *forms]), dtype=np.float32)
+    return RecallQuery(rows, tuple(tokens(text)), days, gathers(text) and not days, deeper)  # a day named: that day
 
 
 def recall_line(turn: int, text: str, label: str = "turn", at: str = "") -> str:
