@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import random
 import time
 from collections.abc import Iterator
@@ -149,10 +150,14 @@ def written(path: Path = WRITTEN, name: str = "written here", split: str = "held
 
 OFF = {"first_person": lambda *a, **k: None, "gathers": lambda *a, **k: False, "line_alone": lambda *a, **k: None}
 MEANING = {"W_WORDS": 0.0, "W_DAY": 0.0, "NEIGHBOURS": 0.0, "first_person": None, "ASKED": 0.0, "line_alone": None,
-           "gathers": None, "FEEDBACK": 0.0}
+           "gathers": None, "FEEDBACK": 0.0, "W_DEEP": 0.0}
+BEFORE_53B = {"W_DEEP": 0.0, "DAY_LINES": False}  # issue 53's first step: no memory embedder, each unit dated
 VARIANTS = {  # each at the API engines' budgets unless it says otherwise
     "full": {},
     "meaning only (same budget and k)": MEANING,
+    "memory embedder's meaning only (same budget and k)": {**MEANING, "W_DENSE": 0.0, "W_DEEP": 1.0},
+    "no memory embedder": {"W_DEEP": 0.0},
+    "each unit dated (no day lines)": {"DAY_LINES": False},
     "no words": {"W_WORDS": 0.0, "FEEDBACK": 0.0},
     "no day matching": {"W_DAY": 0.0},
     "no neighbours": {"NEIGHBOURS": 0.0},
@@ -161,8 +166,10 @@ VARIANTS = {  # each at the API engines' budgets unless it says otherwise
     "whole exchanges only (no lines)": {"line_alone": None},
     "no gathering (every question alike)": {"gathers": None},
     "no word feedback": {"FEEDBACK": 0.0},
-    "issue 40's memory (before this step)": {"ASKED": 0.0, "line_alone": None, "gathers": None, "FEEDBACK": 0.0},
-    "before issue 40 (meaning only, 400 tokens, k 6)": {**MEANING, "budgets": {"recall_tokens": 400, "recall_k": 6}},
+    "issue 53's first step": BEFORE_53B,
+    "issue 40's memory": {**BEFORE_53B, "ASKED": 0.0, "line_alone": None, "gathers": None, "FEEDBACK": 0.0},
+    "before issue 40 (meaning only, 400 tokens, k 6)": {**MEANING, "DAY_LINES": False,
+                                                        "budgets": {"recall_tokens": 400, "recall_k": 6}},
 }
 
 
@@ -189,10 +196,18 @@ class Remembering:
     """The embedder, remembering every text's vector: the same vectors, so the tuning runs and ablations do not
     embed the same 9,000 exchanges again (never used for timings)."""
 
-    def __init__(self, embedder):
+    def __init__(self, embedder, path: Path | None = None):
         self.inner, self.name, self.dim = embedder, embedder.name, embedder.dim
         self.chatharuhi_column = getattr(embedder, "chatharuhi_column", None)
-        self.seen: dict[str, object] = {}
+        self.seen: dict[object, object] = {}
+        self.path = path
+        if path is not None and path.exists():  # the memory embedder's vectors kept between runs (minutes of work)
+            self.seen = pickle.loads(path.read_bytes())
+
+    def save(self) -> None:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_bytes(pickle.dumps(self.seen))
 
     def embed(self, texts):
         import numpy as np
@@ -216,14 +231,15 @@ class Remembering:
 _REMEMBERED: dict[str, Remembering] = {}
 
 
-def remembered(embedder) -> Remembering:
-    """The memory embedder, remembering every text's vectors (passages and queries apart)."""
+def remembered(embedder, cache: Path | None = None) -> Remembering:
+    """The memory embedder, remembering every text's vectors (passages and queries apart), kept in `cache`
+    between runs (a model's vectors for a text do not change; never used for timings)."""
     if embedder.name not in _REMEMBERED:
-        _REMEMBERED[embedder.name] = Remembering(embedder)
+        _REMEMBERED[embedder.name] = Remembering(embedder, cache / f"{embedder.name}.pickle" if cache else None)
     return _REMEMBERED[embedder.name]
 
 
-def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
+def run_case(case: Case, budgets, settings, embedder, ruler=None, cache: Path | None = None) -> list[dict]:
     """Each question of a case: evidence in the prompt, its best rank, the recall block's tokens, the time."""
     from chatharuhi_core import ChatHaruhi
     from chatharuhi_core.chat.memory import RECALL_HEADER, recall_query
@@ -235,7 +251,7 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None) -> list[dict]:
                      ruler=ruler, read_ahead=False)
     bot.clock = lambda: case.today
     if bot.memory_embedder is not None:  # its vectors remembered across runs too
-        bot.memory_embedder = remembered(bot.memory_embedder)
+        bot.memory_embedder = remembered(bot.memory_embedder, cache)
     bot.index_ahead()  # an imported chat indexed in the background before its first question (timed apart)
     in_window = bot.in_window()
     older = len(case.history) - in_window
@@ -443,7 +459,7 @@ def main() -> int:
             restore = patched(variant)
             try:
                 b = replace(b, **variant.get("budgets", {}))
-                rows = [r for c in cases for r in run_case(c, b, settings, remembering, ruler)]
+                rows = [r for c in cases for r in run_case(c, b, settings, remembering, ruler, args.cache)]
             finally:
                 restore()
             runs.append((vname, bname, b, rows))
@@ -457,6 +473,8 @@ def main() -> int:
                 for r in rows:
                     if r["answerable"] and not r["found"]:
                         print(f"    MISS {r['set']} {r['lang']} rank {r['rank']}: {r['question']} {r['missed']}")
+    for kept in _REMEMBERED.values():
+        kept.save()
     log_heldout([rows for vname, bname, _b, rows in runs if vname == "full" and bname == "API engines"][0])
     timing = index_times(settings, embedder)
     if args.no_publish or args.split != "both" or args.sets:

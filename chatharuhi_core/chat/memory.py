@@ -110,13 +110,13 @@ class RecallQuery:
     """What one message asks memory with: its embedded forms (rows, the first foremost: the message, the
     message with the visitor's name as "I", the newest line), its words for BM25, the days it names, whether
     it gathers (asks for several things said at different times: answered from many days, line by line), and
-    its forms by the memory embedder (`deep`, embedding.memory_embedder)."""
+    the message by the memory embedder (`deep`, embedding.memory_embedder)."""
 
     vectors: np.ndarray | None
     words: tuple[str, ...] = ()
     days: frozenset[Day] = frozenset()
     gather: bool = False
-    deep: np.ndarray | None = None  # the same forms by the memory embedder (rows), when there is one
+    deep: np.ndarray | None = None  # the message by the memory embedder (a row), when there is one
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,8 @@ class Candidate:
 
 # Fusion (reciprocal ranks, weighted): measured on bench/memory_public.py's tuning split, never the held-out one.
 FUSE_K = 5  # rank offset: small, so a unit first by words or by meaning stands out
-W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0
-W_DEEP = 1.0  # the memory embedder's list (a unit's first view, both lines), beside the role embedder's  # a unit on the day the message names comes before others
+W_DENSE, W_WORDS, W_DAY = 1.0, 1.0, 2.0  # a unit on the day the message names comes before others
+W_DEEP = 1.0  # the memory embedder's list (a unit's first view, both lines), beside the role embedder's
 NEIGHBOURS = 0.7  # the exchanges just before and after a strong one, at this share of its score
 NEIGHBOUR_OF = 4  # ... of the top few
 DEPTH = 64  # how far down each list (meaning, words) counts (32 and 128 found the same on the tuning split)
@@ -181,7 +181,9 @@ class RecallIndex:
         Units after them stay when `keys` is a prefix of what is held (indexed ahead, see Scene.index_ahead); a
         unit that differs is dropped with all after it. Waits for the embedding up to `wait` seconds (None: until
         done, raising what the embedder raised); True when every unit is embedded. `deep`: the memory embedder,
-        which embeds each unit's first view too (kept from the first sync that names one, while none is embedded)."""
+        which embeds each unit's first view too (kept from the first sync that names one, while none is embedded),
+        after the role embedder's views: a message waits `wait` for those alone, and meets the memory embedder's
+        vectors as far as they have come (a wait of None waits for both)."""
         with self._cond:
             if deep is not None and self._deep_embedder is None and not len(self._vectors):
                 self._deep_embedder = deep
@@ -195,36 +197,49 @@ class RecallIndex:
                 self._asks = np.concatenate([self._asks[:same], _questions(keys[same:], self._asks.shape[1])]) \
                     if same else _questions(keys)
                 self._vectors = self._vectors[:min(same, len(self._vectors))]
-                self._deep = self._deep[:len(self._vectors)]
+                self._deep = self._deep[:min(same, len(self._deep))]
                 self._words.truncate(same)
                 self._words.add(key[0] for key in keys[same:])
                 self._embedder, self._error = embedder, None
-            if len(self._vectors) < len(self._keys) and not self._working:
+            if not self._complete() and not self._working:
                 self._working = True
                 self._embedder = self._embedder or embedder
                 threading.Thread(target=self._embed_all, name="memory-embed", daemon=True).start()
             target = len(keys)
-            done = self._cond.wait_for(lambda: len(self._vectors) >= target or not self._working, wait)
+            done = self._cond.wait_for(lambda: not self._working or len(self._vectors) >= target and (
+                wait is not None or self._complete()), wait)
             if wait is None and self._error is not None and len(self._vectors) < target:
                 raise self._error
             return done and len(self._vectors) >= target
 
+    def _complete(self) -> bool:
+        """Whether every unit is embedded by both embedders. Under the lock."""
+        return len(self._vectors) >= len(self._keys) and (self._deep_embedder is None or
+                                                            len(self._deep) >= len(self._keys))
+
     def _embed_all(self) -> None:
-        """The worker: embeds the units not embedded yet, a batch at a time, until none is left."""
+        """The worker: embeds the units not embedded yet, a batch at a time, until none is left: by the role's
+        embedder first (every view), then by the memory embedder (a few times slower; first views alone)."""
         while True:
             with self._cond:
-                start = len(self._vectors)
-                if start >= len(self._keys):
+                views = len(self._vectors) < len(self._keys)
+                start = len(self._vectors) if views else len(self._deep)
+                if not views and (self._deep_embedder is None or start >= len(self._keys)):
                     self._working = False
                     self._cond.notify_all()
                     return
                 batch, embedder, deep = self._keys[start:start + self.BATCH], self._embedder, self._deep_embedder
             try:
-                assert embedder is not None
-                flat = np.asarray(embedder.embed([t or " " for key in batch for t in key]), dtype=np.float32)
-                if deep is not None:
+                assert embedder is not None and (views or deep is not None)
+                if not views:
                     deeper = np.asarray(deep.embed([key[0] or " " for key in batch]), dtype=np.float32)
                     deeper /= np.maximum(np.linalg.norm(deeper, axis=1, keepdims=True), 1e-12)
+                    with self._cond:
+                        if len(self._deep) == start and self._keys[start:start + len(batch)] == batch:
+                            self._deep = deeper if not start else np.concatenate([self._deep, deeper])
+                        self._cond.notify_all()
+                    continue
+                flat = np.asarray(embedder.embed([t or " " for key in batch for t in key]), dtype=np.float32)
             except Exception as exc:  # the caller that waits raises it; a search meanwhile uses words only
                 log.info("embedding the conversation for recall failed: %r", exc)
                 with self._cond:
@@ -236,8 +251,6 @@ class RecallIndex:
             with self._cond:  # kept only if the history was not rewritten under it meanwhile
                 if len(self._vectors) == start and self._keys[start:start + len(batch)] == batch:
                     self._vectors = fresh if not start else np.concatenate([self._vectors, fresh])
-                    if deep is not None:
-                        self._deep = deeper if not start else np.concatenate([self._deep, deeper])
                 self._cond.notify_all()
 
     def _cosines(self, vectors: np.ndarray | None, n: int) -> np.ndarray:
@@ -486,7 +499,7 @@ class Memory:
         views = self.index.view_cosines(query.vectors, [c.index for c in ranked]) if units.parts else {}
         words = frozenset(query.words)
         picked: list[Recalled] = []
-        used, seen, held = count(header), set(), 0.0
+        cost, seen, held = BlockCost(count, header), set(), 0.0
         for c in ranked:
             text = texts[c.index]
             if units.parts:
@@ -495,15 +508,17 @@ class Memory:
                 text = text if alone is None else units.parts[c.index][alone]
             if text in seen:  # the same words said twice (a greeting, a question asked again): once
                 continue
-            n = count(recall_line(numbers[c.index], text, label, times[c.index]))
-            if used + n > ask.budget:
+            n = cost.of(numbers[c.index], text, label, times[c.index])
+            if cost.used + n > ask.budget:
                 continue
             seen.add(text)
             picked.append(Recalled(numbers[c.index], c.cosine, text, times[c.index], _why(c, numbers, label)))
-            used += n
+            cost.add(n, times[c.index])
             held += 1.0 if text == texts[c.index] else 0.5
-            if held >= ask.k or ask.budget - used < MIN_LINE:
+            if held >= ask.k or ask.budget - cost.used < MIN_LINE:
                 break
+        while picked and count(recall_block(picked, header, label)) > ask.budget:  # the few tokens BlockCost missed
+            picked.pop()  # the last packed: the least ranked
         return sorted(picked, key=lambda r: r.turn)
 
 
@@ -571,20 +586,67 @@ def query_forms(text: str, visitor: Sequence[str] = (), character: str = "", als
 def recall_query(text: str, vectors: np.ndarray | None, embedder: Embedder, visitor: Sequence[str] = (),
                  character: str = "", today: date | None = None, deep: Embedder | None = None) -> RecallQuery:
     """How memory is asked for one message: its vectors (rows: the message, then its query_forms; a caller that
-    embedded only the message gets the forms embedded here), its words, the days it names, and the same forms
-    by the memory embedder `deep` when there is one."""
+    embedded only the message gets the forms embedded here), its words, the days it names, and the message by
+    the memory embedder `deep` when there is one."""
     forms = query_forms(text, visitor, character)
     rows = None if vectors is None else np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     if rows is not None and forms and len(rows) < 1 + len(forms):
         rows = np.concatenate([rows[:1], np.asarray(embedder.embed(forms), dtype=np.float32)])
     days = frozenset(days_mentioned(text, today))
-    deeper = None if deep is None or rows is None else np.asarray(embed_queries(deep, [text, *forms]), dtype=np.float32)
+    # the memory embedder asks with the message alone: ~17 ms a text on 2 cores, and its other forms found 1 more
+    # of 278 tuning questions
+    deeper = None if deep is None or rows is None else np.asarray(embed_queries(deep, [text]), dtype=np.float32)
     return RecallQuery(rows, tuple(tokens(text)), days, gathers(text) and not days, deeper)  # a day named: that day
 
 
-def recall_line(turn: int, text: str, label: str = "turn", at: str = "") -> str:
+def recall_line(turn: int, text: str, label: str = "turn", clock: str = "") -> str:
+    """One unit as the recall block writes it, under its day's line: "[turn 12] Anna:「…」" (with its time,
+    "[turn 12 · 21:05]", when it differs from the time on its day's line)."""
+    return f"[{label} {turn}{' · ' + clock if clock else ''}] {text}\n"
+
+
+DAY_LINES = True  # False: each unit carries its own day and time, as before issue 53's second step (bench ablation)
+
+
+def day_line(at: str) -> str:
+    """The line that opens a day's units in the recall block: "[2025-09-02 19:30]" (the day's first unit's time)."""
+    return f"[{shown(at)}]\n"
+
+
+def _own_line(turn: int, text: str, label: str, at: str) -> str:
     when = shown(at)
     return f"[{label} {turn}{' · ' + when if when else ''}]\n{text}\n"
+
+
+def _clock(at: str) -> str:
+    return shown(at)[11:]
+
+
+class BlockCost:
+    """The tokens a recall block grows by with each unit packed: its line, plus its day's line when it is the
+    first of that day, plus its time when it differs from the one on that day's line. Units are packed best first,
+    not in turn order, so the day's line may end up over another of its units: the sum can be off by a few tokens,
+    and the packed block is counted whole once more at the end (Memory._pack)."""
+
+    def __init__(self, count: Counter, header: str) -> None:
+        self.count, self.used, self._days = count, count(header), {}
+
+    def of(self, number: int, text: str, label: str, at: str) -> int:
+        day = day_of(at)
+        if not DAY_LINES:
+            return self.count(_own_line(number, text, label, at))
+        if day is None:
+            return self.count(recall_line(number, text, label))
+        clock = self._days.get(day)
+        if clock is None:
+            return self.count(day_line(at)) + self.count(recall_line(number, text, label))
+        return self.count(recall_line(number, text, label, "" if _clock(at) == clock else _clock(at)))
+
+    def add(self, n: int, at: str) -> None:
+        self.used += n
+        day = day_of(at)
+        if day is not None:
+            self._days.setdefault(day, _clock(at))
 
 
 def pinned_block(name: str, pins: Sequence[Pin]) -> str:
@@ -593,8 +655,21 @@ def pinned_block(name: str, pins: Sequence[Pin]) -> str:
 
 
 def recall_block(recalled: Sequence[Recalled], header: str = RECALL_HEADER, label: str = "turn") -> str:
-    return (header + "".join(recall_line(r.turn, r.text, label, r.at) for r in recalled)).rstrip("\n") \
-        if recalled else ""
+    """The recalled units in turn order under the lines of their days: a day's date and time are written once
+    (17 tokens a unit when each unit carried its own, a fifth of a 1,200-token budget)."""
+    if not recalled:
+        return ""
+    if not DAY_LINES:
+        return (header + "".join(_own_line(r.turn, r.text, label, r.at) for r in recalled)).rstrip("\n")
+    out, day, clock = [header], None, ""
+    for r in sorted(recalled, key=lambda r: r.turn):
+        this = day_of(r.at)
+        if this is not None and this != day:
+            out.append(day_line(r.at))
+            clock = _clock(r.at)
+        day = this
+        out.append(recall_line(r.turn, r.text, label, "" if this is None or _clock(r.at) == clock else _clock(r.at)))
+    return "".join(out).rstrip("\n")
 
 
 def in_background(work: Callable[[], None], what: str) -> None:

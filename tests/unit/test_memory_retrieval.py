@@ -59,7 +59,8 @@ def test_exchange_times_are_read_and_shown():
     assert day_of("2024-03-02T19:10:00+00:00") == date(2024, 3, 2) and day_of("") is None and day_of("soon") is None
     assert shown("2024-03-02T19:10:00+00:00") == "2024-03-02 19:10" and shown("2024-03-02") == "2024-03-02"
     assert on_day(date(2023, 5, 4), {(None, 5, 4)}) and not on_day(date(2023, 5, 4), {(2022, 5, 4)})
-    assert recall_line(3, "Watson:「hi」", at="2024-03-02") == "[turn 3 · 2024-03-02]\nWatson:「hi」\n"
+    assert recall_line(3, "Watson:「hi」") == "[turn 3] Watson:「hi」\n"
+    assert recall_line(3, "Watson:「hi」", clock="19:10") == "[turn 3 · 19:10] Watson:「hi」\n"
 
 
 def test_the_visitor_named_in_the_third_person_is_asked_as_i():
@@ -88,7 +89,7 @@ def test_a_rare_word_is_found_when_meaning_alone_ranks_it_low(settings):
     hit = next(r for r in request.recalled if r.turn == 7)
     assert "same words" in hit.why and hit.at == "2024-03-01"
     block = next(m["content"] for m in request.messages if m["content"].startswith("Earlier in this"))
-    assert "[turn 7 · 2024-03-01]" in block
+    assert "[2024-03-01]\n" in block and "[turn 7] " in block
 
 
 def test_a_day_named_brings_that_days_exchanges(settings):

@@ -128,7 +128,8 @@ def test_a_recalled_exchange_can_come_back_as_its_one_line(settings):
     hit = next(r for r in request.recalled if r.turn == 15)
     assert "Middlemarch" in hit.text and "second volume" not in hit.text and "\n" not in hit.text
     block = next(m["content"] for m in request.messages if m["content"].startswith("Earlier in this"))
-    assert "[turn 15 · 2024-03-02]\nAnna:「I finished reading Middlemarch" in block
+    assert "[turn 15] Anna:「I finished reading Middlemarch" in block
+    assert block.index("[2024-03-02]\n") < block.index("[turn 15] ")
 
 
 def test_a_question_that_gathers_is_answered_from_many_days(settings):
