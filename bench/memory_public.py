@@ -268,7 +268,9 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None, cache: Path | 
         if groups and older:
             vector = embedder.embed([text])[0]
             query = recall_query(text, vector, embedder, bot.visitor_names(case.person), bot.role.name,
-                                 today=day_of(case.today), deep=bot.memory_embedder)
+                                 today=day_of(case.today))
+            if bot.memory_embedder is not None:
+                query = replace(query, deep=bot.memory_embedder.embed_queries([text]))
             ranked = bot.memory.index.rank(query, older, days)
             order = {c.index + 1: n for n, c in enumerate(ranked, 1)}
             ranks = [min((order.get(t, 10 ** 6) if t <= older else 0) for t in g) for g in groups]

@@ -26,7 +26,7 @@ from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
 from .engines import ChatRequest, Engine, EngineChoice, default_budgets, layout_of, registered
 from .engines.cpu_share import foreground
-from .memory import Ask, Memory, Pin, Recalled, pinned_block, query_forms, recall_block, recall_query
+from .memory import Ask, Memory, Pin, Recalled, ask_deep, pinned_block, query_forms, recall_block, recall_query
 from .notes import Note, notes_block
 from .persona import AuthorsNote, Persona
 from .prompt import (
@@ -234,16 +234,18 @@ class ChatCore:
         """Every name the visitor used in this conversation, this message's first."""
         return list(dict.fromkeys([user_role, *(ex.user_role for ex in self.history)]))
 
-    def remembered(self, text: str, vectors: np.ndarray | None, user_role: str,
-                   in_window: int) -> tuple[list[Recalled], list[Note], str]:
+    def remembered(self, text: str, vectors: np.ndarray | None, user_role: str, in_window: int,
+                   deep: Callable[[], np.ndarray | None] | None = None) -> tuple[list[Recalled], list[Note], str]:
         """The notes and the earlier exchanges this message brings up, beyond the last `in_window` exchanges:
         notes first, within their share of the recall budget, then exchanges in what is left; and the notes as
         the prompt writes them. Memory is asked for the visitor by every name they used, the days counted from
-        now (memory.recall_query)."""
+        now (memory.recall_query); `deep`: the message by the memory embedder, embedded meanwhile (ask_deep)."""
         if len(self.history) <= in_window:
             return [], [], ""
         query = recall_query(text, vectors, self.embedder, self.visitor_names(user_role), self.role.name,
-                             today=day_of(self.clock()), deep=self.memory_embedder)
+                             today=day_of(self.clock()))
+        deep = deep or ask_deep(self.memory_embedder, text)
+        query = replace(query, deep=deep() if deep and vectors is not None else None)
         b = self.budgets
         notes = self.memory.recall_notes(self.history, query, self.embedder, min(b.note_tokens, b.recall_tokens),
                                          self.count_tokens)
@@ -266,12 +268,14 @@ class ChatCore:
         kept = scripted(self.role, text, STORED, USER_INPUT, 0, user_role)  # a card's script may change the message
         text = check_input(kept) if kept != text else text
         remembering = self.budgets.recall_tokens > 0 and len(self.history) > 1
+        in_window = self.in_window()
+        # the memory embedder reads the message on the other core while the scenes are drawn
+        deep = ask_deep(self.memory_embedder, text) if remembering and len(self.history) > in_window else None
         # one embedding call: the message (scenes and memory) and the forms memory also asks with
         forms = [text, *query_forms(text, self.visitor_names(user_role), self.role.name)] if remembering else [text]
         vectors = self.embed_turn(forms, remembering)
         drawn = self.draw(text, vectors, user_role, [t for ex in self.history for t in (ex.text, ex.reply)] + [text])
-        in_window = self.in_window()
-        recalled, notes, written = (self.remembered(text, vectors, user_role, in_window)
+        recalled, notes, written = (self.remembered(text, vectors, user_role, in_window, deep)
                                     if remembering else ([], [], ""))
         memory = "\n\n".join(b for b in (written, recall_block(recalled)) if b)
         note = self.fill(self.note.text, user_role) if self.note else ""

@@ -584,19 +584,40 @@ def query_forms(text: str, visitor: Sequence[str] = (), character: str = "", als
 
 
 def recall_query(text: str, vectors: np.ndarray | None, embedder: Embedder, visitor: Sequence[str] = (),
-                 character: str = "", today: date | None = None, deep: Embedder | None = None) -> RecallQuery:
+                 character: str = "", today: date | None = None) -> RecallQuery:
     """How memory is asked for one message: its vectors (rows: the message, then its query_forms; a caller that
-    embedded only the message gets the forms embedded here), its words, the days it names, and the message by
-    the memory embedder `deep` when there is one."""
+    embedded only the message gets the forms embedded here), its words, the days it names. The message by the
+    memory embedder is added by the caller (ask_deep, `deep` of the result)."""
     forms = query_forms(text, visitor, character)
     rows = None if vectors is None else np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     if rows is not None and forms and len(rows) < 1 + len(forms):
         rows = np.concatenate([rows[:1], np.asarray(embedder.embed(forms), dtype=np.float32)])
     days = frozenset(days_mentioned(text, today))
-    # the memory embedder asks with the message alone: ~17 ms a text on 2 cores, and its other forms found 1 more
-    # of 278 tuning questions
-    deeper = None if deep is None or rows is None else np.asarray(embed_queries(deep, [text]), dtype=np.float32)
-    return RecallQuery(rows, tuple(tokens(text)), days, gathers(text) and not days, deeper)  # a day named: that day
+    return RecallQuery(rows, tuple(tokens(text)), days, gathers(text) and not days)  # a day named: that day
+
+
+def ask_deep(embedder: Embedder | None, text: str) -> Callable[[], np.ndarray | None] | None:
+    """Start embedding the message by the memory embedder in a thread (it takes ~20 ms, while the role's
+    embedder and the scene store take their turn on the other core); the function returned waits for it. A
+    failure only leaves that ranking out (logged). The message alone: its other forms (query_forms) found 1 more
+    of 278 tuning questions, for as many more of those 20 ms each."""
+    if embedder is None:
+        return None
+    box: list[np.ndarray | None] = [None]
+
+    def run() -> None:
+        try:
+            box[0] = np.asarray(embed_queries(embedder, [text]), dtype=np.float32)
+        except Exception as exc:
+            log.info("the memory embedder could not read the message: %r", exc)
+
+    thread = threading.Thread(target=run, name="memory-query", daemon=True)
+    thread.start()
+
+    def result() -> np.ndarray | None:
+        thread.join()
+        return box[0]
+    return result
 
 
 def recall_line(turn: int, text: str, label: str = "turn", clock: str = "") -> str:

@@ -173,6 +173,7 @@ NOT_MEASURED = [
      "durations)"),
     ("weigh 578 KB in all", "checked against the files themselves (test_the_pictures_weigh_what_readme_says)"),
     ("about 300 KB of wheels", "a package size, not a speed or quality figure"),
+    ("MIT, about 95 MB, no download", "the memory embedder package's installed size, not a speed or quality figure"),
     ("waits at most 1 s for the embedding", "a design setting (WAIT_S, checked below); the measured time is in MEASURED"),
     ("Means carry a 95% bootstrap", "a statistical method"),
     ("~15 minutes on 2 cores", "a bench's rough run time (said so below the block)"),
