@@ -18,7 +18,8 @@ Sets:
 Splits: MemoryBank people 0-7 tune the memory (memory.py's fusion constants were chosen on them), 8-14 and the
 written set are held out; both are reported. A question counts when every group of its evidence has an
 exchange in the prompt (recalled, or still in the history window). Budgets: the API engines' defaults and the
-local engine's. Ablations take one part away at a time, and "before" is this project's memory before
+local engine's. Ablations take one part away at a time (or add the opt-in memory embedder,
+CHATHARUHI_MEMORY_EMBEDDER; its vectors are kept in --cache between runs), and "before" is this project's memory before
 issue 40 (meaning only, 400 tokens, 6 exchanges).
 """
 
@@ -151,12 +152,14 @@ def written(path: Path = WRITTEN, name: str = "written here", split: str = "held
 OFF = {"first_person": lambda *a, **k: None, "gathers": lambda *a, **k: False, "line_alone": lambda *a, **k: None}
 MEANING = {"W_WORDS": 0.0, "W_DAY": 0.0, "NEIGHBOURS": 0.0, "first_person": None, "ASKED": 0.0, "line_alone": None,
            "gathers": None, "FEEDBACK": 0.0, "W_DEEP": 0.0}
-BEFORE_53B = {"W_DEEP": 0.0, "DAY_LINES": False}  # issue 53's first step: no memory embedder, each unit dated
-VARIANTS = {  # each at the API engines' budgets unless it says otherwise
+E5 = {"memory_embedder": "multilingual-e5-small"}
+BEFORE_53B = {"DAY_LINES": False}  # issue 53's first step: each unit dated (and no memory embedder, then or now)
+VARIANTS = {  # each at the API engines' budgets unless it says otherwise; the memory embedder is off unless named
     "full": {},
     "meaning only (same budget and k)": MEANING,
-    "memory embedder's meaning only (same budget and k)": {**MEANING, "W_DENSE": 0.0, "W_DEEP": 1.0},
-    "no memory embedder": {"W_DEEP": 0.0},
+    "with the memory embedder (opt-in)": E5,
+    "with the memory embedder, each unit dated": {**E5, "DAY_LINES": False},
+    "the memory embedder's meaning only (same budget and k)": {**MEANING, **E5, "W_DENSE": 0.0, "W_DEEP": 1.0},
     "each unit dated (no day lines)": {"DAY_LINES": False},
     "no words": {"W_WORDS": 0.0, "FEEDBACK": 0.0},
     "no day matching": {"W_DAY": 0.0},
@@ -180,7 +183,7 @@ def patched(variant: dict):
 
     saved = []
     for key, value in variant.items():
-        if key == "budgets":
+        if key in ("budgets", "memory_embedder"):
             continue
         module = memory if hasattr(memory, key) else packing
         saved.append((module, key, getattr(module, key)))
@@ -461,7 +464,8 @@ def main() -> int:
             restore = patched(variant)
             try:
                 b = replace(b, **variant.get("budgets", {}))
-                rows = [r for c in cases for r in run_case(c, b, settings, remembering, ruler, args.cache)]
+                vsettings = replace(settings, memory_embedder=variant.get("memory_embedder", settings.memory_embedder))
+                rows = [r for c in cases for r in run_case(c, b, vsettings, remembering, ruler, args.cache)]
             finally:
                 restore()
             runs.append((vname, bname, b, rows))

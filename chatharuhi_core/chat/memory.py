@@ -153,6 +153,7 @@ class RecallIndex:
     between threads (the page's read-ahead and the next turn)."""
 
     BATCH = 16  # units per embedding call
+    DEEP_BATCH = 4  # ... by the memory embedder
 
     def __init__(self) -> None:
         self._keys: list[tuple[str, ...]] = []
@@ -231,7 +232,8 @@ class RecallIndex:
                 batch, embedder, deep = self._keys[start:start + self.BATCH], self._embedder, self._deep_embedder
             try:
                 assert embedder is not None and (views or deep is not None)
-                if not views:
+                if not views:  # a few at a time: a message's own query waits for the batch running (~30 ms each)
+                    batch = batch[:self.DEEP_BATCH]
                     deeper = np.asarray(deep.embed([key[0] or " " for key in batch]), dtype=np.float32)
                     deeper /= np.maximum(np.linalg.norm(deeper, axis=1, keepdims=True), 1e-12)
                     with self._cond:

@@ -6,8 +6,8 @@ a folded prompt, and group scenes (each member's view, a late joiner, a whisper,
 Recorded again once on purpose (issue 55): the keeper card's depth_prompt moved from the post-history text to its
 depth; the four keeper cases differ by that message alone, every other case is the bytes of issue 42.
 Recorded again on purpose (issue 53, second step): the recall block writes each day's date once, over its units
-("[2026-11-01 09:00]" then "[turn 1] Sam:「…」"), and memory ranks by a second embedder as well; only the five
-recall messages changed (keeper-recall brings turns 4 and 19 where it brought 11 and 14).
+("[2026-11-01 09:00]" then "[turn 1] Sam:「…」"); only the five recall messages changed (keeper-recall, one
+exchange a day, holds six where it held seven: a day line and a turn cost a token more than a dated turn).
 
     python tests/test_prompt_bytes.py --record   # write tests/data/prompts-recorded.json again (only on purpose)
 """
