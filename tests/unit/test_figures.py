@@ -48,6 +48,9 @@ class Figure:
 
 
 MEASURED = [
+    Figure("your message alone takes 21.0 ms p50 on 2 cores, more than the 20 ms all of memory may add",
+           "docs/eval/memory-embedder.md", "## The query alone",
+           ("| one thread (`OMP_NUM_THREADS=1`; what chat/memory.py's calls now set) | 21.0 ms | 29.3 ms |",)),
     Figure("they read the 16- and 8-bit copies of the weights 1.34x and 1.15x as fast as the wheel's build, with "
            "flash attention as the engine runs (1.47x and 1.30x without; bench/RESULTS.md)",
            RESULTS, LOCAL_NOTES,
