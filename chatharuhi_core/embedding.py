@@ -64,7 +64,8 @@ def get_embedder(name: str | None = None) -> Embedder:
         return _INSTANCES[name]
 
 
-def _normalise(vectors: np.ndarray) -> np.ndarray:
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows as float32 of length 1 (a zero row stays zero): what cosine similarity is a dot product of."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
@@ -138,7 +139,7 @@ class UseEmbedder:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         parts = [self._model.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        return _normalise(np.concatenate(parts, axis=0))
+        return normalise(np.concatenate(parts, axis=0))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = [t if t.strip() else " " for t in texts]
@@ -180,7 +181,7 @@ class E5Embedder:
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
         with self._lock:
             self._one_thread(1)  # OpenMP's thread count is the calling thread's own setting
-            return _normalise(self._model.encode(texts, is_query))
+            return normalise(self._model.encode(texts, is_query))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Passages: what is searched."""
@@ -217,9 +218,8 @@ def memory_embedder(name: str | None) -> Embedder | None:
     try:
         return get_embedder(name)
     except ImportError as exc:
-        if name not in _MISSING:
-            _MISSING.add(name)
-            log.info("memory's embedder %s is not installed (%r); memory searches without it", name, exc)
+        _MISSING.add(name)
+        log.info("memory's embedder %s is not installed (%r); memory searches without it", name, exc)
         return None
 
 
@@ -231,7 +231,7 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine similarity of each row of a with each row of b."""
-    return _normalise(np.atleast_2d(a)) @ _normalise(np.atleast_2d(b)).T
+    return normalise(np.atleast_2d(a)) @ normalise(np.atleast_2d(b)).T
 
 
 def embedding_column(embedder: Embedder) -> str:

@@ -244,7 +244,6 @@ class ChatCore:
             return [], [], ""
         query = recall_query(text, vectors, self.embedder, self.visitor_names(user_role), self.role.name,
                              today=day_of(self.clock()))
-        deep = deep or ask_deep(self.memory_embedder, text)
         query = replace(query, deep=deep() if deep and vectors is not None else None)
         b = self.budgets
         notes = self.memory.recall_notes(self.history, query, self.embedder, min(b.note_tokens, b.recall_tokens),

@@ -31,7 +31,7 @@ from datetime import date
 
 import numpy as np
 
-from ..embedding import Embedder, embed_queries
+from ..embedding import Embedder, embed_queries, normalise
 from ..errors import InputError
 from ..i18n import _
 from ..roles.lines import format_query, format_reply
@@ -229,13 +229,13 @@ class RecallIndex:
                     self._working = False
                     self._cond.notify_all()
                     return
-                batch, embedder, deep = self._keys[start:start + self.BATCH], self._embedder, self._deep_embedder
+                # the memory embedder a few at a time: a message's own query waits for the batch running (~30 ms each)
+                size = self.BATCH if views else self.DEEP_BATCH
+                batch, embedder, deep = self._keys[start:start + size], self._embedder, self._deep_embedder
             try:
                 assert embedder is not None and (views or deep is not None)
-                if not views:  # a few at a time: a message's own query waits for the batch running (~30 ms each)
-                    batch = batch[:self.DEEP_BATCH]
-                    deeper = np.asarray(deep.embed([key[0] or " " for key in batch]), dtype=np.float32)
-                    deeper /= np.maximum(np.linalg.norm(deeper, axis=1, keepdims=True), 1e-12)
+                if not views:
+                    deeper = normalise(deep.embed([key[0] or " " for key in batch]))
                     with self._cond:
                         if len(self._deep) == start and self._keys[start:start + len(batch)] == batch:
                             self._deep = deeper if not start else np.concatenate([self._deep, deeper])
@@ -248,7 +248,7 @@ class RecallIndex:
                     self._error, self._working = exc, False
                     self._cond.notify_all()
                 return
-            flat /= np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-12)
+            flat = normalise(flat)
             fresh = flat.reshape(len(batch), len(batch[0]), -1)
             with self._cond:  # kept only if the history was not rewritten under it meanwhile
                 if len(self._vectors) == start and self._keys[start:start + len(batch)] == batch:
@@ -268,16 +268,12 @@ class RecallIndex:
             m = min(n, len(self._deep))
             if rows is None or not m or self._deep_embedder is None:
                 return np.zeros((m, 0), dtype=np.float32)
-            query = np.atleast_2d(np.asarray(rows, dtype=np.float32))
-            query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
-            return self._deep[:m] @ query.T - ASKED * self._asks[:m, :1]
+            return self._deep[:m] @ normalise(np.atleast_2d(rows)).T - ASKED * self._asks[:m, :1]
 
     def _matches(self, units: slice | list[int], vectors: np.ndarray) -> np.ndarray:
         """(unit, view, query): each embedded unit's views against the query's rows, a question ASKED less.
         Under the lock."""
-        query = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        query = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
-        return self._vectors[units] @ query.T - ASKED * self._asks[units][:, :, None]
+        return self._vectors[units] @ normalise(np.atleast_2d(vectors)).T - ASKED * self._asks[units][:, :, None]
 
     def search(self, vector: np.ndarray, k: int, limit: int | None = None) -> list[tuple[int, float]]:
         """(index, cosine) of the k nearest in meaning by their closest view, nearest first, among the first
