@@ -72,6 +72,53 @@ def test_replies_are_batched_and_a_greedy_one_reads_as_alone(lm):
     assert batch.busy == 0
 
 
+LONG_SYSTEM = ("You are Sherlock Holmes, the consulting detective of 221B Baker Street. You notice what others "
+               "overlook: a frayed cuff, a tan line, the mud of one county and not another. You speak briefly, "
+               "precisely, and with a little impatience for slower minds, and you call your friend Watson.")
+
+
+def _greedy(lm, question: str, out: dict) -> None:
+    messages = [{"role": "system", "content": LONG_SYSTEM}, {"role": "user", "content": question}]
+    tokens = lm.handle.llm.tokenize(lm.template(messages).encode(), add_bos=False, special=True)
+    pieces: list[str] = []
+    lm.handle.batch.reply(tokens, GREEDY, 0, pieces.append, lambda: False, ngram_ban(GREEDY.no_repeat_ngram_size))
+    out[question] = "".join(pieces)
+
+
+def test_a_prompt_that_starts_as_an_earlier_one_reads_only_the_rest_and_reads_the_same(lm):
+    """The batch keeps a finished reply's stream; the next prompt with the same system prompt copies its start
+    (cut where they part) and reads the rest, and its greedy reply is the one read from scratch; a prompt start
+    read ahead (the visitor's next turn) is kept the same way."""
+    batch = lm.handle.batch
+    fresh: dict = {}
+    for q in QUESTIONS:  # each read whole: nothing kept from the one before
+        batch.forget_kept()
+        _greedy(lm, q, fresh)
+    batch.forget_kept()
+    _greedy(lm, QUESTIONS[0], {})
+    read, reused = batch.tokens_read, batch.tokens_reused
+    again: dict = {}
+    _greedy(lm, QUESTIONS[1], again)
+    assert batch.tokens_reused - reused >= 40 and batch.tokens_read - read < 30  # the system prompt was not read
+    together: dict = {}  # side by side: each copies its start from another reply's stream or a kept one
+    threads = [threading.Thread(target=_greedy, args=(lm, q, together)) for q in QUESTIONS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert again[QUESTIONS[1]] == fresh[QUESTIONS[1]] and together == fresh
+    history = [{"role": "system", "content": LONG_SYSTEM},
+               {"role": "user", "content": "Shall we take the night train to Exeter?"},
+               {"role": "assistant", "content": "The night train, Watson, and a window seat: a man who has cut his "
+                                                "cheek shaving in the dark will be on it, and I mean to watch him."}]
+    start = lm.handle.llm.tokenize(lm.template(history).encode(), add_bos=False, special=True)
+    read, reused = batch.tokens_read, batch.tokens_reused
+    batch.read_ahead(start)  # the next turn's start: only the exchange is read
+    assert batch.tokens_reused - reused >= 40 and 30 <= batch.tokens_read - read < len(start) - 40
+    assert tuple(start) in batch._kept.values()
+    assert batch.busy == 0
+
+
 def _logits(llm, prompt: str) -> np.ndarray:
     llm.reset()
     llm.eval(llm.tokenize(prompt.encode(), add_bos=False, special=True))

@@ -632,11 +632,16 @@ class LlamaCppRuntime:
 
 
     def warm(self, lm: LoadedModel, messages: list[dict]) -> None:
-        """Read `messages`, the start of a prompt to come, into the saved prompt states now; skipped while a
-        reply holds the model. A failure here costs only the time it would have saved."""
+        """Read `messages`, the start of a prompt to come, into the saved prompt states now (or, for a model whose
+        batch reads prompts itself, into a stream the batch keeps); skipped while a reply holds the model. A failure
+        here costs only the time it would have saved."""
         handle: LlamaHandle = lm.handle  # type: ignore[assignment]
         try:
             tokens = handle.llm.tokenize(lm.template(messages).encode("utf-8"), add_bos=False, special=True)
+            if handle.batch is not None and not handle.batch.relays:  # the batch reads its prompts itself
+                if len(tokens) < handle.batch.context:
+                    handle.batch.read_ahead(tokens)
+                return
             if len(tokens) >= lm.context or not handle.lock.acquire(blocking=False):
                 return
             try:
