@@ -19,10 +19,10 @@ and its stream freed, as soon as its visitor stops listening. The thread that ru
 are replies to write.
 
 A model whose prompts the batch reads itself (sliding-window layers, as Gemma 3's) keeps each finished reply's
-stream, and reads ahead a visitor's next prompt start (system prompt and history) into one: a prompt that starts
-as a stream holds copies that stream's start and reads only the rest, in place of the prompt reader's saved
-states that such a model cannot use (about 35% of a page prompt to Sherlock Holmes for another visitor, most of
-it for the same visitor's next turn).
+stream, and reads ahead a visitor's next prompt start (system prompt and history) into one: a prompt whose start
+another stream holds copies it from there and reads only the rest, where a model that hands its prompts over
+starts from the reader's saved states (about 35% of a page prompt to Sherlock Holmes for another visitor, most
+of it for the same visitor's next turn; docs/eval/candidates/step2/crowd.md, "Kept streams").
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ KV_BUDGET_BYTES = 1 << 30  # keys and values of all sequences together (SmolLM2-
 TOP_K = 50  # as the single reply's create_completion is asked
 YIELD_S = 0.1  # the longest a step waits for a visitor's short work (bench/crowd.py, the mix)
 STATE_MAGIC = 0xAF143CD8  # the first word of a sequence's saved state (llama.cpp 0.3.36's llama_state_seq_get_data)
-REUSE_MIN = 32  # shared tokens worth copying a stream for (a copy: ~10 ms; reading 32 tokens of Gemma: ~50 ms)
+REUSE_MIN = 32  # shared tokens worth copying a stream for (a copy and its cut: about 20 ms; 32 tokens of Gemma
+# read: about 55 ms)
 
 
 @dataclass(eq=False)
