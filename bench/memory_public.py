@@ -27,10 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pickle
 import random
+import re
 import time
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
@@ -161,6 +164,7 @@ VARIANTS = {  # each at the API engines' budgets unless it says otherwise; the m
     "with the memory embedder, each unit dated": {**E5, "DAY_LINES": False},
     "the memory embedder's meaning only (same budget and k)": {**MEANING, **E5, "W_DENSE": 0.0, "W_DEEP": 1.0},
     "each unit dated (no day lines)": {"DAY_LINES": False},
+    "each day's digest as a unit, 3 lines (simulated)": {"digests": 3},
     "no words": {"W_WORDS": 0.0, "FEEDBACK": 0.0},
     "no day matching": {"W_DAY": 0.0},
     "no neighbours": {"NEIGHBOURS": 0.0},
@@ -183,7 +187,7 @@ def patched(variant: dict):
 
     saved = []
     for key, value in variant.items():
-        if key in ("budgets", "memory_embedder"):
+        if key in ("budgets", "memory_embedder", "digests"):
             continue
         module = memory if hasattr(memory, key) else packing
         saved.append((module, key, getattr(module, key)))
@@ -192,6 +196,72 @@ def patched(variant: dict):
     def restore() -> None:
         for module, key, value in saved:
             setattr(module, key, value)
+    return restore
+
+
+DIGEST_BASE = 10 ** 6  # a simulated digest's number in the recall block: above any turn
+DIGEST_TURNS: dict[int, tuple[int, ...]] = {}  # a digest's number -> the turns whose sentences it quotes
+
+
+def day_digests(older: list, lines: int) -> list[tuple[str, str, tuple[int, ...]]]:
+    """Issue 53's item 5, simulated here before it is built: per day, the visitor's `lines` sentences that say
+    most (the inverse document frequency of their words within the conversation, over the square root of their
+    length), with no language model. Each digest is (text, the day's first time, the turns it quotes); a digest
+    in the prompt counts as bringing only the exchanges whose sentence it quotes."""
+    from chatharuhi_core.chat.lexical import tokens
+    from chatharuhi_core.chat.when import day_of
+
+    said = []  # (turn, day, time, sentence, words)
+    for turn, ex in enumerate(older, 1):
+        for sentence in re.split(r"(?<=[.!?。！？])\s*", ex.text):
+            words = set(tokens(sentence))
+            if len(sentence.strip()) >= 8 and words:
+                said.append((turn, day_of(ex.at), ex.at, sentence.strip(), words))
+    df = Counter(w for *_, words in said for w in words)
+
+    def says(words: set[str]) -> float:
+        return sum(math.log(len(said) / df[w]) for w in words) / math.sqrt(len(words) + 1)
+
+    days: dict = defaultdict(list)
+    for item in said:
+        if item[1] is not None:
+            days[item[1]].append(item)
+    out = []
+    for items in days.values():
+        best = sorted(sorted(items, key=lambda it: -says(it[4]))[:lines], key=lambda it: it[0])
+        text = f"{older[best[0][0] - 1].user_role}:「" + " … ".join(it[3] for it in best) + "」"
+        out.append((text, items[0][2], tuple(dict.fromkeys(it[0] for it in best))))
+    return out
+
+
+def with_digests(lines: int):
+    """Memory.recall with each day's digest as one more unit, ranked and packed with the exchanges (the same
+    budget and k); returns a function that puts Memory.recall back."""
+    from chatharuhi_core.chat import memory
+    from chatharuhi_core.roles.lines import format_query, format_reply
+
+    original = memory.Memory.recall
+
+    def recall(self, history, in_window, character, ask):
+        older = history[:len(history) - in_window] if in_window else history
+        said = [(format_query(ex.user_role, ex.text), format_reply(character, ex.reply)) for ex in older]
+        texts = [a + "\n" + b for a, b in said]
+        keys = [memory.views_of(t, ex) for t, ex in zip(texts, older)]
+        numbers, times, parts = list(range(1, len(older) + 1)), [ex.at for ex in older], list(said)
+        DIGEST_TURNS.clear()
+        for i, (text, at, turns) in enumerate(day_digests(list(older), lines)):
+            DIGEST_TURNS[DIGEST_BASE + i] = turns
+            keys.append((text, text, text))
+            texts.append(text)
+            numbers.append(DIGEST_BASE + i)
+            times.append(at)
+            parts.append((text, text))
+        return self.recall_among(memory.Units(keys, texts, numbers, times, parts), ask)
+
+    memory.Memory.recall = recall
+
+    def restore() -> None:
+        memory.Memory.recall = original
     return restore
 
 
@@ -265,7 +335,7 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None, cache: Path | 
         t0 = time.perf_counter()
         request = bot.prepare(text, case.person)
         took = time.perf_counter() - t0
-        present = window | {r.turn for r in request.recalled}
+        present = window | {t for r in request.recalled for t in DIGEST_TURNS.get(r.turn, (r.turn,))}
         block = next((m["content"] for m in request.messages if m["content"].startswith(RECALL_HEADER)), "")
         ranks = []
         if groups and older:
@@ -458,16 +528,18 @@ def main() -> int:
     variants = dict(VARIANTS) if args.ablations else {"full": {}}
     for spec in args.tries:
         pairs = (kv.split("=") for kv in spec.split(","))
-        variants[spec] = {k: (int if k == "NEIGHBOUR_OF" else float)(v) for k, v in pairs}
+        variants[spec] = {k: (int if k in ("NEIGHBOUR_OF", "digests") else float)(v) for k, v in pairs}
     for vname, variant in variants.items():
         for bname, b, ruler in (budgets if vname == "full" else budgets[:1]):
             restore = patched(variant)
+            unpatch = with_digests(variant["digests"]) if variant.get("digests") else (lambda: None)
             try:
                 b = replace(b, **variant.get("budgets", {}))
                 vsettings = replace(settings, memory_embedder=variant.get("memory_embedder", settings.memory_embedder))
                 rows = [r for c in cases for r in run_case(c, b, vsettings, remembering, ruler, args.cache)]
             finally:
                 restore()
+                unpatch()
             runs.append((vname, bname, b, rows))
             for key in sorted({(r["set"], r["split"]) for r in rows}):
                 s = summary([r for r in rows if (r["set"], r["split"]) == key])
