@@ -73,6 +73,39 @@ def test_a_reply_reads_the_same_in_a_batch_as_alone(lm):
     assert all(r["text"] for r in alone.values())
 
 
+def test_the_batch_draws_as_create_completion_does_on_the_same_weights(lm):
+    """Eval's seeded replies go through create_completion, visitors' through the batch: on the same weights a greedy
+    reply reads the same both ways, the repetition penalty on its last 64 tokens included (the batch had left it out,
+    and wrote other words than eval measured for 4 prompts of 4)."""
+    from llama_cpp import LogitsProcessorList
+
+    from chatharuhi_core.chat.engines.local.llama_batch import Batcher
+    from chatharuhi_core.chat.engines.local.llamacpp import FLASH_ATTENTION
+
+    llm = lm.handle.llm
+
+    def read(head: list[int], threads: int):
+        llm.reset()
+        llm.eval(head)
+        return llm._ctx.ctx
+
+    batch = Batcher(llm._model, read, lm.handle.lock, lm.handle.most, slots=2, context=2048,
+                    flash_attn=FLASH_ATTENTION)
+    greedy = replace(SAMPLING, temperature=0.0, max_tokens=60)
+    assert greedy.repetition_penalty != 1.0
+    for question in QUESTIONS[:3]:
+        tokens = _tokens(lm, question)
+        with lm.handle.lock:
+            llm.reset()
+            alone = llm.create_completion(tokens, max_tokens=greedy.max_tokens, temperature=0.0, top_k=50,
+                                          top_p=greedy.top_p, min_p=0.0, repeat_penalty=greedy.repetition_penalty,
+                                          seed=1, logits_processor=LogitsProcessorList(
+                                              [ngram_ban(greedy.no_repeat_ngram_size)]))["choices"][0]["text"]
+        pieces: list[str] = []
+        batch.reply(tokens, greedy, 0, pieces.append, lambda: False, ngram_ban(greedy.no_repeat_ngram_size))
+        assert "".join(pieces) == alone and alone.strip()
+
+
 def test_replies_are_written_together_not_in_turn(lm):
     long = replace(SAMPLING, max_tokens=60, stop=())
     out = _together(lm, QUESTIONS[:4], [1, 2, 3, 4], long)

@@ -9,8 +9,9 @@ prompt is read first, between two steps of the others, by the copy of the weight
 a free stream: its first word comes after one prompt's reading, not after everyone's replies. The steps run on the
 cores no other process is using and step aside for a visitor's short work in this process (cpu_share.py).
 
-Each reply draws its tokens as llama-cpp-python's `create_completion` does (a fresh chain per token: the
-n-gram ban, top-k 50, top-p, temperature, then a draw from the reply's seed), and attends over its own stream
+Each reply draws its tokens as llama-cpp-python's `create_completion` does (the n-gram ban, the repetition
+penalty on the tokens among its last 64, top-k 50, top-p, temperature, then a draw from the reply's seed), and
+attends over its own stream
 alone, so its scores for the next token are the ones it gets alone, up to rounding: a step for several may add
 its sums in another order on some CPUs (CI's did), so a greedy reply reads the same in a batch as alone
 (tests/integration/test_llama_batch.py) while a sampled draw at a near tie can fall the other way. That is why a
@@ -48,6 +49,7 @@ SLOTS = 16  # replies written at once (bench/crowd.py: a 17th waits in the lane,
 SEQ_CONTEXT = 2048  # tokens each reply may hold: the local budgets' longest prompt and reply fit in 1,600
 KV_BUDGET_BYTES = 1 << 30  # keys and values of all sequences together (SmolLM2-135M: 16 × 2048 × 23 KB = 754 MB)
 TOP_K = 50  # as the single reply's create_completion is asked
+PENALTY_LAST_N = 64  # the reply's tokens the repetition penalty looks back over (llama-cpp-python's last_n_tokens_size)
 YIELD_S = 0.1  # the longest a step waits for a visitor's short work (bench/crowd.py, the mix)
 STATE_MAGIC = 0xAF143CD8  # the first word of a sequence's saved state (llama.cpp 0.3.36's llama_state_seq_get_data)
 REUSE_MIN = 32  # shared tokens worth copying a stream for (a copy and its cut: about 20 ms; 32 tokens of Gemma
@@ -64,6 +66,7 @@ class BatchReply:
     emit: Emit
     should_stop: Callable[[], bool]
     ban: Callable | None = None
+    prompt: int = 0  # how many of `tokens` are the prompt's (the rest: the reply, which the penalty looks at)
     seq: int = -1
     cached: int = 0  # tokens (from the start) whose keys and values the sequence holds
     inherited: tuple[int, ...] = ()  # what the sequence held when the reply was given it (a kept stream)
@@ -200,7 +203,7 @@ class Batcher:
             raise EngineError(_("The prompt ({count} tokens) and the reply do not fit the {limit} tokens each "
                                 "visitor has on the local model; shorten the budgets in Settings.", count=len(tokens),
                                 limit=self.context))
-        job = BatchReply(list(tokens), sampling, seed, emit, should_stop, ban)
+        job = BatchReply(list(tokens), sampling, seed, emit, should_stop, ban, prompt=len(tokens))
         with self._cond:
             self._waiting.append(job)
             if self._thread is None:
@@ -481,6 +484,7 @@ class Batcher:
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx.ctx, i), shape=(self.n_vocab,))
         if job.ban is not None:
             logits[:] = job.ban(job.tokens, logits)
+        penalise(logits, job.tokens[job.prompt:][-PENALTY_LAST_N:], job.sampling.repetition_penalty)
         chain = _chain(job.sampling, job.seed)
         try:
             return llama_cpp.llama_sampler_sample(chain, self.ctx.ctx, i)
@@ -496,9 +500,23 @@ class Batcher:
         job.done.set()
 
 
+def penalise(logits, recent: list[int], penalty: float) -> None:
+    """llama.cpp's repetition penalty, as create_completion's sampler applies it after the logits processors: each
+    token among the reply's `recent` ones has its score divided by `penalty` where positive, multiplied where not
+    (the sampler counts only the tokens it drew, not the prompt's). Without it the batch wrote other words than
+    create_completion on the same weights (greedy: 4 of 4 prompts differed; with it, all 4 the same)."""
+    import numpy as np
+
+    if penalty == 1.0 or not recent:
+        return
+    seen = np.unique(np.asarray(recent, dtype=np.int64))
+    scores = logits[seen]
+    logits[seen] = np.where(scores <= 0, scores * penalty, scores / penalty)
+
+
 def _chain(sampling: Sampling, seed: int):
-    """The sampler chain llama-cpp-python builds for one token of create_completion (its penalties sampler is
-    made afresh each token, so it has no tokens to penalise: left out here)."""
+    """The rest of the sampler chain llama-cpp-python builds for create_completion, after its penalties
+    (`penalise`), made afresh for each token of the batch."""
     llama_cpp = llama()
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
 
