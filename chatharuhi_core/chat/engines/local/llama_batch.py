@@ -11,9 +11,9 @@ cores no other process is using and step aside for a visitor's short work in thi
 
 Each reply draws its tokens as llama-cpp-python's `create_completion` does (the n-gram ban, the repetition
 penalty on the tokens among its last 64, top-k 50, top-p, temperature, then a draw from the reply's seed), and
-attends over its own stream
-alone, so its scores for the next token are the ones it gets alone, up to rounding: a step for several may add
-its sums in another order on some CPUs (CI's did), so a greedy reply reads the same in a batch as alone
+attends over its own stream alone, so its scores for the next token are the ones it gets alone, up to rounding:
+a step for several may add its sums in another order on some CPUs (CI's did), so a greedy reply reads the same
+in a batch as alone
 (tests/integration/test_llama_batch.py) while a sampled draw at a near tie can fall the other way. That is why a
 seeded reply (eval's, tests') keeps the one-at-a-time path and its words. A reply is dropped,
 and its stream freed, as soon as its visitor stops listening. The thread that runs the steps lives while there
