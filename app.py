@@ -21,7 +21,7 @@ from chatharuhi_core.web.chat import Conversation  # noqa: E402
 from page import api  # noqa: E402
 from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
-from page.events import run_every_change  # noqa: E402
+from page.events import run_every_change, set_up_queue  # noqa: E402
 from page.group_scene import GroupSceneTab  # noqa: E402
 from page.language import LANGUAGE_JS, L, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
 from page.session import Session  # noqa: E402
@@ -99,7 +99,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = Settings.from_env()  # once: the page's events and the tools all use this one
     demo = build_demo(settings)
-    demo.queue(default_concurrency_limit=32)
+    set_up_queue(demo, 32)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     on_gpu()  # where the `spaces` package is installed (ZeroGPU), the local engine's GPU function exists at start

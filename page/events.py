@@ -10,6 +10,7 @@ tests/browser/test_browser.py types into the fields and counts what the page sen
 from __future__ import annotations
 
 import gradio as gr
+from gradio.utils import LRUCache
 
 
 def run_every_change(demo: gr.Blocks) -> int:
@@ -20,3 +21,28 @@ def run_every_change(demo: gr.Blocks) -> int:
             fn.trigger_mode = "multiple"
             changed += 1
     return changed
+
+
+class _Sessions(LRUCache):
+    """Gradio's message queues per page session, where forgetting a session twice forgets it once.
+
+    In Gradio 6.31, when a page's event stream is cut (a tab closed while a reply streams), `sse_stream` deletes
+    the session's queue; when two of its streams are cut at once, the second `del` raised KeyError, which uvicorn
+    logged as "Exception in ASGI application" (the browser lane saw it once, when a scene test closed its page).
+    Nothing else changes: what was there goes as before."""
+
+    def __delitem__(self, key) -> None:
+        if key in self:
+            super().__delitem__(key)
+
+
+def set_up_queue(demo: gr.Blocks, concurrency: int) -> None:
+    """Gradio's queue, with `concurrency` events of a kind at once, and its sessions' queues forgiving (_Sessions);
+    left as Gradio makes it where a later Gradio keeps them otherwise."""
+    demo.queue(default_concurrency_limit=concurrency)
+    queue = getattr(demo, "_queue", None)
+    sessions = getattr(queue, "pending_messages_per_session", None)
+    if type(sessions) is LRUCache:
+        forgiving = _Sessions(sessions.max_size)
+        forgiving.update(sessions)
+        queue.pending_messages_per_session = forgiving
