@@ -13,11 +13,10 @@ Each reply draws its tokens as llama-cpp-python's `create_completion` does (the 
 penalty on the tokens among its last 64, top-k 50, top-p, temperature, then a draw from the reply's seed), and
 attends over its own stream alone, so its scores for the next token are the ones it gets alone, up to rounding:
 a step for several may add its sums in another order on some CPUs (CI's did), so a greedy reply reads the same
-in a batch as alone
-(tests/integration/test_llama_batch.py) while a sampled draw at a near tie can fall the other way. That is why a
-seeded reply (eval's, tests') keeps the one-at-a-time path and its words. A reply is dropped,
-and its stream freed, as soon as its visitor stops listening. The thread that runs the steps lives while there
-are replies to write.
+in a batch as alone (tests/integration/test_llama_batch.py) while a sampled draw at a near tie can fall the
+other way. That is why a seeded reply (eval's, tests') keeps the one-at-a-time path and its words. A reply is
+dropped, and its stream freed, as soon as its visitor stops listening. The thread that runs the steps lives
+while there are replies to write.
 
 A model whose prompts the batch reads itself (sliding-window layers, as Gemma 3's) keeps each finished reply's
 stream, and reads ahead a visitor's next prompt start (system prompt and history) into one: a prompt whose start
@@ -135,8 +134,8 @@ def kv_bytes_per_token(model) -> int:
     return 2 * 2 * layers * kv_heads * (width // max(1, heads))
 
 
-def _shared(a, b) -> int:
-    """How many tokens `a` and `b` share from their start."""
+def shared_prefix(a, b) -> int:
+    """How many tokens `a` and `b` share from their start (the batch's streams, the reader's saved prompts)."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -291,8 +290,7 @@ class Batcher:
             job.done.set()
 
     def _admit(self) -> BatchReply | None:
-        """The next waiting reply, with the sequence it gets, if one is free: the kept stream that starts as its
-        prompt does, else one nobody holds, else the kept stream used longest ago."""
+        """The next waiting reply, with the sequence it gets (`_place`), if one is free."""
         if not self._waiting or len(self._active) >= self.slots:
             return None
         job = self._waiting.pop(0)
@@ -310,11 +308,16 @@ class Batcher:
                 seq = next(iter(self._kept))
         return seq, self._kept.pop(seq, ())
 
+    def _streams(self) -> dict[int, tuple[int, ...]]:
+        """Every stream that holds a prompt's start now, and the tokens it holds: the replies being written and
+        the kept ones."""
+        return {j.seq: tuple(j.tokens[:j.cached]) for j in self._active} | self._kept
+
     def _source(self, head: list[int], streams: dict[int, tuple[int, ...]]) -> tuple[int, int]:
         """(sequence, tokens shared) of the stream among `streams` holding the longest start of `head`."""
         best = (-1, 0)
         for seq, held in streams.items():
-            shared = _shared(held, head)
+            shared = shared_prefix(held, head)
             if shared > best[1]:
                 best = (seq, shared)
         return best
@@ -379,8 +382,7 @@ class Batcher:
     def _read_ahead(self, tokens: list[int], done: threading.Event) -> None:
         """A prompt's start read into a stream kept for the prompt to come (`read_ahead`)."""
         try:
-            streams = {j.seq: tuple(j.tokens[:j.cached]) for j in self._active} | self._kept
-            if len(tokens) - self._source(tokens, streams)[1] < REUSE_MIN:
+            if len(tokens) - self._source(tokens, self._streams())[1] < REUSE_MIN:
                 return
             seq, inherited = self._place(tokens)
             if self._fill(seq, inherited, tokens):
@@ -398,9 +400,8 @@ class Batcher:
         cell of a stream is written over before the stream is full."""
         llama_cpp = llama()
         batch, memory = self._prompt_batch, self.ctx.memory
-        streams = {j.seq: tuple(j.tokens[:j.cached]) for j in self._active} | self._kept
-        source, shared = self._source(head, streams)
-        own = _shared(inherited, head)
+        source, shared = self._source(head, self._streams())
+        own = shared_prefix(inherited, head)
         if own >= max(shared, REUSE_MIN):
             llama_cpp.llama_memory_seq_rm(memory, seq, own, -1)
             shared = own

@@ -42,6 +42,7 @@ from .llama_batch import (
     batches,
     kv_bytes_per_token,
     relays_state,
+    shared_prefix,
 )
 from .llama_cpu import build_name, cpu_name, llama
 from .runtime import (
@@ -101,7 +102,7 @@ class PromptStates:
         """(shared length, the saved tokens, their state) of the saved prompt sharing most with `tokens`."""
         best: tuple[int, tuple[int, ...], bytes | None] = (0, (), None)
         for key, state in self._states.items():
-            shared = _shared_prefix(key, tokens)
+            shared = shared_prefix(key, tokens)
             if shared > best[0]:
                 best = (shared, key, state)
         if best[2] is not None:
@@ -390,15 +391,6 @@ def reads_faster(candidates: dict[str, Path], threads: int, verdicts: Path,
     return chosen
 
 
-def _shared_prefix(a, b) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _get_state(llm) -> bytes:
     """The context's keys and values as llama.cpp saves them (not llama-cpp-python's save_state, which also
     copies a float per vocabulary entry per token: 85 MB for a 450-token prompt of SmolLM2)."""
@@ -426,7 +418,7 @@ def read_prompt(handle: LlamaHandle, tokens: list[int]) -> None:
     llm = handle.llm
     reader = handle.prefill or llm
     head = tokens[:-1]
-    if reader is not llm and len(head) - _shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), head) \
+    if reader is not llm and len(head) - shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), head) \
             < PREFILL_MIN_TOKENS:
         return  # the reply's model has (nearly) all of it already and reads the rest itself
     state = read_head(handle, head)
@@ -438,7 +430,7 @@ def read_head(handle: LlamaHandle, head: list[int]) -> bytes:
     """Read `head` into the reader's context (the 16-bit copy, else the reply's model) from the longest prefix
     read before, save its state among the prompt states and return it; the context then holds `head` alone."""
     reader = handle.prefill or handle.llm
-    keep = _shared_prefix(reader.input_ids[:reader.n_tokens].tolist(), head)
+    keep = shared_prefix(reader.input_ids[:reader.n_tokens].tolist(), head)
     shared, saved_tokens, saved = handle.states.longest(head)
     if saved is not None and shared > keep:
         _set_state(reader, saved, list(saved_tokens))
@@ -663,7 +655,7 @@ class LlamaCppRuntime:
             read_prompt(handle, prompt)  # the prompt's head, read once (and its state kept) for every candidate
             for full in fulls:
                 start = continuation_tokens(full, prompt)
-                keep = min(start - 1, _shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), full))
+                keep = min(start - 1, shared_prefix(llm.input_ids[:llm.n_tokens].tolist(), full))
                 llm.n_tokens = keep
                 logits = _all_logits(llm, full[keep:])  # row j predicts full[keep + j + 1]
                 out.append(mean_logprob(logits[start - 1 - keep:-1], full[start:]))
