@@ -162,7 +162,10 @@ class ChatTab:
 
     def _wire_names(self, page) -> None:
         """The name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
-        (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill)."""
+        (`change`, not `input`: Gradio sends no input event for a paste or the browser's autofill). The group
+        scene's field follows it; that field gives its name back only when the visitor leaves it or presses
+        Enter: had it answered each change, an older name it was handed would come back while the visitor typed
+        on, taking letters back (a typed 'Samantha' ended as 'Saman')."""
         v, scene_user = page.visit, page.group.user_role
         named = (rename_visitor, [v.conv, self.user_role], [self.about, self.chat])  # the greeting says it again
         self.user_role.change(*named, api_name=False, show_progress="hidden")
@@ -170,9 +173,9 @@ class ChatTab:
         self.user_role.change(remember_name, [self.user_role, scene_user, v.conv], [v.visitor, scene_user],
                               api_name=False, show_progress="hidden").then(*keep, api_name=False,
                                                                            show_progress="hidden")
-        scene_user.change(name_from_scene, [scene_user, self.user_role], [v.visitor, self.user_role],
-                          api_name=False, show_progress="hidden").then(*keep, api_name=False,
-                                                                       show_progress="hidden")
+        gr.on([scene_user.blur, scene_user.submit], name_from_scene, [scene_user, self.user_role],
+              [v.visitor, self.user_role], api_name=False, show_progress="hidden").then(*keep, api_name=False,
+                                                                                       show_progress="hidden")
 
     def language_view(self, conv: Conversation | None, engine: str, model: str | None, base_url: str | None,
                       profile: gr.OAuthProfile | None = None):
@@ -247,7 +250,7 @@ def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
 
 
 def name_from_scene(in_scene: str, in_chat: str):
-    """The name typed in the group-scene tab is the visitor's name in the chat too."""
+    """The name typed in the group-scene tab is the visitor's name in the chat too (once they leave the field)."""
     name = (in_scene or "").strip()
     mine = "" if name == scene_name("") else name
     return mine, (mine if mine and mine != (in_chat or "").strip() else gr.skip())

@@ -117,6 +117,35 @@ def test_the_name_in_the_story_stays_the_visitors(browser, app_server):
     context.close()
 
 
+WATCH_FIELD = """(sel) => { window.seen = []; const t = document.querySelector(sel);
+  setInterval(() => { if (window.seen[window.seen.length - 1] !== t.value) window.seen.push(t.value); }, 10); }"""
+
+
+def test_a_name_typed_key_by_key_keeps_every_letter(browser, app_server):
+    """Each key changes the name, and the name mirrors into the group scene's field: that field wrote back an
+    older name while the visitor typed on, and a typed 'Samantha' ended as 'Saman' (and flickered on the way)."""
+    page = open_page(browser, app_server)
+    name = page.locator("#user-role textarea")
+    name.fill("")
+    page.evaluate(WATCH_FIELD, "#user-role textarea")
+    name.press_sequentially("Samantha", delay=40)
+    page.wait_for_timeout(4000)  # every key's events have run
+    seen = page.evaluate("() => window.seen")
+    assert name.input_value() == "Samantha", seen
+    assert all(len(a) <= len(b) for a, b in zip(seen, seen[1:])), seen  # never a letter taken back
+    page.get_by_role("tab", name="Group").click()
+    scene = page.locator("#scene-user textarea")
+    assert scene.input_value() == "Samantha"
+    scene.click()
+    scene.press("Control+a")
+    scene.press_sequentially("Sam Vimes", delay=40)
+    page.wait_for_timeout(3000)
+    assert scene.input_value() == "Sam Vimes"
+    page.get_by_role("tab", name="Chat").click()  # leaving the field: the chat's name follows
+    page.wait_for_function("() => document.querySelector('#user-role textarea')?.value === 'Sam Vimes'")
+    page.close()
+
+
 @pytest.mark.parametrize("cast, said, first", [
     (["Elizabeth Bennet", "Count Dracula", "Sherlock Holmes"], "Sherlock,", "sherlock"),
     (["孙悟空", "诸葛亮", "林黛玉"], "Lin Daiyu, what do you think?", "lindaiyu"),
