@@ -187,7 +187,7 @@ def patched(variant: dict):
 
     saved = []
     for key, value in variant.items():
-        if key in ("budgets", "memory_embedder", "digests"):
+        if key in ("budgets", "memory_embedder", "digests", "tags"):
             continue
         module = memory if hasattr(memory, key) else packing
         saved.append((module, key, getattr(module, key)))
@@ -262,6 +262,46 @@ def with_digests(lines: int):
 
     def restore() -> None:
         memory.Memory.recall = original
+    return restore
+
+
+TAGS = ROOT / ".cache" / "bench" / "tags-gemma.json"  # visitor line -> Gemma's few-shot tags (simulation)
+
+
+def with_tags(mode: int):
+    """Each exchange with the kinds of things its visitor's line mentions, as a language model tagged them ahead
+    (a cached file): mode 1 adds them to the exchange's words (BM25), 2 as a view of its own (meaning), 3 both.
+    Returns a function that puts memory.py back."""
+    import numpy as np
+
+    from chatharuhi_core.chat import memory
+
+    tags = json.loads(TAGS.read_text(encoding="utf-8")) if TAGS.exists() else {}
+    by_text: dict[str, str] = {}
+    views_of, questions, lexical = memory.views_of, memory._questions, memory.LexicalIndex
+
+    def tagged(text, ex):
+        kinds = tags.get(ex.text, "").replace("、", ", ")
+        by_text[text] = kinds
+        views = views_of(text, ex)
+        return (*views, kinds or ex.text) if mode & 2 else views
+
+    def asked(keys, width=None):
+        out = questions([k[:3] for k in keys])
+        return np.pad(out, ((0, 0), (0, (width or max((len(k) for k in keys), default=0)) - out.shape[1])))
+
+    class Words(lexical):
+        def add(self, texts):
+            super().add(t + "\n" + by_text.get(t, "") for t in texts)
+
+    memory.views_of = tagged
+    if mode & 2:
+        memory._questions = asked
+    if mode & 1:
+        memory.LexicalIndex = Words
+
+    def restore() -> None:
+        memory.views_of, memory._questions, memory.LexicalIndex = views_of, questions, lexical
     return restore
 
 
@@ -353,8 +393,17 @@ def run_case(case: Case, budgets, settings, embedder, ruler=None, cache: Path | 
                     "rank": max(ranks) if ranks else 0, "tokens": bot.count_tokens(block) if block else 0,
                     "prepare_ms": 1000 * took, "question": text, "units": len(request.recalled),
                     "lines": sum("\n" not in r.text for r in request.recalled),
-                    "missed": [g for g in groups if not any(t in present for t in g)]})
+                    "missed": [g for g in groups if not any(t in present for t in g)],
+                    "missed_ranks": [r for g, r in zip(groups, ranks) if not any(t in present for t in g)]})
     return out
+
+
+def rank_bin(rank: int) -> str:
+    """A missed group's fused rank, binned: beyond k (24), beyond the lists' depth (64), or in no list at all."""
+    for top in (24, 48, 100, 300):
+        if rank <= top:
+            return f"<={top}"
+    return "in no list" if rank >= 10 ** 6 else ">300"
 
 
 def summary(rows: list[dict]) -> dict:
@@ -528,11 +577,12 @@ def main() -> int:
     variants = dict(VARIANTS) if args.ablations else {"full": {}}
     for spec in args.tries:
         pairs = (kv.split("=") for kv in spec.split(","))
-        variants[spec] = {k: (int if k in ("NEIGHBOUR_OF", "digests") else float)(v) for k, v in pairs}
+        variants[spec] = {k: (int if k in ("NEIGHBOUR_OF", "digests", "tags") else float)(v) for k, v in pairs}
     for vname, variant in variants.items():
         for bname, b, ruler in (budgets if vname == "full" else budgets[:1]):
             restore = patched(variant)
             unpatch = with_digests(variant["digests"]) if variant.get("digests") else (lambda: None)
+            untag = with_tags(variant["tags"]) if variant.get("tags") else (lambda: None)
             try:
                 b = replace(b, **variant.get("budgets", {}))
                 vsettings = replace(settings, memory_embedder=variant.get("memory_embedder", settings.memory_embedder))
@@ -540,6 +590,7 @@ def main() -> int:
             finally:
                 restore()
                 unpatch()
+                untag()
             runs.append((vname, bname, b, rows))
             for key in sorted({(r["set"], r["split"]) for r in rows}):
                 s = summary([r for r in rows if (r["set"], r["split"]) == key])
@@ -551,6 +602,10 @@ def main() -> int:
                 for r in rows:
                     if r["answerable"] and not r["found"]:
                         print(f"    MISS {r['set']} {r['lang']} rank {r['rank']}: {r['question']} {r['missed']}")
+                for key in sorted({(r["set"], r["split"]) for r in rows}):
+                    ranks = [x for r in rows if (r["set"], r["split"]) == key for x in r["missed_ranks"]]
+                    print(f"    missed evidence groups, {key[0]} {key[1]}: {len(ranks)}; by fused rank "
+                          f"{dict(Counter(rank_bin(x) for x in ranks))}")
     for kept in _REMEMBERED.values():
         kept.save()
     log_heldout([rows for vname, bname, _b, rows in runs if vname == "full" and bname == "API engines"][0])
