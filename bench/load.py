@@ -193,7 +193,7 @@ def measure(cache: Path, visitors: int = 32) -> list[dict]:
     try:
         rows.append(bare_baseline(cache, base_url, visitors))
         with app_process(cache, "app.py") as (url, app, _):
-            scripted = ("Watson", "openai", "echo", base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "")
+            scripted = ("Watson", "openai", "echo", base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "", "", 4)
             run_visitors(url, scripted, 2, settle_s=5)  # warm the app: the role's store, the engine's first use
             single = [run_visitors(url, scripted, 1, settle_s=4) for _ in range(3)]
             one = {"visitors": 1, "errors": sum(s["errors"] for s in single),
@@ -228,7 +228,7 @@ def measure_queues(cache: Path, llama_url: str | None, local_visitors: int = LOC
     rows = []
     with app_process(cache, "app.py") as (url, _app, _):
         if llama_url:
-            llama = ("Watson", "openai", "smollm2", llama_url, "", 1500, 1200, False, 300, 400, "")
+            llama = ("Watson", "openai", "smollm2", llama_url, "", 1500, 1200, False, 300, 400, "", "", 4)
             run_visitors(url, llama, 1, echo=False, settle_s=4)  # warm: the server's first prompt, the lane's probe
             for n in (1, llama_visitors):
                 rows.append(_queue_row("llama.cpp server (one slot), SmolLM2-135M", run_visitors(url, llama, n, echo=False)))

@@ -23,6 +23,8 @@ from chatharuhi_core.web.controls import (
     set_note,
     set_persona,
     switch_line,
+    with_boxes,
+    with_note,
     with_persona,
 )
 
@@ -90,18 +92,20 @@ class PlayerControls:
         self.lines.input(_switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected], api_name=False,
                          cancels=turns)
         self.parent.click(_parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False, cancels=turns)
-        self.face.change(_face, [v.conv, self.face, self.persona], [v.conv, c.chat], api_name=False, show_progress="hidden")
+        boxes = [self.persona, self.note, self.depth]  # what a handler writing the conversation back carries
+        self.face.change(_face, [v.conv, self.face, *boxes], [v.conv, c.chat], api_name=False, show_progress="hidden")
         # the text left, or the default ticked: a field left while the box was being ticked reads it unticked, so
         # only the box itself clears this browser's default
         kept = [v.conv, page.session.saved_persona, c.feedback_note]
-        gr.on([self.persona.blur, self.persona.submit], _persona(False), [v.conv, self.persona, self.persona_default],
-              kept, api_name=False, show_progress="hidden")
-        self.persona_default.input(_persona(True), [v.conv, self.persona, self.persona_default], kept,
-                                   api_name=False, show_progress="hidden")
+        gr.on([self.persona.blur, self.persona.submit], _persona(False),
+              [v.conv, self.persona, self.persona_default, self.note, self.depth], kept, api_name=False,
+              show_progress="hidden")
+        self.persona_default.input(_persona(True), [v.conv, self.persona, self.persona_default, self.note, self.depth],
+                                   kept, api_name=False, show_progress="hidden")
         # the note as it is typed and the depth as it is moved, one event for both (the latest values win: a field
         # left while the depth was set must not bring back the old depth)
-        gr.on([self.note.change, self.depth.change], _note, [v.conv, self.note, self.depth], [v.conv, c.feedback_note],
-              api_name=False, show_progress="hidden")
+        gr.on([self.note.change, self.depth.change], _note, [v.conv, self.note, self.depth, self.persona],
+              [v.conv, c.feedback_note], api_name=False, show_progress="hidden")
         v.conv.change(_view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
                       [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
                        self.depth, self.face, v.conv], api_name=False, show_progress="hidden")
@@ -166,8 +170,8 @@ def _parent(conv: Conversation | None, user: str):
 def _persona(ticked: bool):
     """The description for this chat, and this browser's default for new chats when the box is ticked (`ticked`:
     the box itself changed, so an unticked box clears the default)."""
-    def run(conv: Conversation | None, text: str, default: bool):
-        conv, said = set_persona(current(conv), text)
+    def run(conv: Conversation | None, text: str, default: bool, note: str | None = None, depth=None):
+        conv, said = set_persona(current(with_note(conv, note, depth)), text)
         if said:
             return gr.skip(), gr.skip(), WARNING_MARK + said
         saved = conv.persona if default else ("" if ticked else gr.skip())
@@ -175,22 +179,22 @@ def _persona(ticked: bool):
     return run
 
 
-def _face(conv: Conversation | None, path: str | None, persona: str):
+def _face(conv: Conversation | None, path: str | None, persona: str, note: str | None = None, depth=None):
     """The visitor's portrait beside their messages, for this visit (an image removed: none). It writes the
-    conversation back, so it carries the persona box too (its own save may be running beside this)."""
+    conversation back, so it carries the Story panel's boxes too (their own saves may be running beside this)."""
     conv = current(conv)
     if (path or "") == conv.face:
         return gr.skip(), gr.skip()
-    conv = (with_persona(conv, persona) or conv).copy()
+    conv = (with_boxes(conv, persona, note, depth) or conv).copy()
     conv.face = path or ""
     return conv, gr.Chatbot(avatar_images=(conv.face or None, portrait_of(load_role(conv.role_id))))
 
 
-def _note(conv: Conversation | None, text: str, depth):
+def _note(conv: Conversation | None, text: str, depth, persona: str | None = None):
     """The author's note as written (a field left, the depth moved); nothing when it is as it was (the panel
-    filled in for another chat or line)."""
+    filled in for another chat or line). It carries the persona box (its own save may be running beside this)."""
     before = current(conv).note
-    conv, said = set_note(current(conv), text, depth)
+    conv, said = set_note(current(with_persona(conv, persona)), text, depth)
     if not said and conv.note == before:
         return gr.skip(), gr.skip()
     if said:

@@ -27,7 +27,7 @@ from chatharuhi_core.web.chat import (
     stream_turn,
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
-from chatharuhi_core.web.controls import with_persona, writes_new
+from chatharuhi_core.web.controls import with_boxes, writes_new
 
 from .controls_panel import flipped_to
 from .settings_panel import choice
@@ -48,18 +48,21 @@ class Ask:
 
 def turn_fields(page) -> dict:
     """A turn's inputs by name (Gradio's inputs_kwargs), in the order the page's API takes them: the message, the
-    name in the story, the settings panel's fields, then the persona box (last, so callers of the page's own
-    endpoints that leave it out keep their positions)."""
+    name in the story, the settings panel's fields, then the Story panel's boxes (persona, author's note, its
+    depth: every handler that writes the conversation back carries them, see web/controls.with_boxes). A
+    gradio_client caller gives every input (README: the page's own events)."""
     c = page.chat
-    return {"text": c.text, "user_role": c.user_role, **c.panel.fields(), "persona": c.controls.persona}
+    return {"text": c.text, "user_role": c.user_role, **c.panel.fields(), "persona": c.controls.persona,
+            "note": c.controls.note, "depth": c.controls.depth}
 
 
 def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_in: gr.OAuthToken | None) -> Ask:
     """The one place a turn's inputs are read: `sent` is what `turn_fields` named; `signed_in` the visitor's
     Hugging Face sign-in, handed in by Gradio from their session (None when signed out)."""
     panel = dict(sent)
-    text, user_role, persona = panel.pop("text", ""), panel.pop("user_role", ""), panel.pop("persona", None)
-    return Ask(gate if gate is not None else TurnGate(), current(with_persona(conv, persona)), text or "",
+    text, user_role = panel.pop("text", ""), panel.pop("user_role", "")
+    boxes = {name: panel.pop(name, None) for name in ("persona", "note", "depth")}
+    return Ask(gate if gate is not None else TurnGate(), current(with_boxes(conv, **boxes)), text or "",
                user_role or "", choice(panel, signed_in))
 
 

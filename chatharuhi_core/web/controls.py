@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 
-from ..chat.persona import MAX_DESCRIPTION_CHARS, authors_note, persona
+from ..chat.persona import DEFAULT_DEPTH, MAX_DESCRIPTION_CHARS, authors_note, persona
 from ..chat.swipes import flipped, passed_over, position, replies_of
 from ..chat.transcript import MAX_BRANCHES, Branch
 from ..config import Settings
@@ -177,6 +177,31 @@ def with_persona(conv: Conversation | None, persona: str | None) -> Conversation
         return conv
     fixed, said = set_persona(conv, persona)
     return conv if said else fixed
+
+
+def with_note(conv: Conversation | None, text: str | None, depth: object = None) -> Conversation | None:
+    """The conversation with the page's author's note boxes as they read now, for the same reason as
+    with_persona: a note written and sent at once was saved by its own event while the turn ran beside it, and
+    the turn wrote the conversation back without it (1 try in 5 on a busy machine). A note that is not valid
+    keeps what was saved (its own event says why)."""
+    if conv is None or text is None:
+        return conv
+    try:
+        note = authors_note(text, depth if depth is not None else conv.note.depth if conv.note else DEFAULT_DEPTH)
+    except InputError:
+        return conv
+    if note == conv.note:
+        return conv
+    fixed = conv.copy()
+    fixed.note = note
+    return fixed
+
+
+def with_boxes(conv: Conversation | None, persona: str | None = None, note: str | None = None,
+               depth: object = None) -> Conversation | None:
+    """The conversation with the Story panel's boxes as the page shows them (with_persona, with_note): what a
+    handler that writes the conversation back carries, so that a box's own save running beside it is not undone."""
+    return with_note(with_persona(conv, persona), note, depth)
 
 
 def controls_state(conv: Conversation | None, user: str) -> str:

@@ -227,6 +227,24 @@ def test_continue_and_my_line_with_the_local_model(browser, app_server):
     page.close()
 
 
+def test_a_note_and_persona_written_and_sent_at_once_are_kept(browser, app_server):
+    """The boxes' own saves run beside the turn the same click started; the turn wrote the conversation back
+    without the note (1 try in 5 on a busy machine): the Story panel's line must still say both afterwards."""
+    page = open_page(browser, app_server)
+    _sherlock(page)
+    page.click("#story-panel button, #story-panel .label-wrap")
+    for n in (1, 2):
+        page.fill("#persona textarea", f"A doctor, try {n}.")
+        page.fill("#author-note textarea", f"Answer in one sentence, try {n}.")
+        say(page, "What is your method?")  # the click leaves the note's box: its save and the turn start together
+        wait_reply(page, 1 + n)
+        settled_bot_texts(page)
+        page.wait_for_function("(n) => { const s = document.querySelector('#story-state')?.innerText || '';"
+                               " return s.includes(`A doctor, try ${n}.`) && s.includes(`one sentence, try ${n}.`); }",
+                               arg=n, timeout=30_000)
+    page.close()
+
+
 def test_a_default_persona_follows_the_visitor_to_a_new_chat(browser, app_server):
     page = open_page(browser, app_server)
     page.click("#story-panel button, #story-panel .label-wrap")

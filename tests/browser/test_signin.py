@@ -58,7 +58,7 @@ def visitor(url: str, who: str | None) -> Client:
 
 
 def send(client: Client, text: str, engine: str = "hf", model: str = ""):
-    job = client.submit(text, "", engine, model, "", "", 1500, 1200, False, 300, 400, "", api_name="/send")
+    job = client.submit(text, "", engine, model, "", "", 1500, 1200, False, 300, 400, "", "", 4, api_name="/send")
     list(job)
     return job.result()[0]
 

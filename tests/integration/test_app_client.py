@@ -73,7 +73,7 @@ def test_regenerate_and_clear(app_server):
     client.predict("sherlock", api_name="/switch_role")
     _, (chat, _, _) = send(client, "What is your method?")
     first = text_of(chat[-1])
-    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, False, 300, 400, "", api_name="/regenerate")
+    chat, _, _ = client.predict("", "", "script", "", "", "", 1500, 1200, False, 300, 400, "", "", 4, api_name="/regenerate")
     assert len(chat) == 3 and text_of(chat[-1]) != first
     out = client.predict(api_name="/clear_chat")
     assert len(out[2]) == 1  # only the greeting
@@ -155,7 +155,7 @@ def test_speak_replies_gives_fresh_audio_in_the_role_language(app_server):
 
     client = Client(app_server, verbose=False)
     client.predict("sunwukong", api_name="/switch_role")
-    chat, box, stats = client.predict("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, False, 300, 400, "",
+    chat, box, stats = client.predict("你的金箍棒有多重？", "", "script", "", "", "", 1500, 1200, False, 300, 400, "", "", 4,
                                       api_name="/send")
     scenes, audio, note, picture = client.predict(True, api_name="/after_turn")
     assert client.predict(True, api_name="/after_turn")[1] == {"__type__": "update"}  # nothing new: not spoken again
@@ -178,7 +178,7 @@ def test_local_model_loaded_as_the_app_started_answers_with_its_speed(app_server
     they come while it loads, a sentence saying it is warming up, never the first-use loading line)."""
     client = Client(app_server, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
-    job = client.submit("Who are you?", "", "local", "", "", "", 1500, 1200, False, 300, 400, "", api_name="/send")
+    job = client.submit("Who are you?", "", "local", "", "", "", 1500, 1200, False, 300, 400, "", "", 4, api_name="/send")
     frames = list(job)
     chat, box, stats = job.result()
     shown = [text_of(f[0][-1]) for f in frames if f and f[0]]
@@ -187,7 +187,8 @@ def test_local_model_loaded_as_the_app_started_answers_with_its_speed(app_server
     assert len(frames) > 4 and _english(text_of(chat[-1]))
     assert "Answered by **Local model** · `SmolLM2-135M-Instruct (llama.cpp, cpu)` · first token" in stats
     assert "tokens/s" in stats
-    job = client.submit("What is your method?", "", "local", "", "", "", 1500, 1200, False, 300, 400, "", api_name="/send")
+    job = client.submit("What is your method?", "", "local", "", "", "", 1500, 1200, False, 300, 400, "", "", 4,
+                        api_name="/send")
     frames = list(job)
     assert not any(text_of(f[0][-1]).startswith("Loading the local model") for f in frames if f and f[0])
     assert len(job.result()[0]) == 5  # greeting + two exchanges
@@ -199,10 +200,10 @@ def test_two_visitors_of_the_local_model_are_written_together_and_the_offline_on
     clients = [Client(app_server, verbose=False) for _ in range(3)]
     for client in clients:
         client.predict("sherlock", api_name="/switch_role")
-    local = [c.submit(f"Tell me about case {i}.", "", "local", "", "", "", 1500, 1200, False, 300, 400, "",
+    local = [c.submit(f"Tell me about case {i}.", "", "local", "", "", "", 1500, 1200, False, 300, 400, "", "", 4,
                       api_name="/send") for i, c in enumerate(clients[:2])]
     time.sleep(0.3)
-    offline = clients[2].submit("Who are you?", "", "script", "", "", "", 1500, 1200, False, 300, 400, "",
+    offline = clients[2].submit("Who are you?", "", "script", "", "", "", 1500, 1200, False, 300, 400, "", "", 4,
                                 api_name="/send")
     offline.result()
     assert not all(job.done() for job in local)  # the offline reply did not wait for the local model's lines
@@ -217,8 +218,8 @@ def test_two_visitors_of_the_local_model_are_written_together_and_the_offline_on
 def test_the_page_streams_from_a_llama_cpp_server(app_server, llama_server):
     client = Client(app_server, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
-    job = client.submit("Who are you?", "Watson", "openai", "smollm2", llama_server, "", 1500, 1200, False, 300, 400, "",
-                        api_name="/send")
+    job = client.submit("Who are you?", "Watson", "openai", "smollm2", llama_server, "", 1500, 1200, False, 300, 400,
+                        "", "", 4, api_name="/send")
     frames = list(job)
     chat, *_, stats = job.result()
     assert len(frames) > 4 and _english(text_of(chat[-1]))
@@ -228,7 +229,7 @@ def test_the_page_streams_from_a_llama_cpp_server(app_server, llama_server):
 def test_a_fine_tuned_adapter_answers_through_the_api(app_server, tiny_adapter):
     client = Client(app_server, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
-    job = client.submit("Who are you?", "", "local", str(tiny_adapter), "", "", 256, 192, False, 300, 400, "",
+    job = client.submit("Who are you?", "", "local", str(tiny_adapter), "", "", 256, 192, False, 300, 400, "", "", 4,
                         api_name="/send")
     list(job)
     chat, _box, stats = job.result()

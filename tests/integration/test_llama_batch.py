@@ -192,7 +192,8 @@ def test_without_the_start_up_load_the_first_local_reply_says_it_is_loading(tmp_
 
     with gradio_app(tmp_path / "cache", timeout=120, CHATHARUHI_WARM_LOCAL="0") as (url, _app, _):
         client = Client(url, verbose=False)
-        job = client.submit("Who are you?", "Watson", "local", "", "", "", 256, 192, False, 192, 128, "", api_name="/send")
+        job = client.submit("Who are you?", "Watson", "local", "", "", "", 256, 192, False, 192, 128, "", "", 4,
+                            api_name="/send")
         frames = list(job)
         chat = job.result()[0]
     said = [str(f[0][-1]["content"]) for f in frames if f and f[0] and f[0][-1].get("role") == "assistant"]
@@ -213,8 +214,8 @@ def test_a_first_local_reply_right_after_start_up_waits_for_no_load(tmp_path):
             time.sleep(0.25)
         assert "loaded SmolLM2-135M-Instruct" in log.read_text(errors="replace")
         client = Client(url, verbose=False)
-        job = client.submit("What do you make of my boots?", "Watson", "local", "", "", "", 256, 192, False, 192, 128, "",
-                            api_name="/send")
+        job = client.submit("What do you make of my boots?", "Watson", "local", "", "", "", 256, 192, False, 192, 128,
+                            "", "", 4, api_name="/send")
         frames = list(job)
         chat = job.result()[0]
     said = [str(f[0][-1]["content"]) for f in frames if f and f[0] and f[0][-1].get("role") == "assistant"]

@@ -31,8 +31,8 @@ def strict_app(tmp_path_factory):
 def still_serving(url: str) -> None:
     with urllib.request.urlopen(url, timeout=10) as r:
         assert r.status == 200
-    chat, _, _ = Client(url, verbose=False).predict("hello", "", "script", "", "", "", 1500, 1200, False, 300, 400, "",
-                                                    api_name="/send")
+    chat, _, _ = Client(url, verbose=False).predict("hello", "", "script", "", "", "", 1500, 1200, False, 300, 400,
+                                                    "", "", 4, api_name="/send")
     assert len(chat) == 3 and text_of(chat[-1])
 
 
@@ -41,7 +41,7 @@ def test_a_message_of_several_megabytes_is_refused_in_a_sentence(strict_app):
     client.predict("sherlock", api_name="/switch_role")
     huge = "Watson! " * 600_000  # 4.8 MB
     start = time.monotonic()
-    chat, box, _ = client.predict(huge, "", "script", "", "", "", 1500, 1200, False, 300, 400, "", api_name="/send")
+    chat, box, _ = client.predict(huge, "", "script", "", "", "", 1500, 1200, False, 300, 400, "", "", 4, api_name="/send")
     assert time.monotonic() - start < 30
     assert len(chat) == 1  # the greeting only: nothing was sent to the model or kept
     assert len(box) == len(huge.strip()) or len(box) == len(huge)  # the words stay in the box
@@ -53,10 +53,10 @@ def test_a_hanging_model_server_is_cut_by_the_timeout_and_the_visitor_told(stric
     client.predict("sherlock", api_name="/switch_role")
     start = time.monotonic()
     chat, box, _ = client.predict("Are you there?", "Watson", "openai", "slow", slow_server.base_url, GOOD_KEY,
-                                  1500, 1200, False, 300, 400, "", api_name="/send")
+                                  1500, 1200, False, 300, 400, "", "", 4, api_name="/send")
     assert time.monotonic() - start < 10
     assert "did not answer within 2 seconds" in text_of(chat[-1]) and box == "Are you there?"
-    chat, _, _ = client.predict("And now?", "Watson", "script", "", "", "", 1500, 1200, False, 300, 400, "",
+    chat, _, _ = client.predict("And now?", "Watson", "script", "", "", "", 1500, 1200, False, 300, 400, "", "", 4,
                                 api_name="/send")
     assert len(chat) == 3  # the failed turn left nothing behind; the next one is answered
     still_serving(strict_app)
@@ -64,7 +64,7 @@ def test_a_hanging_model_server_is_cut_by_the_timeout_and_the_visitor_told(stric
 
 def test_a_visitor_who_leaves_mid_reply_does_not_disturb_the_others(strict_app, slow_server):
     leaver, stayer = Client(strict_app, verbose=False), Client(strict_app, verbose=False)
-    args = ("Watson", "openai", "echo", slow_server.base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "")
+    args = ("Watson", "openai", "echo", slow_server.base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "", "", 4)
     gone = leaver.submit("Tell me a long story about the hound on the moor, please, all of it.", *args,
                          api_name="/send")
     stays = stayer.submit("And what do you make of this walking stick, Holmes?", *args, api_name="/send")

@@ -24,7 +24,8 @@ def send(client: Any, text: str, user_role: str = "", engine: str = "script", mo
          key: str = "") -> tuple[list, tuple]:
     """One message through the page's /send event (a gradio_client Client), then what the page runs after a reply;
     returns (the streamed frames, (chat, message box, scenes panel))."""
-    job = client.submit(text, user_role, engine, model, base_url, key, 1500, 1200, False, 300, 400, "", api_name="/send")
+    job = client.submit(text, user_role, engine, model, base_url, key, 1500, 1200, False, 300, 400, "", "", 4,
+                        api_name="/send")
     frames = list(job)
     chat, box, _stats = job.result()
     scenes = client.predict(False, api_name="/after_turn")[0]  # what the page runs once the reply is done

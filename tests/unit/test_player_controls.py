@@ -26,6 +26,8 @@ from chatharuhi_core.web.controls import (
     line_choices,
     set_note,
     switch_line,
+    with_boxes,
+    with_note,
     with_persona,
 )
 
@@ -123,6 +125,30 @@ def test_a_turn_reads_the_persona_box_even_when_its_save_has_not_landed(settings
     assert with_persona(mended, "x" * 5000).persona == "A retired army doctor."
     ups = list(stream_turn(mended, "Who are you?", "Watson", EnginePanel(), settings))
     assert ups[-1].conversation.persona == "A retired army doctor."
+
+
+def test_a_turn_reads_the_note_boxes_even_when_their_save_has_not_landed(settings):
+    """The same race for the author's note: written and sent at once, its save ran beside the turn, which wrote
+    the conversation back without it (the note box still showed it; 1 try in 5 on a busy machine). The turn and
+    every handler that writes the conversation back carry the Story panel's boxes."""
+    from page.turns import asked
+
+    conv = Conversation("sherlock")
+    assert with_note(conv, None) is conv and with_note(conv, "  ") is conv  # empty and unset: nothing to change
+    noted = with_note(conv, " Answer in one sentence. ", 2)
+    assert noted.note == AuthorsNote("Answer in one sentence.", 2) and conv.note is None  # a copy
+    assert with_note(noted, "Answer in one sentence.", 2) is noted
+    assert with_note(noted, "Answer in one sentence.").note.depth == 2  # no depth given: the saved one stays
+    assert with_note(noted, "x" * 5000, 2) is noted and with_note(noted, "Short.", 99) is noted  # not valid: kept
+    assert with_note(noted, "", 2).note is None  # the box emptied: the note is off
+    both = with_boxes(conv, "A retired army doctor.", "Answer in one sentence.", 2)
+    assert both.persona == "A retired army doctor." and both.note.depth == 2
+    ask = asked(None, conv, {"text": "Who are you?", "user_role": "Watson", "persona": "A retired army doctor.",
+                             "note": "Answer in one sentence.", "depth": 2}, None)
+    assert ask.conv.note == AuthorsNote("Answer in one sentence.", 2) and ask.conv.persona == "A retired army doctor."
+    ups = list(stream_turn(ask.conv, ask.text, ask.user_role, EnginePanel(), settings))
+    assert ups[-1].conversation.note == AuthorsNote("Answer in one sentence.", 2)
+    assert asked(None, noted, {"text": "Hi"}, None).conv is noted  # a caller of the API that leaves the boxes out
 
 
 # ------------------------------------------------------------ continue and impersonate
