@@ -30,7 +30,7 @@ from chatharuhi_core.web.controls import (
 
 from .language import L
 from .settings_panel import choice
-from .visit import clicked, current
+from .visit import clicked, close, current
 
 
 class PlayerControls:
@@ -92,6 +92,10 @@ class PlayerControls:
         self.lines.input(_switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected], api_name=False,
                          cancels=turns)
         self.parent.click(_parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False, cancels=turns)
+        # each of those cancels a reply streaming: it lets go of the visit's gate too (a cancelled stream may never
+        # end its own hold, and the next Send would be refused as if it still streamed)
+        gr.on([self.prev.click, self.branch.click, self.lines.input, self.parent.click], close, v.gate, None,
+              queue=False, api_name=False, show_progress="hidden")
         boxes = [self.persona, self.note, self.depth]  # what a handler writing the conversation back carries
         self.face.change(_face, [v.conv, self.face, *boxes], [v.conv, c.chat], api_name=False, show_progress="hidden")
         # the text left, or the default ticked: a field left while the box was being ticked reads it unticked, so

@@ -9,6 +9,7 @@ import gradio as gr
 
 from chatharuhi_core.chat.voice import speak
 from chatharuhi_core.config import Settings
+from chatharuhi_core.i18n import _
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import (
     CONTINUE,
@@ -81,8 +82,23 @@ class Turns:
         every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
         CPU under load; the scenes, picture and voice come once, from `after_turn`.
         """
+        conv, sent = ask.conv, how == SEND
+        ticket = ask.gate.begin()
+        if ticket is None:  # a reply of this visit is streaming: this one would write the chat back without it
+            name = load_role(conv.role_id).name
+            gr.Warning(_("{name} is still answering. Your message stays in the box: send it when the reply is done.",
+                         name=name) if sent else _("{name} is still answering: try again when the reply is done.",
+                                                   name=name))
+            yield (gr.skip(),) * 5
+            return
+        try:
+            yield from self._frames(ask, how, ticket)
+        finally:
+            ask.gate.end(ticket)
+
+    def _frames(self, ask: Ask, how: str, ticket: int):
+        """_turn's frames, while its reply holds the visit's gate."""
         conv, text, sent = ask.conv, ask.text, how == SEND
-        ticket = ask.gate.open()
         first = True
         frames = (continue_turn(conv, ask.user_role, ask.engine, self.settings) if how == CONTINUE
                   else stream_turn(conv, text, ask.user_role, ask.engine, self.settings, regenerate=how == REGENERATE))

@@ -76,3 +76,25 @@ def test_a_visitor_who_leaves_mid_reply_does_not_disturb_the_others(strict_app, 
     chat = stays.result()[0]
     assert text_of(chat[-1]) == "Echo: Watson:「And what do you make of this walking stick, Holmes?」"
     still_serving(strict_app)
+
+
+def test_a_second_message_while_the_reply_streams_is_refused_and_the_first_kept(strict_app, slow_server):
+    """Enter, then Send while the reply streams (or Regenerate meanwhile): the second turn started from the chat
+    as it was before the first and wrote it back without the first exchange. Now it is refused with a sentence,
+    and the first reply finishes in the chat."""
+    client = Client(strict_app, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    args = ("Watson", "openai", "echo", slow_server.base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "", "", 4)
+    first = client.submit("Tell me a long story about the hound on the moor, please.", *args, api_name="/send")
+    deadline = time.monotonic() + 20
+    while len(first.outputs()) < 3 and time.monotonic() < deadline:  # mid-reply
+        time.sleep(0.05)
+    second = client.submit("And what do you make of this walking stick?", *args, api_name="/send")
+    second.result()  # refused at once (the page shows a warning; the message stays in the box)
+    assert not first.done()
+    chat = first.result()[0]
+    assert text_of(chat[-1]) == "Echo: Watson:「Tell me a long story about the hound on the moor, please.」"
+    chat = client.predict("And the walking stick?", *args, api_name="/send")[0]
+    said = [text_of(m) for m in chat if m["role"] == "user"]
+    assert said == ["Tell me a long story about the hound on the moor, please.", "And the walking stick?"]
+    client.close()
