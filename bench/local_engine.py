@@ -339,7 +339,7 @@ def page(cache: Path, rounds: int) -> dict:
     from chatharuhi_core.chat.engines.local.model import LOCAL_BUDGETS as b
 
     # the settings panel as it stands once a visitor picks the local engine (its sliders follow the engine)
-    budgets = (b.story_tokens, b.history_tokens, False, b.memory_tokens, b.recall_tokens, "")  # then the persona box
+    budgets = (b.story_tokens, b.history_tokens, False, b.memory_tokens, b.recall_tokens, "", "", 4)  # then the Story boxes
     out = {}
     with app_process(cache) as (url, _, _):
         for role_id, (before, questions) in TURNS.items():

@@ -56,9 +56,10 @@ def measure(cache: Path) -> dict:
         with app_process(cache, "bench/streaming_app.py", **env) as (bare_url, _, _), \
                 app_process(cache, "app.py") as (app_url, _, _):
             bare, app = Client(bare_url, verbose=False), Client(app_url, verbose=False)
-            b = Budgets()  # the page's /send: message, name, engine, model, base URL, key, the budgets and fold, the persona
+            b = Budgets()  # the page's /send: message, name, engine, model, base URL, key, the budgets and fold, the
+            # Story boxes (persona, author's note, its depth)
             app_args = ("What is your method?", "Watson", "openai", "plain", srv.base_url, GOOD_KEY, b.story_tokens,
-                        b.history_tokens, False, b.memory_tokens, b.recall_tokens, "", "/send")
+                        b.history_tokens, False, b.memory_tokens, b.recall_tokens, "", "", 4, "/send")
             bare_args = ("What is your method?", "/send")
             for _ in range(3):  # warm both
                 _timed_submit(bare, bare_args)

@@ -22,7 +22,7 @@ def test_a_long_chat_imported_on_the_page_recalls_by_words_and_day_in_the_panel(
     out = client.predict(handle_file(str(path)), api_name="/import_chat")
     assert "Imported a chat of 300 exchanges" in out[-1] and "indexed in the background" in out[-1]
     job = client.submit("Where did Anna go on the ferry?", "Anna", "script", "", "", "", 1500, 1200, False, 300, 1200, "",
-                        api_name="/send")
+                        "", 4, api_name="/send")
     chat = job.result()[0]
     assert len(chat) == 1 + 2 * 301 and text_of(chat[-2]) == "Where did Anna go on the ferry?"
     scenes = client.predict(False, api_name="/after_turn")[0]
