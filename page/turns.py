@@ -76,12 +76,7 @@ class Turns:
 
     def _turn(self, ask: Ask, how: str):
         """Stream one reply (`how`: SEND, REGENERATE or CONTINUE): the chat, the message box, the conversation and
-        the stats line only.
-
-        Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
-        every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
-        CPU under load; the scenes, picture and voice come once, from `after_turn`.
-        """
+        the stats line only; refused with a sentence while another reply of this visit streams (TurnGate.begin)."""
         conv, sent = ask.conv, how == SEND
         ticket = ask.gate.begin()
         if ticket is None:  # a reply of this visit is streaming: this one would write the chat back without it
@@ -97,7 +92,12 @@ class Turns:
             ask.gate.end(ticket)
 
     def _frames(self, ask: Ask, how: str, ticket: int):
-        """_turn's frames, while its reply holds the visit's gate."""
+        """_turn's frames, while its reply holds the visit's gate.
+
+        Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
+        every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
+        CPU under load; the scenes, picture and voice come once, from `after_turn`.
+        """
         conv, text, sent = ask.conv, ask.text, how == SEND
         first = True
         frames = (continue_turn(conv, ask.user_role, ask.engine, self.settings) if how == CONTINUE

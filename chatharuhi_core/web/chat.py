@@ -101,20 +101,18 @@ class TurnGate:
     streaming: int = 0  # the ticket of the reply streaming now; 0 when none
     since: float = 0.0  # when it began (time.monotonic): one held longer than STREAM_HOLD_S is let go
 
-    def open(self) -> int:
-        """A new reply starts: the one before it, if still streaming, may not draw any more."""
-        self.ticket += 1
-        return self.ticket
-
     def close(self) -> None:
-        self.ticket += 1
+        """A switch or a cleared chat: the reply streaming, if any, may not draw any more (and lets go)."""
+        with _GATES:
+            self.ticket += 1
 
     def is_open(self, ticket: int) -> bool:
         return ticket == self.ticket
 
     def begin(self) -> int | None:
-        """A new reply starts and holds the gate, unless another reply of this visit is streaming: None then.
-        A switch, a cleared chat or a control that cancels the reply (close) lets it go."""
+        """A new reply starts and holds the gate (the one before it, if still drawing, may not draw any more),
+        unless another reply of this visit is streaming: None then. A switch, a cleared chat or a control that
+        cancels the reply (close) lets it go."""
         with _GATES:
             now = time.monotonic()
             if self.streaming and self.streaming == self.ticket and now - self.since < STREAM_HOLD_S:
