@@ -94,14 +94,25 @@ def _greedy(lm, question: str, out: dict) -> None:
     out[question] = ("".join(pieces), firsts[0])
 
 
+def _probabilities(scores: np.ndarray) -> np.ndarray:
+    shifted = scores.astype(np.float64) - float(np.max(scores))
+    weights = np.exp(shifted)
+    return weights / weights.sum()
+
+
 def _reads_the_same(reply: tuple[str, np.ndarray], alone: tuple[str, np.ndarray]) -> None:
     """A prompt read from a copied start scores its first token as one read from scratch, up to the last digits
     that reading in other chunks changes; a stream copied from the wrong place, or cut in the wrong place, scores
-    another text. (Their greedy replies then part at a near tie, once 17 characters in: comparing text flaked.)"""
+    another text. Measured here: mean difference 0.002-0.003, total variation 0.001, correlation 0.9999998, against
+    1.0-1.25, 0.27-0.39 and 0.95-0.97 between two questions. CI's processor reads in other chunks less alike (one
+    score 0.51 apart), so the check is on the whole distribution, not its largest difference or its top token
+    (greedy replies part at a near tie: comparing text flaked, then the largest difference did)."""
     (text, scores), (text_alone, scores_alone) = reply, alone
-    assert int(np.argmax(scores)) == int(np.argmax(scores_alone)) and text[:1] == text_alone[:1], (text, text_alone)
-    assert float(np.max(np.abs(scores - scores_alone))) < 0.25, (text, text_alone)
-    assert float(np.corrcoef(scores, scores_alone)[0, 1]) > 0.999
+    mean_difference = float(np.mean(np.abs(scores - scores_alone)))
+    variation = float(0.5 * np.abs(_probabilities(scores) - _probabilities(scores_alone)).sum())
+    correlation = float(np.corrcoef(scores, scores_alone)[0, 1])
+    assert mean_difference < 0.25 and variation < 0.1 and correlation > 0.995, \
+        (mean_difference, variation, correlation, text, text_alone)
 
 
 def test_a_prompt_that_starts_as_an_earlier_one_reads_only_the_rest_and_reads_the_same(lm):
@@ -126,7 +137,7 @@ def test_a_prompt_that_starts_as_an_earlier_one_reads_only_the_rest_and_reads_th
     for t in threads:
         t.join(120)
     for reply, alone in [(again[QUESTIONS[1]], fresh[QUESTIONS[1]])] + [(together[q], fresh[q]) for q in QUESTIONS]:
-        _reads_the_same(reply, alone)  # measured: scores within 0.02, against about 9 for another question
+        _reads_the_same(reply, alone)
     with pytest.raises(AssertionError):  # the check tells prompts apart: both begin " I"
         _reads_the_same(fresh[QUESTIONS[0]], fresh[QUESTIONS[1]])
     history = [{"role": "system", "content": LONG_SYSTEM},
