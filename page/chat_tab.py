@@ -22,13 +22,14 @@ from chatharuhi_core.web.chat import (
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, message_text, portrait_of
 from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings, local_choice
+from chatharuhi_core.web.turn_gate import TurnGate
 
 from .controls_panel import PlayerControls
 from .language import L
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel
 from .turns import scene_picture, spoken
-from .visit import current, scene_name, tiles
+from .visit import current, quick, scene_name, tiles
 
 FEEDBACK_HINT = N_("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
                    "server to improve the character.")
@@ -158,7 +159,7 @@ class ChatTab:
         self.chat.select(self.speak_clicked, v.conv, [self.voice_audio, self.voice_note], api_name=False).then(
             *page.reveal, api_name=False, show_progress="hidden")
         v.conv.change(refresh_export, [v.conv, self.user_role], self.export_btn, api_name=False)
-        self.chat.like(self.rate, v.conv, [v.conv, self.feedback_note], api_name=False)
+        self.chat.like(self.rate, [v.gate, v.conv], [v.conv, self.feedback_note], api_name=False)
 
     def _wire_names(self, page) -> None:
         """The name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
@@ -207,10 +208,13 @@ class ChatTab:
         chat = gr.Chatbot(avatar_images=(conv.face or None, portrait_of(role)), feedback_value=feedback_values(conv, role))
         return chat, scene_picture(role, reply, self.settings)
 
-    def rate(self, conv: Conversation | None, evt: gr.LikeData):
-        if conv is None:
-            return gr.skip(), gr.skip()
-        return rate_reply(conv, evt.index, evt.liked, self.settings)
+    def rate(self, gate: TurnGate | None, conv: Conversation | None, evt: gr.LikeData):
+        """A thumb on a reply, kept even while another reply streams (visit.quick)."""
+        def change(conv: Conversation | None):
+            if conv is None:
+                return gr.skip(), gr.skip()
+            return rate_reply(conv, evt.index, evt.liked, self.settings)
+        return quick(gate, conv, change)
 
     def speak_last(self, conv: Conversation | None, user_name: str = ""):
         """The speak button: read the newest reply (or the greeting) aloud."""

@@ -27,10 +27,11 @@ from chatharuhi_core.web.controls import (
     with_note,
     with_persona,
 )
+from chatharuhi_core.web.turn_gate import TurnGate
 
 from .language import L
 from .settings_panel import choice
-from .visit import clicked, close, current
+from .visit import clicked, close, current, quick
 
 
 class PlayerControls:
@@ -85,30 +86,31 @@ class PlayerControls:
         c.chat.select(clicked, None, v.selected, api_name=False, show_progress="hidden")
         v.selected.change(_count, [v.conv, v.selected], self.count, api_name=False, show_progress="hidden")
         # ◀ flips back; ▶ is a turn of its own (turns.wire): past the latest reply's last alternative it writes one
-        self.prev.click(self.flip_back, [v.conv, v.selected, c.user_role], drawn, api_name=False,
+        self.prev.click(self.flip_back, [v.gate, v.conv, v.selected, c.user_role], drawn, api_name=False,
                         show_progress="hidden", cancels=turns)
-        self.branch.click(_branch, [v.conv, v.selected, c.user_role], [*drawn, c.text, v.selected],
+        self.branch.click(_branch, [v.gate, v.conv, v.selected, c.user_role], [*drawn, c.text, v.selected],
                           api_name=False, cancels=turns)
-        self.lines.input(_switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected], api_name=False,
-                         cancels=turns)
-        self.parent.click(_parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False, cancels=turns)
+        self.lines.input(_switch_line, [v.gate, v.conv, self.lines, c.user_role], [*drawn, v.selected],
+                         api_name=False, cancels=turns)
+        self.parent.click(_parent, [v.gate, v.conv, c.user_role], [*drawn, v.selected], api_name=False,
+                          cancels=turns)
         # each of those cancels a reply streaming: it lets go of the visit's gate too (a cancelled stream may never
         # end its own hold, and the next Send would be refused as if it still streamed)
         gr.on([self.prev.click, self.branch.click, self.lines.input, self.parent.click], close, v.gate, None,
               queue=False, api_name=False, show_progress="hidden")
         boxes = [self.persona, self.note, self.depth]  # what a handler writing the conversation back carries
-        self.face.change(_face, [v.conv, self.face, *boxes], [v.conv, c.chat], api_name=False, show_progress="hidden")
+        self.face.change(_face, [v.gate, v.conv, self.face, *boxes], [v.conv, c.chat], api_name=False,
+                         show_progress="hidden")
         # the text left, or the default ticked: a field left while the box was being ticked reads it unticked, so
         # only the box itself clears this browser's default
         kept = [v.conv, page.session.saved_persona, c.feedback_note]
-        gr.on([self.persona.blur, self.persona.submit], _persona(False),
-              [v.conv, self.persona, self.persona_default, self.note, self.depth], kept, api_name=False,
+        persona_in = [v.gate, v.conv, self.persona, self.persona_default, self.note, self.depth]
+        gr.on([self.persona.blur, self.persona.submit], _persona(False), persona_in, kept, api_name=False,
               show_progress="hidden")
-        self.persona_default.input(_persona(True), [v.conv, self.persona, self.persona_default, self.note, self.depth],
-                                   kept, api_name=False, show_progress="hidden")
+        self.persona_default.input(_persona(True), persona_in, kept, api_name=False, show_progress="hidden")
         # the note as it is typed and the depth as it is moved, one event for both (the latest values win: a field
         # left while the depth was set must not bring back the old depth)
-        gr.on([self.note.change, self.depth.change], _note, [v.conv, self.note, self.depth, self.persona],
+        gr.on([self.note.change, self.depth.change], _note, [v.gate, v.conv, self.note, self.depth, self.persona],
               [v.conv, c.feedback_note], api_name=False, show_progress="hidden")
         v.conv.change(_view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
                       [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
@@ -116,9 +118,9 @@ class PlayerControls:
         self.my_line.click(self.write_my_line, [v.conv, c.user_role], [c.text, c.feedback_note], api_name=False,
                            inputs_kwargs=page.chat.panel.fields())
 
-    def flip_back(self, conv: Conversation | None, selected, user: str):
-        """◀: the selected reply's previous alternative."""
-        return flipped_to(conv, selected, -1, user, self.settings)
+    def flip_back(self, gate: TurnGate | None, conv: Conversation | None, selected, user: str):
+        """◀: the selected reply's previous alternative (a reply streaming stops)."""
+        return flipped_to(close(gate, conv), selected, -1, user, self.settings)
 
     def write_my_line(self, conv: Conversation | None, user: str, **panel):
         """The engine writes the visitor's next line into the box, as it comes; never sent by itself (`panel`: the
@@ -146,26 +148,26 @@ def flipped_to(conv: Conversation | None, selected, step: int, user: str, settin
     return conv, redrawn(conv, user), said
 
 
-def _branch(conv: Conversation | None, selected, user: str):
+def _branch(gate: TurnGate | None, conv: Conversation | None, selected, user: str):
     try:
-        new, box, said = branch_from(current(conv), selected)
+        new, box, said = branch_from(current(close(gate, conv)), selected)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip(), gr.skip()
     return new, redrawn(new, user), said, box if box else gr.skip(), None
 
 
-def _switch_line(conv: Conversation | None, line_id: str | None, user: str):
+def _switch_line(gate: TurnGate | None, conv: Conversation | None, line_id: str | None, user: str):
     try:
-        new = switch_line(current(conv), line_id)
+        new = switch_line(current(close(gate, conv)), line_id)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
     said = "↳ " + ngettext("{line} · {n} exchange", "{line} · {n} exchanges", len(new.history), line=new.line.name)
     return new, redrawn(new, user), said, None
 
 
-def _parent(conv: Conversation | None, user: str):
+def _parent(gate: TurnGate | None, conv: Conversation | None, user: str):
     try:
-        new = back_to_parent(current(conv))
+        new = back_to_parent(current(close(gate, conv)))
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
     return new, redrawn(new, user), _("↩ Back to {line}.", line=new.line.name), None
@@ -174,38 +176,46 @@ def _parent(conv: Conversation | None, user: str):
 def _persona(ticked: bool):
     """The description for this chat, and this browser's default for new chats when the box is ticked (`ticked`:
     the box itself changed, so an unticked box clears the default)."""
-    def run(conv: Conversation | None, text: str, default: bool, note: str | None = None, depth=None):
-        conv, said = set_persona(current(with_note(conv, note, depth)), text)
-        if said:
-            return gr.skip(), gr.skip(), WARNING_MARK + said
-        saved = conv.persona if default else ("" if ticked else gr.skip())
-        return conv, saved, _("✓ Saved whom you play.")
+    def run(gate: TurnGate | None, conv: Conversation | None, text: str, default: bool, note: str | None = None,
+            depth=None):
+        def change(conv: Conversation | None):
+            conv, said = set_persona(current(with_note(conv, note, depth)), text)
+            if said:
+                return gr.skip(), gr.skip(), WARNING_MARK + said
+            saved = conv.persona if default else ("" if ticked else gr.skip())
+            return conv, saved, _("✓ Saved whom you play.")
+        return quick(gate, conv, change)
     return run
 
 
-def _face(conv: Conversation | None, path: str | None, persona: str, note: str | None = None, depth=None):
+def _face(gate: TurnGate | None, conv: Conversation | None, path: str | None, persona: str, note: str | None = None,
+          depth=None):
     """The visitor's portrait beside their messages, for this visit (an image removed: none). It writes the
     conversation back, so it carries the Story panel's boxes too (their own saves may be running beside this)."""
-    conv = current(conv)
-    if (path or "") == conv.face:
-        return gr.skip(), gr.skip()
-    conv = (with_boxes(conv, persona, note, depth) or conv).copy()
-    conv.face = path or ""
-    return conv, gr.Chatbot(avatar_images=(conv.face or None, portrait_of(load_role(conv.role_id))))
+    def change(conv: Conversation | None):
+        conv = current(conv)
+        if (path or "") == conv.face:
+            return gr.skip(), gr.skip()
+        conv = (with_boxes(conv, persona, note, depth) or conv).copy()
+        conv.face = path or ""
+        return conv, gr.Chatbot(avatar_images=(conv.face or None, portrait_of(load_role(conv.role_id))))
+    return quick(gate, conv, change)
 
 
-def _note(conv: Conversation | None, text: str, depth, persona: str | None = None):
+def _note(gate: TurnGate | None, conv: Conversation | None, text: str, depth, persona: str | None = None):
     """The author's note as written (a field left, the depth moved); nothing when it is as it was (the panel
     filled in for another chat or line). It carries the persona box (its own save may be running beside this)."""
-    before = current(conv).note
-    conv, said = set_note(current(with_persona(conv, persona)), text, depth)
-    if not said and conv.note == before:
-        return gr.skip(), gr.skip()
-    if said:
-        return gr.skip(), WARNING_MARK + said
-    if conv.note:
-        return conv, _("✎ Author's note at depth {depth}.", depth=conv.note.depth)
-    return conv, _("✎ Author's note off.")
+    def change(conv: Conversation | None):
+        before = current(conv).note
+        conv, said = set_note(current(with_persona(conv, persona)), text, depth)
+        if not said and conv.note == before:
+            return gr.skip(), gr.skip()
+        if said:
+            return gr.skip(), WARNING_MARK + said
+        if conv.note:
+            return conv, _("✎ Author's note at depth {depth}.", depth=conv.note.depth)
+        return conv, _("✎ Author's note off.")
+    return quick(gate, conv, change)
 
 
 def _view(conv: Conversation | None, selected, user: str, key: str | None, default: str | None):

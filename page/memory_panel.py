@@ -16,6 +16,7 @@ from chatharuhi_core.web.memory import (
 )
 
 from .language import L
+from .visit import quick
 
 
 class MemoryPanel:
@@ -36,13 +37,13 @@ class MemoryPanel:
 
     def wire(self, page) -> None:
         """The buttons, and the list following the conversation (a switch, an import, a reply)."""
-        conv, user_role = page.visit.conv, page.chat.user_role
+        conv, gate, user_role = page.visit.conv, page.visit.gate, page.chat.user_role
         out = [conv, self.listed, self.pick, self.note, self.text]
-        self.remember.click(_event(remember_fact), [conv, self.text], out, api_name="remember")
-        self.text.submit(_event(remember_fact), [conv, self.text], out, api_name=False)
-        self.pin.click(_event(pin_last_message), [conv, user_role], out, api_name="pin_last")
-        self.forget.click(_event(forget_memory), [conv, self.pick], out, api_name="forget_memory")
-        self.rewrite.click(_event(rewrite_memory), [conv, self.pick, self.text], out, api_name="rewrite_memory")
+        self.remember.click(_event(remember_fact), [gate, conv, self.text], out, api_name="remember")
+        self.text.submit(_event(remember_fact), [gate, conv, self.text], out, api_name=False)
+        self.pin.click(_event(pin_last_message), [gate, conv, user_role], out, api_name="pin_last")
+        self.forget.click(_event(forget_memory), [gate, conv, self.pick], out, api_name="forget_memory")
+        self.rewrite.click(_event(rewrite_memory), [gate, conv, self.pick, self.text], out, api_name="rewrite_memory")
         conv.change(_view, conv, [self.listed, self.pick], api_name=False, show_progress="hidden")
 
 
@@ -52,9 +53,11 @@ def _view(conv: Conversation | None):
 
 def _event(change):
     """A memory change as the page runs it: the new conversation, the list, the sentence; the text box is
-    emptied only when the change was made."""
-    def run(conv, *args):
-        new, said = change(conv, *args)
-        done = new is not conv
-        return (new, *_view(new), said, "" if done else gr.skip())
+    emptied only when the change was made. Kept even while a reply streams (visit.quick)."""
+    def run(gate, conv, *args):
+        def made(conv):
+            new, said = change(conv, *args)
+            done = new is not conv
+            return (new if done else gr.skip(), *_view(new), said, "" if done else gr.skip())
+        return quick(gate, conv, made)
     return run

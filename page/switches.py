@@ -20,8 +20,7 @@ from .visit import VIEW_SIZE, Seat, close, current, progress_cb, role_name, role
 
 def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None):
     """Back to the greeting with the same character."""
-    close(gate)
-    now = current(conv)  # whom the visitor plays and their note stay; the lines of the story go
+    now = current(close(gate, conv))  # whom the visitor plays and their note stay; the lines of the story go
     view = role_view(Conversation(now.role_id, persona=now.persona, face=now.face, note=now.note), None, visitor)
     return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
 
@@ -59,7 +58,7 @@ class Switches:
     def _switch(self, ref: str, at: Seat, progress: gr.Progress):
         """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
         page, and put the search list back on the character still on screen."""
-        close(at.gate)
+        at.stop()
         try:
             role = open_role(ref, self.settings, progress_cb(progress))
         except ChatHaruhiError as exc:
@@ -95,8 +94,7 @@ class Switches:
 
         A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
         on screen is kept for when the visitor comes back to its character."""
-        at = Seat(*seat)
-        close(at.gate)
+        at = Seat(*seat).stop()
         skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
         if not path:
             return (*skip, "")

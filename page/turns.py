@@ -16,7 +16,6 @@ from chatharuhi_core.web.chat import (
     REGENERATE,
     SEND,
     Conversation,
-    TurnGate,
     answers_again,
     chat_messages,
     continue_turn,
@@ -29,22 +28,25 @@ from chatharuhi_core.web.chat import (
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
 from chatharuhi_core.web.controls import with_boxes, writes_new
+from chatharuhi_core.web.turn_gate import TurnGate
 
 from .controls_panel import flipped_to
 from .settings_panel import choice
-from .visit import current
+from .visit import current, quick
 
 
 @dataclass
 class Ask:
     """One turn as the page sent it, read once (`asked`): the visit's gate and chat (with whom the visitor plays,
-    from the Story panel), the message, the name in the story and the engine."""
+    from the Story panel), the message, the name in the story and the engine; `state`, the conversation as the
+    page held it (what the gate merges the visitor's changes meanwhile against)."""
 
     gate: TurnGate
     conv: Conversation
     text: str
     user_role: str
     engine: EnginePanel
+    state: Conversation | None = None
 
 
 def turn_fields(page) -> dict:
@@ -63,8 +65,10 @@ def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_i
     panel = dict(sent)
     text, user_role = panel.pop("text", ""), panel.pop("user_role", "")
     boxes = {name: panel.pop(name, None) for name in ("persona", "note", "depth")}
-    return Ask(gate if gate is not None else TurnGate(), current(with_boxes(conv, **boxes)), text or "",
-               user_role or "", choice(panel, signed_in))
+    gate = gate if gate is not None else TurnGate()
+    state = gate.latest(conv)  # a reply's last write may not have reached the page yet
+    return Ask(gate, current(with_boxes(state, **boxes)), text or "", user_role or "", choice(panel, signed_in),
+               state)
 
 
 class Turns:
@@ -78,7 +82,7 @@ class Turns:
         """Stream one reply (`how`: SEND, REGENERATE or CONTINUE): the chat, the message box, the conversation and
         the stats line only; refused with a sentence while another reply of this visit streams (TurnGate.begin)."""
         conv, sent = ask.conv, how == SEND
-        ticket = ask.gate.begin()
+        ticket = ask.gate.begin(ask.state)
         if ticket is None:  # a reply of this visit is streaming: this one would write the chat back without it
             name = load_role(conv.role_id).name
             gr.Warning(_("{name} is still answering. Your message stays in the box: send it when the reply is done.",
@@ -116,12 +120,18 @@ class Turns:
                 box = text
             else:
                 box = "" if first else gr.skip()
-            state = up.conversation if up.done else gr.skip()
+            state, messages = gr.skip(), up.messages
+            if up.done:  # with what the visitor changed while it streamed (a thumb, a pin, the Story panel)
+                state = ask.gate.settle(ticket, up.conversation)
+                if state is None:
+                    return
+                if not up.error and state.history != up.conversation.history:  # a reply corrected meanwhile
+                    messages = chat_messages(state, load_role(state.role_id), ask.user_role)
             status = up.status if (up.status or up.done or first) else gr.skip()
             # the message in flight, put back in the box if the visitor switches character before the reply is done
             pending = "" if (up.done or not sent) else ({"role": conv.role_id, "text": text} if first else gr.skip())
             first = False
-            yield up.messages, box, state, status, pending
+            yield messages, box, state, status, pending
 
     def send(self, signed_in: gr.OAuthToken | None, gate, conv, **sent):
         """`sent`: the turn's inputs by name (turn_fields); `signed_in` is the visitor's Hugging Face sign-in."""
@@ -152,15 +162,18 @@ class Turns:
         conv, chat, said = flipped_to(conv, selected, 1, ask.user_role, self.settings)
         yield chat, gr.skip(), conv, gr.skip(), gr.skip(), said
 
-    def edit(self, conv: Conversation | None, user_name: str, evt: gr.EditData):
+    def edit(self, gate: TurnGate | None, conv: Conversation | None, user_name: str, evt: gr.EditData):
         """A corrected reply replaces the old one (and is saved as feedback); an edited message of the visitor's
-        replaces their words, and when it is their last one the character answers it again (`answer_again`)."""
-        conv = current(conv)
-        asked_before = conv.history[-1].text if conv.history else None
-        conv, note = edit_message(conv, evt.index, evt.value, self.settings)
-        role = load_role(conv.role_id)
-        chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
-        return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked_before
+        replaces their words, and when it is their last one the character answers it again (`answer_again`).
+        Kept even while another reply streams (visit.quick)."""
+        def change(conv: Conversation | None):
+            conv = current(conv)
+            asked_before = conv.history[-1].text if conv.history else None
+            conv, note = edit_message(conv, evt.index, evt.value, self.settings)
+            role = load_role(conv.role_id)
+            chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+            return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked_before
+        return quick(gate, conv, change)
 
     def read_ahead_for(self, conv, user_role, **panel):
         """A character opened, a conversation taken up or an engine picked: the local model loads and reads how the
@@ -211,7 +224,7 @@ class Turns:
         turns.append(c.controls.go_on.click(self.go_on, turn_in, turn_out, api_name=False, inputs_kwargs=sent))
         _then(turns[-1], *tail)
         again = gr.State(False)  # the visitor edited their last message: it is answered again
-        edited = c.chat.edit(self.edit, [v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again],
+        edited = c.chat.edit(self.edit, [v.gate, v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again],
                              api_name=False)
         turns.append(edited.then(self.answer_again, [again, *turn_in], turn_out, api_name=False, inputs_kwargs=sent))
         _then(turns[-1], *tail)

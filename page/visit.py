@@ -9,9 +9,10 @@ import gradio as gr
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.i18n import _, language
 from chatharuhi_core.roles.sources import bundled_ids, load_role
-from chatharuhi_core.web.chat import Conversation, TurnGate, chat_messages, describe_role, scenes_markdown
+from chatharuhi_core.web.chat import Conversation, chat_messages, describe_role, scenes_markdown
 from chatharuhi_core.web.common import portrait_html
 from chatharuhi_core.web.picker import tiles_html
+from chatharuhi_core.web.turn_gate import TurnGate
 
 from .language import L
 
@@ -47,6 +48,11 @@ class Seat:
     chats: dict | None = None
     visitor: str | None = None
     gate: TurnGate | None = None
+
+    def stop(self) -> Seat:
+        """The reply streaming stops (close), and the seat goes on from the conversation it leaves."""
+        self.conv = close(self.gate, self.conv)
+        return self
 
 
 def role_view(conv: Conversation, chats: dict | None = None, visitor: str | None = None):
@@ -92,10 +98,25 @@ def clicked(evt: gr.SelectData):
     return evt.index if isinstance(evt.index, int) else (evt.index[0] if evt.index else None)
 
 
-def close(gate: TurnGate | None) -> None:
-    """A switch or a cleared chat: the reply still streaming may not draw in the chat any more."""
-    if gate is not None:
-        gate.close()
+def close(gate: TurnGate | None, conv: Conversation | None = None) -> Conversation | None:
+    """A switch, a cleared chat or a control that cancels the reply: the reply still streaming may not draw in the
+    chat any more. Returns the conversation to go on from instead of `conv` as the page read it: with what the
+    visitor changed while the reply streamed, or with the reply's last write (TurnGate.latest)."""
+    if gate is None:
+        return conv
+    gate.close()
+    return gate.latest(conv)
+
+
+def quick(gate: TurnGate | None, conv: Conversation | None, change) -> tuple:
+    """A quick change of the visitor's conversation (a thumb, a pin, their portrait, the Story panel's boxes):
+    `change(conv)` returns the new conversation (or gr.skip()) and the handler's other outputs. While a reply
+    streams the change is kept by the visit's gate and written by the reply's last frame (TurnGate.edit): the page
+    writes nothing now, or the last frame would undo it, or it would drop the new exchange."""
+    if gate is None:  # a caller of the API
+        return change(conv)
+    out, write = gate.edit(conv, change)
+    return out if write else (gr.skip(), *out[1:])
 
 
 def progress_cb(progress: gr.Progress):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -77,55 +76,6 @@ class Conversation:
         meta = list(self.meta[: len(self.history)])
         meta += [ReplyMeta(uuid.uuid4().hex, []) for _unused in range(len(self.history) - len(meta))]
         return meta
-
-
-STREAM_HOLD_S = 600.0  # a reply's hold on its visit's gate lapses after this (a stream abandoned unclosed)
-_GATES = threading.Lock()  # guards every visit's gate for the instant of begin/end (no visitor's data in it)
-
-
-@dataclass
-class TurnGate:
-    """Which reply of a visit may still draw in the chat (one per visitor, in the page's state).
-
-    A switch of character or a cleared chat closes the gate on the reply streaming, on the server and at
-    once. The page also cancels the reply, but on a busy machine its cancel can reach the server after the
-    switch is done, and a frame sent in between would put the old character's chat back on screen.
-
-
-    A reply also holds the gate while it streams (`begin`, `end`): a second turn of the same visit (Enter, then
-    Send while the reply streams; Regenerate or Continue meanwhile) is refused instead of starting from the
-    chat as it was before the first and writing it back without the first exchange.
-    """
-
-    ticket: int = 0
-    streaming: int = 0  # the ticket of the reply streaming now; 0 when none
-    since: float = 0.0  # when it began (time.monotonic): one held longer than STREAM_HOLD_S is let go
-
-    def close(self) -> None:
-        """A switch or a cleared chat: the reply streaming, if any, may not draw any more (and lets go)."""
-        with _GATES:
-            self.ticket += 1
-
-    def is_open(self, ticket: int) -> bool:
-        return ticket == self.ticket
-
-    def begin(self) -> int | None:
-        """A new reply starts and holds the gate (the one before it, if still drawing, may not draw any more),
-        unless another reply of this visit is streaming: None then. A switch, a cleared chat or a control that
-        cancels the reply (close) lets it go."""
-        with _GATES:
-            now = time.monotonic()
-            if self.streaming and self.streaming == self.ticket and now - self.since < STREAM_HOLD_S:
-                return None
-            self.ticket += 1
-            self.streaming, self.since = self.ticket, now
-            return self.ticket
-
-    def end(self, ticket: int) -> None:
-        """The reply of `ticket` is done (or failed, or was stopped)."""
-        with _GATES:
-            if self.streaming == ticket:
-                self.streaming = 0
 
 
 def reopen(current: Conversation | None, chats: dict | None, role_id: str) -> tuple[Conversation, dict]:

@@ -98,3 +98,24 @@ def test_a_second_message_while_the_reply_streams_is_refused_and_the_first_kept(
     said = [text_of(m) for m in chat if m["role"] == "user"]
     assert said == ["Tell me a long story about the hound on the moor, please.", "And the walking stick?"]
     client.close()
+
+
+def test_a_fact_remembered_while_the_reply_streams_is_kept_with_the_reply(strict_app, slow_server):
+    """A memory added while a reply streams: the reply's last frame wrote the conversation it started from and the
+    fact was gone (a thumb, a pin or the Story panel the same); now the last frame writes both."""
+    client = Client(strict_app, verbose=False)
+    client.predict("sherlock", api_name="/switch_role")
+    args = ("Watson", "openai", "echo", slow_server.base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "", "", 4)
+    first = client.submit("Tell me a long story about the hound on the moor, please.", *args, api_name="/send")
+    deadline = time.monotonic() + 20
+    while len(first.outputs()) < 3 and time.monotonic() < deadline:  # mid-reply
+        time.sleep(0.05)
+    listed = client.predict("my sister is Anna", api_name="/remember")[0]
+    assert "my sister is Anna" in listed and not first.done()
+    assert text_of(first.result()[0][-1]) == "Echo: Watson:「Tell me a long story about the hound on the moor, please.」"
+    listed = client.predict("my brother is Tom", api_name="/remember")[0]
+    assert "my sister is Anna" in listed and "my brother is Tom" in listed
+    chat = client.predict("And the walking stick?", *args, api_name="/send")[0]
+    said = [text_of(m) for m in chat if m["role"] == "user"]
+    assert said == ["Tell me a long story about the hound on the moor, please.", "And the walking stick?"]
+    client.close()

@@ -151,28 +151,6 @@ def test_a_turn_reads_the_note_boxes_even_when_their_save_has_not_landed(setting
     assert asked(None, noted, {"text": "Hi"}, None).conv is noted  # a caller of the API that leaves the boxes out
 
 
-def test_a_reply_holds_its_visits_gate_while_it_streams(monkeypatch):
-    """A second turn of the same visit while a reply streams is refused (it would write the chat back without the
-    first exchange); a switch, a clear or a control that cancels the reply lets the gate go, and so does time."""
-    from chatharuhi_core.web import chat as web_chat
-    from chatharuhi_core.web.chat import TurnGate
-
-    gate = TurnGate()
-    first = gate.begin()
-    assert first is not None and gate.is_open(first)
-    assert gate.begin() is None and gate.is_open(first)  # refused, and the first still draws
-    gate.end(first)
-    second = gate.begin()
-    assert second is not None and not gate.is_open(first)
-    gate.close()  # a switch, a clear, ◀ or a branch: the reply is cancelled, its hold let go
-    third = gate.begin()
-    assert third is not None and not gate.is_open(second)
-    gate.end(second)  # the cancelled one ends late: it does not let go of the third's hold
-    assert gate.begin() is None
-    monkeypatch.setattr(web_chat, "STREAM_HOLD_S", 0.0)  # a stream abandoned without ending lets go in time
-    assert gate.begin() is not None
-
-
 # ------------------------------------------------------------ continue and impersonate
 
 
