@@ -88,7 +88,7 @@ class ChatTab:
             self.examples = gr.Dataset(components=["textbox"], headers=[""], samples=[[q] for q in first.examples],
                                        label=L("Try asking"), visible=bool(first.examples), elem_id="examples")
             with gr.Row(elem_id="message-row"):
-                self.text = gr.Textbox(label=L("Message"), show_label=False, placeholder=L("Say something…"), scale=6,
+                self.text = gr.Textbox("", label=L("Message"), show_label=False, placeholder=L("Say something…"), scale=6,
                                        elem_id="message", max_lines=6)
                 self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="send")
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
@@ -159,7 +159,7 @@ class ChatTab:
         self.chat.select(self.speak_clicked, v.conv, [self.voice_audio, self.voice_note], api_name=False).then(
             *page.reveal, api_name=False, show_progress="hidden")
         v.conv.change(refresh_export, [v.conv, self.user_role], self.export_btn, api_name=False)
-        self.chat.like(self.rate, [v.gate, v.conv], [v.conv, self.feedback_note], api_name=False)
+        self.chat.like(self.rate, [v.gate, v.conv], [v.conv, self.feedback_note, self.chat], api_name=False)
 
     def _wire_names(self, page) -> None:
         """The name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
@@ -209,11 +209,13 @@ class ChatTab:
         return chat, scene_picture(role, reply, self.settings)
 
     def rate(self, gate: TurnGate | None, conv: Conversation | None, evt: gr.LikeData):
-        """A thumb on a reply, kept even while another reply streams (visit.quick)."""
+        """A thumb on a reply, kept even while another reply streams (visit.quick); the chat's thumbs are drawn
+        from the conversation (a reply streaming redraws them from it on every frame)."""
         def change(conv: Conversation | None):
             if conv is None:
-                return gr.skip(), gr.skip()
-            return rate_reply(conv, evt.index, evt.liked, self.settings)
+                return gr.skip(), gr.skip(), gr.skip()
+            rated, said = rate_reply(conv, evt.index, evt.liked, self.settings)
+            return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
         return quick(gate, conv, change)
 
     def speak_last(self, conv: Conversation | None, user_name: str = ""):

@@ -115,22 +115,35 @@ class PlayerControls:
         v.conv.change(_view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
                       [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
                        self.depth, self.face, v.conv], api_name=False, show_progress="hidden")
-        self.my_line.click(self.write_my_line, [v.conv, c.user_role], [c.text, c.feedback_note], api_name=False,
-                           inputs_kwargs=page.chat.panel.fields())
+        self.my_line.click(self.write_my_line, [v.gate, v.conv, c.user_role], [c.text, c.feedback_note],
+                           api_name=False, inputs_kwargs=page.chat.panel.fields())
+        # the line stops once the visitor goes into the box (a Send stops it too: Turns._turn). Not Gradio's cancels
+        # on every key: two cancels of one event at once raise in Gradio's server (KeyError in cancel_event)
+        c.text.focus(_stop_line, v.gate, None, queue=False, api_name=False, show_progress="hidden")
 
     def flip_back(self, gate: TurnGate | None, conv: Conversation | None, selected, user: str):
         """◀: the selected reply's previous alternative (a reply streaming stops)."""
         return flipped_to(close(gate, conv), selected, -1, user, self.settings)
 
-    def write_my_line(self, conv: Conversation | None, user: str, **panel):
-        """The engine writes the visitor's next line into the box, as it comes; never sent by itself (`panel`: the
-        settings panel's fields, by name)."""
+    def write_my_line(self, gate: TurnGate | None, conv: Conversation | None, user: str, **panel):
+        """The engine writes the visitor's next line into the box, as it comes, until the box is theirs again
+        (TurnGate.line_stop); never sent by itself (`panel`: the settings panel's fields, by name)."""
+        gate = gate if gate is not None else TurnGate()
+        mine = gate.line_begin()
         for text, error in impersonate(current(conv), user, choice(panel), self.settings):
+            if not gate.line_open(mine):  # a last frame that writes nothing: Gradio puts an event's last frame in the
+                yield gr.skip(), gr.skip()  # page once more as it completes, over what the visitor typed since
+                return
             if error:
                 yield (text or gr.skip()), WARNING_MARK + error
                 return
             yield text, gr.skip()
         yield gr.skip(), _("✍ Your next line is in the box: edit it, then send.")
+
+
+def _stop_line(gate: TurnGate | None) -> None:
+    if gate is not None:
+        gate.line_stop()
 
 
 def redrawn(conv: Conversation, user: str):

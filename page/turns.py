@@ -82,6 +82,8 @@ class Turns:
         """Stream one reply (`how`: SEND, REGENERATE or CONTINUE): the chat, the message box, the conversation and
         the stats line only; refused with a sentence while another reply of this visit streams (TurnGate.begin)."""
         conv, sent = ask.conv, how == SEND
+        if sent:  # the message leaves the box: a line being written for the visitor must not fill it again
+            ask.gate.line_stop()
         ticket = ask.gate.begin(ask.state)
         if ticket is None:  # a reply of this visit is streaming: this one would write the chat back without it
             name = load_role(conv.role_id).name
@@ -175,6 +177,14 @@ class Turns:
             return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked_before
         return quick(gate, conv, change)
 
+    def thumbs(self, conv: Conversation | None):
+        """The chat's thumbs as the conversation has them, once a reply is complete: the chat draws them from its
+        last thumbs given by the server, so a reply rated before (or while) another streamed showed unrated after
+        it. (The turn's own frames stay plain messages: the page's API returns the chat as a list.)"""
+        if conv is None:
+            return gr.skip()
+        return gr.Chatbot(feedback_value=feedback_values(conv, load_role(conv.role_id)))
+
     def read_ahead_for(self, conv, user_role, **panel):
         """A character opened, a conversation taken up or an engine picked: the local model loads and reads how the
         next prompt starts while the visitor types (the engines that read nothing ahead do nothing here).
@@ -207,15 +217,17 @@ class Turns:
         turn_in, sent = [v.gate, v.conv], turn_fields(page)
         after = (self.after_turn, [v.conv, c.speak_on, v.handled],
                  [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
+        thumbs = (self.thumbs, v.conv, c.chat)
         focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
         reveal = page.reveal
         turns = []
         for ev in (c.text.submit(self.send, turn_in, turn_out, api_name="submit", inputs_kwargs=sent),
                    c.send_btn.click(self.send, turn_in, turn_out, api_name="send", inputs_kwargs=sent)):
             turns.append(ev)
+            ev.then(*thumbs, api_name=False, queue=False, show_progress="hidden")
             ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
                 None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
-        tail = (after, (*reveal,))
+        tail = (after, (*reveal,), thumbs)
         turns.append(c.regen_btn.click(self.regenerate, turn_in, turn_out, api_name="regenerate", inputs_kwargs=sent))
         _then(turns[-1], *tail)
         turns.append(c.controls.next.click(self.swipe_next, [v.selected, *turn_in], [*turn_out, c.feedback_note],
@@ -231,8 +243,10 @@ class Turns:
         return turns
 
 
-def _then(turn, after: tuple, reveal: tuple) -> None:
-    """What follows a turn: the scenes, picture and voice (after_turn), then the voice player shown."""
+def _then(turn, after: tuple, reveal: tuple, thumbs: tuple) -> None:
+    """What follows a turn: the chat's thumbs; the scenes, picture and voice (after_turn), then the voice player
+    shown."""
+    turn.then(*thumbs, api_name=False, queue=False, show_progress="hidden")
     turn.then(*after, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
 
 

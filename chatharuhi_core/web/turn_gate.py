@@ -56,6 +56,7 @@ class TurnGate:
     # (the page's conversation a reply started from, what followed it): a handler that read the first, queued
     # before the reply's last frame reached the page, works on the second
     handed: tuple[Conversation, Conversation] | None = None
+    line: int = 0  # the ✍ My line writing into the message box now (`line_begin`); another number stops it
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()  # not a field: Gradio reads a state's fields (dataclasses.asdict) for the page
@@ -124,6 +125,21 @@ class TurnGate:
             if self.streaming == ticket:
                 self.streaming = 0
                 self._hand_over(self.edited)
+
+    def line_begin(self) -> int:
+        """✍ My line starts writing into the message box: it goes on while `line_open` says so."""
+        with self._lock:
+            self.line += 1
+            return self.line
+
+    def line_open(self, ticket: int) -> bool:
+        return ticket == self.line
+
+    def line_stop(self) -> None:
+        """The box is the visitor's again (they went into it to type, or sent a message): the line stops, or its next
+        words would overwrite what they type, or fill the box the message just left."""
+        with self._lock:
+            self.line += 1
 
     def latest(self, conv: Conversation | None) -> Conversation | None:
         """The conversation a handler that read `conv` from the page should work on (the visitor's changes while a

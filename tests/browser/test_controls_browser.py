@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from support.browser import ARTIFACTS, open_page, say, settled_bot_texts, wait_reply
+from support.browser import ARTIFACTS, open_page, say, settled_bot_texts, use_server, wait_reply
+from support.fake_openai import GOOD_KEY, FakeOpenAI
 
 from chatharuhi_core.roles.sources import load_role
 
@@ -264,3 +265,30 @@ def test_a_default_persona_follows_the_visitor_to_a_new_chat(browser, app_server
     page.wait_for_function("() => document.querySelector('#persona textarea')?.value.includes('riddles')",
                            timeout=30_000)
     page.close()
+
+
+def test_my_line_stops_when_the_visitor_types_or_sends(browser, app_server):
+    """✍ My line streamed into the box to its end: a key typed meanwhile was overwritten by its next words, and a
+    message sent meanwhile left a box that the line filled again. It stops once the visitor goes into the box."""
+    with FakeOpenAI(token_delay_s=0.6) as slow:
+        page = open_page(browser, app_server)
+        _sherlock(page)
+        say(page, "What do you make of the mud on my boots, Holmes?")
+        wait_reply(page, 2)
+        use_server(page, slow.base_url, GOOD_KEY)
+        box = page.locator("#message textarea")
+        page.click("#impersonate")
+        page.wait_for_function("() => document.querySelector('#message textarea').value.length > 8", timeout=30_000)
+        box.press("End")
+        box.type(" and my own words", delay=30)
+        page.wait_for_timeout(3000)  # the line would have gone on here
+        mine = box.input_value()
+        assert mine.endswith(" and my own words"), mine
+        box.fill("")
+        page.click("#impersonate")  # again, and sent at once
+        page.wait_for_function("() => document.querySelector('#message textarea').value.length > 8", timeout=30_000)
+        page.click("#send")
+        wait_reply(page, 3, timeout=60)
+        page.wait_for_timeout(2000)
+        assert box.input_value() == ""  # the box the message left stays empty
+        page.close()
