@@ -37,6 +37,7 @@ from chatharuhi_core.web.scene import (
     target_choices,
     writes_new_line,
 )
+from chatharuhi_core.web.scene_gate import SceneGate
 from chatharuhi_core.web.signin import language_warnings
 
 from .language import L
@@ -90,24 +91,39 @@ def whisper_hint(to: str | None, state: SceneState | None):
                       else _("Say something to everyone…"))
 
 
+def quick(gate: SceneGate | None, state: SceneState | None, change) -> tuple:
+    """A quick change of the scene (a talkativeness, a mute, a thumb, a correction, a flip): while the characters
+    talk, the run takes it in before its next line and the page writes nothing now (its next write would undo it:
+    SceneGate.edit)."""
+    if gate is None:  # a caller of the API
+        return change(_state(state))
+    out, write = gate.edit(_state(state), change)
+    return out if write else (gr.skip(), *out[1:])
+
+
 def set_talk(k: int):
-    def handler(value: float, state: SceneState | None):
-        state = _state(state).copy()
-        present = [m for m in state.members if m.present]
-        if k < len(present):
-            present[k].talkativeness = max(0.0, min(1.0, float(value)))
-        return state
+    def handler(value: float, state: SceneState | None, gate: SceneGate | None = None):
+        def change(state: SceneState):
+            state = state.copy()
+            present = [m for m in state.members if m.present]
+            if k < len(present):
+                present[k].talkativeness = max(0.0, min(1.0, float(value)))
+            return (state,)
+        return quick(gate, state, change)[0]
     return handler
 
 
 def set_mute(k: int):
-    def handler(value: bool, state: SceneState | None):
-        state = _state(state).copy()
-        present = [m for m in state.members if m.present]
-        if k < len(present):
-            present[k].set_muted(bool(value), len(state.lines))
-        # the chat shows the mute as a quiet line at once
-        return state, present_html(state), gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state))
+    def handler(value: bool, state: SceneState | None, gate: SceneGate | None = None):
+        def change(state: SceneState):
+            state = state.copy()
+            present = [m for m in state.members if m.present]
+            if k < len(present):
+                present[k].set_muted(bool(value), len(state.lines))
+            # the chat shows the mute as a quiet line at once
+            return state, present_html(state), gr.Chatbot(value=scene_messages(state),
+                                                          feedback_value=feedback_values(state))
+        return quick(gate, state, change)
     return handler
 
 
@@ -130,8 +146,10 @@ def _count(state: SceneState | None, selected):
     return alternatives_label(state, selected)
 
 
-def clear_scene(state: SceneState | None):
-    """The same cast, present from a fresh start; the transcript is gone."""
+def clear_scene(state: SceneState | None, gate: SceneGate | None = None):
+    """The same cast, present from a fresh start; the transcript is gone (a run still going stops drawing)."""
+    if gate is not None:
+        gate.close()
     state = _state(state)
     fresh = SceneState([m for m in state.copy().members if m.present], [], state.user_role, state.order,
                        state.allow_self)
@@ -146,7 +164,9 @@ def refresh_export(state: SceneState | None):
     return gr.DownloadButton(value=str(export_scene(state, export_dir())), interactive=True)
 
 
-def import_file(path: str | None, state: SceneState | None):
+def import_file(path: str | None, state: SceneState | None, gate: SceneGate | None = None):
+    if gate is not None:
+        gate.close()
     if not path:
         return (*(gr.skip(),) * (7 + 3 * SLOTS), "", gr.skip())
     try:
@@ -165,12 +185,15 @@ def cast_choices(added: list[str] | None, chosen: list[str] | None):
     return gr.Dropdown(choices=picker_choices(picker_entries(added)), value=chosen or [])
 
 
-def _play(state: SceneState | None, play: dict, signed_in: gr.OAuthToken | None) -> tuple[SceneState, EnginePanel]:
+def _play(state: SceneState | None, play: dict, signed_in: gr.OAuthToken | None,
+          gate: SceneGate | None = None) -> tuple[SceneState, EnginePanel]:
     """The one place a scene event's inputs are read: the scene's options and the engine choice, from what
     `GroupSceneTab.play()` named (the visitor's name, the order and whether a character may answer itself, then
-    the settings panel's fields)."""
+    the settings panel's fields); the scene with the changes made after the last run's last line (`gate`)."""
     panel = dict(play)
     options = (panel.pop("user_role", ""), panel.pop("order", "natural"), panel.pop("allow_self", False))
+    if gate is not None:
+        state = gate.latest(_state(state))
     return set_options(*options, state), choice(panel, signed_in)
 
 
@@ -185,6 +208,7 @@ class GroupSceneTab:
 
     def render(self) -> GroupSceneTab:
         self.state = gr.State(None)
+        self.gate = gr.State(SceneGate())  # which run may draw; the visitor's changes while it runs
         self.handled = gr.State(None)
         with gr.Row(elem_id="scene-row"):
             self._side()
@@ -272,49 +296,55 @@ class GroupSceneTab:
     def wire(self, page) -> None:
         panel = page.chat.panel
         view = self.view()
-        self.cast.change(self.change_cast, [self.cast, self.state, self.user_role, self.to], view, api_name="scene_cast")
         where = [panel.engine, panel.model, panel.base_url]  # the cast, or the engine chosen in Chat
         for changed in panel.changes(self.state):
             changed(self.scene_language, [self.state, *where], self.language_note, api_name=False,
                     show_progress="hidden")
         self.to.change(whisper_hint, [self.to, self.state], self.text, api_name=False)
         for k in range(SLOTS):
-            self.sliders[k].input(set_talk(k), [self.sliders[k], self.state], self.state, api_name=False)
-            self.mutes[k].input(set_mute(k), [self.mutes[k], self.state], [self.state, self.present, self.chat],
-                                api_name=False)
-        self._wire_runs(self.play(panel))
-        self.clear_btn.click(clear_scene, self.state, view, api_name="scene_clear")
-        self.chat.clear(clear_scene, self.state, view, api_name=False)
-        self.chat.like(self.rate, self.state, [self.state, self.status], api_name=False)
-        self.chat.edit(self.edit, self.state, [self.state, self.chat, self.status], api_name=False)
+            self.sliders[k].input(set_talk(k), [self.sliders[k], self.state, self.gate], self.state, api_name=False)
+            self.mutes[k].input(set_mute(k), [self.mutes[k], self.state, self.gate],
+                                [self.state, self.present, self.chat], api_name=False)
+        runs = self._wire_runs(self.play(panel))
+        self.cast.change(self.change_cast, [self.cast, self.state, self.user_role, self.to, self.gate], view,
+                         api_name="scene_cast", cancels=runs)
+        self.clear_btn.click(clear_scene, [self.state, self.gate], view, api_name="scene_clear", cancels=runs)
+        self.chat.clear(clear_scene, [self.state, self.gate], view, api_name=False, cancels=runs)
+        self.chat.like(self.rate, [self.state, self.gate], [self.state, self.status], api_name=False)
+        self.chat.edit(self.edit, [self.state, self.gate], [self.state, self.chat, self.status], api_name=False)
         self.chat.select(self.speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
         self.chat.select(clicked, None, self.selected, api_name=False, show_progress="hidden")
         gr.on([self.state.change, self.selected.change], _count, [self.state, self.selected], self.count,
               api_name=False, show_progress="hidden")
-        self.prev.click(self._flip(-1), [self.state, self.selected], [self.state, self.chat, self.status],
+        self.prev.click(self._flip(-1), [self.state, self.selected, self.gate], [self.state, self.chat, self.status],
                         api_name=False, show_progress="hidden")  # ▶ is a run of its own (_wire_runs)
         self.state.change(refresh_export, self.state, self.export_btn, api_name=False)
-        self.import_btn.upload(import_file, [self.import_btn, self.state], [self.cast, *view], api_name="scene_import")
+        self.import_btn.upload(import_file, [self.import_btn, self.state, self.gate], [self.cast, *view],
+                               api_name="scene_import", cancels=runs)
         page.visit.added.change(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False)
         page.scene_tab.select(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False,
                               show_progress="hidden")
 
-    def _wire_runs(self, play: dict) -> None:
-        """A line, a forced speaker, a run of lines, a regenerate; Stop (`play`: what each reads by name)."""
+    def _wire_runs(self, play: dict) -> list:
+        """A line, a forced speaker, a run of lines, a regenerate; Stop (`play`: what each reads by name). Returns
+        the runs, for a clear or an import to cancel."""
         out = [self.chat, self.text, self.state, self.status]
         after = (self.after_scene, [self.state, self.speak_on, self.handled],
                  [self.scenes, self.voice, self.voice_note, self.handled])
-        line = [self.state, self.text, self.to]
+        line = [self.state, self.text, self.to, self.gate]
         events = [
             self.text.submit(self.send_line, line, out, api_name="scene_send", inputs_kwargs=play),
             self.send_btn.click(self.send_line, line, out, api_name=False, inputs_kwargs=play),
-            self.talk_btn.click(self.let_them_talk, [self.state, self.turns], out, api_name="scene_talk",
+            self.talk_btn.click(self.let_them_talk, [self.state, self.turns, self.gate], out, api_name="scene_talk",
                                 inputs_kwargs=play),
-            self.regen_btn.click(self.regenerate_line, self.state, out, api_name="scene_regenerate", inputs_kwargs=play),
-            self.next.click(self.next_text, [self.state, self.selected], out, api_name=False, inputs_kwargs=play),
+            self.regen_btn.click(self.regenerate_line, [self.state, self.gate], out, api_name="scene_regenerate",
+                                 inputs_kwargs=play),
+            self.next.click(self.next_text, [self.state, self.selected, self.gate], out, api_name=False,
+                            inputs_kwargs=play),
         ]
-        events += [b.click(self.speak_now(k), self.state, out, api_name="scene_speak" if k == 0 else False,
-                           inputs_kwargs=play) for k, b in enumerate(self.buttons)]
+        events += [b.click(self.speak_now(k), [self.state, self.gate], out,
+                           api_name="scene_speak" if k == 0 else False, inputs_kwargs=play)
+                   for k, b in enumerate(self.buttons)]
         for ev in events:
             ev.then(*after, api_name=False)
         # a new line, a forced speaker or another run cuts in: whatever is still running stops first
@@ -326,11 +356,15 @@ class GroupSceneTab:
         # Stop: cancel first, then redraw from the state, so a frame still in flight cannot leave a half line
         self.stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False).then(
             show_state, self.state, [self.chat, self.status], api_name="scene_stop").then(*after, api_name=False)
+        return events
 
     def change_cast(self, refs: list[str] | None, state: SceneState | None, user_role: str, to: str | None = "",
-                    progress=gr.Progress()):
-        """The cast list changed: new characters join now (a Hub one may download), removed ones leave."""
+                    gate: SceneGate | None = None, progress=gr.Progress()):
+        """The cast list changed: new characters join now (a Hub one may download), removed ones leave (a run
+        still going stops: it would write the old cast back)."""
         state = _state(state)
+        if gate is not None:
+            gate.close()
         settings = self.settings
         ids = []
         try:
@@ -346,11 +380,21 @@ class GroupSceneTab:
         new.user_role = (user_role or "").strip() or "You"
         return _view(new, "", to)
 
-    def _run(self, state: SceneState, engine: EnginePanel, event: SceneEvent):
-        """Stream a group-scene event: chat every frame; state, box and status when they change."""
-        state = _state(state)
+    def _run(self, state: SceneState, engine: EnginePanel, event: SceneEvent, gate: SceneGate | None = None):
+        """Stream a group-scene event: chat every frame; state, box and status when they change. The visitor's
+        changes meanwhile are taken in before each line (SceneGate.take); a clear or an import stops its frames."""
+        gate = gate if gate is not None else SceneGate()
+        ticket = gate.begin()
+        try:
+            yield from self._frames(_state(state), engine, event, gate, ticket)
+        finally:
+            gate.end(ticket)
+
+    def _frames(self, state: SceneState, engine: EnginePanel, event: SceneEvent, gate: SceneGate, ticket: int):
         first, spoke = True, -1
-        for up in stream_scene(state, engine, self.settings, event):
+        for up in stream_scene(state, engine, self.settings, event, lambda now: gate.take(ticket, now)):
+            if not gate.is_open(ticket):
+                return
             if up.error:
                 gr.Warning(up.error)
             # a sent line leaves the box; refused before it was said (no cast, empty, too long), it stays
@@ -369,28 +413,28 @@ class GroupSceneTab:
             first = False
             yield up.messages, box, new_state, status
 
-    def send_line(self, signed_in: gr.OAuthToken | None, state, text, to, **play):
+    def send_line(self, signed_in: gr.OAuthToken | None, state, text, to, gate=None, **play):
         """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
-        state, engine = _play(state, play, signed_in)
-        yield from self._run(state, engine, SceneEvent(text=text or "", to=to or None))
+        state, engine = _play(state, play, signed_in, gate)
+        yield from self._run(state, engine, SceneEvent(text=text or "", to=to or None), gate)
 
     def speak_now(self, k: int):
-        def handler(signed_in: gr.OAuthToken | None, state, **play):
-            state, engine = _play(state, play, signed_in)
+        def handler(signed_in: gr.OAuthToken | None, state, gate=None, **play):
+            state, engine = _play(state, play, signed_in, gate)
             present = [m for m in state.members if m.present]
             if k >= len(present):
                 yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
                 return
-            yield from self._run(state, engine, SceneEvent(who=present[k].role_id))
+            yield from self._run(state, engine, SceneEvent(who=present[k].role_id), gate)
         return handler
 
-    def let_them_talk(self, signed_in: gr.OAuthToken | None, state, turns, **play):
-        state, engine = _play(state, play, signed_in)
-        yield from self._run(state, engine, SceneEvent(turns=max(1, min(20, int(turns or 3)))))
+    def let_them_talk(self, signed_in: gr.OAuthToken | None, state, turns, gate=None, **play):
+        state, engine = _play(state, play, signed_in, gate)
+        yield from self._run(state, engine, SceneEvent(turns=max(1, min(20, int(turns or 3)))), gate)
 
-    def regenerate_line(self, signed_in: gr.OAuthToken | None, state, **play):
-        state, engine = _play(state, play, signed_in)
-        yield from self._run(state, engine, SceneEvent(regenerate=True))
+    def regenerate_line(self, signed_in: gr.OAuthToken | None, state, gate=None, **play):
+        state, engine = _play(state, play, signed_in, gate)
+        yield from self._run(state, engine, SceneEvent(regenerate=True), gate)
 
     def scene_language(self, state: SceneState | None, engine: str, model: str | None, base_url: str | None,
                        profile: gr.OAuthProfile | None = None):
@@ -443,24 +487,28 @@ class GroupSceneTab:
         ln = state.lines[k]
         return self._voice(ln.role_id, ln.text)
 
-    def rate(self, state: SceneState | None, evt: gr.LikeData):
-        return rate_line(_state(state), evt.index, evt.liked, self.settings)
+    def rate(self, state: SceneState | None, gate: SceneGate | None, evt: gr.LikeData):
+        return quick(gate, state, lambda state: rate_line(state, evt.index, evt.liked, self.settings))
 
     def _flip(self, step: int):
         """◀ or ▶: the selected character line (the last by default) shows its previous or next text, kept."""
-        def run(state: SceneState | None, selected):
-            state, note = flip_line(_state(state), selected, step, self.settings)
-            return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
+        def run(state: SceneState | None, selected, gate: SceneGate | None = None):
+            def change(state: SceneState):
+                state, note = flip_line(state, selected, step, self.settings)
+                return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
+            return quick(gate, state, change)
         return run
 
-    def next_text(self, signed_in: gr.OAuthToken | None, state, selected, **play):
+    def next_text(self, signed_in: gr.OAuthToken | None, state, selected, gate=None, **play):
         """▶: the selected line's next text; past the latest line's last one, a new one written as Regenerate does."""
         if writes_new_line(_state(state), selected, 1):
-            yield from self.regenerate_line(signed_in, state, **play)
+            yield from self.regenerate_line(signed_in, state, gate, **play)
             return
-        state, chat, note = self._flip(1)(state, selected)
+        state, chat, note = self._flip(1)(state, selected, gate)
         yield chat, gr.skip(), state, note
 
-    def edit(self, state: SceneState | None, evt: gr.EditData):
-        state, note = edit_line(_state(state), evt.index, evt.value, self.settings)
-        return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
+    def edit(self, state: SceneState | None, gate: SceneGate | None, evt: gr.EditData):
+        def change(state: SceneState):
+            state, note = edit_line(state, evt.index, evt.value, self.settings)
+            return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
+        return quick(gate, state, change)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -304,10 +304,12 @@ def _closing_status(event: SceneEvent, planned: bool, spoke: int, last: Reply | 
     return status
 
 
-def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings,
-                 event: SceneEvent = SceneEvent()) -> Iterator[SceneUpdate]:
+def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, event: SceneEvent = SceneEvent(),
+                 between: Callable[[SceneState], None] | None = None) -> Iterator[SceneUpdate]:
     """One event of the group-scene tab (SceneEvent), streamed: planned, generated line by line, then presented.
-    A failure stops the event with a sentence; the lines completed before it stay."""
+    A failure stops the event with a sentence; the lines completed before it stay. `between` takes in, after each
+    line (before the next speaker is picked), what the visitor changed meanwhile (web/scene_gate.py)."""
+    take = between or (lambda _state: None)
     try:
         scene = make_scene(state, engine, settings, event.seed)
         scene.check_cast()
@@ -342,14 +344,17 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings,
                 if throttle.due():
                     msgs = scene_messages(step.before) + [{"role": "assistant", "content": head + said}]
                     yield SceneUpdate(msgs, done)
+            take(scene.state)
             done, spoke, last = scene.state.copy(), spoke + 1, streaming.reply
             yield SceneUpdate(scene_messages(done), done, spoke=spoke)
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence, the completed lines stay
         ticket.release()
+        take(done)
         yield _failed(done, exc, spoke)
         return
     finally:
         ticket.release()
+    take(done)
     status = _closing_status(event, bool(plan), spoke, last, unheard, manual=scene.state.order == "manual")
     yield SceneUpdate(scene_messages(done), done, None, True, status, spoke)
 

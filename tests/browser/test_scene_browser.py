@@ -2,8 +2,9 @@
 
 import time
 
-from support.browser import ARTIFACTS, lines, open_scene, wait_lines
+from support.browser import ARTIFACTS, LAPTOP, cast_scene, lines, open_at, open_scene, use_server, wait_lines
 from support.expect import lines_of
+from support.fake_openai import GOOD_KEY, FakeOpenAI
 
 
 def test_a_three_character_scene_answers_by_name_with_the_right_portrait(browser, app_server):
@@ -93,3 +94,32 @@ def test_a_whisper_to_one_character(browser, app_server):
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390  # the picker fits a phone's width
     page.screenshot(path=str(ARTIFACTS / "scene-whisper-phone.png"))
     context.close()
+
+
+def test_a_character_muted_while_they_talk_is_not_picked_again(browser, app_server):
+    """Let them talk, and mute whoever spoke first while the second line streams: the run wrote back the scene it
+    started from at each line (the mute was undone) and kept picking the muted character. Now it takes the mute in
+    before its next pick, the chat says so, and the box stays ticked."""
+    with FakeOpenAI(token_delay_s=0.15) as slow:
+        context = browser.new_context(viewport=LAPTOP)
+        page = open_at(context, app_server, LAPTOP)
+        use_server(page, slow.base_url, GOOD_KEY)
+        page.get_by_role("tab", name="Group").click()
+        cast = {"sherlock": "Sherlock Holmes", "elizabeth": "Elizabeth Bennet", "dracula": "Count Dracula"}
+        cast_scene(page, list(cast.values()))
+        page.click("#scene-talk button, #scene-talk .label-wrap")  # Talkativeness and mute
+        page.fill("#scene-turns input", "6")
+        page.click("#scene-talk-btn")
+        page.wait_for_function("() => document.querySelectorAll('#scene-chat .message .speaker').length >= 2",
+                               timeout=60_000)  # the first line done, the second streaming
+        first = next(rid for rid, _text in lines(page) if rid)
+        k = list(cast).index(first)
+        page.locator(f"#scene-mute-{k} input").check()
+        got = wait_lines(page, 6, timeout=120)
+        after = [i for i, (rid, text) in enumerate(got) if rid is None and "was muted" in text]
+        assert after, got  # the mute is in the transcript, where the run took it in
+        assert first not in [rid for rid, _text in got[after[0]:]], got
+        assert page.locator(f"#scene-mute-{k} input").is_checked()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "scene-muted-mid-run.png"), full_page=True)
+        context.close()
