@@ -70,6 +70,7 @@ class AddTab:
         except ChatHaruhiError as exc:
             return (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "",
                     gr.skip())
+        at.stop()  # as after a slow switch (Switches._switch): the chat as the visitor left it while this ran
         if role.id not in added and role.id not in bundled_ids():
             added.append(role.id)
         entries = picker_entries(added)

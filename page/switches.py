@@ -64,6 +64,9 @@ class Switches:
         except ChatHaruhiError as exc:
             back = gr.Dropdown(value=at.conv.role_id) if at.conv is not None else gr.skip()
             return (*(gr.skip(),) * VIEW_SIZE, back, WARNING_MARK + str(exc))
+        # a Hub character can take a minute to fetch, and the visitor may have gone on chatting meanwhile: a reply
+        # done since is kept with the old chat, one still streaming stops (it would go on in the new chat)
+        at.stop()
         new, chats = reopen(at.conv, at.chats, role.id)
         return (*role_view(new, chats, at.visitor), ref, "")
 

@@ -128,3 +128,40 @@ def test_each_session_gets_a_fresh_gate_with_its_own_lock():
     gate.begin(_chat())
     fresh = copy.deepcopy(gate)  # what gr.State does for a new session
     assert fresh.streaming == 0 and fresh.started is None and fresh._lock is not gate._lock
+
+
+def test_a_reply_written_while_a_hub_character_was_fetched_stays_with_the_old_chat(settings, monkeypatch):
+    """A Hub character can take a minute to fetch; the visitor chatted on meanwhile. The switch put away the chat
+    as it read it when clicked, without that exchange; now it goes on from the gate (TurnGate.latest)."""
+    from page import switches as page_switches
+    from page.visit import Seat
+
+    state, gate = _chat(), TurnGate()
+    real = page_switches.open_role
+
+    def slow_fetch(ref, settings_, progress=None):
+        ticket = gate.begin(state)  # Send, while the fetch runs: the page still holds `state`
+        gate.settle(ticket, _replied(state))
+        return real(ref, settings_, progress)
+
+    monkeypatch.setattr(page_switches, "open_role", slow_fetch)
+    out = page_switches.Switches(settings)._switch("sunwukong", Seat(state, {}, "Watson", gate), lambda *a, **k: None)
+    chats = out[8]
+    assert [ex.text for ex in chats["sherlock"].history] == ["Hi", "Tea?", "The hound?"]
+    assert out[0].role_id == "sunwukong"
+
+
+def test_a_reply_still_streaming_when_a_slow_switch_ends_stops_drawing(settings, monkeypatch):
+    from page import switches as page_switches
+    from page.visit import Seat
+
+    state, gate = _chat(), TurnGate()
+    real, started = page_switches.open_role, []
+
+    def slow_fetch(ref, settings_, progress=None):
+        started.append(gate.begin(state))  # Send while the fetch runs; still streaming when it is done
+        return real(ref, settings_, progress)
+
+    monkeypatch.setattr(page_switches, "open_role", slow_fetch)
+    page_switches.Switches(settings)._switch("sunwukong", Seat(state, {}, "Watson", gate), lambda *a, **k: None)
+    assert not gate.is_open(started[0])  # it would have gone on streaming into 孙悟空's chat
