@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from .chat import Conversation
 
 STREAM_HOLD_S = 600.0  # a reply's hold on its visit's gate lapses after this (a stream abandoned unclosed)
+AFTER_KEPT = 8  # how many of a visit's superseded conversations the gate remembers the successor of
 
 
 def merged(reply: Conversation, before: Conversation, edited: Conversation) -> Conversation:
@@ -53,13 +54,14 @@ class TurnGate:
     since: float = 0.0  # when it began (time.monotonic): one held longer than STREAM_HOLD_S is let go
     started: Conversation | None = None  # the page's conversation the streaming reply started from
     edited: Conversation | None = None  # that conversation as the visitor's changes since have left it
-    # (the page's conversation a reply started from, what followed it): a handler that read the first, queued
-    # before the reply's last frame reached the page, works on the second
-    handed: tuple[Conversation, Conversation] | None = None
     line: int = 0  # the ✍ My line writing into the message box now (`line_begin`); another number stops it
 
     def __post_init__(self) -> None:
-        self._lock = threading.RLock()  # not a field: Gradio reads a state's fields (dataclasses.asdict) for the page
+        # not fields: Gradio reads a state's fields (dataclasses.asdict) for the page
+        self._lock = threading.RLock()
+        # id(a conversation the page held) -> (it, what followed it): a handler that read it, queued before what
+        # followed reached the page (a reply's last frame, a change beside it), works on what followed
+        self._after: dict[int, tuple[Conversation, Conversation]] = {}
 
     def __deepcopy__(self, memo) -> TurnGate:
         """Each session's gate is a copy of the page's empty one (gr.State): a fresh gate with its own lock."""
@@ -68,17 +70,27 @@ class TurnGate:
     def _live(self) -> bool:
         return bool(self.streaming) and self.streaming == self.ticket and time.monotonic() - self.since < STREAM_HOLD_S
 
+    def _followed(self, old: Conversation | None, new: Conversation | None) -> None:
+        """`new` follows `old` (and whatever `old` followed): the last AFTER_KEPT such steps are kept."""
+        if old is None or new is None or old is new:
+            return
+        for key, (was, now) in list(self._after.items()):
+            if now is old:
+                self._after[key] = (was, new)
+        self._after.pop(id(old), None)
+        self._after[id(old)] = (old, new)
+        while len(self._after) > AFTER_KEPT:
+            self._after.pop(next(iter(self._after)))
+
     def _hand_over(self, to: Conversation | None) -> None:
-        if self.started is not None and to is not None and to is not self.started:
-            self.handed = (self.started, to)
+        self._followed(self.started, to)
         self.started = self.edited = None
 
     def _latest(self, conv: Conversation | None) -> Conversation | None:
         if self._live():
             return self.edited if self.edited is not None else conv
-        if self.handed is not None and conv is self.handed[0]:
-            return self.handed[1]
-        return conv
+        after = self._after.get(id(conv)) if conv is not None else None
+        return after[1] if after is not None and after[0] is conv else conv
 
     def close(self) -> None:
         """A switch or a cleared chat: the reply streaming, if any, may not draw any more (and lets go); the
@@ -159,4 +171,6 @@ class TurnGate:
             if self._live():
                 self.edited = out[0]
                 return out, False
+            self._followed(conv, out[0])  # a change beside this one (a box's save and a click at once) builds on it
+            self._followed(base, out[0])
             return out, True

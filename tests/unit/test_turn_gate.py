@@ -80,7 +80,7 @@ def test_a_change_that_read_the_chat_before_the_last_frame_reached_the_page_buil
     final = gate.settle(ticket, _replied(state))
     (new, *_rest), write = gate.edit(state, lambda conv: (_rated(conv),))  # read `state` before the frame landed
     assert write and len(new.history) == 3 and new.meta[0].rating == "like"
-    assert gate.latest(final) is final and gate.latest(state) is final
+    assert gate.latest(final) is new and gate.latest(state) is new  # what followed both
 
 
 def test_changes_while_a_cancelled_reply_streamed_go_to_what_comes_next():
@@ -165,3 +165,21 @@ def test_a_reply_still_streaming_when_a_slow_switch_ends_stops_drawing(settings,
     monkeypatch.setattr(page_switches, "open_role", slow_fetch)
     page_switches.Switches(settings)._switch("sunwukong", Seat(state, {}, "Watson", gate), lambda *a, **k: None)
     assert not gate.is_open(started[0])  # it would have gone on streaming into 孙悟空's chat
+
+
+def test_two_changes_from_the_same_chat_at_once_both_stay():
+    """A thumb clicked straight from the persona box: the box's save and the thumb read the same chat, and the one
+    written last undid the other. The second now builds on the first."""
+    state, gate = _chat(), TurnGate()
+    (rated,), _write = gate.edit(state, lambda conv: (_rated(conv),))
+    (both,), _write = gate.edit(state, lambda conv: (_pinned(conv),))  # read before the first reached the page
+    assert both.meta[0].rating == "like" and [p.text for p in both.memory.pins] == ["my sister is Anna"]
+    (third,), _write = gate.edit(rated, lambda conv: (replace_persona(conv),))  # the first's write reached the page
+    assert third.meta[0].rating == "like" and third.memory.pins and third.persona == "A doctor."
+    assert gate.latest(state) is third and gate.latest(both) is third
+
+
+def replace_persona(conv: Conversation) -> Conversation:
+    out = conv.copy()
+    out.persona = "A doctor."
+    return out
