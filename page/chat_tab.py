@@ -214,7 +214,7 @@ class ChatTab:
         def change(conv: Conversation | None):
             if conv is None:
                 return gr.skip(), gr.skip(), gr.skip()
-            rated, said = rate_reply(conv, evt.index, evt.liked, self.settings)
+            rated, said = rate_reply(conv, evt.index, evt.liked, self.settings, gate is not None and gate.streams())
             return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
         return quick(gate, conv, change)
 

@@ -447,12 +447,17 @@ def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settin
     return record_feedback(settings, conv.meta[k], ex.reply, answered, event)
 
 
-def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings) -> tuple[Conversation, str]:
-    """A thumb on a reply: remember it and append it to the feedback file."""
+def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings,
+               streaming: bool = False) -> tuple[Conversation, str]:
+    """A thumb on a reply: remember it and append it to the feedback file. `streaming`: a reply is being written
+    after the chat's messages, so a thumb past them is on that reply (not yet one the conversation holds)."""
     role = load_role(conv.role_id)
     conv = conv.copy()
     k = reply_at(conv, role, index)
     if k is None:
+        at = message_index(index)
+        if streaming and at is not None and at >= len(chat_messages(conv, role, "")):
+            return conv, _("Rate this reply once it is complete.")
         return conv, _("Only the character's replies can be rated.")
     rating = rate(conv.meta[k], liked)
     failed = _record(conv, role, k, "rating", settings)

@@ -138,6 +138,11 @@ class TurnGate:
                 self.streaming = 0
                 self._hand_over(self.edited)
 
+    def streams(self) -> bool:
+        """Whether a reply of this visit is streaming now."""
+        with self._lock:
+            return self._live()
+
     def line_begin(self) -> int:
         """✍ My line starts writing into the message box: it goes on while `line_open` says so."""
         with self._lock:

@@ -64,6 +64,8 @@ def test_a_fact_and_a_thumb_given_while_the_reply_streams_stay(browser, app_serv
         page.wait_for_function("() => document.querySelector('#memories').innerText.includes('Anna')")
         page.locator("#chat button[aria-label='Like']").nth(1).click()  # the first reply (0: the greeting's), mid-reply
         page.wait_for_function("() => document.querySelectorAll(\"#chat button[aria-label='Liked']\").length === 1")
+        page.locator("#chat button[aria-label='Like']").last.click()  # the reply being written: not yet
+        page.wait_for_function("() => document.querySelector('#feedback-note')?.innerText.includes('once it is')")
         assert page.evaluate(STREAMING) and "moor at night」" not in bot_texts(page)[-1]  # still streaming
         texts, _ = wait_reply(page, 3, timeout=60)
         assert texts[-1].endswith("moor at night」")

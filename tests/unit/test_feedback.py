@@ -81,6 +81,9 @@ def test_rate_and_edit_in_the_page_functions(fb_settings):
     conv = page_turn(fb_settings, conv, "Who are you?")
     # chat: 0 greeting, 1 user, 2 reply, 3 user, 4 reply
     assert rate_reply(conv, 0, True, fb_settings)[1].startswith("Only the character's replies")
+    # a thumb on the reply being written after them (5: the next message, 6: its reply)
+    assert rate_reply(conv, 6, True, fb_settings, streaming=True)[1] == "Rate this reply once it is complete."
+    assert rate_reply(conv, 0, True, fb_settings, streaming=True)[1].startswith("Only the character's replies")
     assert edit_message(conv, 0, "something else", fb_settings)[1].startswith("The greeting cannot be edited")
     edited, note = edit_message(conv, 1, "What is your method, Holmes?", fb_settings)  # the visitor's own words
     assert edited.history[0].text == "What is your method, Holmes?" and "stay as they were" in note
