@@ -135,11 +135,13 @@ def set_options(user_role: str, order: str, allow_self: bool, state: SceneState 
     return state
 
 
-def show_state(state: SceneState | None):
-    """After Stop: the chat as the state holds it (a line cut off by Stop was never added)."""
+def show_state(state: SceneState | None, gate: SceneGate | None = None):
+    """After Stop: the scene with what the visitor changed while it ran (a mute, a thumb), and the chat as it holds
+    it (a line cut off by Stop was never added)."""
     state = _state(state)
-    return gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), \
-        _("Stopped.")
+    if gate is not None:
+        state = gate.stop(state)
+    return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), _("Stopped.")
 
 
 def _count(state: SceneState | None, selected):
@@ -355,7 +357,8 @@ class GroupSceneTab:
             trigger(None, None, None, cancels=[e for e in events if e is not own], queue=False, api_name=False)
         # Stop: cancel first, then redraw from the state, so a frame still in flight cannot leave a half line
         self.stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False).then(
-            show_state, self.state, [self.chat, self.status], api_name="scene_stop").then(*after, api_name=False)
+            show_state, [self.state, self.gate], [self.state, self.chat, self.status], api_name="scene_stop").then(
+            *after, api_name=False)
         return events
 
     def change_cast(self, refs: list[str] | None, state: SceneState | None, user_role: str, to: str | None = "",

@@ -39,7 +39,8 @@ from .visit import current, quick
 class Ask:
     """One turn as the page sent it, read once (`asked`): the visit's gate and chat (with whom the visitor plays,
     from the Story panel), the message, the name in the story and the engine; `state`, the conversation as the
-    page held it (what the gate merges the visitor's changes meanwhile against)."""
+    page held it, or what followed it that has not reached the page yet (TurnGate.latest): what the gate merges
+    the visitor's changes meanwhile against."""
 
     gate: TurnGate
     conv: Conversation
@@ -157,11 +158,12 @@ class Turns:
         """▶: the selected reply's next alternative; past the latest reply's last one, a new one written as
         Regenerate writes it (streamed). Outputs: a turn's, then the note under the chat."""
         ask = asked(gate, conv, sent, signed_in)
-        if writes_new(current(conv), selected, 1):
+        if writes_new(current(ask.state), selected, 1):
             for frame in self._turn(ask, REGENERATE):
                 yield (*frame, gr.skip())
             return
-        conv, chat, said = flipped_to(conv, selected, 1, ask.user_role, self.settings)
+        # a flip is a quick change: while a reply streams, that reply's last frame writes it (visit.quick)
+        conv, chat, said = quick(gate, conv, lambda now: flipped_to(now, selected, 1, ask.user_role, self.settings))
         yield chat, gr.skip(), conv, gr.skip(), gr.skip(), said
 
     def edit(self, gate: TurnGate | None, conv: Conversation | None, user_name: str, evt: gr.EditData):

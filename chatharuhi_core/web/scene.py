@@ -349,11 +349,13 @@ def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, eve
             yield SceneUpdate(scene_messages(done), done, spoke=spoke)
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence, the completed lines stay
         ticket.release()
+        done = done.copy()  # the one yielded is the page's now
         take(done)
         yield _failed(done, exc, spoke)
         return
     finally:
         ticket.release()
+    done = done.copy()
     take(done)
     status = _closing_status(event, bool(plan), spoke, last, unheard, manual=scene.state.order == "manual")
     yield SceneUpdate(scene_messages(done), done, None, True, status, spoke)

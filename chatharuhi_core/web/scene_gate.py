@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 
 from ..scene.cast import Line, SceneState
 
-# what a change did: ("member", role id, (talkativeness, muted)) or ("line", line id, the line as changed)
-Change = tuple[str, str, object]
+# what a change did: ("member", role id, (talkativeness, muted)), or ("line", line id, (the line before, after))
+Change = tuple[str, str, tuple]
 
 
 def scene_changes(before: SceneState, after: SceneState) -> list[Change]:
@@ -21,12 +21,14 @@ def scene_changes(before: SceneState, after: SceneState) -> list[Change]:
     changes: list[Change] = [("member", m.role_id, (m.talkativeness, m.muted)) for m in after.members
                              if m.role_id in was and was[m.role_id] != (m.talkativeness, m.muted)]
     lines = {ln.id: ln for ln in before.lines}
-    changes += [("line", ln.id, replace(ln)) for ln in after.lines if ln.id in lines and lines[ln.id] != ln]
+    changes += [("line", ln.id, (replace(lines[ln.id]), replace(ln))) for ln in after.lines
+                if ln.id in lines and lines[ln.id] != ln]
     return changes
 
 
 def apply_changes(state: SceneState, changes: list[Change]) -> None:
-    """The changes made in `state` itself (the run's scene state, or a copy the page writes)."""
+    """The changes made in `state` itself (the run's scene state, or a copy the page writes). A line changed only
+    where it is still as the change found it: a line the run wrote again (Regenerate keeps its id) is the run's."""
     members = {m.role_id: m for m in state.members}
     where = {ln.id: k for k, ln in enumerate(state.lines)}
     for kind, key, value in changes:
@@ -34,8 +36,10 @@ def apply_changes(state: SceneState, changes: list[Change]) -> None:
             talk, muted = value
             members[key].talkativeness = talk
             members[key].set_muted(muted, len(state.lines))
-        elif kind == "line" and key in where and isinstance(value, Line):
-            state.lines[where[key]] = replace(value)
+        elif kind == "line" and key in where:
+            was, now = value
+            if isinstance(now, Line) and state.lines[where[key]] == was:
+                state.lines[where[key]] = replace(now)
 
 
 @dataclass
@@ -56,7 +60,8 @@ class SceneGate:
         return SceneGate()
 
     def begin(self) -> int:
-        """A run starts (the page has cancelled any other); it takes in the changes still waiting."""
+        """A run starts (the page has cancelled any other); the changes still waiting go in before its first
+        line."""
         with self._lock:
             self.ticket += 1
             self.running = self.ticket
@@ -64,6 +69,14 @@ class SceneGate:
 
     def is_open(self, ticket: int) -> bool:
         return ticket == self.ticket
+
+    def stop(self, state: SceneState) -> SceneState:
+        """Stop: the run may not draw any more (its cancelled frames may never end it), and the scene to write is
+        `state` with the changes made while it ran."""
+        with self._lock:
+            self.ticket += 1
+            self.running = 0
+            return self.latest(state)
 
     def close(self) -> None:
         """A clear, a new cast or an import: the run, if any, may not draw any more; what waited goes with it."""
@@ -99,7 +112,11 @@ class SceneGate:
         it and whether the page writes it: while a run goes on, the run takes it in (its next write would
         otherwise undo it) and the page writes nothing now."""
         with self._lock:
-            base = self.latest(state)
+            if self.running:  # the scene as the changes waiting have left it: each builds on the one before
+                base = state.copy()
+                apply_changes(base, self.pending)
+            else:
+                base = self.latest(state)
             out = change(base)
             if not isinstance(out[0], SceneState):
                 return out, True

@@ -27,7 +27,8 @@ def merged(reply: Conversation, before: Conversation, edited: Conversation) -> C
         out.memory.pins = list(edited.memory.pins)
     was, now = before._full_meta(), edited._full_meta()
     for k in range(min(len(before.history), len(edited.history), len(out.history))):
-        kept = out.history[k] == before.history[k] and out.meta[k].id == was[k].id
+        # an exchange with no record of its own (an older state, the API) gets a new id at each copy: its text says
+        kept = out.history[k] == before.history[k] and (k >= len(before.meta) or out.meta[k].id == was[k].id)
         if kept and (edited.history[k] != before.history[k] or now[k] != was[k]):
             out.history[k], out.meta[k] = edited.history[k], replace(now[k])
     return out
@@ -110,9 +111,10 @@ class TurnGate:
         with self._lock:
             if self._live():
                 return None
+            follows = self._latest(state)  # a change written since the turn read `state`: as if made while it streams
             self.ticket += 1
             self.streaming, self.since = self.ticket, time.monotonic()
-            self.started, self.edited = state, None
+            self.started, self.edited = state, (follows if follows is not state else None)
             return self.ticket
 
     def settle(self, ticket: int, reply: Conversation) -> Conversation | None:

@@ -91,3 +91,51 @@ def test_scene_changes_are_by_id_and_apply_to_a_later_copy(settings):
     later = before.copy()
     apply_changes(later, changes)
     assert later.members[0].talkativeness == 0.9
+
+
+def _talk(state: SceneState, role_id: str, value: float) -> tuple[SceneState]:
+    out = state.copy()
+    next(m for m in out.members if m.role_id == role_id).talkativeness = value
+    return (out,)
+
+
+def test_two_changes_in_the_same_line_both_go_in(settings):
+    """A mute and then a slider before the run's next line: each built on the page's state alone, so the second
+    carried 'not muted' and took the mute back."""
+    state = set_cast(SceneState(), CAST, settings)
+    gate = SceneGate()
+    ticket = gate.begin()
+    gate.edit(state, lambda s: _muted(s, "alice"))
+    (shown,), write = gate.edit(state, lambda s: _talk(s, "alice", 0.9))  # the page still holds `state`
+    assert not write and next(m for m in shown.members if m.role_id == "alice").muted
+    run = state.copy()
+    gate.take(ticket, run)
+    alice = next(m for m in run.members if m.role_id == "alice")
+    assert alice.muted and alice.talkativeness == 0.9 and alice.mutes == [[0, True]]
+
+
+def test_a_line_the_run_wrote_again_is_not_put_back(settings):
+    """A thumb on the line being regenerated (Regenerate keeps its id): the old line must not come back over it."""
+    state = set_cast(SceneState(), CAST, settings)
+    ups = list(stream_scene(state, EnginePanel("script"), settings, SceneEvent(turns=1, seed=1)))
+    page = ups[-1].state
+    rated = page.copy()
+    rated.lines[-1] = replace(rated.lines[-1], rating="like")
+    changes = scene_changes(page, rated)
+    rewritten = page.copy()
+    rewritten.lines[-1] = replace(rewritten.lines[-1], text="Another text altogether.")
+    apply_changes(rewritten, changes)
+    assert rewritten.lines[-1].text == "Another text altogether." and rewritten.lines[-1].rating is None
+    same = page.copy()
+    apply_changes(same, changes)
+    assert same.lines[-1].rating == "like"
+
+
+def test_stop_writes_the_changes_made_while_the_run_went_on(settings):
+    state = set_cast(SceneState(), CAST, settings)
+    gate = SceneGate()
+    ticket = gate.begin()
+    gate.edit(state, lambda s: _muted(s, "alice"))
+    stopped = gate.stop(state)  # the run's own end may never come (a cancelled stream)
+    assert next(m for m in stopped.members if m.role_id == "alice").muted
+    assert not gate.is_open(ticket) and gate.edit(stopped, lambda s: _talk(s, "alice", 0.2))[1]  # written at once

@@ -183,3 +183,19 @@ def replace_persona(conv: Conversation) -> Conversation:
     out = conv.copy()
     out.persona = "A doctor."
     return out
+
+
+def test_a_correction_to_an_exchange_without_a_record_is_kept():
+    """An older state (or the API's) has exchanges with no record: each copy gives them a new id, and a change made
+    to one while a reply streamed was always dropped."""
+    before = Conversation("sherlock", [Exchange("Watson", "Hi", "Good day.")])
+    edited = before.copy()
+    edited.history[0] = Exchange("Watson", "Hi", "Good day, Watson.")
+    assert merged(_replied(before), before, edited).history[0].reply == "Good day, Watson."
+
+
+def test_a_change_written_between_reading_the_chat_and_starting_the_reply_is_kept():
+    state, gate = _chat(), TurnGate()
+    gate.edit(state, lambda conv: (_rated(conv),))  # written to the page just after the Send read `state`
+    ticket = gate.begin(state)
+    assert gate.settle(ticket, _replied(state)).meta[0].rating == "like"
