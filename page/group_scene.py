@@ -42,7 +42,7 @@ from chatharuhi_core.web.signin import language_warnings
 
 from .language import L
 from .settings_panel import choice
-from .visit import clicked, conversation_buttons
+from .visit import clicked, conversation_buttons, quick
 
 SLOTS = MAX_MEMBERS
 BUSY = N_("⏳ The scene goes on…")
@@ -91,16 +91,6 @@ def whisper_hint(to: str | None, state: SceneState | None):
                       else _("Say something to everyone…"))
 
 
-def quick(gate: SceneGate | None, state: SceneState | None, change) -> tuple:
-    """A quick change of the scene (a talkativeness, a mute, a thumb, a correction, a flip): while the characters
-    talk, the run takes it in before its next line and the page writes nothing now (its next write would undo it:
-    SceneGate.edit)."""
-    if gate is None:  # a caller of the API
-        return change(_state(state))
-    out, write = gate.edit(_state(state), change)
-    return out if write else (gr.skip(), *out[1:])
-
-
 def set_talk(k: int):
     def handler(value: float, state: SceneState | None, gate: SceneGate | None = None):
         def change(state: SceneState):
@@ -109,7 +99,7 @@ def set_talk(k: int):
             if k < len(present):
                 present[k].talkativeness = max(0.0, min(1.0, float(value)))
             return (state,)
-        return quick(gate, state, change)[0]
+        return quick(gate, _state(state), change)[0]
     return handler
 
 
@@ -123,7 +113,7 @@ def set_mute(k: int):
             # the chat shows the mute as a quiet line at once
             return state, present_html(state), gr.Chatbot(value=scene_messages(state),
                                                           feedback_value=feedback_values(state))
-        return quick(gate, state, change)
+        return quick(gate, _state(state), change)
     return handler
 
 
@@ -491,7 +481,7 @@ class GroupSceneTab:
         return self._voice(ln.role_id, ln.text)
 
     def rate(self, state: SceneState | None, gate: SceneGate | None, evt: gr.LikeData):
-        return quick(gate, state, lambda state: rate_line(state, evt.index, evt.liked, self.settings))
+        return quick(gate, _state(state), lambda state: rate_line(state, evt.index, evt.liked, self.settings))
 
     def _flip(self, step: int):
         """◀ or ▶: the selected character line (the last by default) shows its previous or next text, kept."""
@@ -499,7 +489,7 @@ class GroupSceneTab:
             def change(state: SceneState):
                 state, note = flip_line(state, selected, step, self.settings)
                 return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
-            return quick(gate, state, change)
+            return quick(gate, _state(state), change)
         return run
 
     def next_text(self, signed_in: gr.OAuthToken | None, state, selected, gate=None, **play):
@@ -514,4 +504,4 @@ class GroupSceneTab:
         def change(state: SceneState):
             state, note = edit_line(state, evt.index, evt.value, self.settings)
             return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
-        return quick(gate, state, change)
+        return quick(gate, _state(state), change)

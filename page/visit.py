@@ -12,6 +12,7 @@ from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, describe_role, scenes_markdown
 from chatharuhi_core.web.common import portrait_html
 from chatharuhi_core.web.picker import tiles_html
+from chatharuhi_core.web.scene_gate import SceneGate
 from chatharuhi_core.web.turn_gate import TurnGate
 
 from .language import L
@@ -108,14 +109,15 @@ def close(gate: TurnGate | None, conv: Conversation | None = None) -> Conversati
     return gate.latest(conv)
 
 
-def quick(gate: TurnGate | None, conv: Conversation | None, change) -> tuple:
-    """A quick change of the visitor's conversation (a thumb, a pin, their portrait, the Story panel's boxes):
-    `change(conv)` returns the new conversation (or gr.skip()) and the handler's other outputs. While a reply
-    streams the change is kept by the visit's gate and written by the reply's last frame (TurnGate.edit): the page
-    writes nothing now, or the last frame would undo it, or it would drop the new exchange."""
+def quick(gate: TurnGate | SceneGate | None, value, change) -> tuple:
+    """A quick change of the visitor's conversation (a thumb, a pin, their portrait, the Story panel's boxes) or
+    group scene (a mute, a talkativeness, a thumb, a correction, a flip): `change(value)` returns the new value (or
+    gr.skip()) and the handler's other outputs. While a reply streams or the characters talk, the gate keeps the
+    change and the stream writes it (TurnGate.edit, SceneGate.edit): the page writes nothing now, or the stream's
+    next write would undo it (or, for a reply's last frame, it would drop the new exchange)."""
     if gate is None:  # a caller of the API
-        return change(conv)
-    out, write = gate.edit(conv, change)
+        return change(value)
+    out, write = gate.edit(value, change)
     return out if write else (gr.skip(), *out[1:])
 
 

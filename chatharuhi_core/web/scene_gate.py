@@ -4,11 +4,11 @@ next line, so a character muted while the others talk is not picked again, and i
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..scene.cast import Line, SceneState
+from .visit_gate import VisitGate
 
 # what a change did: ("member", role id, (talkativeness, muted)), or ("line", line id, (the line before, after))
 Change = tuple[str, str, tuple]
@@ -43,21 +43,13 @@ def apply_changes(state: SceneState, changes: list[Change]) -> None:
 
 
 @dataclass
-class SceneGate:
+class SceneGate(VisitGate):
     """Which run of the group scene may still draw (`begin`, `close`), and the visitor's quick changes while one
     runs (`edit`): kept here, taken in by the run before its next line (`take`); those made after its last line
     wait for the next change or run (`latest`). One per visitor, in the page's state."""
 
-    ticket: int = 0
     running: int = 0
     pending: list[Change] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._lock = threading.RLock()  # not a field: Gradio reads a state's fields (dataclasses.asdict)
-
-    def __deepcopy__(self, memo) -> SceneGate:
-        """Each session's gate is a copy of the page's empty one (gr.State): a fresh gate with its own lock."""
-        return SceneGate()
 
     def begin(self) -> int:
         """A run starts (the page has cancelled any other); the changes still waiting go in before its first
@@ -66,9 +58,6 @@ class SceneGate:
             self.ticket += 1
             self.running = self.ticket
             return self.ticket
-
-    def is_open(self, ticket: int) -> bool:
-        return ticket == self.ticket
 
     def stop(self, state: SceneState) -> SceneState:
         """Stop: the run may not draw any more (its cancelled frames may never end it), and the scene to write is

@@ -4,12 +4,12 @@ the conversation back with those changes instead of over them."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .chat import Conversation
+from .visit_gate import VisitGate
 
 STREAM_HOLD_S = 600.0  # a reply's hold on its visit's gate lapses after this (a stream abandoned unclosed)
 AFTER_KEPT = 8  # how many of a visit's superseded conversations the gate remembers the successor of
@@ -35,7 +35,7 @@ def merged(reply: Conversation, before: Conversation, edited: Conversation) -> C
 
 
 @dataclass
-class TurnGate:
+class TurnGate(VisitGate):
     """Which reply of a visit may still draw in the chat, and the visitor's changes while it streams (one per
     visitor, in the page's state).
 
@@ -50,7 +50,6 @@ class TurnGate:
     last frame would undo the change, or the change, written after it, would drop the new exchange.
     """
 
-    ticket: int = 0
     streaming: int = 0  # the ticket of the reply streaming now; 0 when none
     since: float = 0.0  # when it began (time.monotonic): one held longer than STREAM_HOLD_S is let go
     started: Conversation | None = None  # the page's conversation the streaming reply started from
@@ -58,15 +57,11 @@ class TurnGate:
     line: int = 0  # the ✍ My line writing into the message box now (`line_begin`); another number stops it
 
     def __post_init__(self) -> None:
-        # not fields: Gradio reads a state's fields (dataclasses.asdict) for the page
-        self._lock = threading.RLock()
-        # id(a conversation the page held) -> (it, what followed it): a handler that read it, queued before what
-        # followed reached the page (a reply's last frame, a change beside it), works on what followed
+        super().__post_init__()
+        # not a field (Gradio reads a state's fields for the page): id(a conversation the page held) -> (it, what
+        # followed it). A handler that read it, queued before what followed reached the page (a reply's last frame,
+        # a change beside it), works on what followed
         self._after: dict[int, tuple[Conversation, Conversation]] = {}
-
-    def __deepcopy__(self, memo) -> TurnGate:
-        """Each session's gate is a copy of the page's empty one (gr.State): a fresh gate with its own lock."""
-        return TurnGate()
 
     def _live(self) -> bool:
         return bool(self.streaming) and self.streaming == self.ticket and time.monotonic() - self.since < STREAM_HOLD_S
@@ -100,9 +95,6 @@ class TurnGate:
             if self._live():
                 self._hand_over(self.edited)
             self.ticket += 1
-
-    def is_open(self, ticket: int) -> bool:
-        return ticket == self.ticket
 
     def begin(self, state: Conversation | None = None) -> int | None:
         """A new reply starts from the page's conversation `state` and holds the gate (the one before it, if

@@ -78,17 +78,23 @@ def test_a_visitor_who_leaves_mid_reply_does_not_disturb_the_others(strict_app, 
     still_serving(strict_app)
 
 
-def test_a_second_message_while_the_reply_streams_is_refused_and_the_first_kept(strict_app, slow_server):
-    """Enter, then Send while the reply streams (or Regenerate meanwhile): the second turn started from the chat
-    as it was before the first and wrote it back without the first exchange. Now it is refused with a sentence,
-    and the first reply finishes in the chat."""
-    client = Client(strict_app, verbose=False)
+def _mid_reply(url: str, slow_server):
+    """A visitor with Holmes whose long message's reply is streaming: (the client, /send's other inputs, the send)."""
+    client = Client(url, verbose=False)
     client.predict("sherlock", api_name="/switch_role")
     args = ("Watson", "openai", "echo", slow_server.base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "", "", 4)
     first = client.submit("Tell me a long story about the hound on the moor, please.", *args, api_name="/send")
     deadline = time.monotonic() + 20
     while len(first.outputs()) < 3 and time.monotonic() < deadline:  # mid-reply
         time.sleep(0.05)
+    return client, args, first
+
+
+def test_a_second_message_while_the_reply_streams_is_refused_and_the_first_kept(strict_app, slow_server):
+    """Enter, then Send while the reply streams (or Regenerate meanwhile): the second turn started from the chat
+    as it was before the first and wrote it back without the first exchange. Now it is refused with a sentence,
+    and the first reply finishes in the chat."""
+    client, args, first = _mid_reply(strict_app, slow_server)
     second = client.submit("And what do you make of this walking stick?", *args, api_name="/send")
     second.result()  # refused at once (the page shows a warning; the message stays in the box)
     assert not first.done()
@@ -103,13 +109,7 @@ def test_a_second_message_while_the_reply_streams_is_refused_and_the_first_kept(
 def test_a_fact_remembered_while_the_reply_streams_is_kept_with_the_reply(strict_app, slow_server):
     """A memory added while a reply streams: the reply's last frame wrote the conversation it started from and the
     fact was gone (a thumb, a pin or the Story panel the same); now the last frame writes both."""
-    client = Client(strict_app, verbose=False)
-    client.predict("sherlock", api_name="/switch_role")
-    args = ("Watson", "openai", "echo", slow_server.base_url, GOOD_KEY, 1500, 1200, False, 300, 400, "", "", 4)
-    first = client.submit("Tell me a long story about the hound on the moor, please.", *args, api_name="/send")
-    deadline = time.monotonic() + 20
-    while len(first.outputs()) < 3 and time.monotonic() < deadline:  # mid-reply
-        time.sleep(0.05)
+    client, args, first = _mid_reply(strict_app, slow_server)
     listed = client.predict("my sister is Anna", api_name="/remember")[0]
     assert "my sister is Anna" in listed and not first.done()
     assert text_of(first.result()[0][-1]) == "Echo: Watson:「Tell me a long story about the hound on the moor, please.」"
