@@ -244,11 +244,11 @@ def llama_url(stack) -> str | None:
     """Start llama.cpp's server with the bundled model when scripts/setup-llama-server.sh built it."""
     from loopback import LLAMA_PYTHON, llama_server
 
-    from chatharuhi_core.chat.engines.local.model import bundled_spec
+    from chatharuhi_core.chat.engines.local.packaged import SMOLLM2, packaged_spec
 
     if not LLAMA_PYTHON.exists():
         return None
-    spec = bundled_spec()
+    spec = packaged_spec(SMOLLM2)
     return stack.enter_context(llama_server(Path(spec.source) / spec.gguf_file))
 
 

@@ -227,10 +227,10 @@ def random_adapter(folder: Path) -> Path:
     from peft import LoraConfig, get_peft_model
 
     from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST
-    from chatharuhi_core.chat.engines.local.runtime import bundled_spec
+    from chatharuhi_core.chat.engines.local.packaged import SMOLLM2, packaged_spec
     from chatharuhi_core.chat.engines.local.transformers_model import read_model
 
-    _, base = read_model(bundled_spec())
+    _, base = read_model(packaged_spec(SMOLLM2))
     torch.manual_seed(0)
     model = get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
                                              init_lora_weights=False))
@@ -247,7 +247,7 @@ def speeds(settings, rounds: int, adapter: Path, log: Path) -> dict:
     from chatharuhi_core.chat.engines.local.llamacpp import FLASH_ATTENTION
     from chatharuhi_core.chat.engines.local.model import load_model, resolve_model
 
-    base, tuned = (replace(resolve_model(m), cache=str(settings.cache_dir)) for m in ("", str(adapter)))
+    base, tuned = (replace(resolve_model(m), cache=str(settings.cache_dir)) for m in ("smollm2", str(adapter)))
     gguf = Path(base.source) / base.gguf_file
     turns = prompts(settings)
     engine, tuned_engine = InProcess(load_model(base, "cpu")), InProcess(load_model(tuned, "cpu"))
@@ -307,7 +307,7 @@ def builds(settings, tuned_narrow: Path | None) -> list[dict]:
     from chatharuhi_core.chat.engines.local.llamacpp import eight_bit_copy, prefill_copy
     from chatharuhi_core.chat.engines.local.model import resolve_model
 
-    base = resolve_model("")
+    base = resolve_model("smollm2")
     gguf = Path(base.source) / base.gguf_file
     f16 = prefill_copy(gguf, settings.cache_dir / "gguf-f16")
     files = {"Q4_1 (as shipped)": gguf, "F16 copy": f16, "Q8_0 copy": eight_bit_copy(f16) if f16 else None,

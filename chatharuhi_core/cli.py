@@ -378,10 +378,10 @@ def cmd_speak(args: argparse.Namespace) -> int:
 
 
 def cmd_engines(args: argparse.Namespace) -> int:
-    if args.gguf:  # the bundled model file, e.g. for llama.cpp's server
-        from .chat.engines.local.model import bundled_spec
+    if args.gguf:  # the small packaged model's file (SmolLM2), e.g. for llama.cpp's server
+        from .chat.engines.local.packaged import SMOLLM2, packaged_spec
 
-        spec = bundled_spec()
+        spec = packaged_spec(SMOLLM2)
         print(Path(spec.source) / spec.gguf_file)
         return 0
     for name in engine_names():
@@ -545,6 +545,14 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         data = DatasetOptions(holdout=holdout, data_files=tuple(Path(p) for p in args.data or []),
                               dpo_file=Path(args.dpo) if args.dpo else None)
         options = FinetuneOptions(base=args.base or "", data=data, merge=args.merge, train=train, command=command)
+        if args.rows_only:
+            from .chat.engines.local.shipped import sha256_of
+            from .data.finetune import training_rows
+
+            rows = training_rows(roles, args.rows_only, options, settings=settings)
+            print(_("{rows} training rows written to {file} (SHA-256 {sha256}); nothing was trained.",
+                    rows=len(rows.rows), file=args.rows_only, sha256=sha256_of(Path(args.rows_only))))
+            return 0
         result = finetune(roles, out, options, settings=settings, say=lambda s: print(s, file=sys.stderr, flush=True))
     except Interrupted as exc:
         print(f"\n{exc}", file=sys.stderr)
@@ -763,6 +771,9 @@ def _add_finetune_command(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help=_("the training's seed (row order, LoRA's first weights)"))
     p.add_argument("--batch-size", type=int, default=1, help=_("rows per step on the device (default 1: fastest on a CPU)"))
     p.add_argument("--grad-accum", type=int, default=8, help=_("steps whose gradients add up to one update (default 8)"))
+    p.add_argument("--rows-only", metavar="FILE",
+                   help=_("write the rows this command would train on to FILE (as the run's train.jsonl) and stop: "
+                          "how a shipped adapter's recorded rows are checked"))
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                    help=_("weights and training in fp32 or bf16 (default auto: bf16 on a GPU, fp32 on a CPU)"))
 

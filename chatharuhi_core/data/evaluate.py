@@ -198,7 +198,7 @@ def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script",
 def _trained(choice: EngineChoice, cases: Sequence[Case], allow_trained: bool) -> list[Case]:
     """The cases whose scenes a fine-tuned local model trained on: refused with a sentence unless allowed."""
     model = choice.model
-    trained = trained_on(model, cases) if model and choice.name == "local" else []
+    trained = trained_on(model or "", cases) if choice.name == "local" else []  # blank: the shipped fine-tune
     if trained and not allow_trained:
         roles_hit = sorted({c.role.id for c in trained})
         raise InputError(f"The model {model} trained on the scenes of {len(trained)} of these {len(cases)} cases "

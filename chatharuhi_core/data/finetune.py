@@ -35,6 +35,7 @@ from .finetune_data import Dataset, DatasetOptions, build_dataset
 log = logging.getLogger(__name__)
 
 MANIFEST_FORMAT = 1
+FINETUNE_BASE = "smollm2"  # what a blank --base trains: the small English model (the shipped fine-tune is Gemma's)
 
 
 @dataclass(frozen=True)
@@ -351,20 +352,13 @@ def finetune(roles: Sequence[Role], out: str | Path, options: FinetuneOptions = 
     _check_can_train(out, roles)
     base, merge, train, data = options.base, options.merge, options.train, options.data
     holdout, budgets = data.holdout, data.budgets
-    spec: ModelSpec = resolve_model(base)  # an unknown base model is a sentence before anything is loaded
+    spec: ModelSpec = resolve_model(base or FINETUNE_BASE)  # an unknown base model: a sentence before anything loads
     device, dtype = _device(train.precision)
     work = work_dir(out)
     say(f"Loading the base model {spec.label}…")
     tokenizer, model = _load_base(spec, dtype)
-
-    def count(text: str) -> int:
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
-
     say("Building training rows from the scenes (eval's held-out scenes left out)…")
-    dataset = build_dataset(roles, count, data, settings=settings)
-    totals, completions = _row_lengths(dataset, tokenizer, train.max_length)
-    if not dataset.rows:
-        raise InputError(f"Every row is longer than {train.max_length} tokens; raise --max-length.")
+    dataset, totals, completions = _rows(roles, tokenizer, data, train, settings)
     plan = {"fingerprint": dataset.fingerprint(), "base_model": base, "train": asdict(train),
             "budgets": asdict(budgets), "hold_out": holdout.as_dict(), "merge": merge}
     try:
@@ -399,6 +393,47 @@ def finetune(roles: Sequence[Role], out: str | Path, options: FinetuneOptions = 
     if dataset.too_long:
         notes.append(f"{dataset.too_long} rows longer than {train.max_length} tokens were left out.")
     return FinetuneResult(out, manifest, resumed, notes)
+
+
+def _rows(roles: Sequence[Role], tokenizer, data: DatasetOptions, train: TrainSettings,
+          settings: Settings) -> tuple[Dataset, list[int], list[int]]:
+    """The rows a run trains on, in the base model's tokens, those over max_length left out; with each kept row's
+    total and completion lengths."""
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
+
+    dataset = build_dataset(roles, count, data, settings=settings)
+    totals, completions = _row_lengths(dataset, tokenizer, train.max_length)
+    if not dataset.rows:
+        raise InputError(f"Every row is longer than {train.max_length} tokens; raise --max-length.")
+    return dataset, totals, completions
+
+
+def training_rows(roles: Sequence[Role], out: str | Path, options: FinetuneOptions = FinetuneOptions(), *,
+                  settings: Settings | None = None) -> Dataset:
+    """The rows `finetune` with these options would train on, written to `out` as its train.jsonl (the same
+    bytes), without training: how a shipped adapter's recorded rows are rebuilt and compared
+    (`finetune ... --rows-only FILE`)."""
+    settings = settings or Settings.from_env()
+    tokenizer = _load_tokenizer(resolve_model(options.base or FINETUNE_BASE))
+    dataset, _totals, _completions = _rows(roles, tokenizer, options.data, options.train, settings)
+    out = Path(out).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _write_rows(out, dataset)
+    return dataset
+
+
+def _load_tokenizer(spec: ModelSpec):
+    """The base model's tokenizer alone, as _load_base sets it up (rows are counted with it)."""
+    from transformers import AutoTokenizer
+
+    kwargs = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
+    tokenizer = AutoTokenizer.from_pretrained(spec.source, **kwargs)
+    if getattr(tokenizer, "pad_token", None) is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not getattr(tokenizer, "chat_template", None):
+        tokenizer.chat_template = PLAIN_TEMPLATE
+    return tokenizer
 
 
 def _tokens_per_s(sft_stats: dict, tokens: int, rows: int, train: TrainSettings) -> float | None:

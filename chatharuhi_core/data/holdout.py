@@ -136,14 +136,29 @@ def trained_on(model: str | Path, cases: Iterable[Case]) -> list[Case]:
     from ..chat.engines.local.model import FINETUNE_MANIFEST
     from ..errors import InputError
 
-    path = Path(model).expanduser() / FINETUNE_MANIFEST
+    path = _shipped_manifest(model) or Path(model).expanduser() / FINETUNE_MANIFEST
     if not path.is_file():
         return []
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-        roles = set(manifest["roles"])
-        held = {rid: set(ids) for rid, ids in manifest["hold_out"]["scenes"].items()}
+        key = "held_out" if "held_out" in manifest else "hold_out"  # a shipped adapter's manifest, or finetune's
+        held = {rid: set(ids) for rid, ids in manifest[key]["scenes"].items()}
+        roles = set(manifest.get("roles") or held)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise InputError(f"{path} is damaged: it does not say which roles the model trained on and which scenes it "
                          "held out. Train the model again with `finetune`.") from None
     return [c for c in cases if c.role.id in roles and c.turn.scene_id not in held.get(c.role.id, set())]
+
+
+def _shipped_manifest(model: str | Path) -> Path | None:
+    """The manifest of an adapter the project ships, when `model` names one: blank (the local engine's default), its
+    name, or its folder."""
+    from ..chat.engines.local.packaged import DEFAULT, PACKAGED
+    from ..chat.engines.local.shipped import MANIFEST, MODELS_DIR
+
+    name = str(model).strip().lower()
+    packaged = DEFAULT if not name else PACKAGED.get(name)
+    if packaged is not None and packaged.adapter:
+        return MODELS_DIR / packaged.adapter / MANIFEST
+    folder = Path(str(model)).expanduser()
+    return folder / MANIFEST if name and (folder / MANIFEST).is_file() else None

@@ -115,9 +115,11 @@ def language_warnings(panel: EnginePanel, roles: list[Role], settings: Settings,
     except ChatHaruhiError:  # an engine or model the visitor is still typing: sending says what is wrong
         return []
     found = []
+    notice = getattr(engine, "notice", lambda: None)()  # the shipped model could not be used: what stands in, why
     for role in roles:
         local = local_offer(engine, role)
         said = language_gap(engine, role, offers(settings, role, profile, panel.engine, local))
+        said = " ".join(filter(None, (notice, said)))
         if said:
             found.append(LanguageWarning(role, said, local))
     return found

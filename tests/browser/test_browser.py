@@ -225,7 +225,7 @@ def test_local_model_chosen_in_the_page_answers_in_english(browser, app_server):
     choose_engine(page, "Local model")
     model = page.locator("#model textarea, #model input").first
     model.wait_for(state="visible")
-    assert "SmolLM2-135M-Instruct" in page.locator("#model").inner_text()  # the field's hint
+    assert "Gemma 3 270M ChatHaruhi" in page.locator("#model").inner_text()  # the field's hint: the blank model
     assert not page.locator("#base-url").is_visible()  # nothing to fill in for a local model
     say(page, "Who are you?")
     # (an app started without its start-up load shows "Loading the local model…" first; test_llama_batch sees it)

@@ -234,18 +234,26 @@ def test_signed_out_visitor_is_told_what_signing_in_gives(browser, space_app):
 
 
 def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, app_server):
-    """The app as README starts it: 孙悟空 on screen, the local engine chosen, the warning before any message."""
+    """The app as README starts it: 孙悟空 on screen, the local engine chosen: its blank model, the shipped fine-tuned
+    Gemma, speaks Chinese (no warning); SmolLM2 named, the warning before any message, offering the fine-tune back."""
     from support.browser import ARTIFACTS, choose_engine, open_page
 
     page = open_page(browser, app_server)
     warning = page.locator("#language-note")
     assert not warning.is_visible()
     choose_engine(page, "Local model")
+    model = page.locator("#model").locator("input").first
+    model.wait_for(state="visible")
+    assert "Gemma 3 270M ChatHaruhi" in page.locator("#model").inner_text()  # blank = the shipped fine-tune
+    page.wait_for_timeout(1000)  # the guard has run for the engine just chosen
+    assert not warning.is_visible()
+    model.fill("smollm2")
+    model.press("Enter")
     warning.wait_for(state="visible")
     said = warning.inner_text()
     assert "SmolLM2-135M-Instruct speaks English only" in said and "孙悟空 speaks Chinese" in said
     assert "offline engine" in said and page.locator("#use-offline").is_visible()
-    assert "Choose Gemma 3 270M as the local model in Settings (it speaks Chinese)" in said
+    assert "Choose Gemma 3 270M ChatHaruhi as the local model in Settings (it speaks Chinese)" in said
     assert page.locator("#use-local-model").is_visible()
     page.screenshot(path=str(ARTIFACTS / "language-guard.png"))
     page.set_viewport_size({"width": 390, "height": 844})
@@ -256,10 +264,9 @@ def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, 
     assert not page.locator("#use-local-model").is_visible()
     page.locator("#picker [data-ref=sunwukong]").click()
     warning.wait_for(state="visible")
-    page.click("#use-local-model")  # the first offer: the local model that speaks Chinese
+    page.click("#use-local-model")  # the first offer: the local model that speaks Chinese (the blank field)
     page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
-    model = page.locator("#model").locator("input").first
-    assert model.input_value() == "Gemma 3 270M · packaged" and page.locator("#use-offline").is_hidden()
+    assert model.input_value() == "" and page.locator("#use-offline").is_hidden()
     model.fill("smollm2")  # SmolLM2 named again: the warning is back
     model.press("Enter")
     warning.wait_for(state="visible")
@@ -275,6 +282,9 @@ def test_the_scene_tab_warns_too(browser, app_server):
 
     page = open_page(browser, app_server)
     choose_engine(page, "Local model")
+    model = page.locator("#model").locator("input").first
+    model.fill("smollm2")  # the English-only model: the blank one speaks both
+    model.press("Enter")
     page.get_by_role("tab", name="Group").click()
     cast_scene(page, ["Sherlock Holmes", "孙悟空"])
     warning = page.locator("#scene-language-note")

@@ -185,7 +185,7 @@ def test_local_model_loaded_as_the_app_started_answers_with_its_speed(app_server
     assert not any(s.startswith("Loading the local model") for s in shown)
     assert all("is warming up" in s for s in shown if s.startswith("The local model"))
     assert len(frames) > 4 and _english(text_of(chat[-1]))
-    assert "Answered by **Local model** · `SmolLM2-135M-Instruct (llama.cpp, cpu)` · first token" in stats
+    assert "Answered by **Local model** · `Gemma 3 270M ChatHaruhi (llama.cpp, cpu)` · first token" in stats
     assert "tokens/s" in stats
     job = client.submit("What is your method?", "", "local", "", "", "", 1500, 1200, False, 300, 400, "", "", 4,
                         api_name="/send")

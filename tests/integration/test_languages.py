@@ -1,5 +1,6 @@
 """The language guard: each model records the languages it can hold a conversation in, and a visitor is told
-before the first message when the chosen one cannot speak the character's (the bundled SmolLM2 and 孙悟空)."""
+before the first message when the chosen one cannot speak the character's (SmolLM2 and 孙悟空); the local engine's
+blank model, the shipped fine-tuned Gemma, speaks both, so no bundled character is warned."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from support.app import run_cli
 
 from chatharuhi_core import ChatHaruhi
 from chatharuhi_core.chat.engines.local.model import FINETUNE_MANIFEST, ModelSpec, local_offer, spec_languages
-from chatharuhi_core.chat.engines.local.packaged import GEMMA3_270M
+from chatharuhi_core.chat.engines.local.packaged import DEFAULT
 from chatharuhi_core.chat.languages import EN, ZH_EN, engine_languages, family_languages, language_gap
 from chatharuhi_core.data.evaluate import CaseResult, Report
 from chatharuhi_core.data.finetune import record_eval
@@ -37,7 +38,9 @@ def test_model_families():
 
 def test_engines_say_what_they_speak(settings):
     wukong = load_role("sunwukong")
-    local = ChatHaruhi(role=wukong, engine="local", settings=settings).engine
+    default = ChatHaruhi(role=wukong, engine="local", settings=settings).engine
+    assert engine_languages(default) == ZH_EN and language_gap(default, wukong) is None  # the shipped fine-tune
+    local = ChatHaruhi(role=wukong, engine="local", model="smollm2", settings=settings).engine
     assert engine_languages(local) == EN
     said = language_gap(local, wukong, "Use the offline engine.")
     assert said.startswith("SmolLM2-135M-Instruct speaks English only, and 孙悟空 speaks Chinese")
@@ -73,27 +76,31 @@ def test_a_fine_tuned_model_speaks_what_its_eval_measured(tmp_path):
 
 
 def test_the_command_line_warns_before_the_first_message(cache_dir):
-    out = run_cli("chat", "--role", "sunwukong", "--engine", "local", "你是谁？", cache=cache_dir)
+    out = run_cli("chat", "--role", "sunwukong", "--engine", "local", "--model", "smollm2", "你是谁？", cache=cache_dir)
     assert out.returncode == 0, out.stderr
     warning = out.stderr.splitlines()[0]
     assert warning.startswith("warning: SmolLM2-135M-Instruct speaks English only, and 孙悟空 speaks Chinese")
     assert "--engine script" in warning and "--engine hf" in warning
-    assert "Use --model gemma-3-270m (a local model that speaks Chinese)." in warning  # installed with the local extra
-    quiet = run_cli("chat", "--role", "sherlock", "--engine", "local", "Who are you?", cache=cache_dir)
+    # the fine-tune the repository ships on the Gemma the local extra installs
+    assert "Use --model gemma-3-270m-chatharuhi (a local model that speaks Chinese)." in warning
+    quiet = run_cli("chat", "--role", "sherlock", "--engine", "local", "--model", "smollm2", "Who are you?",
+                    cache=cache_dir)
     assert "warning" not in quiet.stderr
+    blank = run_cli("chat", "--role", "sunwukong", "--engine", "local", "你是谁？", cache=cache_dir)
+    assert blank.returncode == 0 and "warning" not in blank.stderr, blank.stderr  # the default speaks Chinese
     scene = run_cli("chat", "--role", "sherlock", "--role", "sunwukong", "--engine", "script", "hello", cache=cache_dir)
     assert "warning" not in scene.stderr  # the script engine speaks every character's language
 
 
 def test_the_page_offers_the_packaged_model_that_speaks_the_language(settings):
-    """With SmolLM2 chosen, a Chinese role's warning offers Gemma 3 270M first (installed with the local extra), and
-    nothing is offered for the role SmolLM2 speaks, or once Gemma is the model."""
+    """With SmolLM2 chosen, a Chinese role's warning offers the shipped fine-tuned Gemma first (on the Gemma the
+    local extra installs), and nothing is offered for the role SmolLM2 speaks, or once Gemma is the model."""
     wukong, sherlock = load_role("sunwukong"), load_role("sherlock")
-    local = ChatHaruhi(role=wukong, engine="local", settings=settings).engine
-    assert local_offer(local, wukong) == GEMMA3_270M
+    local = ChatHaruhi(role=wukong, engine="local", model="smollm2", settings=settings).engine
+    assert local_offer(local, wukong) == DEFAULT
     said = offers(settings, wukong, None, "local", local_offer(local, wukong))
-    assert said.startswith("Choose Gemma 3 270M as the local model in Settings (it speaks Chinese), or use the "
-                           "offline engine")
+    assert said.startswith("Choose Gemma 3 270M ChatHaruhi as the local model in Settings (it speaks Chinese), or use "
+                           "the offline engine")
     assert local_offer(local, sherlock) is None  # SmolLM2 itself is the packaged model that speaks English
     gemma = ChatHaruhi(role=wukong, engine="local", model="gemma-3-270m", settings=settings).engine
     assert local_offer(gemma, wukong) is None and language_gap(gemma, wukong) is None

@@ -16,7 +16,7 @@ from chatharuhi_core.chat.engines import open_engine
 from chatharuhi_core.chat.engines.local import model as local_model
 from chatharuhi_core.chat.engines.local.llama_batch import relays_state
 from chatharuhi_core.chat.engines.local.llamacpp import ngram_ban
-from chatharuhi_core.chat.engines.local.packaged import bundled_spec
+from chatharuhi_core.chat.engines.local.packaged import SMOLLM2, packaged_spec
 from chatharuhi_core.chat.engines.local.runtime import Sampling
 
 SAMPLING = Sampling(max_tokens=40, temperature=0.8)  # sampled, as visitors get their replies
@@ -26,7 +26,7 @@ QUESTIONS = ["What do you make of the mud on my boots?", "Who is Moriarty?", "Wh
 
 @pytest.fixture(scope="module")
 def lm():
-    return local_model.load_model(bundled_spec(), "cpu")
+    return local_model.load_model(packaged_spec(SMOLLM2), "cpu")
 
 
 def _tokens(lm, question: str) -> list[int]:
@@ -197,7 +197,7 @@ def test_without_the_start_up_load_the_first_local_reply_says_it_is_loading(tmp_
         frames = list(job)
         chat = job.result()[0]
     said = [str(f[0][-1]["content"]) for f in frames if f and f[0] and f[0][-1].get("role") == "assistant"]
-    assert any("Loading the local model SmolLM2-135M-Instruct" in s for s in said)
+    assert any("Loading the local model Gemma 3 270M ChatHaruhi" in s for s in said)
     assert chat[-1]["role"] == "assistant" and "Loading the local model" not in str(chat[-1]["content"])
 
 
@@ -209,10 +209,10 @@ def test_a_first_local_reply_right_after_start_up_waits_for_no_load(tmp_path):
 
     log = tmp_path / "app.log"
     with gradio_app(tmp_path / "cache", log=log, timeout=120, CHATHARUHI_WARM_LOCAL="1") as (url, _app, _):
-        deadline = time.time() + 120
-        while "loaded SmolLM2-135M-Instruct" not in log.read_text(errors="replace") and time.time() < deadline:
+        deadline = time.time() + 300  # the first start merges the shipped adapter into copies of the base
+        while "loaded Gemma 3 270M ChatHaruhi" not in log.read_text(errors="replace") and time.time() < deadline:
             time.sleep(0.25)
-        assert "loaded SmolLM2-135M-Instruct" in log.read_text(errors="replace")
+        assert "loaded Gemma 3 270M ChatHaruhi" in log.read_text(errors="replace")
         client = Client(url, verbose=False)
         job = client.submit("What do you make of my boots?", "Watson", "local", "", "", "", 256, 192, False, 192, 128,
                             "", "", 4, api_name="/send")

@@ -1,7 +1,9 @@
-"""Eval and synthesis with the bundled local model (SmolLM2, tens of seconds each)."""
+"""Eval and synthesis with a local model (SmolLM2, tens of seconds each; the shipped fine-tune is scored on its own
+held-out scenes only, tests/integration/test_shipped_model.py)."""
 
 from support.expect import check_files
 
+from chatharuhi_core.chat.engines.base import EngineChoice
 from chatharuhi_core.data.evaluate import Comparison, EvalOptions, run_eval
 from chatharuhi_core.data.synthesize import SynthesisOptions, synthesize
 from chatharuhi_core.jsonl import read_records
@@ -9,7 +11,8 @@ from chatharuhi_core.roles.sources import load_role
 
 
 def test_local_model_eval_answers_and_scores(settings, tmp_path):
-    report = run_eval([load_role("sherlock")], "local", EvalOptions(per_role=2, deep=0), settings=settings)
+    report = run_eval([load_role("sherlock")], EngineChoice("local", "smollm2"), EvalOptions(per_role=2, deep=0),
+                      settings=settings)
     assert len(report.results) == 4 and not report.failures
     assert "SmolLM2" in report.model
     assert all(r.reply and -1 <= r.score <= 1 for r in report.results)
@@ -18,8 +21,8 @@ def test_local_model_eval_answers_and_scores(settings, tmp_path):
 
 
 def test_local_model_writes_questions_and_answers_them(settings, tmp_path):
-    result = synthesize([load_role("sherlock")], tmp_path, "local", SynthesisOptions(scenes=1, questions=2),
-                        settings=settings)
+    result = synthesize([load_role("sherlock")], tmp_path, EngineChoice("local", "smollm2"),
+                        SynthesisOptions(scenes=1, questions=2), settings=settings)
     assert result.failed == 0 and result.rows >= 2
     openai, _ = check_files(tmp_path, result.rows)
     kept = read_records(tmp_path / "questions.jsonl").records

@@ -28,7 +28,7 @@ from chatharuhi_core.chat.engines.local.llamacpp import (
     read_prompt,
     reads_faster,
 )
-from chatharuhi_core.chat.engines.local.packaged import bundled_spec
+from chatharuhi_core.chat.engines.local.packaged import SMOLLM2, packaged_spec
 from chatharuhi_core.chat.engines.local.runtime import Sampling
 from chatharuhi_core.chat.prompt import Exchange
 from chatharuhi_core.errors import EngineError, UnknownNameError
@@ -41,7 +41,7 @@ MESSAGES = [{"role": "system", "content": "You are Sherlock Holmes, the detectiv
 
 @pytest.fixture(scope="module")
 def lm():
-    return local_model.load_model(bundled_spec(), "cpu")
+    return local_model.load_model(packaged_spec(SMOLLM2), "cpu")
 
 
 def _generate(lm, sampling: Sampling, messages=MESSAGES, opening: str = "") -> str:
@@ -52,7 +52,7 @@ def _generate(lm, sampling: Sampling, messages=MESSAGES, opening: str = "") -> s
 
 def test_the_bundled_model_runs_in_process_with_llama_cpp(settings, lm):
     assert lm.runtime == "llama.cpp" and lm.device == "cpu"
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     assert bot.engine.load() is lm  # one model for every conversation
     said = bot.answer("Who are you?")
     assert said.text and said.stats.model == "SmolLM2-135M-Instruct (llama.cpp, cpu)"
@@ -88,7 +88,7 @@ def test_lines_are_scored_as_transformers_scores_them(lm):
     lines = [mine, "俺老孙来也！妖怪，吃俺老孙一棒！", "I have never been to London and I do not care for puzzles."]
     ours = LLAMA_CPP.score(lm, MESSAGES, "Sherlock Holmes:「", lines)
     again = LLAMA_CPP.score(lm, MESSAGES, "Sherlock Holmes:「", lines)  # from the saved prompt state
-    theirs = runtime_named("transformers").score(local_model.load_model(bundled_spec(), "cpu", "transformers"),
+    theirs = runtime_named("transformers").score(local_model.load_model(packaged_spec(SMOLLM2), "cpu", "transformers"),
                                                  MESSAGES, "Sherlock Holmes:「", lines)
     assert ours == pytest.approx(again, abs=1e-3)
     # measured over 40 lines of the bundled roles: mean 0.014-0.020 nats a token apart, at most 0.083, whichever
@@ -106,7 +106,7 @@ def test_scoring_leaves_no_compute_threads_with_its_caller(settings, lm):
     """Eval scores lines from its long-lived main thread. llama.cpp's OpenMP keeps a worker pool per calling
     thread while that thread lives, and a pool left beside every reply's own made decoding 2.5 times slower
     on 2 cores: the engine scores on a thread of its own, so its caller gains no thread."""
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     request = bot.prepare("What do you make of the mud on my boots?")
     scored, release = threading.Event(), threading.Event()
     out: list = []
@@ -186,7 +186,7 @@ def test_a_prompt_read_before_is_taken_from_the_saved_states(lm):
 def test_the_next_turns_start_is_read_while_the_visitor_types(settings, lm):
     """After a reply the engine reads the next prompt's start (system prompt, history) in the background; the
     next message then reads only its scenes and itself."""
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     me = bot.user_role
     bot.history = [Exchange(me, "Good morning, Mr. Holmes.", "Good morning. You have come about your brother."),
                    Exchange(me, "He has vanished.", "Since Tuesday night, to judge by the mud on your cuffs.")]
@@ -323,7 +323,7 @@ def test_a_first_load_reads_with_16_bits_and_measures_the_readers_once_idle(smol
     """A cache without this CPU's verdict (a first start, a Space without persistent storage) loads without the
     two seconds of the reader's measurement: it reads with the 16-bit copy at once and measures once the model
     is idle, for the next load, which then measures nothing."""
-    spec = replace(bundled_spec(), cache=str(tmp_path))
+    spec = replace(packaged_spec(SMOLLM2), cache=str(tmp_path))
     first = LLAMA_CPP.load(spec, "cpu")
     verdicts = tmp_path / "gguf-f16" / "prompt-readers.json"
     assert "-f16-" in Path(first.handle.prefill.model_path).name and first.later is not None
@@ -410,7 +410,7 @@ def adapter(tmp_path_factory):
     from chatharuhi_core.chat.engines.local.transformers_model import read_model
 
     folder = tmp_path_factory.mktemp("adapters") / "sherlock-random-lora"
-    tokenizer, base = read_model(bundled_spec())
+    tokenizer, base = read_model(packaged_spec(SMOLLM2))
     torch.manual_seed(0)
     model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear",
                                              init_lora_weights=False))
@@ -447,7 +447,7 @@ def test_a_finetuned_adapter_moves_llama_cpp_as_it_moves_transformers(settings, 
     folder, hf_plain, hf_tuned = adapter
     moved_hf = hf_tuned - hf_plain
     assert np.abs(moved_hf).mean() > 0.2  # the adapter changes the model
-    prompt = local_model.load_model(bundled_spec(), "cpu").template(MESSAGES)
+    prompt = local_model.load_model(packaged_spec(SMOLLM2), "cpu").template(MESSAGES)
 
     def opened(path: Path, lora: Path | None = None) -> Llama:
         return Llama(model_path=str(path), n_ctx=512, n_threads=2, logits_all=True, verbose=False,

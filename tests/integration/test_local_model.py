@@ -21,8 +21,8 @@ from chatharuhi_core.tokens import count_tokens
 
 @pytest.fixture(scope="module")
 def smol(settings):
-    """The bundled model, loaded once for the module (as the app loads it once per process)."""
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    """SmolLM2, loaded once for the module (as the app loads a model once per process)."""
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     loading = bot.loading_message()  # None when another test module (eval, synthesize) loaded it first
     assert loading is None or loading.startswith("Loading the local model SmolLM2-135M-Instruct")
     bot.load()
@@ -33,12 +33,12 @@ def smol(settings):
 @pytest.fixture(scope="module")
 def smol_hf(settings):
     """The same file run by transformers (the runtime finetune trains and a GPU uses)."""
-    return local_model.load_model(local_model.bundled_spec(), "cpu", "transformers")
+    return local_model.load_model(local_model.resolve_model("smollm2"), "cpu", "transformers")
 
 
 def test_model_names_resolve(smollm2_gguf, tmp_path):
-    assert resolve_model("") == ModelSpec(str(smollm2_gguf.parent), smollm2_gguf.name,
-                                          label="SmolLM2-135M-Instruct")
+    assert resolve_model("smollm2") == ModelSpec(str(smollm2_gguf.parent), smollm2_gguf.name,
+                                                 label="SmolLM2-135M-Instruct")
     assert resolve_model(str(smollm2_gguf)).gguf_file == smollm2_gguf.name
     assert resolve_model("HuggingFaceTB/SmolLM2-360M-Instruct@main") == ModelSpec(
         "HuggingFaceTB/SmolLM2-360M-Instruct", None, "main", "SmolLM2-360M-Instruct", on_hub=True)
@@ -51,7 +51,7 @@ def test_model_names_resolve(smollm2_gguf, tmp_path):
 
 
 def test_bundled_model_answers_in_english_and_streams(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     streaming = bot.stream("Who are you?")
     pieces = list(streaming)
     reply = bot.history[-1].reply
@@ -65,7 +65,7 @@ def test_bundled_model_answers_in_english_and_streams(settings, smol):
 
 
 def test_budgets_count_with_the_models_tokenizer(settings, smol):
-    bot = ChatHaruhi(role_name="sunwukong", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sunwukong", engine="local", model="smollm2", settings=settings)
     text = "齐天大圣孙悟空，金箍棒重一万三千五百斤。"
     assert bot.count_tokens(text) == smol.count_tokens(text) != count_tokens(text)
     req = bot.prepare("你是谁？")
@@ -75,18 +75,18 @@ def test_budgets_count_with_the_models_tokenizer(settings, smol):
 
 
 def test_the_engine_brings_budgets_sized_to_a_small_model(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     assert bot.budgets == local_model.LOCAL_BUDGETS == Budgets(story_tokens=256, history_tokens=192, memory_tokens=192,
                                                                recall_tokens=128, recall_k=6, note_tokens=0)
     assert ChatHaruhi(role_name="sherlock", engine="script", settings=settings).budgets == Budgets()  # the paper's
     mine = Budgets(story_tokens=600, history_tokens=300)
-    assert ChatHaruhi(role_name="sherlock", engine="local", settings=settings, budgets=mine).budgets == mine
-    assert ChatHaruhi(role_name="sherlock", engine="local", settings=settings.with_(budgets=mine)).budgets == mine
+    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings, budgets=mine).budgets == mine
+    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings.with_(budgets=mine)).budgets == mine
 
 
 def test_transformers_runs_the_same_file_when_asked(settings, smol_hf, monkeypatch):
     monkeypatch.setenv("CHATHARUHI_LOCAL_RUNTIME", "transformers")
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     assert bot.engine.load() is smol_hf and smol_hf.runtime == "transformers"
     said = bot.answer("Who are you?")
     letters = [c for c in said.text if c.isalpha()]
@@ -115,7 +115,7 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol_hf):
     from chatharuhi_core.chat.engines.local.transformers_model import TRANSFORMERS
 
     smol = smol_hf
-    bot = ChatHaruhi(role_name="sunwukong", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sunwukong", engine="local", model="smollm2", settings=settings)
     messages = bot.prepare("你的金箍棒有多重？").messages
     TRANSFORMERS.inputs(smol, messages, "孙悟空:「")  # the first turn with this role fills the cache
     enc, cache = TRANSFORMERS.inputs(smol, messages, "孙悟空:「")
@@ -135,8 +135,8 @@ def test_the_system_prompt_cache_gives_the_same_next_token(settings, smol_hf):
 
 
 def test_one_model_shared_by_every_conversation(settings, smol):
-    a = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
-    b = ChatHaruhi(role_name="alice", engine="local", settings=settings)
+    a = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
+    b = ChatHaruhi(role_name="alice", engine="local", model="smollm2", settings=settings)
     assert a.engine.load() is b.engine.load() is smol
 
 
@@ -145,7 +145,7 @@ def _generating() -> int:
 
 
 def test_a_reader_who_leaves_stops_the_generation(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     stream = bot.stream("Tell me the whole story of the Hound of the Baskervilles.")
     next(stream)
     assert _generating() == 1
@@ -158,11 +158,11 @@ def test_a_reader_who_leaves_stops_the_generation(settings, smol):
 
 
 def test_a_model_that_hangs_is_cut_by_the_timeout(settings, smol):
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings.with_(timeout_s=0.05))
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings.with_(timeout_s=0.05))
     with smol.handle.lock, pytest.raises(EngineError, match="produced nothing for 0.05 seconds"):
         bot.chat("Who are you?")  # the model held elsewhere: nothing comes (a prompt read before could be quick)
     assert bot.history == []
-    assert ChatHaruhi(role_name="sherlock", engine="local", settings=settings).chat("Hello!")  # next one works
+    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings).chat("Hello!")  # next one works
 
 
 @pytest.fixture(scope="module")

@@ -54,7 +54,7 @@ def test_a_zerogpu_space_settings(cache_dir):
 
 
 def test_the_local_engine_generates_inside_spaces_gpu(settings, fake_spaces):
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     streaming = bot.stream("Who are you?")
     reply = "".join(streaming)
     assert reply.strip()
@@ -73,7 +73,7 @@ def test_the_app_answers_through_spaces_gpu(tmp_path):
     with gradio_app(tmp_path / "cache", log=tmp_path / "app.log", **env) as (url, _, _):
         client = Client(url, verbose=False)
         client.predict("sherlock", api_name="/switch_role")
-        job = client.submit("Who are you?", "", "local", "", "", "", 256, 192, False, 300, 400, "", "", 4, api_name="/send")
+        job = client.submit("Who are you?", "", "local", "smollm2", "", "", 256, 192, False, 300, 400, "", "", 4, api_name="/send")
         list(job)
         chat = job.result()[0]
     assert text_of(chat[-1]).strip() and "⚠" not in text_of(chat[-1])

@@ -219,9 +219,9 @@ def tiny_llama_hub_cache(hub: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from chatharuhi_core.chat.engines.local.model import bundled_spec
+    from chatharuhi_core.chat.engines.local.packaged import SMOLLM2, packaged_spec
 
-    spec = bundled_spec()
+    spec = packaged_spec(SMOLLM2)
     tokenizer = AutoTokenizer.from_pretrained(spec.source, gguf_file=spec.gguf_file)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,

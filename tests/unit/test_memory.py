@@ -131,7 +131,7 @@ def test_two_conversations_never_share_a_memory(settings):
 
 def test_the_local_engines_read_ahead_start_holds_the_pins(settings):
     """The pins close the system prompt, so what the local engine reads ahead is still the next prompt's start."""
-    bot = ChatHaruhi(role_name="sherlock", engine="local", settings=settings)
+    bot = ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings)
     bot.history = [Exchange(bot.user_role, "Good morning.", "Good morning. Sit down.")]
     bot.remember("My sister is called Anna.")
     start = bot.next_prompt_start()

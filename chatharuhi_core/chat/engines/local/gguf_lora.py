@@ -49,10 +49,21 @@ def _permute_rows(b, heads: int):
     return b.reshape(heads, 2, out // heads // 2, rank).swapaxes(1, 2).reshape(out, rank)
 
 
+def is_gguf_adapter(adapter: Path) -> bool:
+    """A llama.cpp adapter file (what the project ships), not a peft folder."""
+    return adapter.suffix.lower() == ".gguf"
+
+
+def _adapter_files(adapter: Path) -> list[Path]:
+    if is_gguf_adapter(adapter):
+        return [adapter]
+    return [adapter / name for name in ("adapter_config.json", "adapter_model.safetensors")]
+
+
 def _key(adapter: Path, base: Path) -> str:
     h = hashlib.sha256(f"{FORMAT}|{file_stamp(base)}".encode())
-    for name in ("adapter_config.json", "adapter_model.safetensors"):
-        h.update((adapter / name).read_bytes())
+    for path in _adapter_files(adapter):
+        h.update(path.read_bytes())
     return h.hexdigest()[:20]
 
 
@@ -63,11 +74,13 @@ def _cached(kind: str, adapter: Path, base: Path, cache: Path | None, make) -> P
         from ....config import Settings
 
         cache = Settings.from_env().cache_dir / "lora-gguf"
-    for name in ("adapter_config.json", "adapter_model.safetensors"):
-        if not (adapter / name).is_file():
+    for path in _adapter_files(adapter):
+        if not path.is_file():
+            if is_gguf_adapter(adapter):
+                raise EngineError(_("The adapter file {adapter} is missing.", adapter=adapter))
             raise EngineError(_("The adapter in {adapter} has no {name} (only safetensors adapters from peft are read).",
-                                adapter=adapter, name=name))
-    out = cache / f"{adapter.name}-{kind}-{_key(adapter, base)}.gguf"
+                                adapter=adapter, name=path.name))
+    out = cache / f"{adapter.stem if is_gguf_adapter(adapter) else adapter.name}-{kind}-{_key(adapter, base)}.gguf"
     if out.is_file():
         out.touch()  # used now: the last to go when the folder is pruned
         return out
@@ -105,6 +118,11 @@ def prune(folder: Path, capacity: int, keep_newest: int = 2) -> list[Path]:
 def lora_for(adapter: Path, base: Path, cache: Path | None = None) -> Path:
     """The adapter converted for llama.cpp (made once, then read from the cache); a sentence naming the
     adapter when it is damaged or was trained for another base model."""
+    if is_gguf_adapter(adapter):
+        from gguf import GGUFReader
+
+        _checked_pairs(adapter, base, GGUFReader(str(base)))  # a sentence when it is damaged or for another base
+        return adapter
     return _cached("lora", adapter, base, cache, lambda path: convert(adapter, base, path))
 
 
@@ -158,9 +176,52 @@ def _read_adapter(adapter: Path):
     return rank, alpha, pairs
 
 
+def _read_gguf_adapter(adapter: Path):
+    """(rank, alpha, {llama.cpp tensor name: {"lora_A"|"lora_B": array}}) of a llama.cpp adapter file, whose B rows
+    are already in llama.cpp's order; a sentence naming the file when it is not one."""
+    import numpy as np
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(str(adapter))
+        kind = reader.fields["general.type"].contents()
+        alpha = float(reader.fields["adapter.lora.alpha"].contents())
+        pairs: dict[str, dict[str, np.ndarray]] = {}
+        for tensor in reader.tensors:
+            target, _dot, part = tensor.name.rpartition(".")
+            if part not in ("lora_a", "lora_b"):
+                raise ValueError(tensor.name)
+            pairs.setdefault(target, {})["lora_A" if part == "lora_a" else "lora_B"] = \
+                _as_float(tensor).reshape([int(x) for x in reversed(tensor.shape)])
+    except Exception as exc:
+        raise EngineError(_("The adapter file {adapter} is damaged or not a llama.cpp LoRA adapter ({why}): "
+                            "restore it (`git checkout -- {adapter}`) or train it again.", adapter=adapter,
+                            why=type(exc).__name__)) from None
+    if kind != "adapter" or not pairs:
+        raise EngineError(_("The adapter file {adapter} is damaged or not a llama.cpp LoRA adapter ({why}): "
+                            "restore it (`git checkout -- {adapter}`) or train it again.", adapter=adapter,
+                            why="general.type " + str(kind)))
+    rank = int(next(iter(pairs.values()))["lora_A"].shape[0])
+    return rank, alpha, pairs
+
+
+def _as_float(tensor):
+    """A tensor of an adapter file as float32, whether written in f32, f16 or q8_0."""
+    import numpy as np
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    if tensor.tensor_type in (GGMLQuantizationType.F32, GGMLQuantizationType.F16):
+        return np.asarray(tensor.data, dtype=np.float32)
+    return dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+
+
 def _checked_pairs(adapter: Path, base: Path, reader):
     """Each adapted matrix's (A, B) with B's rows in llama.cpp's order; a sentence when they do not fit."""
-    rank, alpha, pairs = _read_adapter(adapter)
+    gguf_file = is_gguf_adapter(adapter)
+    import numpy as np
+
+    rank, alpha, pairs = _read_gguf_adapter(adapter) if gguf_file else _read_adapter(adapter)
     arch = str(reader.fields["general.architecture"].contents())
     heads = int(reader.fields[f"{arch}.attention.head_count"].contents())
     kv_field = reader.fields.get(f"{arch}.attention.head_count_kv") or reader.fields[f"{arch}.attention.head_count"]
@@ -174,7 +235,13 @@ def _checked_pairs(adapter: Path, base: Path, reader):
                 or a.shape[0] != b.shape[1]:
             raise EngineError(_("The adapter in {adapter} was trained for another base model than {base} ({target} "
                                 "does not fit).", adapter=adapter, base=base.name, target=target))
-        if arch in ROTARY_INTERLEAVED and target.endswith("attn_q.weight"):
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise EngineError(_("The adapter file {adapter} is damaged or not a llama.cpp LoRA adapter ({why}): "
+                                "restore it (`git checkout -- {adapter}`) or train it again.", adapter=adapter,
+                                why=target + " is not finite"))
+        if gguf_file:
+            pass  # written in llama.cpp's order already
+        elif arch in ROTARY_INTERLEAVED and target.endswith("attn_q.weight"):
             b = _permute_rows(b, heads)
         elif arch in ROTARY_INTERLEAVED and target.endswith("attn_k.weight"):
             b = _permute_rows(b, kv_heads)
@@ -208,19 +275,34 @@ def merge(adapter: Path, f16: Path, out: Path) -> None:
     writer.close()
 
 
-def convert(adapter: Path, base: Path, out: Path) -> None:
-    """Write the llama.cpp adapter file for `adapter` (peft LoRA) on the GGUF model `base`."""
+OUT_TYPES = ("f32", "f16", "q8_0")
+
+
+def convert(adapter: Path, base: Path, out: Path, out_type: str = "f32") -> None:
+    """Write the llama.cpp adapter file for `adapter` (peft LoRA) on the GGUF model `base`, its matrices in f32,
+    f16 (half the size: what the project ships) or q8_0 (a quarter)."""
     import numpy as np
-    from gguf import GGUFReader, GGUFWriter
+    from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
+    from gguf.quants import quantize as to_q8
 
     arch, _rank, alpha, pairs = _checked_pairs(adapter, base, GGUFReader(str(base)))
     writer = GGUFWriter(str(out), arch)
     writer.add_string("general.type", "adapter")
     writer.add_string("adapter.type", "lora")
     writer.add_float32("adapter.lora.alpha", alpha)
+
+    def add(name: str, matrix) -> None:
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        if out_type == "f16":
+            writer.add_tensor(name, matrix.astype(np.float16))
+        elif out_type == "q8_0" and matrix.shape[-1] % 32 == 0:  # q8_0 packs rows in blocks of 32
+            writer.add_tensor(name, to_q8(matrix, GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(name, matrix)
+
     for target, (a, b) in pairs.items():
-        writer.add_tensor(f"{target}.lora_a", np.ascontiguousarray(a))
-        writer.add_tensor(f"{target}.lora_b", np.ascontiguousarray(b))
+        add(f"{target}.lora_a", a)
+        add(f"{target}.lora_b", b)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

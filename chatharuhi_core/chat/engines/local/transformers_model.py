@@ -91,6 +91,8 @@ def read_model(spec: ModelSpec, dtype=None):
 
 def _apply_adapter(folder: str, tokenizer, model):
     """The adapter merged into a private copy of the base, so inference costs what the base costs."""
+    if folder.lower().endswith(".gguf"):
+        return tokenizer, _merge_gguf_adapter(Path(folder), model)
     try:
         from peft import PeftModel
     except ImportError:
@@ -107,6 +109,38 @@ def _apply_adapter(folder: str, tokenizer, model):
 
         tokenizer = AutoTokenizer.from_pretrained(folder)
     return tokenizer, model
+
+
+def _merge_gguf_adapter(path: Path, model):
+    """A llama.cpp adapter file (what the project ships) added into the transformers model's weights: its matrices
+    are named as llama.cpp names them, and B's rows are in transformers' order for every architecture but llama's,
+    whose q/k rows llama.cpp interleaves (gguf_lora.py)."""
+    import torch
+
+    from .gguf_lora import PROJECTIONS, ROTARY_INTERLEAVED, _read_gguf_adapter
+
+    rank, alpha, pairs = _read_gguf_adapter(path)
+    if getattr(model.config, "model_type", "") in ROTARY_INTERLEAVED:
+        raise EngineError(_("The adapter file {adapter} is for llama.cpp alone on this architecture: run it with "
+                            "llama.cpp (`bash scripts/setup.sh local`).", adapter=path))
+    by_name = {f"blk.{i}.{short}.weight": (i, long) for i in range(model.config.num_hidden_layers)
+               for long, short in PROJECTIONS.items()}
+    layers = model.model.layers if hasattr(model, "model") and hasattr(model.model, "layers") \
+        else model.get_decoder().layers
+    with torch.no_grad():
+        for target, pair in pairs.items():
+            if target not in by_name:
+                raise EngineError(_("The adapter in {adapter} was trained for another base model than {base} ({target} "
+                                    "does not fit).", adapter=path, base=model.config.model_type, target=target))
+            index, long = by_name[target]
+            module = layers[index].get_submodule(long)
+            a, b = (torch.from_numpy(pair[k]) for k in ("lora_A", "lora_B"))
+            if tuple(module.weight.shape) != (b.shape[0], a.shape[1]):
+                raise EngineError(_("The adapter in {adapter} was trained for another base model than {base} ({target} "
+                                    "does not fit).", adapter=path, base=model.config.model_type, target=target))
+            delta = (alpha / rank) * (b @ a)
+            module.weight += delta.to(module.weight.dtype, module.weight.device)
+    return model
 
 
 class PrefixCache:
@@ -230,6 +264,9 @@ class TransformersRuntime:
             generation["past_key_values"] = cache
         if sampling.stop:
             generation.update(stop_strings=list(sampling.stop), tokenizer=lm.tokenizer)
+        if sampling.frequency_penalty > 0:
+            generation["logits_processor"] = [_WordPenalty(sampling.frequency_penalty, int(inputs["input_ids"].shape[1]),
+                                                           lm.tokenizer)]
         if sampling.seed is not None:
             set_seed(sampling.seed)
         with torch.inference_mode():
@@ -251,6 +288,25 @@ class TransformersRuntime:
                 logits = lm.model(input_ids=torch.tensor([full], device=lm.device)).logits[0]
             out.append(mean_logprob(logits[start - 1:-1].float().cpu().numpy(), full[start:]))
         return out
+
+
+class _WordPenalty:
+    """llama.cpp's word penalty (llamacpp.word_penalty) as a transformers logits processor: each word the reply has
+    said loses `frequency` per time said, its punctuation left alone."""
+
+    def __init__(self, frequency: float, prompt: int, tokenizer):
+        self.frequency, self.prompt, self.tokenizer = frequency, prompt, tokenizer
+        self.words: dict[int, bool] = {}
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        for row in range(input_ids.shape[0]):
+            ids, counts = torch.unique(input_ids[row, self.prompt:], return_counts=True)
+            for token, count in zip(ids.tolist(), counts.tolist()):
+                if self.words.setdefault(token, any(ch.isalnum() for ch in self.tokenizer.decode([token]))):
+                    scores[row, token] -= self.frequency * count
+        return scores
 
 
 TRANSFORMERS = register_runtime(TransformersRuntime())
