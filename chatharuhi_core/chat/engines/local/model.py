@@ -290,7 +290,9 @@ def load_model(spec: ModelSpec, device: str | None = None, runtime: str | None =
     budgets=LOCAL_BUDGETS,
 )
 class LocalModelEngine(EngineBase):
-    sampling = Sampling(max_tokens=160)  # a script line, not an essay
+    # a script line, not an essay; each word the reply said loses 2.5 per time said: chosen on the tuning questions
+    # (bench/loop_tuning.py, docs/eval/shipped/tuning.md: 24 of 48 Chinese replies looped without it, 1 with it)
+    sampling = Sampling(max_tokens=160, frequency_penalty=2.5)
     # the scenes after the history (prompt.py), so the next turn's start can be read ahead (`warm`): an ordinary
     # turn then reads only its scenes and message (on 2 cores 0.5-0.7 s instead of 0.9-1.4 s, bench/RESULTS.md)
     layout = Layout(scenes_last=True)
