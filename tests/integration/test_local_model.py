@@ -80,8 +80,10 @@ def test_the_engine_brings_budgets_sized_to_a_small_model(settings, smol):
                                                                recall_tokens=128, recall_k=6, note_tokens=0)
     assert ChatHaruhi(role_name="sherlock", engine="script", settings=settings).budgets == Budgets()  # the paper's
     mine = Budgets(story_tokens=600, history_tokens=300)
-    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings, budgets=mine).budgets == mine
-    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings.with_(budgets=mine)).budgets == mine
+    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings,
+                      budgets=mine).budgets == mine
+    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2",
+                      settings=settings.with_(budgets=mine)).budgets == mine
 
 
 def test_transformers_runs_the_same_file_when_asked(settings, smol_hf, monkeypatch):
@@ -162,7 +164,8 @@ def test_a_model_that_hangs_is_cut_by_the_timeout(settings, smol):
     with smol.handle.lock, pytest.raises(EngineError, match="produced nothing for 0.05 seconds"):
         bot.chat("Who are you?")  # the model held elsewhere: nothing comes (a prompt read before could be quick)
     assert bot.history == []
-    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings).chat("Hello!")  # next one works
+    # the next one works
+    assert ChatHaruhi(role_name="sherlock", engine="local", model="smollm2", settings=settings).chat("Hello!")
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,8 @@ def test_the_app_answers_through_spaces_gpu(tmp_path):
     with gradio_app(tmp_path / "cache", log=tmp_path / "app.log", **env) as (url, _, _):
         client = Client(url, verbose=False)
         client.predict("sherlock", api_name="/switch_role")
-        job = client.submit("Who are you?", "", "local", "smollm2", "", "", 256, 192, False, 300, 400, "", "", 4, api_name="/send")
+        job = client.submit("Who are you?", "", "local", "smollm2", "", "", 256, 192, False, 300, 400, "", "", 4,
+                            api_name="/send")
         list(job)
         chat = job.result()[0]
     assert text_of(chat[-1]).strip() and "⚠" not in text_of(chat[-1])
