@@ -16,7 +16,7 @@ from support.axe import SETTLED, blocking_violations, open_every_panel
 from support.browser import ARTIFACTS, add_file, open_at
 
 ROOT = Path(__file__).resolve().parents[2]
-BRANDS = ["ChatHaruhi", "Hugging Face", "Hub", "OpenAI", "API", "Gradio", "Chroma", "llama.cpp", "SmolLM2", "token",
+BRANDS = ["ChatHaruhi", "Hugging Face", "Hub", "OpenAI", "API", "Gradio", "Chroma", "llama.cpp", "SmolLM2", "Gemma", "token",
           "tokens", "MB", "URL", "ZeroGPU", "Space", "id", "JSON", "PNG", "V1", "V2", "V3"]
 # the characters' own words and what is marked as another language on purpose (the switch, a Chinese name)
 # and Gradio's own progress line while an event runs (Gradio's words, not the page's)

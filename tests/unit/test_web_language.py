@@ -11,7 +11,7 @@ from chatharuhi_core import i18n
 
 CJK = re.compile(r"[\u3400-\u9fff]")
 BRANDS = {"Hugging", "Face", "Inference", "Space", "GPU", "OpenAI", "API", "HF", "token", "Hub", "SmolLM", "Instruct",
-          "gguf", "runs"}
+          "Gemma", "ChatHaruhi", "gguf", "runs"}
 
 
 def english_left(text: str, kept: set[str] = frozenset()) -> list[str]:
