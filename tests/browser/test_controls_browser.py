@@ -210,6 +210,9 @@ def test_continue_and_my_line_with_the_local_model(browser, app_server):
     page = open_page(browser, app_server)
     _sherlock(page)
     choose_engine(page, "Local model")
+    model = page.locator("#model").locator("input").first
+    model.fill("smollm2")  # the small model: a long continuation stays quick on a busy machine
+    model.press("Enter")
     say(page, "What is your method?")
     page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('tokens/s')",
                            timeout=180_000)

@@ -43,7 +43,7 @@ def test_another_process_on_a_core_leaves_one_fewer():
 
 def test_a_visitors_reply_runs_on_the_free_cores_and_a_seeded_one_on_all(settings, monkeypatch):
     most = len(cpu_share.our_cores())
-    visitor = open_engine("local", settings)
+    visitor = open_engine("local", settings, model="smollm2")
     batch = visitor.load().handle.batch  # a visitor's reply is written in the batch, which watches the cores
     monkeypatch.setattr(batch._watch, "look", lambda: 1)  # another process holds the rest
     ChatHaruhi(role_name="sherlock", engine=visitor, settings=settings).answer("Hello.")
@@ -51,7 +51,7 @@ def test_a_visitors_reply_runs_on_the_free_cores_and_a_seeded_one_on_all(setting
     replies = []
     for free in (1, most):  # a seeded reply: the same words however many cores are free
         monkeypatch.setattr(local_llamacpp, "free_cores", lambda *a, n=free, **k: n)
-        engine = open_engine("local", settings, seed=7, temperature=0.8)
+        engine = open_engine("local", settings, model="smollm2", seed=7, temperature=0.8)
         replies.append(ChatHaruhi(role_name="sherlock", engine=engine, settings=settings)
                        .answer("What do you make of Moriarty?").text)
         assert engine.load().handle.threads == most

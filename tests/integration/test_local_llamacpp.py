@@ -229,7 +229,7 @@ def test_a_character_opened_on_the_page_is_read_before_the_first_message(setting
     from chatharuhi_core.web.chat import Conversation, make_bot, read_ahead
     from chatharuhi_core.web.common import EnginePanel
 
-    conv, panel = Conversation("sunwukong"), EnginePanel("local", story_tokens=256, history_tokens=192)
+    conv, panel = Conversation("sunwukong"), EnginePanel("local", "smollm2", story_tokens=256, history_tokens=192)
     assert read_ahead(conv, "", EnginePanel("script"), settings) is None
     read_ahead(conv, "", panel, settings).join()
     start = make_bot(conv, panel, "", settings).next_prompt_start()

@@ -139,7 +139,7 @@ def _merge_gguf_adapter(path: Path, model):
                 raise EngineError(_("The adapter in {adapter} was trained for another base model than {base} ({target} "
                                     "does not fit).", adapter=path, base=model.config.model_type, target=target))
             delta = (alpha / rank) * (b @ a)
-            module.weight += delta.to(module.weight.dtype, module.weight.device)
+            module.weight += delta.to(device=module.weight.device, dtype=module.weight.dtype)
     return model
 
 
