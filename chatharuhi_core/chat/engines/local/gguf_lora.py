@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 
 from ....errors import EngineError
-from ....i18n import _
+from ....i18n import N_, _
 from .runtime import file_stamp, made_once, quantize
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,8 @@ CACHE_BYTES = 3 << 30  # converted and merged adapters kept (least recently used
 # the architectures whose q/k rows llama.cpp's converter interleaves, and transformers puts back as it reads
 # the GGUF (its TENSOR_PROCESSORS): Gemma 3 and Qwen are written as they are, so their B stays as trained
 ROTARY_INTERLEAVED = frozenset({"llama"})
+DAMAGED = N_("The adapter file {adapter} is damaged or not a llama.cpp LoRA adapter ({why}): restore it "
+             "(`git checkout -- {adapter}`) or train it again.")
 PROJECTIONS = {  # transformers' module name -> llama.cpp's tensor name
     "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
     "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
@@ -194,12 +196,10 @@ def _read_gguf_adapter(adapter: Path):
             pairs.setdefault(target, {})["lora_A" if part == "lora_a" else "lora_B"] = \
                 _as_float(tensor).reshape([int(x) for x in reversed(tensor.shape)])
     except Exception as exc:
-        raise EngineError(_("The adapter file {adapter} is damaged or not a llama.cpp LoRA adapter ({why}): "
-                            "restore it (`git checkout -- {adapter}`) or train it again.", adapter=adapter,
+        raise EngineError(_(DAMAGED, adapter=adapter,
                             why=type(exc).__name__)) from None
     if kind != "adapter" or not pairs:
-        raise EngineError(_("The adapter file {adapter} is damaged or not a llama.cpp LoRA adapter ({why}): "
-                            "restore it (`git checkout -- {adapter}`) or train it again.", adapter=adapter,
+        raise EngineError(_(DAMAGED, adapter=adapter,
                             why="general.type " + str(kind)))
     rank = int(next(iter(pairs.values()))["lora_A"].shape[0])
     return rank, alpha, pairs
@@ -236,8 +236,7 @@ def _checked_pairs(adapter: Path, base: Path, reader):
             raise EngineError(_("The adapter in {adapter} was trained for another base model than {base} ({target} "
                                 "does not fit).", adapter=adapter, base=base.name, target=target))
         if not (np.isfinite(a).all() and np.isfinite(b).all()):
-            raise EngineError(_("The adapter file {adapter} is damaged or not a llama.cpp LoRA adapter ({why}): "
-                                "restore it (`git checkout -- {adapter}`) or train it again.", adapter=adapter,
+            raise EngineError(_(DAMAGED, adapter=adapter,
                                 why=target + " is not finite"))
         if gguf_file:
             pass  # written in llama.cpp's order already

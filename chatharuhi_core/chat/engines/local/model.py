@@ -214,26 +214,21 @@ def model_folders(settings) -> list[Path]:
     return [Path("runs"), settings.cache_dir / "models"]
 
 
-def _shipped_name(spec: ModelSpec) -> str:
-    """The folder name of the shipped adapter a spec carries ("" for none)."""
-    return Path(spec.adapter).parent.name if spec.adapter and Path(spec.adapter).suffix == ".gguf" else ""
-
-
 def local_offer(engine, role) -> PackagedModel | None:
     """For a visitor of the local engine whose model cannot speak the role's language: an installed packaged model
     that can (None for another engine, or when none is installed)."""
     if getattr(engine, "name", "") != "local":
         return None
     try:
-        current = engine.spec.gguf_file
+        spec = engine.spec
     except EngineError:  # no model to run: sending says why
         return None
     wanted = base_language(role.language)
-    speaks = spec_languages(engine.spec)
+    speaks = spec_languages(spec)
     if speaks is not None and wanted in speaks:  # the chosen model speaks it: nothing to offer
         return None
     found = speaking(wanted)
-    return found if found is not None and (found.file, found.adapter) != (current, _shipped_name(engine.spec)) else None
+    return found if found is not None and found is not packaged_by_file(spec) else None
 
 
 def suggested_models(settings) -> list[tuple[str, str]]:
