@@ -62,6 +62,19 @@ def test_pick_each_role_and_chat(browser, app_server, index, role_id):
     page.close()
 
 
+# The page's first 2.5 s: its calls to the server wait (as on a slow Space), so the tile is clicked while the visit's
+# start is still on its way, every time, not only when the machine happens to be busy.
+HOLD_START_JS = """(() => {
+    const t0 = performance.now(), send = window.fetch.bind(window);
+    window.fetch = async (...args) => {
+        const url = String(args[0]?.url ?? args[0]);
+        const wait = 2500 - (performance.now() - t0);
+        if (url.includes('/queue/join') && wait > 0) await new Promise((done) => setTimeout(done, wait));
+        return send(...args);
+    };
+})()"""
+
+
 def test_a_character_clicked_as_the_page_comes_up_is_the_whole_page(browser, app_server):
     """A tile clicked before the visit's start has filled the page waits for it, then switches: the chat, the
     title, the portrait and the questions offered all follow the one click (it was once lost, or half applied)."""
@@ -69,6 +82,7 @@ def test_a_character_clicked_as_the_page_comes_up_is_the_whole_page(browser, app
     early = 0
     for _ in range(3):
         context = browser.new_context()
+        context.add_init_script(HOLD_START_JS)  # a slow start, so the click surely comes first
         page = context.new_page()
         page.goto(app_server, wait_until="commit")
         page.locator("#picker [data-ref=sherlock]").click(timeout=60_000)  # as soon as the tile is there

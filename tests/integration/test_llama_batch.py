@@ -58,7 +58,7 @@ def test_the_model_has_a_batch_and_the_lane_lets_in_as_many(settings, lm):
     batch = lm.handle.batch
     assert batch is not None and batch.slots >= 2
     assert relays_state(batch.model)  # one cache per layer: a prompt read alone can be handed to the batch
-    assert open_engine("local", settings).lane().slots == batch.slots
+    assert open_engine("local", settings, model="smollm2").lane().slots == batch.slots
 
 
 def test_a_reply_reads_the_same_in_a_batch_as_alone(lm):
@@ -136,7 +136,7 @@ def test_a_visitor_who_leaves_frees_their_sequence(lm):
 
 def test_a_seeded_reply_keeps_its_words_while_the_batch_is_busy(settings, lm):
     def seeded() -> str:
-        engine = open_engine("local", settings, seed=7, temperature=0.8)
+        engine = open_engine("local", settings, model="smollm2", seed=7, temperature=0.8)
         bot = ChatHaruhi(role_name="sherlock", engine=engine, settings=settings)
         return bot.answer("What do you make of Moriarty?").text
 
