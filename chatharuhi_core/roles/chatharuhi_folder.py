@@ -17,10 +17,11 @@ from pathlib import Path
 
 from ..errors import ChatHaruhiError, ImportProblem
 from ..i18n import _
-from .lines import main_speaker
+from .lines import main_speaker, partner_of
 from .names import HAN, with_derived
 from .role import SCENE_IMAGE_SUFFIXES, Role, SceneImage, Story, derive_role_id, guess_language
 from .safety import DEFAULT_LIMITS, Limits, read_text
+from .script_scenes import name_matcher
 
 PICTURE_MAP = "text_image_dict.txt"
 IMPORT_VERSION = "chatharuhi-folder-1:"
@@ -107,9 +108,14 @@ def role_from_chatharuhi_folder(folder: Path, label: str, limits: Limits = DEFAU
                               "become.", name=label))
     aliases = [folder.name] if re.fullmatch(r"[A-Za-z][A-Za-z0-9 _-]*", folder.name) and folder.name != who else []
     content = "\n".join([prompt, *(f"{s.id}\n{s.text}" for s in stories)])
+    names = with_derived(who, aliases)
+    # a folder names no greeting nor partner: the character's first line to the one it talks with most opens the
+    # chat, and that one is the visitor until they give a name
+    partner = partner_of((s.text for s in stories), name_matcher([who, *names]))
     return Role(id=derive_role_id(who, IMPORT_VERSION + content), name=who, system_prompt=prompt, stories=stories,
-                aliases=with_derived(who, aliases), language=guess_language(prompt + stories[0].text),
+                aliases=names, language=guess_language(prompt + stories[0].text),
                 description=_("{name}, from a ChatHaruhi character folder.", name=who),
+                greeting=partner.first_reply, user_name=partner.name, examples=partner.cues[:4],
                 scene_images=read_picture_map(folder, label, limits), source=label)
 
 

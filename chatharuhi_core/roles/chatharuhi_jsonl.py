@@ -133,15 +133,9 @@ def parse_chatharuhi_jsonl(text: str, name: str, *, role_id: str | None = None, 
 
 def usual_partner(stories: list[Story], names: set[str]) -> str | None:
     """Who most often speaks right before the character: the default name for the visitor."""
-    from collections import Counter
+    from .lines import partner_of
 
-    from .lines import NARRATOR_ROLES, parse_scene_lines
-
-    counts: Counter = Counter()
-    for story in stories:
-        lines = [spk for spk, _text in parse_scene_lines(story.text) if spk]
-        counts.update(a for a, b in zip(lines, lines[1:]) if b in names and a not in names and a not in NARRATOR_ROLES)
-    return counts.most_common(1)[0][0] if counts else None
+    return partner_of((s.text for s in stories), lambda speaker: speaker in names).name or None
 
 
 def write_chatharuhi_jsonl(role: Role, path: Path, embedder: Embedder | None = None) -> Path:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from ..errors import ImportProblem
 from ..i18n import _, ngettext
@@ -72,3 +73,30 @@ def main_speaker(scenes: Iterable[str], prompt: str = "", source_name: str = "")
     if source_name and not named:
         return lead_speaker(counts, source_name)
     return (named or counts).most_common(1)[0][0]
+
+
+@dataclass
+class Partner:
+    """Whom a character talks with most in its scenes (the visitor's name until they give one), the character's
+    first line said to them (a greeting for a source that names none), and the partner's lines it answers (the
+    questions to offer)."""
+
+    name: str = ""
+    first_reply: str = ""
+    cues: list[str] = field(default_factory=list)
+
+
+def partner_of(scenes: Iterable[str], is_role: Callable[[str], bool]) -> Partner:
+    """The Partner of the character `is_role` tells apart, in its scenes read in order (a line answers the one
+    before it in the same scene). A cue is 4 to 80 characters, as a question offered on the page is."""
+    pairs: list[tuple[tuple[str, str], str]] = []
+    for scene in scenes:
+        spoken = [(who, text) for who, text in parse_scene_lines(scene) if who and who.lower() not in NARRATOR_ROLES]
+        pairs += [(a, b[1]) for a, b in zip(spoken, spoken[1:]) if is_role(b[0]) and not is_role(a[0])]
+    counts = Counter(who for (who, _cue), _reply in pairs)
+    if not counts:
+        return Partner()
+    name = counts.most_common(1)[0][0]
+    first = next((reply for (who, _cue), reply in pairs if who == name and reply), "")
+    cues = [cue for (who, cue), _reply in pairs if who == name and 4 <= len(cue) <= 80]
+    return Partner(name, first, cues)

@@ -11,6 +11,7 @@ import io
 import stat
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -110,6 +111,50 @@ def _entry_problem(info: zipfile.ZipInfo, limits: Limits) -> str | None:
     return None
 
 
+UTF8_FLAG = 0x800  # general purpose bit 11: the entry's name is UTF-8
+UNICODE_PATH_FIELD = 0x7075  # Info-ZIP's extra field: a UTF-8 copy of the name, with the CRC of the stored one
+
+
+def _unicode_path(info: zipfile.ZipInfo, stored: bytes) -> str | None:
+    """The UTF-8 name Info-ZIP's extra field carries, when it was written for this very name (its CRC matches)."""
+    extra, at = info.extra, 0
+    while at + 4 <= len(extra):
+        kind, size = struct.unpack("<HH", extra[at:at + 4])
+        body = extra[at + 4:at + 4 + size]
+        at += 4 + size
+        if kind == UNICODE_PATH_FIELD and len(body) > 5 and body[0] == 1 \
+                and struct.unpack("<I", body[1:5])[0] == zlib.crc32(stored):
+            try:
+                return body[5:].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+    return None
+
+
+def entry_name(info: zipfile.ZipInfo) -> str:
+    """An entry's name as the archiver that wrote it meant it. Without the UTF-8 flag, zipfile reads the bytes as
+    cp437 (the format's old default), but macOS's Archive Utility, Linux's `zip` and many tools store UTF-8 there
+    without setting the flag, and Chinese Windows stores GBK: "场景" came out as "σ£║µÖ»". So: Info-ZIP's UTF-8
+    copy of the name if it has one, else the bytes read as UTF-8, else as GBK, else as cp437."""
+    if info.flag_bits & UTF8_FLAG:
+        return info.filename
+    try:
+        stored = info.orig_filename.encode("cp437")
+    except UnicodeEncodeError:  # not a name zipfile read as cp437
+        return info.filename
+    named = _unicode_path(info, stored)
+    if named is not None:
+        return named
+    if stored.isascii():
+        return info.filename
+    for encoding in ("utf-8", "gbk"):
+        try:
+            return stored.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return info.filename
+
+
 def safe_extract_zip(zip_path: Path, target: Path, limits: Limits = DEFAULT_LIMITS, name: str | None = None) -> Path:
     """Unpack a zip into target after checking every entry; nothing is written on a problem."""
     name = name or zip_path.name
@@ -120,6 +165,8 @@ def safe_extract_zip(zip_path: Path, target: Path, limits: Limits = DEFAULT_LIMI
         raise ImportProblem(_("{name} is not a readable zip file.", name=name)) from None
     with zf:
         infos = zf.infolist()
+        for info in infos:  # the names to check and write (zf.open still matches the stored one, orig_filename)
+            info.filename = entry_name(info)
         if len(infos) > limits.max_zip_entries:
             raise ImportProblem(_("{name} holds {count} entries; the limit is {limit}.", name=name,
                                    count=format(len(infos), ","), limit=format(limits.max_zip_entries, ",")))

@@ -116,3 +116,63 @@ def test_the_papers_form_reads_the_texts_folder_or_the_whole_folder(tmp_path):
     assert by_texts.name == whole.name == "春日"
     assert [s.text for s in whole.stories] == [s.text for s in by_texts.stories] == HARUHI_STORIES
     assert len(whole.scene_images) == 2
+
+
+def _zip_with_raw_names(folder, encoding: str, unicode_field: bool = False) -> bytes:
+    """A zip of `folder` whose names are stored as `encoding`'s bytes WITHOUT the UTF-8 flag, as macOS's Archive
+    Utility and Linux's `zip` store UTF-8 and Chinese Windows stores GBK (with `unicode_field`, Info-ZIP's UTF-8
+    copy of the name rides along, and the stored bytes are GBK). Written as ASCII stand-ins of the same length,
+    then the stand-ins' bytes swapped for the real ones in the local headers and the central directory."""
+    import struct
+    import zlib
+
+    buf, swaps = io.BytesIO(), []
+    with zipfile.ZipFile(buf, "w") as zf:
+        for n, p in enumerate(sorted(folder.rglob("*"))):
+            if not p.is_file():
+                continue
+            name = p.relative_to(folder).as_posix()
+            stored = name.encode("gbk" if unicode_field else encoding)
+            stand_in = f"{n:04d}".encode() + b"_" * (len(stored) - 4) if not name.isascii() else stored
+            info = zipfile.ZipInfo(stand_in.decode("ascii"))
+            if unicode_field and not name.isascii():
+                utf8 = name.encode("utf-8")
+                body = b"\x01" + struct.pack("<I", zlib.crc32(stored)) + utf8
+                info.extra = struct.pack("<HH", 0x7075, len(body)) + body
+            zf.writestr(info, p.read_bytes())
+            if stand_in != stored:
+                swaps.append((stand_in, stored))
+    data = buf.getvalue()
+    for stand_in, stored in swaps:
+        assert data.count(stand_in) == 2  # its local header and its central directory entry
+        data = data.replace(stand_in, stored)
+    return data
+
+
+@pytest.mark.parametrize("encoding, unicode_field", [("utf-8", False), ("gbk", False), ("gbk", True)])
+def test_a_zip_whose_chinese_names_lack_the_utf8_flag_keeps_its_names_and_pictures(env, encoding, unicode_field):
+    """Names stored as UTF-8 or GBK bytes without the flag were read as cp437 ("场景" as "σ£║µÖ»"): the scenes' ids
+    and the pictures named after their line came out garbled, and such pictures were passed over."""
+    settings, inbox = env
+    folder = chatharuhi_folder(inbox / "src")
+    named = folder / "images" / "今天也要加油.jpg"
+    named.write_bytes((folder / "images" / "001.jpg").read_bytes())
+    (inbox / "up.zip").write_bytes(_zip_with_raw_names(folder, encoding, unicode_field))
+    with zipfile.ZipFile(inbox / "up.zip") as zf:  # the test's zip is what it claims: no flag, names not cp437-clean
+        assert not any(i.flag_bits & 0x800 for i in zf.infolist())
+        assert "texts/春日_001.txt" not in zf.namelist()
+    role = import_file(inbox / "up.zip", settings, ImportOptions(display_name="haruhi.zip"))
+    assert [s.id for s in role.stories] == [f"春日_{n:03d}" for n in range(1, 5)]
+    assert [p.caption for p in role.scene_images] == ["普通的人类我没有兴趣！", "不可思议探索之旅！全体在车站前集合。",
+                                                     "今天也要加油"]
+
+
+def test_a_folder_greets_with_its_characters_first_line_to_its_partner(env):
+    """A folder names no greeting: the chat opened on nothing. The character's first line said to the one it talks
+    with most (阿虚 to 春日) opens it, that partner is the visitor's name until they give one, and the partner's
+    lines are the questions offered."""
+    settings, inbox = env
+    role = import_file(chatharuhi_folder(inbox), settings)
+    assert role.greeting == "我要成立一个社团！找外星人、未来人和超能力者，和他们一起玩！"
+    assert role.visitor_name == "阿虚"
+    assert role.examples[:2] == ["你又想干什么？", "普通人不行吗？"]
