@@ -90,17 +90,26 @@ def linked_world(role: Role) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _same(entry) -> tuple:
+    """What makes two entries the same note, whichever file they came from (a card often carries its world's)."""
+    return " ".join(entry.content.split()), tuple(k.strip().casefold() for k in entry.keys)
+
+
 def with_world(role: Role, book: Lorebook) -> Role:
     """The character with the world's entries after its own lorebook's, each also a scene; a new id. A world linked
-    before is replaced, not added to."""
+    before is replaced, not added to. An entry the character already carries (its card holds its world's entries,
+    as SillyTavern exports them) is listed once; a world whose every entry it carries is only marked linked: the
+    same character, not a second one of the same name."""
     before = linked_world(role)
     own = tuple(e for e in (role.lorebook.entries if role.lorebook else ()) if not before
                 or not e.id.startswith(f"{before}:"))
-    added = tuple(replace(e, id=f"{book.name}:{e.id}") for e in book.entries)
+    carried = {_same(e) for e in own}
+    added = tuple(replace(e, id=f"{book.name}:{e.id}") for e in book.entries if _same(e) not in carried)
+    if not added and not before:
+        return replace(role, extensions={**role.extensions, "world": book.name})
     base = role.lorebook or replace(book, entries=())
     lore = replace(base, entries=(*own, *added), name=base.name or book.name)
     stories = [s for s in role.stories if not s.id.startswith("world-")] + lore_scenes(added, "world")
     content = LINK_VERSION + role.id + json.dumps(book.to_json(), sort_keys=True, ensure_ascii=False)
     return replace(role, id=derive_role_id(role.name, content), lorebook=lore, stories=stories, root=None,
                    extensions={**role.extensions, "world": book.name})
-

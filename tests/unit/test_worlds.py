@@ -83,6 +83,35 @@ def test_a_world_imported_after_its_card_links_to_that_character(env):
     assert load_role(mira.id, settings).lorebook.entries == mira.lorebook.entries  # the card alone is unchanged
 
 
+def _carrying(folder, world: dict, name="Gull Rock Lore"):
+    """A card whose own book holds its world's entries (card fields, as SillyTavern exports a card with its world)."""
+    card = copy.deepcopy(KEEPER_CARD)
+    card["data"]["extensions"]["world"] = name
+    card["data"]["character_book"] = {"name": name, "entries": [
+        {"keys": e["key"], "content": e["content"], "enabled": not e.get("disable"), "insertion_order": e.get("order", 100),
+         "comment": e.get("comment", "")} for e in world["entries"].values()]}
+    return _write(folder, "mira-with-world.json", card)
+
+
+def test_a_world_the_character_already_carries_is_linked_once(env):
+    """The card's world file uploaded after the card made a second Mira (two tiles, two search entries) whose every
+    entry was listed twice and whose fired entries went over the lore budget. Now: the same character, marked
+    linked, each entry once; a world with one new entry adds that one only."""
+    settings, inbox = env
+    mira = add_character("", str(_carrying(inbox, WORLD)), "", settings, None, None)
+    linked = add_character("", str(_write(inbox, "Gull Rock Lore.json", WORLD)), "", settings, None, None)
+    assert linked.id == mira.id and linked_world(linked) == "Gull Rock Lore"
+    assert len(linked.lorebook.entries) == 3 and len({e.content for e in linked.lorebook.entries}) == 3
+    prompt = ChatHaruhi(role=linked, engine="script", settings=settings).prepare("Is the lamp lit?")
+    assert prompt.messages[0]["content"].count("whale oil") == 1
+    assert all(f.used for f in prompt.lore), [(f.entry.label, f.reason) for f in prompt.lore]
+    grown = copy.deepcopy(WORLD)
+    grown["entries"]["3"] = {"uid": 3, "key": ["wreck"], "comment": "The wreck", "content": "The Mary Ellen sank in 1890."}
+    more = add_character("", str(_write(inbox, "Gull Rock Lore.json", grown)), "", settings, None, None)
+    assert [e.content for e in more.lorebook.entries].count(WORLD["entries"]["0"]["content"]) == 1
+    assert len(more.lorebook.entries) == 4 and any("Mary Ellen" in e.content for e in more.lorebook.entries)
+
+
 def test_a_world_links_to_the_character_chosen(env):
     settings, inbox = env
     world = _write(inbox, "Gull Rock Lore.json", WORLD)
