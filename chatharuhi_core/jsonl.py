@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
+from .i18n import N_, _
 
 _LOCK = threading.Lock()  # one process-wide lock for the threads of a server; flock for processes
 
@@ -122,3 +123,24 @@ def parse_object(text: str, not_json: str, not_object: str) -> dict:
     if not isinstance(data, dict):
         raise InputError(not_object)
     return data
+
+
+# Python's json module says what is wrong in English; a visitor is told in their language (its position is said
+# beside it, by line)
+_JSON_WHY = {
+    "Expecting value": N_("a value was expected"),
+    "Expecting property name enclosed in double quotes": N_("a name in double quotes was expected"),
+    "Expecting ':' delimiter": N_("a ':' was expected"),
+    "Expecting ',' delimiter": N_("a ',' was expected"),
+    "Unterminated string starting at": N_("a string is not closed"),
+    "Invalid control character": N_("a control character is inside a string"),
+    "Invalid \\escape": N_("a backslash escape is not valid"),
+    "Invalid \\uXXXX escape": N_("a backslash escape is not valid"),
+    "Extra data": N_("more text follows the end"),
+}
+
+
+def why_not_json(exc: json.JSONDecodeError) -> str:
+    """What is wrong with a JSON text, in the visitor's language (Python's English is never shown)."""
+    said = next((why for start, why in _JSON_WHY.items() if exc.msg.startswith(start)), N_("it is not well-formed"))
+    return _(said)

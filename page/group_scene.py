@@ -40,9 +40,9 @@ from chatharuhi_core.web.scene import (
 from chatharuhi_core.web.scene_gate import SceneGate
 from chatharuhi_core.web.signin import language_warnings
 
-from .language import L
+from .language import L, warn
 from .settings_panel import choice
-from .visit import clicked, conversation_buttons, quick
+from .visit import clicked, conversation_buttons, quick, scene_name
 
 SLOTS = MAX_MEMBERS
 BUSY = N_("⏳ The scene goes on…")
@@ -164,7 +164,7 @@ def import_file(path: str | None, state: SceneState | None, gate: SceneGate | No
     try:
         new = import_scene(path)
     except ChatHaruhiError as exc:
-        gr.Warning(str(exc))
+        warn(str(exc))
         return (*(gr.skip(),) * (7 + 3 * SLOTS), WARNING_MARK + str(exc), gr.skip())
     n = len(new.lines)
     view = _view(new, "✓ " + ngettext("Imported a scene of {n} line.", "Imported a scene of {n} lines.", n))
@@ -366,11 +366,11 @@ class GroupSceneTab:
                                                                        unit=_("scenes"))).id)
             new = set_cast(state, ids, settings)
         except ChatHaruhiError as exc:
-            gr.Warning(str(exc))
+            warn(str(exc))
             return _view(state, WARNING_MARK + str(exc), to)
         # the visitor is who they say they are (the chat's name field and this tab's), never a character's
         # usual partner: Holmes must not call a visitor "Watson" because he was cast first
-        new.user_role = (user_role or "").strip() or "You"
+        new.user_role = scene_name(user_role)
         return _view(new, "", to)
 
     def _run(self, state: SceneState, engine: EnginePanel, event: SceneEvent, gate: SceneGate | None = None):
@@ -389,7 +389,7 @@ class GroupSceneTab:
             if not gate.is_open(ticket):
                 return
             if up.error:
-                gr.Warning(up.error)
+                warn(up.error)
             # a sent line leaves the box; refused before it was said (no cast, empty, too long), it stays
             sent = event.text
             if sent is None or not (first or up.done):

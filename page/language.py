@@ -108,3 +108,8 @@ def language_switch() -> gr.HTML:
 def speak_the_visitors_language() -> None:
     """From now on, a message translated during an event is in that event's visitor's language."""
     i18n.follow(visitor_language)
+
+
+def warn(message: str) -> None:
+    """A warning toast whose title is in the visitor's language too (Gradio's own says "Warning")."""
+    gr.Warning(message, title=i18n._("Warning"))

@@ -31,6 +31,7 @@ from chatharuhi_core.web.controls import with_boxes, writes_new
 from chatharuhi_core.web.turn_gate import TurnGate
 
 from .controls_panel import flipped_to
+from .language import warn
 from .settings_panel import choice
 from .visit import current, quick
 
@@ -88,7 +89,7 @@ class Turns:
         ticket = ask.gate.begin(ask.state)
         if ticket is None:  # a reply of this visit is streaming: this one would write the chat back without it
             name = load_role(conv.role_id).name
-            gr.Warning(_("{name} is still answering. Your message stays in the box: send it when the reply is done.",
+            warn(_("{name} is still answering. Your message stays in the box: send it when the reply is done.",
                          name=name) if sent else _("{name} is still answering: try again when the reply is done.",
                                                    name=name))
             yield (gr.skip(),) * 5
@@ -113,7 +114,7 @@ class Turns:
             if not ask.gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
                 return
             if up.error:
-                gr.Warning(up.error)
+                warn(up.error)
             # A sent message leaves the box with the first frame, and whatever the visitor types while the
             # reply streams is theirs: the box is never emptied again. After a failure the words come back.
             # A regenerate or a continue leaves the box alone.

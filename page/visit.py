@@ -126,8 +126,9 @@ def progress_cb(progress: gr.Progress):
 
 
 def scene_name(visitor: str | None) -> str:
-    """The visitor's name in a group scene: the one they gave themselves, never a character's usual partner."""
-    return (visitor or "").strip() or "You"
+    """The visitor's name in a group scene: the one they gave themselves, never a character's usual partner; else
+    "You" in the visitor's language."""
+    return (visitor or "").strip() or _("You")
 
 
 def conversation_buttons(ids: tuple[str, str, str, str]) -> tuple:

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import ImportProblem
 from ..i18n import _
+from ..jsonl import why_not_json
 from .lines import parse_scene_lines
 from .lorebook import LoreEntry, book_from_json
 from .names import with_derived
@@ -165,7 +166,7 @@ def read_card_bytes(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> 
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportProblem(_("{name}: the card is not valid JSON ({why}, line {line}).", name=name, why=exc.msg,
+        raise ImportProblem(_("{name}: the card is not valid JSON ({why}, line {line}).", name=name, why=why_not_json(exc),
                                line=exc.lineno)) from None
     spec, card = card_from_json(obj, name)
     return spec, card, image

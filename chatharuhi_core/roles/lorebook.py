@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import RoleFormatError
-from ..i18n import _
+from ..i18n import _, ngettext
 
 DEFAULT_SCAN_DEPTH = 4  # the new message and the three before it
 DEFAULT_TOKEN_BUDGET = 400
@@ -158,7 +158,9 @@ def _found(keys: Sequence[str], entry: LoreEntry, window: Sequence[str]) -> tupl
 
 
 def _where(back: int) -> str:
-    return "in the message being answered" if back == 0 else "1 message back" if back == 1 else f"{back} messages back"
+    if back == 0:
+        return _("in the message being answered")
+    return ngettext("{n} message back", "{n} messages back", back)
 
 
 def activate(book: Lorebook | None, messages: Sequence[str], count: Callable[[str], int],
@@ -178,18 +180,18 @@ def activate(book: Lorebook | None, messages: Sequence[str], count: Callable[[st
             if not entry.enabled or entry.id in fired:
                 continue
             if entry.constant:
-                fired[entry.id] = Fired(entry, "constant")
+                fired[entry.id] = Fired(entry, _("constant"))
                 added = True
                 continue
             hit = _found(entry.keys, entry, window)
             if hit is None:
                 continue
-            reason = f"key '{hit[0]}' {_where(hit[1])}"
+            reason = _("key '{key}' {where}", key=hit[0], where=_where(hit[1]))
             if entry.selective and entry.secondary_keys:
                 second = _found(entry.secondary_keys, entry, window)
                 if second is None:
                     continue
-                reason += f", with '{second[0]}'"
+                reason += _(", with '{key}'", key=second[0])
             fired[entry.id] = Fired(entry, reason)
             added = True
         if not added:
@@ -203,7 +205,7 @@ def activate(book: Lorebook | None, messages: Sequence[str], count: Callable[[st
             kept.append(f)
             used += n
         else:
-            dropped.append(Fired(f.entry, f.reason + ", over the lore budget", used=False))
+            dropped.append(Fired(f.entry, f.reason + _(", over the lore budget"), used=False))
     kept.sort(key=lambda f: f.entry.insertion_order)
     return kept + dropped
 

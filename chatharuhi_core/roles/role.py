@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import RoleFormatError
 from ..i18n import _
+from ..jsonl import why_not_json
 from .address import Addressing
 from .address import called_by as learn_called_by
 from .address import learn as learn_addressing
@@ -382,7 +383,7 @@ def json_object_lines(text: str, file: str,
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise error(where, _("not valid JSON ({why}).", why=exc.msg)) from None
+            raise error(where, _("not valid JSON ({why}).", why=why_not_json(exc))) from None
         if not isinstance(row, dict):
             raise error(where, _("expected a JSON object."))
         yield n, where, row
@@ -430,7 +431,7 @@ def load_scene_images(root: Path) -> list[SceneImage]:
     try:
         rows = json.loads(_read_text(index, name))
     except json.JSONDecodeError as exc:
-        raise RoleFormatError(name, None, _("not valid JSON ({why}).", why=exc.msg)) from None
+        raise RoleFormatError(name, None, _("not valid JSON ({why}).", why=why_not_json(exc))) from None
     if not isinstance(rows, list):
         raise RoleFormatError(name, None, _("expected a list of {file, caption} objects."))
     images = []
@@ -460,7 +461,7 @@ def load_role_package(root: Path | str) -> Role:
     try:
         data = json.loads(_read_text(meta_path, "role.json"))
     except json.JSONDecodeError as exc:
-        raise RoleFormatError("role.json", None, _("not valid JSON ({why}, line {line}).", why=exc.msg,
+        raise RoleFormatError("role.json", None, _("not valid JSON ({why}, line {line}).", why=why_not_json(exc),
                                                      line=exc.lineno)) from None
     kwargs = parse_role_json(data)
     prompt_path = root / "system_prompt.txt"

@@ -103,3 +103,35 @@ def test_toasts_and_stores_in_each_language():
     kept = Restored(chats={"sherlock": Conversation("sherlock", [Exchange("Watson", "Hi", "Hm.")])})
     en, zh = both(lambda: welcome_back("Ada", kept, lambda _rid: "Sherlock Holmes"), {"Ada", "Sherlock", "Holmes"})
     assert "Sherlock Holmes (1 exchange)" in en and "Sherlock Holmes（1 轮）" in zh
+
+
+def test_the_stats_line_lore_reasons_and_a_bad_file_speak_the_visitors_language(env):
+    """A zh-CN walk found "token" in the stats line, English lore reasons ("key 'x' in the message being answered"),
+    Python's English in a bad file's sentence ("Expecting value") and a group name of "You"."""
+    from chatharuhi_core.chat.chatbot import ReplyStats
+    from chatharuhi_core.errors import ImportProblem
+    from chatharuhi_core.roles.lorebook import Lorebook, LoreEntry, activate
+    from chatharuhi_core.roles.sources import import_file
+    from chatharuhi_core.web.chat import lore_markdown, stats_line
+    from page.visit import scene_name
+
+    stats = ReplyStats(engine="Offline: quote the script", model="", first_token_s=0.4, total_s=2.0, tokens=30)
+    _en, zh = both(lambda: stats_line(stats))
+    assert "token" not in zh and "词元" in zh
+    book = Lorebook(name="Ash", entries=(LoreEntry("1", "The ash falls.", keys=("ash",)),
+                                         LoreEntry("2", "Always.", constant=True),
+                                         LoreEntry("3", "Too long " * 200, keys=("ash",))), token_budget=60)
+    fired = activate(book, ["ash here", "hm", "and?"], lambda text: len(text.split()))
+    both(lambda: lore_markdown(activate(book, ["ash here", "hm", "and?"], lambda text: len(text.split()))),
+         {"ash", "Ash", "Always", "The", "falls", "Too", "long"})
+    assert any(not f.used for f in fired)
+    settings, inbox = env
+    (inbox / "broken.json").write_text('{"name": "Mira", "first_mes": }', encoding="utf-8")
+
+    def bad_card() -> str:
+        with pytest.raises(ImportProblem) as caught:
+            import_file(inbox / "broken.json", settings)
+        return str(caught.value)
+    en, zh = both(bad_card, {"broken", "json", "JSON"})
+    assert "Expecting" not in zh
+    assert both(lambda: scene_name(""))[1] == "你"
