@@ -7,7 +7,7 @@ import gradio as gr
 
 from chatharuhi_core.chat.engines.local.packaged import DEFAULT
 from chatharuhi_core.config import Settings
-from chatharuhi_core.i18n import N_, _, both_spans
+from chatharuhi_core.i18n import N_, _, both_spans, in_both
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.placeholders import has_placeholder
 from chatharuhi_core.roles.sources import load_role
@@ -71,7 +71,8 @@ class ChatTab:
         """The main column: the chat, the message box, and what goes with a reply."""
         with gr.Column(scale=2, elem_id="chat-main"):
             with gr.Row(elem_id="about-row", equal_height=False):
-                self.about = gr.Markdown(first_view[2], elem_id="about")  # who you are talking to, above the chat
+                # who you are talking to, above the chat: built in both languages (the start puts in the visitor's)
+                self.about = gr.Markdown(in_both(lambda: describe_role(first, first.visitor_name)), elem_id="about")
                 # the scene the last reply drew on, beside the name: in sight without scrolling
                 self.scene_picture = gr.HTML(visible=False, elem_id="scene-image", min_height=0)
             self.chat = gr.Chatbot(first_view[3], label=L("Chat"), show_label=False, elem_id="chat", height=520,
