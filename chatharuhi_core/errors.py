@@ -37,6 +37,10 @@ class EmptyReply(EngineError):
     """The model wrote nothing (it stopped at once): worth one more draw where stopping is likely (continue)."""
 
 
+class Stopped(ChatHaruhiError):
+    """The visitor stopped a reply before it said anything (the page's ⏹ Stop): nothing to keep, nothing to retry."""
+
+
 BackendError = EngineError  # deprecated: its name before "engine" became the one word for what answers (0.1 API)
 
 

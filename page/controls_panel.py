@@ -30,6 +30,7 @@ from chatharuhi_core.web.controls import (
 from chatharuhi_core.web.turn_gate import TurnGate
 
 from .language import L
+from .reply_buttons import cut_short
 from .settings_panel import choice
 from .visit import clicked, close, current, quick
 
@@ -96,8 +97,8 @@ class PlayerControls:
                           cancels=turns)
         # each of those cancels a reply streaming: it lets go of the visit's gate too (a cancelled stream may never
         # end its own hold, and the next Send would be refused as if it still streamed)
-        gr.on([self.prev.click, self.branch.click, self.lines.input, self.parent.click], close, v.gate, None,
-              queue=False, api_name=False, show_progress="hidden")
+        gr.on([self.prev.click, self.branch.click, self.lines.input, self.parent.click], cut_short, v.gate,
+              page.turns.reply_buttons(page), queue=False, api_name=False, show_progress="hidden")
         boxes = [self.persona, self.note, self.depth]  # what a handler writing the conversation back carries
         self.face.change(_face, [v.gate, v.conv, self.face, *boxes], [v.conv, c.chat], api_name=False,
                          show_progress="hidden")

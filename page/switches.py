@@ -15,6 +15,7 @@ from chatharuhi_core.web.chat import Conversation, chat_messages, import_chat, r
 from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import after_start_js, picker_choices, picker_entries
 
+from .reply_buttons import settled
 from .visit import VIEW_SIZE, Seat, close, current, progress_cb, role_name, role_view, tiles
 
 
@@ -139,5 +140,7 @@ class Switches:
             c.chat.clear(clear_chat, [v.conv, v.visitor, v.gate], cleared, api_name=False, **stops),
         ]
         avatar = (c.set_avatar, v.conv, [c.chat, c.scene_picture])
+        buttons = page.turns.reply_buttons(page)
         for ev in switched:
             ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)
+            ev.then(settled, v.gate, buttons, queue=False, api_name=False, show_progress="hidden")

@@ -32,6 +32,7 @@ from chatharuhi_core.web.turn_gate import TurnGate
 
 from .controls_panel import flipped_to
 from .language import warn
+from .reply_buttons import busy, settled, stop_reply
 from .settings_panel import choice
 from .visit import current, quick
 
@@ -108,8 +109,10 @@ class Turns:
         """
         conv, text, sent = ask.conv, ask.text, how == SEND
         first = True
-        frames = (continue_turn(conv, ask.user_role, ask.engine, self.settings) if how == CONTINUE
-                  else stream_turn(conv, text, ask.user_role, ask.engine, self.settings, regenerate=how == REGENERATE))
+        halted = lambda: ask.gate.halted(ticket)  # noqa: E731 - ⏹ Stop: the reply ends with what it has
+        frames = (continue_turn(conv, ask.user_role, ask.engine, self.settings, halted) if how == CONTINUE
+                  else stream_turn(conv, text, ask.user_role, ask.engine, self.settings, regenerate=how == REGENERATE,
+                                   halted=halted))
         for up in frames:
             if not ask.gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
                 return
@@ -212,10 +215,24 @@ class Turns:
         audio, voice_note = spoken(conv, reply, self.settings) if speak_on else (gr.skip(), gr.skip())
         return scenes_markdown(conv), audio, voice_note, picture, key
 
+    def reply_buttons(self, page) -> list:
+        """What a streaming reply makes unavailable (Send, Regenerate, Continue, ▶), then ⏹ Stop (busy, settled)."""
+        c = page.chat
+        return [c.send_btn, c.regen_btn, c.controls.go_on, c.controls.next, c.stop_btn]
+
     def wire(self, page) -> list:
         """Send, Regenerate and an edited last message: each streams a turn into the chat (`pending` holds its
         message until the reply is complete). Returns the turn events, for switches to cancel."""
         v, c = page.visit, page.chat
+        buttons = self.reply_buttons(page)
+        quiet = {"api_name": False, "show_progress": "hidden"}
+        settle = (settled, v.gate, buttons)  # after a turn: the buttons back, unless another reply streams
+        # while a reply streams the buttons that would start another are unavailable and Stop is offered, as in
+        # Gradio's ChatInterface (a caller of the API, or Enter in the box, is still refused with a sentence).
+        # Registered before the turns: Gradio 6.31's page applies a trigger's listeners in order, and one listed
+        # after the streaming turn changed nothing until it ended
+        gr.on([c.text.submit, c.send_btn.click, c.regen_btn.click, c.controls.next.click, c.controls.go_on.click],
+              busy, None, buttons, queue=False, **quiet)
         turn_out = [c.chat, c.text, v.conv, c.reply_stats, v.pending]
         turn_in, sent = [v.gate, v.conv], turn_fields(page)
         after = (self.after_turn, [v.conv, c.speak_on, v.handled],
@@ -227,6 +244,7 @@ class Turns:
         for ev in (c.text.submit(self.send, turn_in, turn_out, api_name="submit", inputs_kwargs=sent),
                    c.send_btn.click(self.send, turn_in, turn_out, api_name="send", inputs_kwargs=sent)):
             turns.append(ev)
+            ev.then(*settle, queue=False, **quiet)
             ev.then(*thumbs, api_name=False, queue=False, show_progress="hidden")
             ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
                 None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
@@ -243,6 +261,9 @@ class Turns:
                              api_name=False)
         turns.append(edited.then(self.answer_again, [again, *turn_in], turn_out, api_name=False, inputs_kwargs=sent))
         _then(turns[-1], *tail)
+        for ev in turns[2:]:
+            ev.then(*settle, queue=False, **quiet)
+        c.stop_btn.click(stop_reply, v.gate, buttons, queue=False, **quiet)
         return turns
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..config import Budgets, Settings
 from ..embedding import Embedder, get_embedder, memory_embedder
-from ..errors import EmptyReply
+from ..errors import EmptyReply, Stopped
 from ..i18n import _
 from ..roles.card_extras import DepthNote, character_note, regex_scripts, scripted
 from ..roles.lines import format_query
@@ -104,6 +104,8 @@ class ChatCore:
         self.read_ahead = seat.read_ahead
         # when each new exchange is said (ISO 8601): memory finds "what did I say yesterday" by it
         self.clock: Callable[[], str] = now_iso
+        # set by another thread (the page's ⏹ Stop): the reply streaming ends with what it has written so far
+        self.halt = threading.Event()
 
     # ------------------------------------------------------------ the engine and the store
 
@@ -326,8 +328,12 @@ class ChatCore:
         first: float | None = None
         name = speaker or self.role.name
         raw, shown = "", ""
-        for delta in self.engine.stream(request):
+        deltas = self.engine.stream(request)
+        for delta in deltas:
             raw += delta
+            if self.halt.is_set():  # stopped: the engine stops too (an HTTP stream closed, a batch slot freed)
+                getattr(deltas, "close", lambda: None)()
+                break
             if pending_prefix(raw, name):
                 continue
             now = self.fill(hold_partial(visible(raw, name)), request.user_name)
@@ -340,8 +346,10 @@ class ChatCore:
         final = kept.strip() if kept != final else final  # a card's script may cut a block, not its line breaks
         cap = reply_cap(self.engine)
         cut = bool(cap) and not request.plain and not ends_sentence(final) and self.count_tokens(raw) >= cap - 2
-        if cut:  # the engine stopped at its length limit mid-sentence: marked as cut, what was shown kept
-            final = final.rstrip(" ,，、;；:：-—") + "…"
+        if cut or (self.halt.is_set() and final and not ends_sentence(final)):  # a length limit or Stop mid-sentence:
+            final = final.rstrip(" ,，、;；:：-—") + "…"  # marked as cut, what was shown kept
+        if not final and self.halt.is_set():
+            raise Stopped(_("Stopped before {name} said anything.", name=name))
         if not final:
             raise EmptyReply(_("The model returned an empty reply. Try again, or pick another model."))
         if final.startswith(shown) and len(final) > len(shown):

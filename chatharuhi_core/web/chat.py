@@ -24,7 +24,7 @@ from ..chat.swipes import another, passed_over, replies_of, rewritten
 from ..chat.transcript import Branch, ReplyMeta, Transcript, dump_chat, load_chat
 from ..chat.when import shown
 from ..config import Settings
-from ..errors import ChatHaruhiError, InputError
+from ..errors import ChatHaruhiError, InputError, Stopped
 from ..i18n import _, ngettext
 from ..roles.card_extras import regex_scripts, scripted
 from ..roles.lorebook import Fired
@@ -255,10 +255,12 @@ class TurnUpdate:
     status: str = ""  # a line under the chat: loading, or how the reply went
 
 
-def engine_frames(bot: ChatHaruhi, start: Callable[[], Streaming]) -> Iterator[tuple[str, str, Reply | None]]:
+def engine_frames(bot: ChatHaruhi, start: Callable[[], Streaming],
+                  halted: Callable[[], bool] = lambda: False) -> Iterator[tuple[str, str, Reply | None]]:
     """(text so far, status, the reply once done) while an engine answers: a local model's first load with the
     seconds so far, the place in line of an engine that answers one visitor at a time, then the text as it
-    streams (throttled), and last the whole reply. Errors are the caller's to say."""
+    streams (throttled), and last the whole reply. `halted`: the visitor pressed Stop, and the reply ends with what
+    it has (ChatCore.halt). Errors are the caller's to say."""
     loading = bot.loading_message()
     if loading:  # a local model's first use: say so in the chat while it loads, with the seconds so far
         yield loading, loading, None
@@ -273,6 +275,8 @@ def engine_frames(bot: ChatHaruhi, start: Callable[[], Streaming]) -> Iterator[t
         streaming = start()
         for delta in streaming:
             text += delta
+            if halted():
+                bot.halt.set()
             if throttle.due():
                 yield text, "", None
         yield text, "", streaming.reply
@@ -308,16 +312,18 @@ class _Turn:
         return self.shown + [{"role": "assistant", "content": content}]
 
 
-def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePanel,
-                settings: Settings, *, regenerate: bool = False) -> Iterator[TurnUpdate]:
+def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePanel, settings: Settings, *,
+                regenerate: bool = False, halted: Callable[[], bool] = lambda: False) -> Iterator[TurnUpdate]:
     """Stream one reply: to `text`, or again to the last message (`regenerate`: the new reply joins the ones it
-    had, swipes.py). On failure the history stays as it was and the error is one sentence."""
-    yield from _stream(_begin(conv, text, user_role, REGENERATE if regenerate else SEND), engine, settings)
+    had, swipes.py). On failure the history stays as it was and the error is one sentence. `halted`: Stop was
+    pressed (the reply is kept as far as it got)."""
+    yield from _stream(_begin(conv, text, user_role, REGENERATE if regenerate else SEND), engine, settings, halted)
 
 
-def continue_turn(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> Iterator[TurnUpdate]:
+def continue_turn(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings,
+                  halted: Callable[[], bool] = lambda: False) -> Iterator[TurnUpdate]:
     """Stream the last reply going on from where it stopped (Continue); on failure it stays as it was."""
-    yield from _stream(_begin(conv, "", user_role, CONTINUE), engine, settings)
+    yield from _stream(_begin(conv, "", user_role, CONTINUE), engine, settings, halted)
 
 
 def _begin(conv: Conversation, text: str, user_role: str, how: str) -> _Turn | TurnUpdate:
@@ -344,7 +350,8 @@ def _begin(conv: Conversation, text: str, user_role: str, how: str) -> _Turn | T
     return turn
 
 
-def _stream(turn: _Turn | TurnUpdate, engine: EnginePanel, settings: Settings) -> Iterator[TurnUpdate]:
+def _stream(turn: _Turn | TurnUpdate, engine: EnginePanel, settings: Settings,
+            halted: Callable[[], bool] = lambda: False) -> Iterator[TurnUpdate]:
     """The frames of one turn: the reply as the engine writes it, then the chat with it (or the failure)."""
     if isinstance(turn, TurnUpdate):
         yield turn
@@ -353,7 +360,7 @@ def _stream(turn: _Turn | TurnUpdate, engine: EnginePanel, settings: Settings) -
     try:
         bot = make_bot(turn.base, engine, turn.user_role, settings)
         start = bot.continue_reply if turn.how == CONTINUE else (lambda: bot.stream(turn.text, avoid=turn.avoid))
-        for reply, status, said in engine_frames(bot, start):
+        for reply, status, said in engine_frames(bot, start, halted):
             if said is None:
                 yield TurnUpdate(turn.frame(reply, status), turn.base, status=status)
     except Exception as exc:  # noqa: BLE001 - every failure is a sentence (_failed)
@@ -367,6 +374,8 @@ def _failed(turn: _Turn, reply: str, exc: Exception) -> TurnUpdate:
     conv, role, user_role = turn.conv, turn.role, turn.user_role
     if isinstance(exc, InputError):
         return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
+    if isinstance(exc, Stopped):  # before a word: the chat as it was, the message back in the box
+        return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, "⏹ " + str(exc))
     if isinstance(exc, ChatHaruhiError):
         if turn.how == CONTINUE:  # the reply stays as it was; why it could not go on is said under the chat
             return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, WARNING_MARK + str(exc))

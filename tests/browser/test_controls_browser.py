@@ -298,3 +298,31 @@ def test_my_line_stops_when_the_visitor_types_or_sends(browser, app_server):
         page.wait_for_timeout(2000)
         assert box.input_value() == ""  # the box the message left stays empty
         page.close()
+
+
+def test_while_a_reply_streams_the_buttons_wait_and_stop_keeps_what_it_wrote(browser, app_server):
+    """Issue 66: while a reply streams, Send, Regenerate, Continue and ▶ are unavailable and ⏹ Stop is offered (as
+    in Gradio's ChatInterface); Stop ends the reply with what it has written, kept and marked cut, and the buttons
+    come back. Issue 67: Send mid-reply said nothing for 120 s; now it cannot be pressed, and says why when it is."""
+    from support.browser import use_server
+    from support.fake_openai import GOOD_KEY, FakeOpenAI
+
+    with FakeOpenAI(token_delay_s=0.25) as slow:
+        page = open_page(browser, app_server)
+        _sherlock(page)
+        use_server(page, slow.base_url, GOOD_KEY)
+        say(page, "Tell me the whole story of the hound of the Baskervilles, the moor, the night and the fog")
+        page.wait_for_function("() => [...document.querySelectorAll('#chat .message.bot')].pop()"
+                               "?.innerText.includes('Echo')", timeout=20_000)  # the reply is streaming
+        page.wait_for_selector("#stop", state="visible", timeout=10_000)
+        for button in ("#send", "#regenerate", "#continue", "#swipe-next"):
+            assert page.locator(button).is_disabled(), button
+        page.click("#stop")
+        page.wait_for_selector("#stop", state="hidden", timeout=20_000)
+        page.wait_for_function("() => !document.querySelector('#send').disabled", timeout=20_000)
+        texts = settled_bot_texts(page)
+        kept = texts[-1]
+        assert kept.startswith("Echo") and kept.endswith("…") and "fog" not in kept, kept  # cut, not the whole
+        page.click("#regenerate")  # the buttons work again, on the kept reply
+        _wait_count(page, "2 / 2")
+        page.close()
