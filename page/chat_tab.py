@@ -26,7 +26,7 @@ from chatharuhi_core.web.signin import language_warnings, local_choice
 from chatharuhi_core.web.turn_gate import TurnGate
 
 from .controls_panel import PlayerControls
-from .language import L
+from .language import L, warn
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel
 from .turns import scene_picture, spoken
@@ -221,7 +221,10 @@ class ChatTab:
         def change(conv: Conversation | None):
             if conv is None:
                 return gr.skip(), gr.skip(), gr.skip()
-            rated, said = rate_reply(conv, evt.index, evt.liked, self.settings, gate is not None and gate.streams())
+            streaming = gate is not None and gate.streams()
+            rated, said = rate_reply(conv, evt.index, evt.liked, self.settings, streaming)
+            if streaming and said == _("Rate this reply once it is complete."):  # in sight, not only under the chat
+                warn(said)
             return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
         return quick(gate, conv, change)
 

@@ -13,7 +13,7 @@ from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.browser_store import browser_secret, pack, unpack
-from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.chat import Conversation, chat_messages
 from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import engine_for, sign_in_note
 from chatharuhi_core.web.turn_gate import TurnGate
@@ -71,19 +71,21 @@ class Session:
         # the visit's start fills every panel at once: no "processing" veil over them (the page is usable meanwhile)
         page.demo.load(self.start_session, [self.last_role, self.saved_name, self.saved_chats],
                        view + [c.chooser, c.picker, v.added, s.engine, *s.view(), s.fold, page.group.user_role,
-                               c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me],
+                               c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me, v.drafts],
                        show_progress="hidden").then(
             lambda name: (name or "").strip(), self.saved_name, v.visitor, api_name=False,
-            show_progress="hidden").then(c.set_avatar, v.conv, [c.chat, c.scene_picture], api_name=False,
-                                         show_progress="hidden").then(None, js=SESSION_READY_JS, api_name=False)
+            show_progress="hidden").then(cut_by_reload, [v.conv, c.user_role, v.drafts, c.text],
+                                         [c.text, c.chat, v.drafts], api_name=False, show_progress="hidden").then(
+            c.set_avatar, v.conv, [c.chat, c.scene_picture], api_name=False,
+            show_progress="hidden").then(None, js=SESSION_READY_JS, api_name=False)
         v.conv.change(remember_role, v.conv, self.last_role, api_name=False, show_progress="hidden")
         # a reply, a switch, a clear, an import, a memory; another engine or any of its settings (never the key).
         # One event for all of them: separate ones could finish out of order and leave an older record behind.
         kept = s.fields(key=False)
         listened = [x for x in kept.values() if x is not s.model] + [s.model_set]  # not the field's own change
-        gr.on([x.change for x in (v.conv, *listened, c.speak_on)], self.keep_in_browser,
-              [v.conv, v.chats, v.added, c.speak_on], self.saved_chats, api_name=False, inputs_kwargs=kept,
-              show_progress="hidden")
+        gr.on([x.change for x in (v.conv, *listened, c.speak_on, v.pending)], self.keep_in_browser,
+              [v.conv, v.chats, v.added, c.speak_on, v.pending], self.saved_chats, api_name=False,
+              inputs_kwargs=kept, show_progress="hidden")
         s.forget_me.click(self.forget_me, [v.conv, v.visitor, v.gate],
                           view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status],
                           api_name="forget_me")
@@ -112,17 +114,18 @@ class Session:
         return (*role_view(conv, kept.chats, visitor), chooser, tiles(entries), added, engine,
                 *engine_view(engine, settings, panel), panel.get("fold", settings.fold_prompt), scene_name(visitor),
                 sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
-                gr.Button(visible=bool(account)))
+                gr.Button(visible=bool(account)), dict(kept.pending))  # a message a reload cut off: its draft
 
     def keep_in_browser(self, profile: gr.OAuthProfile | None, conv: Conversation | None, chats: dict | None,
-                        added: list[str] | None, speak: bool, **panel):
+                        added: list[str] | None, speak: bool, pending: object = None, **panel):
         """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine
-        and the engine's settings (`panel`: as a browser keeps them). A visitor signed in on a Space with persistent
-        storage has them kept under their own folder there instead, and their browser keeps nothing."""
+        and the engine's settings (`panel`: as a browser keeps them), and the message whose reply is streaming (a
+        reload meanwhile gives it back). A visitor signed in on a Space with persistent storage has them kept under
+        their own folder there instead, and their browser keeps nothing."""
         if conv is None:
             return gr.skip()
         engine = choice(panel)
-        record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": bool(speak)})
+        record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": bool(speak)}, pending)
         settings = self.settings
         account = account_id(profile) if settings.user_chats else None
         if account is None:
@@ -154,3 +157,17 @@ class Session:
                                "Forgotten: this Space no longer keeps anything of yours ({n} chats deleted).", gone)
         return (*role_view(conv, {}, visitor), gr.Dropdown(choices=picker_choices(entries), value=conv.role_id),
                 tiles(entries), [], {}, note)
+
+
+def cut_by_reload(conv: Conversation | None, user_name: str, drafts: dict | None, box: str | None):
+    """A reload while a reply streamed: the message is back in the box (the chat with its character on screen)
+    and the chat says the reply was cut off; kept as that character's draft when another one is on screen."""
+    drafts = dict(drafts or {})
+    if conv is None or conv.role_id not in drafts or (box or "").strip():
+        return gr.skip(), gr.skip(), gr.skip()
+    text = drafts.pop(conv.role_id)
+    shown = chat_messages(conv, load_role(conv.role_id), user_name)
+    said = {"role": "assistant", "metadata": {"title": _("⏹ Cut off")},
+            "content": _("The reply to your last message was cut off when the page reloaded. Your message is back "
+                         "in the box: send it again.")}
+    return text, shown + [said], drafts

@@ -19,6 +19,7 @@ from ..chat.memory import MAX_PINS, Memory, Pin, check_pin
 from ..chat.notes import MAX_NOTES, note_from, note_record, valid_notes
 from ..chat.persona import MAX_DESCRIPTION_CHARS, authors_note
 from ..chat.prompt import Exchange
+from ..chat.reply import MAX_INPUT_CHARS
 from ..chat.swipes import check_alternatives
 from ..chat.transcript import MAIN, MAX_BRANCHES, Branch
 from ..errors import ChatHaruhiError
@@ -44,6 +45,7 @@ class Restored:
     engine: str | None = None
     settings: dict = field(default_factory=dict)  # the engine's settings as the visitor left them (checked)
     note: str = ""  # a sentence when the record was set aside
+    pending: dict[str, str] = field(default_factory=dict)  # role id -> a message whose reply a reload cut off
 
 
 # what the settings panel keeps, with the range each value must fall in (a slider's own)
@@ -113,15 +115,28 @@ def _chat(conv: Conversation, branches: bool = True) -> dict:
     return out
 
 
+def _in_flight(pending: object) -> dict | None:
+    """The message whose reply is streaming ({"role", "text"}, the page's `pending`), fit to keep; else None."""
+    if not isinstance(pending, dict):
+        return None
+    role, text = pending.get("role"), pending.get("text")
+    if not isinstance(role, str) or not isinstance(text, str) or not text.strip():
+        return None
+    return {"role": role, "text": text[:MAX_INPUT_CHARS]}
+
+
 def pack(current: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None,
-         settings: dict | None = None) -> dict:
+         settings: dict | None = None, pending: object = None) -> dict:
     """The record to keep: the chat on screen first, then the others; oldest chats dropped past the caps.
-    `settings` (the engine's panel) is checked by `kept_settings`: a key is never among them."""
+    `settings` (the engine's panel) is checked by `kept_settings`: a key is never among them. `pending`: the
+    message whose reply is streaming, so that a reload meanwhile gives it back instead of losing it."""
     convs = [current] if current is not None and (current.history or current.others) else []
     convs += [c for rid, c in (chats or {}).items()
               if (c.history or c.others) and (current is None or rid != current.role_id)]
     record = {"v": VERSION, "chats": [_chat(c) for c in convs[:MAX_CHATS]], "added": list(added or [])[:50],
               "engine": engine or "", "settings": kept_settings(settings)}
+    if (flying := _in_flight(pending)) is not None:
+        record["pending"] = flying
     while len(json.dumps(record, ensure_ascii=False)) > MAX_CHARS and record["chats"]:
         branched = [c for c in record["chats"] if c.get("branches")]
         if branched:  # the other lines of the least recent branched chat go first, the newest line last
@@ -148,6 +163,9 @@ def unpack(data: object, opens: Callable[[str], bool], engines: set[str]) -> Res
             conv = _conversation(rid, item)
             conv.others = [_conversation(rid, b) for b in (item.get("branches") or [])[:MAX_BRANCHES]]
             found.chats[rid] = conv
+        flying = _in_flight(data.get("pending"))
+        if flying is not None and opens(flying["role"]):
+            found.pending = {flying["role"]: flying["text"]}
         return found
     except (ValueError, TypeError, KeyError, ChatHaruhiError):
         return Restored(note=_(SET_ASIDE))

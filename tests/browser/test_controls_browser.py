@@ -326,3 +326,29 @@ def test_while_a_reply_streams_the_buttons_wait_and_stop_keeps_what_it_wrote(bro
         page.click("#regenerate")  # the buttons work again, on the kept reply
         _wait_count(page, "2 / 2")
         page.close()
+
+
+def test_a_reload_mid_reply_gives_the_message_back_and_says_the_reply_was_cut(browser, app_server):
+    """Issue 67: reloading while a reply streamed lost the visitor's message from the chat and the box, with no
+    note. The message is kept in this browser while its reply streams: after the reload it is back in the box, and
+    the chat says the reply was cut off."""
+    from support.browser import use_server
+    from support.fake_openai import GOOD_KEY, FakeOpenAI
+
+    asked = "Tell me the whole story of the hound of the Baskervilles, the moor, the night and the fog"
+    with FakeOpenAI(token_delay_s=0.3) as slow:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(app_server)
+        page.wait_for_selector("#engine-note strong", timeout=60_000)
+        _sherlock(page)
+        use_server(page, slow.base_url, GOOD_KEY)
+        say(page, asked)
+        page.wait_for_function("() => [...document.querySelectorAll('#chat .message.bot')].pop()"
+                               "?.innerText.includes('Echo')", timeout=20_000)  # the reply is streaming
+        page.wait_for_timeout(1500)  # what this browser keeps has caught up
+        page.reload()
+        page.wait_for_function("(asked) => document.querySelector('#message textarea')?.value === asked",
+                               arg=asked, timeout=60_000)
+        assert "cut off when the page reloaded" in settled_bot_texts(page)[-1]
+        context.close()
