@@ -23,7 +23,7 @@ from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
 from page.events import run_every_change, set_up_queue  # noqa: E402
 from page.group_scene import GroupSceneTab  # noqa: E402
-from page.language import LANGUAGE_JS, L, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
+from page.language import L, language_js, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
 from page.session import Session  # noqa: E402
 from page.switches import Switches  # noqa: E402
 from page.turns import Turns, reveal_player  # noqa: E402
@@ -117,7 +117,7 @@ def main() -> None:
     demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
                 allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True,
                 mcp_server=settings.mcp, max_threads=WORKER_THREADS, i18n=page_i18n(),
-                js=LANGUAGE_JS)
+                js=language_js())
     # warm up once the page answers: started earlier, it competed with the launch for the CPU
     threading.Thread(target=_warm_up, args=(settings,), daemon=True).start()
     warm_at_start(settings)  # the local model and its one-time checks, at a lower priority

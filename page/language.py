@@ -79,9 +79,27 @@ async () => {
     const url = performance.getEntriesByType('resource').map((e) => e.name)
       .find((n) => /\\/assets\\/core-[\\w-]+\\.js$/.test(n));
     if (url) { try { (await import(url)).changeLocale(zh ? 'zh-CN' : 'en'); } catch (e) { console.warn(e); } }
+    // Gradio 6.31 relabels only the open tab: the others kept the old language until opened
+    await new Promise((done) => setTimeout(done, 0));
+    const tabs = @TABS@;
+    document.querySelectorAll('[role=tab]').forEach((t) => {
+      const text = t.textContent.trim();
+      const want = zh ? tabs[text] : Object.keys(tabs).find((en) => tabs[en] === text);
+      if (want && want !== text && t.children.length === 0) t.textContent = want;
+    });
   }
 }
-""".replace("@COOKIE@", COOKIE)
+"""
+
+TAB_LABELS = ("Chat", "Group", "Add a character")  # the page's tabs (app.py), relabelled by language_js
+
+
+def language_js() -> str:
+    """The page's start script (LANGUAGE_JS), with the tabs' labels in both languages filled in."""
+    import json
+
+    tabs = {label: i18n.in_language("zh", label) for label in TAB_LABELS}
+    return LANGUAGE_JS.replace("@COOKIE@", COOKIE).replace("@TABS@", json.dumps(tabs, ensure_ascii=False))
 
 # the switch (the body Gradio runs with `element` when the HTML loads): remember the choice for a year in this
 # browser, then reload (what the page shows survives a reload)

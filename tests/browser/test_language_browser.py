@@ -125,6 +125,12 @@ def test_the_switch_is_remembered_by_the_browser_and_events_answer_in_its_langua
     page.wait_for_function("document.documentElement.lang === 'zh-CN'", timeout=30_000)
     page.get_by_role("tab", name="聊天").wait_for(timeout=30_000)
     assert page.locator("#language-switch button[data-lang=zh]").get_attribute("aria-pressed") == "true"
+    # every tab's label, not only the open one's (issue 67: Group and Add stayed English until opened)
+    page.get_by_role("tab", name="群戏").wait_for(timeout=10_000)
+    page.get_by_role("tab", name="添加角色").wait_for(timeout=10_000)
+    page.get_by_role("tab", name="群戏").click()
+    page.get_by_role("tab", name="聊天").click()
+    assert page.get_by_role("tab", name="添加角色").is_visible()  # still in Chinese after tabs were opened
     # a sentence an event writes follows the choice too: the engine's note, written by the page's load event
     page.wait_for_selector("#engine-note strong", timeout=60_000)
     assert re.search(r"[\u4e00-\u9fff]", page.locator("#engine-note").inner_text())
@@ -134,6 +140,7 @@ def test_the_switch_is_remembered_by_the_browser_and_events_answer_in_its_langua
     again.locator("#language-switch button[data-lang=en]").click()
     again.get_by_role("tab", name="Chat").wait_for(timeout=60_000)
     assert again.evaluate("document.documentElement.lang") == "en"
+    again.get_by_role("tab", name="Add a character").wait_for(timeout=10_000)
     context.close()
 
 
