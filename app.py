@@ -18,6 +18,7 @@ from chatharuhi_core.i18n import N_, both_spans  # noqa: E402
 from chatharuhi_core.roles.safety import DEFAULT_LIMITS  # noqa: E402
 from chatharuhi_core.roles.sources import bundled_ids, load_role  # noqa: E402
 from chatharuhi_core.web.chat import Conversation  # noqa: E402
+from chatharuhi_core.web.frames import card_frame_head  # noqa: E402
 from page import api  # noqa: E402
 from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
@@ -117,7 +118,7 @@ def main() -> None:
     demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "style.css"], theme=gr.themes.Soft(),
                 allowed_paths=allowed, max_file_size=DEFAULT_LIMITS.max_file_bytes, prevent_thread_lock=True,
                 mcp_server=settings.mcp, max_threads=WORKER_THREADS, i18n=page_i18n(),
-                js=language_js())
+                js=language_js(), head=card_frame_head())
     # warm up once the page answers: started earlier, it competed with the launch for the CPU
     threading.Thread(target=_warm_up, args=(settings,), daemon=True).start()
     warm_at_start(settings)  # the local model and its one-time checks, at a lower priority

@@ -26,10 +26,10 @@ from ..chat.when import shown
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError, Stopped
 from ..i18n import _, ngettext
-from ..roles.card_extras import regex_scripts, scripted
+from ..roles.card_extras import regex_scripts
 from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
-from ..roles.regex_scripts import AI_OUTPUT, DISPLAY, USER_INPUT
+from ..roles.regex_scripts import AI_OUTPUT, USER_INPUT
 from ..roles.role import Role
 from ..roles.sources import load_role
 from .common import (
@@ -43,6 +43,7 @@ from .common import (
     while_running,
 )
 from .feedback import Answered, correct, message_index, rate, record_feedback
+from .frames import on_page
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +121,8 @@ def shown_by_scripts(role: Role, msgs: list[dict], user: str) -> list[dict]:
     if not regex_scripts(role):
         return msgs
     last = len(msgs) - 1
-    return [{**m, "content": scripted(role, m["content"], DISPLAY, USER_INPUT if m["role"] == "user" else AI_OUTPUT,
-                                      last - i, user)} for i, m in enumerate(msgs)]
+    return [{**m, "content": on_page(role, m["content"], USER_INPUT if m["role"] == "user" else AI_OUTPUT, last - i,
+                                     user)} for i, m in enumerate(msgs)]
 
 
 def describe_role(role: Role, user: str | None = None) -> str:
@@ -306,7 +307,7 @@ class _Turn:
         """The chat while the engine writes: a load or a place in line is said under the reply going on, not run
         into it."""
         if not status:
-            content = scripted(self.role, self.before + reply, DISPLAY, AI_OUTPUT, 0, self.user_role)
+            content = on_page(self.role, self.before + reply, AI_OUTPUT, 0, self.user_role)
         else:
             content = self.before + "\n\n" + status if self.before else status
         return self.shown + [{"role": "assistant", "content": content}]

@@ -20,8 +20,7 @@ from ..chat.swipes import stepped
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import N_, _
-from ..roles.card_extras import scripted
-from ..roles.regex_scripts import AI_OUTPUT, DISPLAY
+from ..roles.regex_scripts import AI_OUTPUT
 from ..roles.sources import load_role
 from ..scene.cast import MAX_MEMBERS, Member, SceneState, happenings
 from ..scene.scene import Scene, SceneSetup
@@ -37,6 +36,7 @@ from .common import (
     while_running,
 )
 from .feedback import Answered, correct, message_index, rate, record_feedback
+from .frames import on_page
 
 log = logging.getLogger(__name__)
 HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)
@@ -130,7 +130,7 @@ def _shown_line(role_id: str, text: str, depth: int, user: str) -> str:
         role = load_role(role_id)
     except ChatHaruhiError:
         return text
-    return scripted(role, text, DISPLAY, AI_OUTPUT, depth, user)
+    return on_page(role, text, AI_OUTPUT, depth, user)
 
 
 def feedback_values(state: SceneState) -> list[str | None]:

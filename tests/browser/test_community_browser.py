@@ -72,3 +72,73 @@ def test_a_chatharuhi_folder_a_scripted_card_and_a_world_added_in_the_page(brows
     page.wait_for_function("() => (document.querySelector('#scenes')?.innerText || '').includes('The beacon')")
     page.screenshot(path=str(ARTIFACTS / f"community-card-world-{size}.png"), full_page=False)
     page.close()
+
+
+def _panel_card(tmp_path, port: int):
+    """A card as SillyTavern's community ships them: a display-only script turns the greeting's placeholder into a
+    ```html page (a tall panel, a script that rewrites it, and two requests that must never leave the frame)."""
+    page_html = ("<!DOCTYPE html><html><head><style>#hp{height:420px;background:#fde}</style></head><body>"
+                 f"<div id=\"hp\">HP 10 static</div><img src=\"http://127.0.0.1:{port}/img.png\">"
+                 "<script>document.getElementById('hp').textContent='HP 10 ran';"
+                 f"fetch('http://127.0.0.1:{port}/fetch').catch(() => {{}});</script></body></html>")
+    script = {"scriptName": "status page", "findRegex": "/<StatusPlaceHolderImpl\\/>/g",
+              "replaceString": "\n```html\n" + page_html + "\n```\n", "placement": [2], "markdownOnly": True,
+              "promptOnly": False, "disabled": False}
+    card = copy.deepcopy(KEEPER_CARD)
+    card["data"]["name"] = "Mira Panel"
+    card["data"]["first_mes"] = "Shut the door, {{user}}, the wind bites.<StatusPlaceHolderImpl/>"
+    card["data"]["extensions"]["regex_scripts"] = [script]
+    (tmp_path / "mira-panel.json").write_text(json.dumps(card), encoding="utf-8")
+    return tmp_path / "mira-panel.json"
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_a_cards_html_panel_is_a_sandboxed_frame_whose_scripts_wait_for_the_visitor(browser, app_server, tmp_path,
+                                                                                      size):
+    """Issue 67: the panel's page showed as source code. It is a frame sized to its content, never of the page's
+    origin; its scripts run only once this visitor allows them for this card; no request leaves it either way."""
+    import http.server
+    import threading
+
+    hits = []
+
+    class Count(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the standard library's name
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    spy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Count)
+    threading.Thread(target=spy.serve_forever, daemon=True).start()
+    try:
+        page = open_at(browser.new_context(viewport=LAPTOP if size == "laptop" else PHONE), app_server,
+                       LAPTOP if size == "laptop" else PHONE)
+        add_file(page, _panel_card(tmp_path, spy.server_address[1]), expect="Added Mira Panel")
+        page.wait_for_function("() => (document.querySelector('#about')?.innerText || '').includes('Mira Panel')")
+        frame = page.locator("#chat div.card-frame iframe").first
+        frame.wait_for(timeout=30_000)
+        assert "DOCTYPE" not in page.locator("#chat").inner_text()  # no source code in the chat
+        assert frame.get_attribute("sandbox") == "allow-scripts"  # never the page's origin
+        inside = page.frame_locator("#chat div.card-frame iframe").first
+        inside.locator("#hp").wait_for(timeout=10_000)
+        page.wait_for_function("() => parseInt(document.querySelector('#chat div.card-frame iframe').style.height) > 400",
+                               timeout=10_000)  # sized to its content
+        assert inside.locator("#hp").inner_text() == "HP 10 static"  # its script did not run
+        page.locator("#chat div.card-frame button").click()  # this visitor allows it, for this card
+        page.frame_locator("#chat div.card-frame iframe").first.locator("#hp").filter(has_text="ran").wait_for(
+            timeout=10_000)
+        page.locator("#chat").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"community-panel-{size}.png"), full_page=False)
+        page.wait_for_timeout(1500)
+        assert hits == []  # neither the picture nor the script's fetch left the frame
+        other = open_at(browser.new_context(viewport=LAPTOP), app_server, LAPTOP)  # another visitor's browser
+        add_file(other, _panel_card(tmp_path, spy.server_address[1]), expect="Added Mira Panel")
+        other.frame_locator("#chat div.card-frame iframe").first.locator("#hp").wait_for(timeout=30_000)
+        assert other.frame_locator("#chat div.card-frame iframe").first.locator("#hp").inner_text() == "HP 10 static"
+        page.close()
+        other.close()
+    finally:
+        spy.shutdown()

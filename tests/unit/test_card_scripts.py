@@ -111,3 +111,35 @@ def test_a_group_scene_draws_a_members_line_through_its_cards_scripts(env):
     shown = [m["content"] for m in scene_messages(scene.state)]
     assert any('Aye.<div class="status">HP 10 · Ann</div>' in c for c in shown)
     assert any(c.endswith("Indeed.<StatusPlaceHolderImpl/>") for c in shown)  # Holmes has no card scripts
+
+
+PANEL_PAGE = ("<!DOCTYPE html><html><head><style>.hp{color:red}</style></head><body>"
+              "<div class=\"hp\" id=\"hp\">HP 10</div><script>document.getElementById('hp').textContent='ran';"
+              "</script></body></html>")
+PANEL = {"scriptName": "status page", "findRegex": "/<StatusPlaceHolderImpl\\/>/g",
+         "replaceString": "\n```html\n" + PANEL_PAGE + "\n```\n", "placement": [2], "markdownOnly": True,
+         "promptOnly": False, "disabled": False}
+
+
+def test_a_display_scripts_html_page_is_a_frame_not_source_code(env):
+    """Issue 67: a public card's display script turns its placeholder into a ```html block (a whole page with
+    its script); the greeting showed 6,616 characters of source code. The page gets a <card-frame> naming the block
+    kept beside the card (drawn as a sandboxed frame), the prompt never holds it, and the offline engine no longer
+    answers every question with the greeting, code and all."""
+    from chatharuhi_core.web.frames import without_frames
+
+    settings, _inbox = env
+    role = _role(env, PANEL)
+    shown = chat_messages(Conversation(role.id), role, "Ann")[0]["content"]
+    assert "```" not in shown and "<script" not in shown and shown.startswith("Shut the door, Ann.")
+    src = shown.split('<a href="')[1].split('"')[0]
+    kept = src.removeprefix("/gradio_api/file=")
+    assert open(kept, encoding="utf-8").read().strip() == PANEL_PAGE  # the block, kept in the card's package
+    assert str(role.root) in kept and "card-frame-scripts" in shown and f'title="{role.id}"' in shown
+    assert without_frames("Hi.\n```html\n<p>x</p>\n```\nBye.") == "Hi.\n\nBye."
+    bot = ChatHaruhi(role=role, engine="script", settings=settings, user_role="Ann")
+    prompt = json.dumps(bot.prepare("How is the weather?").messages, ensure_ascii=False)
+    assert "HP 10" not in prompt and "```" not in prompt  # display scripts are the page's alone
+    for question in ("How is the weather?", "Who are you?", "What is your favourite colour?"):
+        said = bot.answer(question).text
+        assert "StatusPlaceHolderImpl" not in said and "Shut the door" not in said, said

@@ -167,12 +167,24 @@ def _rank(request: ChatRequest, cands: list[Candidate], to: str) -> list[float]:
     return scores
 
 
+MAX_SAID_CHARS = 300  # a greeting longer than this sets a scene: it is not said again as a reply
+_MARKUP = re.compile(r"<[A-Za-z/][^>]*>|```")
+
+
+def sayable(line: str) -> bool:
+    """A line the character can say as a reply: not a page of markup (a card's greeting that carries a status
+    panel's placeholder, which the page's display script turns into a whole HTML page) nor a scene-setting opening
+    longer than MAX_SAID_CHARS."""
+    return len(line) <= MAX_SAID_CHARS and not _MARKUP.search(line)
+
+
 def _spare_lines(request: ChatRequest, taken: set[str]) -> list[Candidate]:
     """The role's other lines in the scenes sent (a scene's opening line, a line after narration), with no cue:
     what is left when every answer found calls someone else."""
     names = request.role.speaker_names
     return [Candidate(text, "", "", hit.similarity) for hit in _sent(request)
-            for spk, text in parse_scene_lines(hit.text) if spk in names and text and text not in taken]
+            for spk, text in parse_scene_lines(hit.text) if spk in names and text and text not in taken
+            and sayable(text)]
 
 
 def _unfit(request: ChatRequest, to: str) -> Callable[[str], bool]:
@@ -201,7 +213,7 @@ def deflection(request: ChatRequest, to: str, avoid: set[str]) -> str:
     instead of with an unrelated line. Empty when every one of them is in `avoid` (a regenerate that has had
     them all)."""
     role, unfit = request.role, _unfit(request, to)
-    greetings = [g for g in role.greetings if not unfit(g)]
+    greetings = [g for g in role.greetings if not unfit(g) and sayable(g)]
     pool = [g for g in greetings if g not in avoid]
     if not pool:
         pool = list(dict.fromkeys(t for s in role.known_stories for spk, t in parse_scene_lines(s.text)
@@ -213,6 +225,12 @@ def deflection(request: ChatRequest, to: str, avoid: set[str]) -> str:
         return pool[0]
     sims = cosine(request.embedder.embed([request.text]), request.embedder.embed(pool))[0]
     return pool[int(np.argmax(sims))]
+
+
+def _opening(role, to: str) -> str:
+    """The last resort: the greeting that fits `to`, or any, when it can be said as a reply; else a silence."""
+    said = role.fitting_greeting(to) or next(iter(role.greetings), "")
+    return said if said and sayable(said) else "……"
 
 
 def choose_line(request: ChatRequest) -> str:
@@ -237,10 +255,10 @@ def choose_line(request: ChatRequest) -> str:
             # a deflection; once a regenerate has had them all, the best line that is fit to say to them
             if said_back := deflection(request, to, recent):
                 return said_back
-            sayable = [i for i in range(len(fresh)) if not unfit(fresh[i].line)]
-            if sayable:
-                return fresh[max(sayable, key=scores.__getitem__)].line
-            return role.fitting_greeting(to) or next(iter(role.greetings), "……")
+            fit_ones = [i for i in range(len(fresh)) if not unfit(fresh[i].line)]
+            if fit_ones:
+                return fresh[max(fit_ones, key=scores.__getitem__)].line
+            return _opening(role, to)
         return fresh[best].line
     fit_for_visitor = [c for c in fresh if not unfit(c.line)]
     if fit_for_visitor or fresh:
@@ -249,7 +267,7 @@ def choose_line(request: ChatRequest) -> str:
         for spk, text in parse_scene_lines(hit.text):
             if spk in role.speaker_names and text and text not in recent and not unfit(text):
                 return text
-    return role.fitting_greeting(to) or next(iter(role.greetings), "……")
+    return _opening(role, to)
 
 
 def score_lines(request: ChatRequest, lines: list[str]) -> list[float]:
