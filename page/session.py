@@ -84,8 +84,8 @@ class Session:
         kept = s.fields(key=False)
         listened = [x for x in kept.values() if x is not s.model] + [s.model_set]  # not the field's own change
         gr.on([x.change for x in (v.conv, *listened, c.speak_on, v.pending)], self.keep_in_browser,
-              [v.conv, v.chats, v.added, c.speak_on, v.pending], self.saved_chats, api_name=False,
-              inputs_kwargs=kept, show_progress="hidden")
+              [v.conv, v.chats, v.added, v.pending], self.saved_chats, api_name=False,
+              inputs_kwargs={**kept, "speak": c.speak_on}, show_progress="hidden")
         s.forget_me.click(self.forget_me, [v.conv, v.visitor, v.gate],
                           view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status],
                           api_name="forget_me")
@@ -117,15 +117,16 @@ class Session:
                 gr.Button(visible=bool(account)), dict(kept.pending))  # a message a reload cut off: its draft
 
     def keep_in_browser(self, profile: gr.OAuthProfile | None, conv: Conversation | None, chats: dict | None,
-                        added: list[str] | None, speak: bool, pending: object = None, **panel):
+                        added: list[str] | None, pending: object = None, **panel):
         """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine
-        and the engine's settings (`panel`: as a browser keeps them), and the message whose reply is streaming (a
-        reload meanwhile gives it back). A visitor signed in on a Space with persistent storage has them kept under
-        their own folder there instead, and their browser keeps nothing."""
+        and the engine's settings (`panel`: as a browser keeps them, with the voice switch), and the message whose
+        reply is streaming (a reload meanwhile gives it back). A visitor signed in on a Space with persistent storage
+        has them kept under their own folder there instead, and their browser keeps nothing."""
         if conv is None:
             return gr.skip()
+        speak = bool(panel.pop("speak", False))  # the voice switch, kept with the engine's settings
         engine = choice(panel)
-        record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": bool(speak)}, pending)
+        record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": speak}, pending)
         settings = self.settings
         account = account_id(profile) if settings.user_chats else None
         if account is None:

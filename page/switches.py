@@ -16,7 +16,7 @@ from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import after_start_js, picker_choices, picker_entries
 
 from .reply_buttons import settled
-from .visit import VIEW_SIZE, Seat, close, current, progress_cb, role_name, role_view, tiles
+from .visit import VIEW_SIZE, SwitchSeat, close, current, progress_cb, role_name, role_view, tiles
 
 
 def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None):
@@ -56,7 +56,7 @@ class Switches:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def _switch(self, ref: str, at: Seat, progress: gr.Progress):
+    def _switch(self, ref: str, at: SwitchSeat, progress: gr.Progress):
         """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
         page, and put the search list back on the character still on screen."""
         at.stop()
@@ -76,29 +76,29 @@ class Switches:
         data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
         ref = data.get("ref") if isinstance(data, dict) else None
         if ref not in {e.ref for e in picker_entries(added) if not e.online}:
-            close(Seat(*seat).gate)
+            close(SwitchSeat(*seat).gate)
             return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
-        return self._switch(ref, Seat(*seat), progress)
+        return self._switch(ref, SwitchSeat(*seat), progress)
 
     def pick_hub_role(self, index: int | None, progress=gr.Progress(), *seat):
         """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
         listed = hub_roles()
         if not isinstance(index, int) or not 0 <= index < len(listed):
-            close(Seat(*seat).gate)
+            close(SwitchSeat(*seat).gate)
             return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
-        return self._switch(listed[index].ref, Seat(*seat), progress)
+        return self._switch(listed[index].ref, SwitchSeat(*seat), progress)
 
     def switch_role(self, role_id: str, progress=gr.Progress(), *seat):
         """The searchable list (and the API): the character's chat opens (this session's earlier one with it,
         or a fresh one); the chat on screen is kept for when the visitor comes back."""
-        return self._switch(role_id or "", Seat(*seat), progress)
+        return self._switch(role_id or "", SwitchSeat(*seat), progress)
 
     def import_chat_file(self, path: str | None, added: list[str] | None, *seat):
         """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
 
         A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
         on screen is kept for when the visitor comes back to its character."""
-        at = Seat(*seat).stop()
+        at = SwitchSeat(*seat).stop()
         skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
         if not path:
             return (*skip, "")

@@ -16,15 +16,15 @@ from chatharuhi_core.web.chat import (
     REGENERATE,
     SEND,
     Conversation,
+    TurnAsk,
     answers_again,
     chat_messages,
-    continue_turn,
     edit_message,
     feedback_values,
     read_ahead,
     scene_image_for,
     scenes_markdown,
-    stream_turn,
+    turn_frames,
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
 from chatharuhi_core.web.controls import with_boxes, writes_new
@@ -38,7 +38,7 @@ from .visit import current, quick
 
 
 @dataclass
-class Ask:
+class Sent:
     """One turn as the page sent it, read once (`asked`): the visit's gate and chat (with whom the visitor plays,
     from the Story panel), the message, the name in the story and the engine; `state`, the conversation as the
     page held it, or what followed it that has not reached the page yet (TurnGate.latest): what the gate merges
@@ -62,7 +62,7 @@ def turn_fields(page) -> dict:
             "note": c.controls.note, "depth": c.controls.depth}
 
 
-def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_in: gr.OAuthToken | None) -> Ask:
+def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_in: gr.OAuthToken | None) -> Sent:
     """The one place a turn's inputs are read: `sent` is what `turn_fields` named; `signed_in` the visitor's
     Hugging Face sign-in, handed in by Gradio from their session (None when signed out)."""
     panel = dict(sent)
@@ -70,7 +70,7 @@ def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_i
     boxes = {name: panel.pop(name, None) for name in ("persona", "note", "depth")}
     gate = gate if gate is not None else TurnGate()
     state = gate.latest(conv)  # a reply's last write may not have reached the page yet
-    return Ask(gate, current(with_boxes(state, **boxes)), text or "", user_role or "", choice(panel, signed_in),
+    return Sent(gate, current(with_boxes(state, **boxes)), text or "", user_role or "", choice(panel, signed_in),
                state)
 
 
@@ -81,7 +81,7 @@ class Turns:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def _turn(self, ask: Ask, how: str):
+    def _turn(self, ask: Sent, how: str):
         """Stream one reply (`how`: SEND, REGENERATE or CONTINUE): the chat, the message box, the conversation and
         the stats line only; refused with a sentence while another reply of this visit streams (TurnGate.begin)."""
         conv, sent = ask.conv, how == SEND
@@ -100,7 +100,7 @@ class Turns:
         finally:
             ask.gate.end(ticket)
 
-    def _frames(self, ask: Ask, how: str, ticket: int):
+    def _frames(self, ask: Sent, how: str, ticket: int):
         """_turn's frames, while its reply holds the visit's gate.
 
         Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
@@ -110,9 +110,7 @@ class Turns:
         conv, text, sent = ask.conv, ask.text, how == SEND
         first = True
         halted = lambda: ask.gate.halted(ticket)  # noqa: E731 - ⏹ Stop: the reply ends with what it has
-        frames = (continue_turn(conv, ask.user_role, ask.engine, self.settings, halted) if how == CONTINUE
-                  else stream_turn(conv, text, ask.user_role, ask.engine, self.settings, regenerate=how == REGENERATE,
-                                   halted=halted))
+        frames = turn_frames(TurnAsk(conv, text, ask.user_role, how), ask.engine, self.settings, halted)
         for up in frames:
             if not ask.gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
                 return

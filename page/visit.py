@@ -41,7 +41,7 @@ class Visit:
 
 
 @dataclass
-class Seat:
+class SwitchSeat:
     """Where the visitor sits when they switch: the chat on screen, their other chats, their name, and the
     gate of the reply in flight (Visit.seat gives the states in this order)."""
 
@@ -50,7 +50,7 @@ class Seat:
     visitor: str | None = None
     gate: TurnGate | None = None
 
-    def stop(self) -> Seat:
+    def stop(self) -> SwitchSeat:
         """The reply streaming stops (close), and the seat goes on from the conversation it leaves."""
         self.conv = close(self.gate, self.conv)
         return self

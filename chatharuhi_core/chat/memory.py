@@ -120,7 +120,7 @@ class RecallQuery:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class RecallCandidate:
     """A unit as fusion ranks it: its index, fused score, cosine (NaN while not embedded) and why."""
 
     index: int
@@ -307,7 +307,7 @@ class RecallIndex:
             rows = self._matches(held, vectors)
         return dict(zip(held, rows.max(axis=2)))
 
-    def rank(self, query: RecallQuery, limit: int, days: Sequence[date | None] = ()) -> list[Candidate]:
+    def rank(self, query: RecallQuery, limit: int, days: Sequence[date | None] = ()) -> list[RecallCandidate]:
         """The first `limit` units that meaning, words or the day asked about bring up, best first: reciprocal
         ranks of the meaning list (every query form, its best) and the BM25 list, plus units on a day the
         message names, ranked among themselves; then the neighbours of the strongest few."""
@@ -347,7 +347,7 @@ class RecallIndex:
         out = []
         for i in sorted(score, key=lambda i: -score[i]):
             cos = float(cosine[i]) if i < len(cosine) else float("nan")
-            out.append(Candidate(i, score[i], cos, tuple(reasons.get(i, ()))))
+            out.append(RecallCandidate(i, score[i], cos, tuple(reasons.get(i, ()))))
         return out
 
 
@@ -489,7 +489,7 @@ class Memory:
             ranked = [by[i] for i in spread_days([c.index for c in ranked], [c.score for c in ranked], days)]
         return self._pack(units, ranked, query, ask, header, label)
 
-    def _pack(self, units: Units, ranked: Sequence[Candidate], query: RecallQuery, ask: Ask, header: str,
+    def _pack(self, units: Units, ranked: Sequence[RecallCandidate], query: RecallQuery, ask: Ask, header: str,
               label: str) -> list[Recalled]:
         """The ranked units packed best first while they fit, each whole or as its one matching line."""
         texts, numbers, count = units.texts, units.numbers, ask.count
@@ -545,7 +545,7 @@ def _taking_turns(sims: np.ndarray, depth: int) -> list[int]:
     return list(out)[:depth]
 
 
-def _why(c: Candidate, numbers: Sequence[int], label: str) -> str:
+def _why(c: RecallCandidate, numbers: Sequence[int], label: str) -> str:
     """Why a unit came back, as the panel says it."""
     why = [] if c.cosine != c.cosine else [f"meaning {c.cosine:.2f}"]
     for reason in c.reasons:

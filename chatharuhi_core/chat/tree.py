@@ -23,7 +23,7 @@ from .transcript import MAX_BRANCHES, Branch, ReplyMeta, Transcript
 
 
 @dataclass
-class Line:
+class ChatLine:
     """One line of the tree: its place (id, name, parent, fork point), its conversation and the metadata of its
     replies (the prompt each was given, for the chat file and feedback)."""
 
@@ -36,11 +36,11 @@ class ChatTree:
     """The lines of one chat with one character; `bot` is the conversation in use."""
 
     def __init__(self, bot: ChatHaruhi, place: Branch | None = None, meta: list[ReplyMeta] | None = None):
-        self.lines = [Line(place or Branch(), bot, list(meta or []))]
+        self.lines = [ChatLine(place or Branch(), bot, list(meta or []))]
         self.at = 0
 
     @property
-    def line(self) -> Line:
+    def line(self) -> ChatLine:
         return self.lines[self.at]
 
     @property
@@ -54,7 +54,7 @@ class ChatTree:
         bot = self.bot.branch(at)
         keep = len(bot.history)
         place = Branch(uuid.uuid4().hex[:8], name or f"Branch {len(self.lines) + 1}", self.line.place.id, keep)
-        self.lines.append(Line(place, bot, self.line.meta[:keep]))
+        self.lines.append(ChatLine(place, bot, self.line.meta[:keep]))
         self.at = len(self.lines) - 1
         return bot
 
@@ -87,7 +87,7 @@ class ChatTree:
 
     def transcript(self) -> Transcript:
         """The whole tree as a chat file holds it, the line in use first."""
-        def whole(x: Line) -> Branch:
+        def whole(x: ChatLine) -> Branch:
             h = x.bot.history
             meta = (x.meta + [ReplyMeta(uuid.uuid4().hex, []) for _n in range(len(h) - len(x.meta))])[-len(h):] \
                 if h else []
@@ -108,4 +108,4 @@ class ChatTree:
             bot = self.bot.branch(0)
             bot.history = list(b.history)
             bot.memory = Memory(list(b.pins), notes=list(b.notes))
-            self.lines.append(Line(replace(b, history=[], meta=[], pins=[], notes=[]), bot, list(b.meta)))
+            self.lines.append(ChatLine(replace(b, history=[], meta=[], pins=[], notes=[]), bot, list(b.meta)))

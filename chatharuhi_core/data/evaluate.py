@@ -29,6 +29,7 @@ import numpy as np
 
 from ..chat.engines import Engine, EngineChoice, as_choice, default_budgets, engine_info, engine_names, writes
 from ..config import Budgets, Settings
+from ..deprecated import old_keyword
 from ..embedding import Embedder, get_embedder
 from ..errors import ChatHaruhiError, InputError
 from ..roles.address import said_to
@@ -138,10 +139,11 @@ class EvalOptions:
         return HoldOut(self.per_role, self.min_tokens, self.seed, self.deep)
 
 
-def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script", options: EvalOptions = EvalOptions(),
-             *, settings: Settings | None = None, scorer: Embedder | None = None,
+@old_keyword("llm", "engine")  # the paper's name for it
+def run_eval(roles: Sequence[Role], engine: str | Engine | EngineChoice = "script",
+             options: EvalOptions = EvalOptions(), *, settings: Settings | None = None, scorer: Embedder | None = None,
              progress: Progress | None = None) -> Report:
-    """Answer every held-out case under every condition with one engine (`llm`: a name, an Engine, or an
+    """Answer every held-out case under every condition with one engine (`engine`: a name, an Engine, or an
     EngineChoice with its model, server and key; or a baseline's name), and score the replies;
     then, for each next-line variant, let the engine rank the original line among `options.distractors`
     others (`options.others`: roles whose lines may serve as another character's, besides `roles`). An engine
@@ -161,9 +163,9 @@ def run_eval(roles: Sequence[Role], llm: str | Engine | EngineChoice = "script",
                          "lower --min-tokens.")
     embedder = get_embedder(settings.embedder)
     scorer = scorer or embedder
-    if isinstance(llm, str) and llm in BASELINES:
-        return _baseline_report(llm, cases, options, scorer, progress)
-    choice = as_choice(llm)
+    if isinstance(engine, str) and engine in BASELINES:
+        return _baseline_report(engine, cases, options, scorer, progress)
+    choice = as_choice(engine)
     trained = _trained(choice, cases, options.allow_trained)
     run = _Run(choice, settings, embedder, options.budgets)
     draws, greedy = run.draws(options.seed, options.samples, options.greedy)

@@ -151,7 +151,7 @@ class _Progress:
 
         outer = self
 
-        class Callback(TrainerCallback):
+        class Bar(TrainerCallback):
             def on_train_begin(self, args, state, control, **kw):
                 if enabled:
                     from tqdm.auto import tqdm
@@ -175,7 +175,7 @@ class _Progress:
 
         self.bar = None
         self.losses: list[float] = []
-        self.callback = Callback()
+        self.callback = Bar()
 
 
 class _Stopper:
@@ -187,13 +187,13 @@ class _Stopper:
         outer = self
         self.asked = False
 
-        class Callback(TrainerCallback):
+        class StopWhenAsked(TrainerCallback):
             def on_step_end(self, args, state, control, **kw):
                 if outer.asked:
                     control.should_save = True
                     control.should_training_stop = True
 
-        self.callback = Callback()
+        self.callback = StopWhenAsked()
 
     def __enter__(self):
         self._old = None

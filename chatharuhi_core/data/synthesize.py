@@ -29,6 +29,7 @@ from pathlib import Path
 from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.prompt import Exchange
 from ..config import Settings
+from ..deprecated import old_keyword
 from ..embedding import Embedder
 from ..errors import ChatHaruhiError, InputError
 from ..jsonl import append_record, read_records, replace_text, write_all
@@ -235,7 +236,8 @@ class _Questions:
         return kept[:wanted]
 
 
-def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoice = "script",
+@old_keyword("llm", "engine")  # the paper's name for it
+def synthesize(roles: Sequence[Role], out: Path, engine: str | Engine | EngineChoice = "script",
                options: SynthesisOptions = SynthesisOptions(), *, settings: Settings | None = None,
                progress: Progress | None = None) -> SynthesisResult:
     """Answer every scene opening and question of these roles; append each to `out/dialogues.jsonl`.
@@ -248,7 +250,7 @@ def synthesize(roles: Sequence[Role], out: Path, llm: str | Engine | EngineChoic
     settings = settings or Settings.from_env()
     if not roles:
         raise InputError("No roles to synthesize dialogues for.")
-    engine = as_choice(llm).open(settings)
+    engine = as_choice(engine).open(settings)
     can_write = writes(engine)
     out.mkdir(parents=True, exist_ok=True)
     result = SynthesisResult(out)

@@ -39,7 +39,7 @@ _PAREN = re.compile(r"^\s*\(.*\)\s*$")
 
 
 @dataclass(frozen=True)
-class Line:
+class ScriptLine:
     kind: str  # "say", "narration" or "break"
     text: str = ""
     speaker: str = ""
@@ -51,12 +51,12 @@ def _speaker_name(raw: str) -> str:
     return raw.title() if raw.isupper() else raw
 
 
-def read_lines(text: str) -> list[Line]:
+def read_lines(text: str) -> list[ScriptLine]:
     """Classify every line of a script; screenplay blocks become one `say` each."""
     raw = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     blocks = any(_CUE.match(a) and b.strip() and not _CUE.match(b) and not _BREAK.match(a)
                  for a, b in zip(raw, raw[1:]) if a.strip() and any(ch.isalpha() for ch in a))
-    out: list[Line] = []
+    out: list[ScriptLine] = []
     blanks = 0
     i = 0
     while i < len(raw):
@@ -66,14 +66,14 @@ def read_lines(text: str) -> list[Line]:
             blanks += 1
             continue
         if blanks and (blanks >= 2 or not blocks):
-            out.append(Line("break"))
+            out.append(ScriptLine("break"))
         blanks = 0
         if _BREAK.match(line):
-            out.append(Line("break"))
+            out.append(ScriptLine("break"))
             continue
         m = _BRACKETED.match(line)
         if m:
-            out.append(Line("say", m.group(2).strip(), _speaker_name(m.group(1))))
+            out.append(ScriptLine("say", m.group(2).strip(), _speaker_name(m.group(1))))
             continue
         if blocks and _CUE.match(line) and i < len(raw) and raw[i].strip():
             speech = []
@@ -81,19 +81,19 @@ def read_lines(text: str) -> list[Line]:
                 if not _PAREN.match(raw[i]):
                     speech.append(raw[i].strip())
                 i += 1
-            out.append(Line("say", " ".join(speech), _speaker_name(_CUE.match(line).group(1))))
+            out.append(ScriptLine("say", " ".join(speech), _speaker_name(_CUE.match(line).group(1))))
             continue
         m = _COLON.match(line)
         if m and m.group(1).strip().lower() not in NARRATOR_NAMES:
-            out.append(Line("say", m.group(2).strip().strip("「」"), _speaker_name(m.group(1))))
+            out.append(ScriptLine("say", m.group(2).strip().strip("「」"), _speaker_name(m.group(1))))
             continue
-        out.append(Line("narration", line))
+        out.append(ScriptLine("narration", line))
     return out
 
 
 @dataclass
 class _Scene:
-    lines: list[Line] = field(default_factory=list)
+    lines: list[ScriptLine] = field(default_factory=list)
     tokens: int = 0
 
 
@@ -107,7 +107,7 @@ class SceneCutter:
         self.scene = _Scene()
         self.scenes: list[str] = []
 
-    def render(self, line: Line) -> str:
+    def render(self, line: ScriptLine) -> str:
         if line.kind == "narration":
             return line.text
         who = self.role_name if self.is_role(line.speaker) else line.speaker
@@ -130,7 +130,7 @@ class SceneCutter:
             self.scenes.append("\n".join(self.render(x) for x in self.scene.lines))
         self.scene = _Scene()
 
-    def feed(self, line: Line) -> None:
+    def feed(self, line: ScriptLine) -> None:
         if line.kind == "break":
             self.close()
             return

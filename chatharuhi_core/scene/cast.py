@@ -61,7 +61,7 @@ class Member:
 
 
 @dataclass
-class Line:
+class SceneLine:
     """One line of the transcript: the visitor's (role_id None) or a character's, with its record."""
 
     speaker: str
@@ -114,7 +114,7 @@ class SceneState:
     """A scene as a plain value (members and lines), for the page's per-visitor state and for files."""
 
     members: list[Member] = field(default_factory=list)
-    lines: list[Line] = field(default_factory=list)
+    lines: list[SceneLine] = field(default_factory=list)
     user_role: str = "You"
     order: str = "natural"
     allow_self: bool = False
@@ -136,10 +136,20 @@ class SceneState:
         """The indices of the lines this member witnessed, in order."""
         return [i for i in range(len(self.lines)) if self.witnessed(member, i)]
 
-    def seen(self, member: Member) -> list[Line]:
+    def seen(self, member: Member) -> list[SceneLine]:
         """The transcript as this member witnessed it."""
         return [self.lines[i] for i in self.seen_at(member)]
 
     def copy(self) -> SceneState:
         return SceneState(copy.deepcopy(self.members), [copy.copy(ln) for ln in self.lines], self.user_role,
                           self.order, self.allow_self, self.memory)
+
+
+def __getattr__(name: str):
+    """`Line`, the scene line's old name, still imports (and says its new one once)."""
+    if name == "Line":
+        from ..deprecated import renamed
+
+        renamed("chatharuhi_core.scene.cast.Line", "SceneLine")
+        return SceneLine
+    raise AttributeError(name)

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ..errors import look_up
 from ..i18n import N_
-from .cast import Line, Member, mention_at
+from .cast import Member, SceneLine, mention_at
 
 
 class Stage(Protocol):
@@ -27,7 +27,7 @@ class Stage(Protocol):
     def members(self) -> list[Member]: ...
 
     @property
-    def lines(self) -> list[Line]: ...
+    def lines(self) -> list[SceneLine]: ...
 
     @property
     def allow_self(self) -> bool: ...

@@ -19,7 +19,7 @@ from ..chat.transcript import FORMAT as CHAT_FORMAT
 from ..chat.transcript import prompt_field, rating_field, read_saved, text_field
 from ..errors import InputError
 from ..i18n import N_, _
-from .cast import Line, Member, SceneState
+from .cast import Member, SceneLine, SceneState
 from .order import ORDERS
 
 FORMAT = "chatharuhi-scene"
@@ -106,7 +106,7 @@ def load_scene(data: bytes | str):
         recalled = obj.get("recalled") or []
         if not isinstance(recalled, list) or not all(isinstance(x, dict) for x in recalled):
             raise InputError(_("{where} of the scene file has malformed 'recalled'.", where=where))
-        lines.append(Line(_text(obj, "speaker", where), _text(obj, "text", where), rid,
+        lines.append(SceneLine(_text(obj, "speaker", where), _text(obj, "text", where), rid,
                           _text(obj, "id", where, False) or f"imported-{n}", prompt, scenes,
                           _text(obj, "cue", where, False), _text(obj, "engine", where, False),
                           _text(obj, "model", where, False), rating_field(obj), obj.get("original") or None,

@@ -37,7 +37,7 @@ from ..roles.lines import format_query
 from ..roles.names import find_name, written_small
 from ..roles.role import Role
 from ..roles.sources import bundled_ids, load_role
-from .cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, MIN_MEMBERS, Line, Member, SceneState, mention_at
+from .cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, MIN_MEMBERS, Member, SceneLine, SceneState, mention_at
 from .order import END, candidates, get_order
 from .view import SCENE_RECALL_HEADER, index_lines, member_request  # noqa: F401  (the header: where callers found it)
 
@@ -100,7 +100,7 @@ class Scene:
         return self.state.members
 
     @property
-    def lines(self) -> list[Line]:
+    def lines(self) -> list[SceneLine]:
         return self.state.lines
 
     @property
@@ -263,7 +263,7 @@ class Scene:
         request = self.prepare(member, avoid)
         reply = yield from bot.respond(request)
         private = member.role_id if self.answers_privately(member) else None
-        self.lines.append(Line(
+        self.lines.append(SceneLine(
             member.name, reply.text, member.role_id, messages=reply.messages, cue=request.text,
             scenes=[{"id": h.id, "similarity": round(h.similarity, 4), "text": h.text, "used": i < reply.packed}
                     for i, h in enumerate(reply.scenes)],
@@ -274,18 +274,18 @@ class Scene:
             in_background(self.index_ahead, "indexing the scene")
         return reply
 
-    def turn(self, who: Member | str | None = None) -> Line:
+    def turn(self, who: Member | str | None = None) -> SceneLine:
         for _unused in self.stream_turn(who):
             pass
         return self.lines[-1]
 
     # ------------------------------------------------------------ the API
 
-    def say(self, text: str, to: str | None = None) -> Line:
+    def say(self, text: str, to: str | None = None) -> SceneLine:
         """The visitor's line, as their character in the story; whispered `to` one character when given."""
         if to:
             return self.whisper(to, text)
-        line = Line(self.user_role, check_input(text))
+        line = SceneLine(self.user_role, check_input(text))
         self.lines.append(line)
         return line
 
@@ -294,23 +294,23 @@ class Scene:
         only by the visitor and this character."""
         return bool(self.lines) and self.lines[-1].to == member.role_id
 
-    def whisper(self, name: str, text: str) -> Line:
+    def whisper(self, name: str, text: str) -> SceneLine:
         """The visitor's private line to one character: only it hears it, remembers it and answers it."""
         member = self.member(name)
         if not member.present:
             raise InputError(_("{name} has left the scene; a whisper needs someone here to hear it.", name=member.name))
-        line = Line(self.user_role, check_input(text), to=member.role_id)
+        line = SceneLine(self.user_role, check_input(text), to=member.role_id)
         self.lines.append(line)
         return line
 
-    def chat(self, text: str, to: str | None = None) -> list[Line]:
+    def chat(self, text: str, to: str | None = None) -> list[SceneLine]:
         """The visitor's line (whispered `to` one character, when given), then the replies the order calls
         for (none in manual order)."""
         self.check_cast()
         self.say(text, to)
         return [self.turn(m) for m in self.responders()]
 
-    def talk(self, turns: int) -> Iterator[Line]:
+    def talk(self, turns: int) -> Iterator[SceneLine]:
         """The characters carry on for up to `turns` lines; stops early when the director ends the scene."""
         self.check_cast()
         for _unused in range(turns):
@@ -335,7 +335,7 @@ class Scene:
         new.id = old.id  # the same line for feedback: its kept text against the ones passed over
         return reply
 
-    def flip(self, step: int = 1, index: int | None = None) -> Line:
+    def flip(self, step: int = 1, index: int | None = None) -> SceneLine:
         """Keep the next (`step` 1) or previous (-1) text of character line `index` (the last by default)."""
         k = len(self.lines) - 1 if index is None else index
         if not 0 <= k < len(self.lines) or not self.lines[k].by_character:

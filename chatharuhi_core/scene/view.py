@@ -13,7 +13,7 @@ from ..chat.lexical import tokens
 from ..chat.memory import Ask, Recalled, RecallQuery, Units, recall_block
 from ..chat.prompt import Exchange, PromptParts, lay_out
 from ..roles.lines import format_query
-from .cast import Line, Member, SceneState, mention_at
+from .cast import Member, SceneLine, SceneState, mention_at
 
 SCENE_RECALL_HEADER = "Earlier in this scene:\n"
 
@@ -86,15 +86,15 @@ def member_request(state: SceneState, member: Member, bot: ChatHaruhi, avoid: Se
                        recalled=recalled, pinned=len(bot.pinned()))
 
 
-def _line_views(ln: Line) -> tuple[str, str]:
+def _line_views(ln: SceneLine) -> tuple[str, str]:
     """What a line is indexed by for recall: with its speaker, and its words alone (see chat.memory)."""
     return format_query(ln.speaker, ln.text), ln.text
 
 
-def _history_messages(lines: Sequence[Line], member: Member, budget: int, count) -> tuple[list[dict], int]:
+def _history_messages(lines: Sequence[SceneLine], member: Member, budget: int, count) -> tuple[list[dict], int]:
     """Earlier lines, newest first while they fit; the member's own as assistant, the rest grouped as user.
     Also how many of the last `lines` are held (the older ones are for memory to recall)."""
-    kept: list[Line] = []
+    kept: list[SceneLine] = []
     used = 0
     for ln in reversed(lines):
         n = count(format_query(ln.speaker, ln.text))

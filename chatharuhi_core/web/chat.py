@@ -313,18 +313,33 @@ class _Turn:
         return self.shown + [{"role": "assistant", "content": content}]
 
 
+@dataclass(frozen=True)
+class TurnAsk:
+    """What a turn answers: the chat as the page holds it, the message (for SEND), the visitor's name, and how
+    (SEND, REGENERATE: again to the last message, CONTINUE: the last reply goes on)."""
+
+    conv: Conversation
+    text: str
+    user_role: str
+    how: str = SEND
+
+
+def turn_frames(ask: TurnAsk, engine: EnginePanel, settings: Settings,
+                halted: Callable[[], bool] = lambda: False) -> Iterator[TurnUpdate]:
+    """Stream one reply (a regenerated one joins the replies its message had, swipes.py). On failure the history
+    stays as it was and the error is one sentence. `halted`: Stop was pressed (the reply is kept as far as it got)."""
+    yield from _stream(_begin(ask.conv, ask.text, ask.user_role, ask.how), engine, settings, halted)
+
+
 def stream_turn(conv: Conversation, text: str, user_role: str, engine: EnginePanel, settings: Settings, *,
-                regenerate: bool = False, halted: Callable[[], bool] = lambda: False) -> Iterator[TurnUpdate]:
-    """Stream one reply: to `text`, or again to the last message (`regenerate`: the new reply joins the ones it
-    had, swipes.py). On failure the history stays as it was and the error is one sentence. `halted`: Stop was
-    pressed (the reply is kept as far as it got)."""
-    yield from _stream(_begin(conv, text, user_role, REGENERATE if regenerate else SEND), engine, settings, halted)
+                regenerate: bool = False) -> Iterator[TurnUpdate]:
+    """Stream one reply: to `text`, or again to the last message (`regenerate`) (turn_frames)."""
+    yield from turn_frames(TurnAsk(conv, text, user_role, REGENERATE if regenerate else SEND), engine, settings)
 
 
-def continue_turn(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings,
-                  halted: Callable[[], bool] = lambda: False) -> Iterator[TurnUpdate]:
+def continue_turn(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> Iterator[TurnUpdate]:
     """Stream the last reply going on from where it stopped (Continue); on failure it stays as it was."""
-    yield from _stream(_begin(conv, "", user_role, CONTINUE), engine, settings, halted)
+    yield from turn_frames(TurnAsk(conv, "", user_role, CONTINUE), engine, settings)
 
 
 def _begin(conv: Conversation, text: str, user_role: str, how: str) -> _Turn | TurnUpdate:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..scene.cast import Line, SceneState
+from ..scene.cast import SceneLine, SceneState
 from .visit_gate import VisitGate
 
 # what a change did: ("member", role id, (talkativeness, muted)), or ("line", line id, (the line before, after))
@@ -38,7 +38,7 @@ def apply_changes(state: SceneState, changes: list[Change]) -> None:
             members[key].set_muted(muted, len(state.lines))
         elif kind == "line" and key in where:
             was, now = value
-            if isinstance(now, Line) and state.lines[where[key]] == was:
+            if isinstance(now, SceneLine) and state.lines[where[key]] == was:
                 state.lines[where[key]] = replace(now)
 
 

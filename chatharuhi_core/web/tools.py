@@ -60,7 +60,7 @@ def _role(role: str, settings: Settings):
 
 
 @dataclass(frozen=True)
-class ChatRequest:
+class ToolCall:
     """One call of chat_with_character (or continue_story, with no message), as one value: the tool's parameters,
     in its order (page/api.py serves the tool with these as its parameters)."""
 
@@ -73,7 +73,7 @@ class ChatRequest:
     note_depth: int = 4
 
 
-def chat_with_character(request: ChatRequest, settings: Settings | None = None) -> dict:
+def chat_with_character(request: ToolCall, settings: Settings | None = None) -> dict:
     """Send a message to a character and get its reply, in character, drawn from its own classic scenes.
     Call it again with the same history for another reply to choose from.
 
@@ -119,14 +119,14 @@ def continue_story(role: str, history: list[dict], whose: str = "character", use
     """
     if whose not in ("character", "player"):
         raise ToolError(_('whose is "character" (continue its last reply) or "player" (write your next line).'))
-    request = ChatRequest(role, "", history, user_name, persona)
+    request = ToolCall(role, "", history, user_name, persona)
     start = (lambda bot: bot.continue_reply()) if whose == "character" else (lambda bot: bot.impersonate())
     out = _run(request, start, settings or Settings.from_env())
     added = out["reply"] if whose == "character" else out["whole"]
     return {"text": out["whole"], "added": added, "engine": out["engine"], "model": out["model"]}
 
 
-def _run(request: ChatRequest, start, settings: Settings) -> dict:
+def _run(request: ToolCall, start, settings: Settings) -> dict:
     """One engine call for a tool, in line behind the page's visitors on an engine that answers one at a time."""
     from ..chat.chatbot import ChatHaruhi
     from ..chat.persona import authors_note

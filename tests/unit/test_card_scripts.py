@@ -100,14 +100,14 @@ def test_a_script_that_does_not_compile_is_one_sentence_and_the_others_run(env, 
 
 
 def test_a_group_scene_draws_a_members_line_through_its_cards_scripts(env):
-    from chatharuhi_core.scene.cast import Line
+    from chatharuhi_core.scene.cast import SceneLine
     from chatharuhi_core.scene.scene import Scene
 
     settings, _inbox = env
     role = _role(env, STATUS)
     scene = Scene([role, "sherlock"], engine="script", settings=settings, user_role="Ann")
-    scene.state.lines.append(Line("Mira", "Aye.<StatusPlaceHolderImpl/>", role.id))
-    scene.state.lines.append(Line("Sherlock Holmes", "Indeed.<StatusPlaceHolderImpl/>", "sherlock"))
+    scene.state.lines.append(SceneLine("Mira", "Aye.<StatusPlaceHolderImpl/>", role.id))
+    scene.state.lines.append(SceneLine("Sherlock Holmes", "Indeed.<StatusPlaceHolderImpl/>", "sherlock"))
     shown = [m["content"] for m in scene_messages(scene.state)]
     assert any('Aye.<div class="status">HP 10 · Ann</div>' in c for c in shown)
     assert any(c.endswith("Indeed.<StatusPlaceHolderImpl/>") for c in shown)  # Holmes has no card scripts

@@ -44,3 +44,36 @@ def test_the_old_flag_still_works_and_says_its_new_name(tmp_path):
     assert out.stdout.strip()
     assert "--llm is now --engine" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_scene_line_has_its_own_name_and_the_old_one_warns_once():
+    from chatharuhi_core.scene import SceneLine
+
+    with pytest.warns(FutureWarning, match=r"chatharuhi_core\.scene\.Line is now chatharuhi_core\.scene\.SceneLine"):
+        from chatharuhi_core.scene import Line
+    assert Line is SceneLine
+
+
+def test_no_class_name_is_defined_twice():
+    """One name for one thing (README, Words): a chat line, a scene line and a script line were all `Line`, and six
+    other class names were defined twice, so a reader could not tell from the name which one a module meant."""
+    import ast
+    from collections import defaultdict
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in [root / "app.py", *root.glob("page/*.py"), *root.glob("tools/*.py"), *root.glob("bench/*.py"),
+                 *(root / "chatharuhi_core").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                where[node.name].append(f"{path.relative_to(root)}:{node.lineno}")
+    assert {name: places for name, places in where.items() if len(places) > 1} == {}
+
+
+def test_backend_error_still_imports_and_says_its_new_name():
+    from chatharuhi_core.errors import EngineError
+
+    with pytest.warns(FutureWarning, match="BackendError is now EngineError"):
+        from chatharuhi_core.errors import BackendError
+    assert BackendError is EngineError

@@ -85,7 +85,7 @@ def _chat_cases(settings, embedder) -> dict[str, list[dict]]:
 def _scene_cases(settings, embedder) -> dict[str, list[dict]]:
     from chatharuhi_core.chat.engines import EngineChoice
     from chatharuhi_core.config import Budgets
-    from chatharuhi_core.scene.cast import Line
+    from chatharuhi_core.scene.cast import SceneLine
     from chatharuhi_core.scene.scene import Scene, SceneSetup
 
     out = {}
@@ -98,7 +98,7 @@ def _scene_cases(settings, embedder) -> dict[str, list[dict]]:
         for i in range(6):
             scene.say(f"Everyone, remember the number {40 + i} and the colour {['red', 'blue', 'green'][i % 3]}.")
             speaker = list(ids)[i % 3]
-            scene.state.lines.append(Line(speaker, f"I shall keep {40 + i} in mind, Sam.", ids[speaker]))
+            scene.state.lines.append(SceneLine(speaker, f"I shall keep {40 + i} in mind, Sam.", ids[speaker]))
         scene.say("Holmes, what do you make of the numbers?")
         for m in scene.members:
             out[f"scene/{name}/{m.role_id}"] = scene.prepare(m).messages

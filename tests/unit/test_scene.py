@@ -9,7 +9,7 @@ from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.errors import EngineError, InputError, UnknownNameError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.scene import Line, Scene, SceneSetup
+from chatharuhi_core.scene import Scene, SceneLine, SceneSetup
 from chatharuhi_core.scene.order import ORDERS, spoken_this_round
 
 EN = ["sherlock", "elizabeth", "dracula"]
@@ -24,7 +24,7 @@ def scene(settings, embedder):
 def said(scene, speaker_id, text="…"):
     """Put a line in the transcript without an engine (the orders only read the transcript)."""
     m = scene.member(speaker_id) if speaker_id else None
-    scene.lines.append(Line(m.name if m else scene.user_role, text, m.role_id if m else None))
+    scene.lines.append(SceneLine(m.name if m else scene.user_role, text, m.role_id if m else None))
 
 
 def own_lines(role_id):

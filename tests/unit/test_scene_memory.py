@@ -12,7 +12,7 @@ import pytest
 from chatharuhi_core.chat.engines import EngineChoice
 from chatharuhi_core.config import Budgets
 from chatharuhi_core.errors import InputError
-from chatharuhi_core.scene import Line, Scene, SceneSetup
+from chatharuhi_core.scene import Scene, SceneLine, SceneSetup
 from chatharuhi_core.scene.saved import dump_scene, load_scene
 from chatharuhi_core.scene.scene import SCENE_RECALL_HEADER
 
@@ -36,7 +36,7 @@ def chatter(scene: Scene, n: int, start: int = 0) -> None:
     for k in range(start, start + n):
         scene.say(f"{FILLER[k % len(FILLER)]} ({k})")
         for m in scene.present:
-            scene.lines.append(Line(m.name, f"Indeed. ({k})", m.role_id))
+            scene.lines.append(SceneLine(m.name, f"Indeed. ({k})", m.role_id))
 
 
 def recalled_text(request) -> list[str]:
@@ -128,11 +128,11 @@ def test_nothing_recalled_was_unwitnessed_in_random_scenes(settings, embedder):
         elif roll < 0.35:
             target = rng.choice(scene.present)
             scene.whisper(target.role_id, f"secret {k}: {FILLER[k % len(FILLER)]}")
-            scene.lines.append(Line(target.name, f"(quietly) noted {k}", target.role_id, to=target.role_id))
+            scene.lines.append(SceneLine(target.name, f"(quietly) noted {k}", target.role_id, to=target.role_id))
         else:
             scene.say(f"{FILLER[k % len(FILLER)]} ({k})")
             speaker = rng.choice(scene.present)
-            scene.lines.append(Line(speaker.name, f"Indeed. ({k})", speaker.role_id))
+            scene.lines.append(SceneLine(speaker.name, f"Indeed. ({k})", speaker.role_id))
     checked = 0
     for m in scene.present:
         request = scene.prepare(m)
@@ -178,7 +178,7 @@ def test_whispers_and_recalled_lines_round_trip_the_scene_file(scene):
 ])
 def test_a_bad_whisper_in_a_scene_file_is_one_sentence(scene, change, sentence):
     scene.say("Hello.")
-    scene.lines.append(Line("Elizabeth Bennet", "Good day.", "elizabeth"))
+    scene.lines.append(SceneLine("Elizabeth Bennet", "Good day.", "elizabeth"))
     rows = [json.loads(r) for r in dump_scene(scene.state).splitlines()]
     change(rows[2])
     with pytest.raises(InputError, match=sentence):

@@ -116,7 +116,7 @@ def test_concurrent_queries_are_embedded_in_batches_with_the_same_vectors(embedd
 
     import numpy as np
 
-    from chatharuhi_core.embedding import Batcher
+    from chatharuhi_core.embedding import EmbeddingBatcher
 
     calls = []
 
@@ -124,7 +124,7 @@ def test_concurrent_queries_are_embedded_in_batches_with_the_same_vectors(embedd
         calls.append(len(texts))
         return embedder.embed(texts)
 
-    batcher = Batcher(encode)
+    batcher = EmbeddingBatcher(encode)
     texts = [f"Question number {i}: where were you last night?" for i in range(24)]
     results = [None] * len(texts)
     gate = threading.Barrier(len(texts))
@@ -146,4 +146,4 @@ def test_concurrent_queries_are_embedded_in_batches_with_the_same_vectors(embedd
         raise ValueError("encoder failed")
 
     with pytest.raises(ValueError):
-        Batcher(broken)(["x"])
+        EmbeddingBatcher(broken)(["x"])

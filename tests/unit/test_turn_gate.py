@@ -134,7 +134,7 @@ def test_a_reply_written_while_a_hub_character_was_fetched_stays_with_the_old_ch
     """A Hub character can take a minute to fetch; the visitor chatted on meanwhile. The switch put away the chat
     as it read it when clicked, without that exchange; now it goes on from the gate (TurnGate.latest)."""
     from page import switches as page_switches
-    from page.visit import Seat
+    from page.visit import SwitchSeat
 
     state, gate = _chat(), TurnGate()
     real = page_switches.open_role
@@ -145,7 +145,7 @@ def test_a_reply_written_while_a_hub_character_was_fetched_stays_with_the_old_ch
         return real(ref, settings_, progress)
 
     monkeypatch.setattr(page_switches, "open_role", slow_fetch)
-    out = page_switches.Switches(settings)._switch("sunwukong", Seat(state, {}, "Watson", gate), lambda *a, **k: None)
+    out = page_switches.Switches(settings)._switch("sunwukong", SwitchSeat(state, {}, "Watson", gate), lambda *a, **k: None)
     chats = out[8]
     assert [ex.text for ex in chats["sherlock"].history] == ["Hi", "Tea?", "The hound?"]
     assert out[0].role_id == "sunwukong"
@@ -153,7 +153,7 @@ def test_a_reply_written_while_a_hub_character_was_fetched_stays_with_the_old_ch
 
 def test_a_reply_still_streaming_when_a_slow_switch_ends_stops_drawing(settings, monkeypatch):
     from page import switches as page_switches
-    from page.visit import Seat
+    from page.visit import SwitchSeat
 
     state, gate = _chat(), TurnGate()
     real, started = page_switches.open_role, []
@@ -163,7 +163,7 @@ def test_a_reply_still_streaming_when_a_slow_switch_ends_stops_drawing(settings,
         return real(ref, settings_, progress)
 
     monkeypatch.setattr(page_switches, "open_role", slow_fetch)
-    page_switches.Switches(settings)._switch("sunwukong", Seat(state, {}, "Watson", gate), lambda *a, **k: None)
+    page_switches.Switches(settings)._switch("sunwukong", SwitchSeat(state, {}, "Watson", gate), lambda *a, **k: None)
     assert not gate.is_open(started[0])  # it would have gone on streaming into 孙悟空's chat
 
 

@@ -215,11 +215,11 @@ class EngineChoice:
         return self.engine if isinstance(self.engine, str) else self.engine.name
 
 
-def as_choice(llm: str | Engine | EngineChoice, **given) -> EngineChoice:
-    """`llm` as an EngineChoice: a choice as it is (an option given beside it, not None, wins), or a name or an
-    engine object with the options given beside it (the paper's API: `ChatHaruhi(llm=..., model=...)`)."""
+def as_choice(engine: str | Engine | EngineChoice, **given) -> EngineChoice:
+    """`engine` as an EngineChoice: a choice as it is (an option given beside it, not None, wins), or a name or an
+    engine object with the options given beside it (`ChatHaruhi(engine=..., model=...)`)."""
     given = {k: v for k, v in given.items() if v is not None}
-    return replace(llm, **given) if isinstance(llm, EngineChoice) else EngineChoice(llm, **given)
+    return replace(engine, **given) if isinstance(engine, EngineChoice) else EngineChoice(engine, **given)
 
 
 def open_engine(engine: str | Engine, settings: Settings, **overrides: str | None) -> Engine:

@@ -1,6 +1,6 @@
 """OpenAI and every OpenAI-compatible server (vLLM, TGI, Ollama, llama.cpp server) by base URL.
 
-Every failure becomes a BackendError whose text is one plain sentence for the chat.
+Every failure becomes an EngineError whose text is one plain sentence for the chat.
 """
 
 from __future__ import annotations
