@@ -12,7 +12,7 @@ from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.sources import bundled_ids, load_role
-from chatharuhi_core.web.browser_store import browser_secret, pack, unpack
+from chatharuhi_core.web.browser_store import browser_secret, in_flight, pack, unpack
 from chatharuhi_core.web.chat import Conversation, chat_messages
 from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import engine_for, sign_in_note
@@ -63,13 +63,15 @@ class Session:
         self.saved_chats = gr.BrowserState({}, storage_key="chatharuhi-chats", secret=sealed)  # chats, for a reload
         # whom the visitor plays, when they asked for it in every new chat
         self.saved_persona = gr.BrowserState("", storage_key="chatharuhi-persona", secret=sealed)
+        # the message whose reply is streaming: a reload meanwhile gives it back (session.cut_by_reload)
+        self.saved_pending = gr.BrowserState("", storage_key="chatharuhi-pending", secret=sealed)
         return self
 
     def wire(self, page) -> None:
         v, c, s = page.visit, page.chat, page.chat.panel
         view = c.view(v)
         # the visit's start fills every panel at once: no "processing" veil over them (the page is usable meanwhile)
-        page.demo.load(self.start_session, [self.last_role, self.saved_name, self.saved_chats],
+        page.demo.load(self.start_session, [self.last_role, self.saved_name, self.saved_chats, self.saved_pending],
                        view + [c.chooser, c.picker, v.added, s.engine, *s.view(), s.fold, page.group.user_role,
                                c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me, v.drafts],
                        show_progress="hidden").then(
@@ -83,15 +85,17 @@ class Session:
         # One event for all of them: separate ones could finish out of order and leave an older record behind.
         kept = s.fields(key=False)
         listened = [x for x in kept.values() if x is not s.model] + [s.model_set]  # not the field's own change
-        gr.on([x.change for x in (v.conv, *listened, c.speak_on, v.pending)], self.keep_in_browser,
-              [v.conv, v.chats, v.added, v.pending], self.saved_chats, api_name=False,
-              inputs_kwargs={**kept, "speak": c.speak_on}, show_progress="hidden")
+        gr.on([x.change for x in (v.conv, *listened, c.speak_on)], self.keep_in_browser,
+              [v.conv, v.chats, v.added, c.speak_on], self.saved_chats, api_name=False, inputs_kwargs=kept,
+              show_progress="hidden")
+        v.pending.change(lambda pending: in_flight(pending) or "", v.pending, self.saved_pending, queue=False,
+                         api_name=False, show_progress="hidden")
         s.forget_me.click(self.forget_me, [v.conv, v.visitor, v.gate],
                           view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status],
                           api_name="forget_me")
 
     def start_session(self, last_role: str | None = None, visitor: str | None = None, saved: dict | None = None,
-                      profile: gr.OAuthProfile | None = None):
+                      pending: object = None, profile: gr.OAuthProfile | None = None):
         """A new visitor, or one back after a reload: the chats this browser kept (local storage) with each
         character, the characters they added, the one they picked last (else the first bundled one), the name
         they gave themselves, and the engine they chose (else the deployment's; for a visitor signed in with
@@ -114,19 +118,17 @@ class Session:
         return (*role_view(conv, kept.chats, visitor), chooser, tiles(entries), added, engine,
                 *engine_view(engine, settings, panel), panel.get("fold", settings.fold_prompt), scene_name(visitor),
                 sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
-                gr.Button(visible=bool(account)), dict(kept.pending))  # a message a reload cut off: its draft
+                gr.Button(visible=bool(account)), _cut_off(pending))
 
     def keep_in_browser(self, profile: gr.OAuthProfile | None, conv: Conversation | None, chats: dict | None,
-                        added: list[str] | None, pending: object = None, **panel):
+                        added: list[str] | None, speak: bool, **panel):
         """What this browser keeps for the next visit (never a key or a token): its chats, added characters, engine
-        and the engine's settings (`panel`: as a browser keeps them, with the voice switch), and the message whose
-        reply is streaming (a reload meanwhile gives it back). A visitor signed in on a Space with persistent storage
-        has them kept under their own folder there instead, and their browser keeps nothing."""
+        and the engine's settings (`panel`: as a browser keeps them). A visitor signed in on a Space with persistent
+        storage has them kept under their own folder there instead, and their browser keeps nothing."""
         if conv is None:
             return gr.skip()
-        speak = bool(panel.pop("speak", False))  # the voice switch, kept with the engine's settings
         engine = choice(panel)
-        record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": speak}, pending)
+        record = pack(conv, chats, added, engine.engine, {**engine.kept(), "speak": bool(speak)})
         settings = self.settings
         account = account_id(profile) if settings.user_chats else None
         if account is None:
@@ -167,8 +169,17 @@ def cut_by_reload(conv: Conversation | None, user_name: str, drafts: dict | None
     if conv is None or conv.role_id not in drafts or (box or "").strip():
         return gr.skip(), gr.skip(), gr.skip()
     text = drafts.pop(conv.role_id)
+    if conv.history and conv.history[-1].text == text:  # its reply was kept after all: nothing was cut off
+        return gr.skip(), gr.skip(), drafts
     shown = chat_messages(conv, load_role(conv.role_id), user_name)
     said = {"role": "assistant", "metadata": {"title": _("⏹ Cut off")},
             "content": _("The reply to your last message was cut off when the page reloaded. Your message is back "
                          "in the box: send it again.")}
     return text, shown + [said], drafts
+
+
+def _cut_off(pending: object) -> dict:
+    """The drafts a visit starts with: the message whose reply a reload cut off, with its character (when it
+    still opens here)."""
+    flying = in_flight(pending)
+    return {flying["role"]: flying["text"]} if flying and _opens(flying["role"]) else {}

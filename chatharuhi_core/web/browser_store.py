@@ -45,7 +45,6 @@ class Restored:
     engine: str | None = None
     settings: dict = field(default_factory=dict)  # the engine's settings as the visitor left them (checked)
     note: str = ""  # a sentence when the record was set aside
-    pending: dict[str, str] = field(default_factory=dict)  # role id -> a message whose reply a reload cut off
 
 
 # what the settings panel keeps, with the range each value must fall in (a slider's own)
@@ -115,8 +114,10 @@ def _chat(conv: Conversation, branches: bool = True) -> dict:
     return out
 
 
-def _in_flight(pending: object) -> dict | None:
-    """The message whose reply is streaming ({"role", "text"}, the page's `pending`), fit to keep; else None."""
+def in_flight(pending: object) -> dict | None:
+    """The message whose reply is streaming ({"role", "text"}, the page's `pending`), fit to keep (in a browser
+    value of its own: written with the main record, a slow write of the first frame's could land after the last
+    frame's and undo the reply); None for anything else."""
     if not isinstance(pending, dict):
         return None
     role, text = pending.get("role"), pending.get("text")
@@ -126,17 +127,14 @@ def _in_flight(pending: object) -> dict | None:
 
 
 def pack(current: Conversation | None, chats: dict | None, added: list[str] | None, engine: str | None,
-         settings: dict | None = None, pending: object = None) -> dict:
+         settings: dict | None = None) -> dict:
     """The record to keep: the chat on screen first, then the others; oldest chats dropped past the caps.
-    `settings` (the engine's panel) is checked by `kept_settings`: a key is never among them. `pending`: the
-    message whose reply is streaming, so that a reload meanwhile gives it back instead of losing it."""
+    `settings` (the engine's panel) is checked by `kept_settings`: a key is never among them."""
     convs = [current] if current is not None and (current.history or current.others) else []
     convs += [c for rid, c in (chats or {}).items()
               if (c.history or c.others) and (current is None or rid != current.role_id)]
     record = {"v": VERSION, "chats": [_chat(c) for c in convs[:MAX_CHATS]], "added": list(added or [])[:50],
               "engine": engine or "", "settings": kept_settings(settings)}
-    if (flying := _in_flight(pending)) is not None:
-        record["pending"] = flying
     while len(json.dumps(record, ensure_ascii=False)) > MAX_CHARS and record["chats"]:
         branched = [c for c in record["chats"] if c.get("branches")]
         if branched:  # the other lines of the least recent branched chat go first, the newest line last
@@ -163,9 +161,6 @@ def unpack(data: object, opens: Callable[[str], bool], engines: set[str]) -> Res
             conv = _conversation(rid, item)
             conv.others = [_conversation(rid, b) for b in (item.get("branches") or [])[:MAX_BRANCHES]]
             found.chats[rid] = conv
-        flying = _in_flight(data.get("pending"))
-        if flying is not None and opens(flying["role"]):
-            found.pending = {flying["role"]: flying["text"]}
         return found
     except (ValueError, TypeError, KeyError, ChatHaruhiError):
         return Restored(note=_(SET_ASIDE))
