@@ -324,6 +324,7 @@ class ChatCore:
         character's (impersonate writes the visitor's).
         """
         self.load()
+        self.halt.clear()  # a Stop meant for an earlier reply
         started = started or time.perf_counter()
         first: float | None = None
         name = speaker or self.role.name

@@ -143,3 +143,4 @@ def test_a_display_scripts_html_page_is_a_frame_not_source_code(env):
     for question in ("How is the weather?", "Who are you?", "What is your favourite colour?"):
         said = bot.answer(question).text
         assert "StatusPlaceHolderImpl" not in said and "Shut the door" not in said, said
+
