@@ -94,7 +94,7 @@ class ChatTab:
                                        elem_id="message", max_lines=6)
                 self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="send")
                 # offered while a reply streams (reply_buttons.busy): the reply ends with what it has written
-                self.stop_btn = gr.Button(L("⏹ Stop"), variant="stop", scale=1, elem_id="stop", visible=False)
+                self.stop_btn = gr.Button(L("■ Stop"), variant="stop", scale=1, elem_id="stop", visible=False)
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
             self.controls = PlayerControls(self.settings).render_row(more=self._reply_actions)
             self._buttons()
