@@ -38,7 +38,7 @@ class EmptyReply(EngineError):
 
 
 class Stopped(ChatHaruhiError):
-    """The visitor stopped a reply before it said anything (the page's ⏹ Stop): nothing to keep, nothing to retry."""
+    """The visitor stopped a reply before it said anything (the page's ■ Stop): nothing to keep, nothing to retry."""
 
 
 def __getattr__(name: str):

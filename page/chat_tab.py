@@ -12,6 +12,7 @@ from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.placeholders import has_placeholder
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import (
+    RATE_WHEN_COMPLETE,
     Conversation,
     chat_messages,
     describe_role,
@@ -223,7 +224,7 @@ class ChatTab:
                 return gr.skip(), gr.skip(), gr.skip()
             streaming = gate is not None and gate.streams()
             rated, said = rate_reply(conv, evt.index, evt.liked, self.settings, streaming)
-            if streaming and said == _("Rate this reply once it is complete."):  # in sight, not only under the chat
+            if streaming and said == _(RATE_WHEN_COMPLETE):  # in sight, not only under the chat
                 warn(said)
             return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
         return quick(gate, conv, change)

@@ -1,5 +1,5 @@
 """The buttons that start a reply, and Stop: while a reply streams, Send, Regenerate, Continue and ▶ are shown as
-unavailable and ⏹ Stop is offered beside it, as in Gradio's ChatInterface. Outputs, in this order: Send,
+unavailable and ■ Stop is offered beside it, as in Gradio's ChatInterface. Outputs, in this order: Send,
 Regenerate, Continue, ▶, Stop (Turns.reply_buttons). The server still refuses a second turn (Enter in the box, a
 caller of the API) with a sentence (TurnGate.begin)."""
 
@@ -11,7 +11,7 @@ from chatharuhi_core.web.turn_gate import TurnGate
 
 
 def busy():
-    """A reply starts: Send, Regenerate, Continue and ▶ unavailable, ⏹ Stop offered beside Send."""
+    """A reply starts: Send, Regenerate, Continue and ▶ unavailable, ■ Stop offered beside Send."""
     off = gr.Button(interactive=False)
     return off, off, off, off, gr.Button(visible=True)
 
@@ -26,7 +26,7 @@ def settled(gate: TurnGate | None):
 
 
 def stop_reply(gate: TurnGate | None):
-    """⏹ Stop: the reply ends with what it has written, kept as a cut reply (nothing written yet: the message goes
+    """■ Stop: the reply ends with what it has written, kept as a cut reply (nothing written yet: the message goes
     back to the box); Stop goes while it ends."""
     if gate is not None:
         gate.halt()

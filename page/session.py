@@ -172,7 +172,7 @@ def cut_by_reload(conv: Conversation | None, user_name: str, drafts: dict | None
     if conv.history and conv.history[-1].text == text:  # its reply was kept after all: nothing was cut off
         return gr.skip(), gr.skip(), drafts
     shown = chat_messages(conv, load_role(conv.role_id), user_name)
-    said = {"role": "assistant", "metadata": {"title": _("⏹ Cut off")},
+    said = {"role": "assistant", "metadata": {"title": _("■ Cut off")},
             "content": _("The reply to your last message was cut off when the page reloaded. Your message is back "
                          "in the box: send it again.")}
     return text, shown + [said], drafts

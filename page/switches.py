@@ -39,7 +39,7 @@ def give_back(pending: dict | None, box: str | None, conv: Conversation | None, 
     if pending and pending.get("role") not in (None, conv.role_id):
         old = role_name(pending["role"])
         drafts[pending["role"]] = pending.get("text", "")
-        chat = chat + [{"role": "assistant", "metadata": {"title": _("⏹ Stopped")},
+        chat = chat + [{"role": "assistant", "metadata": {"title": _("■ Stopped")},
                         "content": _("{name}'s reply was stopped when you switched. Your message waits in {name}'s "
                                      "box when you go back.", name=old)}]
         pending = None

@@ -109,7 +109,7 @@ class Turns:
         """
         conv, text, sent = ask.conv, ask.text, how == SEND
         first = True
-        halted = lambda: ask.gate.halted(ticket)  # noqa: E731 - ⏹ Stop: the reply ends with what it has
+        halted = lambda: ask.gate.halted(ticket)  # noqa: E731 - ■ Stop: the reply ends with what it has
         frames = turn_frames(TurnAsk(conv, text, ask.user_role, how), ask.engine, self.settings, halted)
         for up in frames:
             if not ask.gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
@@ -214,7 +214,7 @@ class Turns:
         return scenes_markdown(conv), audio, voice_note, picture, key
 
     def reply_buttons(self, page) -> list:
-        """What a streaming reply makes unavailable (Send, Regenerate, Continue, ▶), then ⏹ Stop (busy, settled)."""
+        """What a streaming reply makes unavailable (Send, Regenerate, Continue, ▶), then ■ Stop (busy, settled)."""
         c = page.chat
         return [c.send_btn, c.regen_btn, c.controls.go_on, c.controls.next, c.stop_btn]
 

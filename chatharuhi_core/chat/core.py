@@ -104,7 +104,7 @@ class ChatCore:
         self.read_ahead = seat.read_ahead
         # when each new exchange is said (ISO 8601): memory finds "what did I say yesterday" by it
         self.clock: Callable[[], str] = now_iso
-        # set by another thread (the page's ⏹ Stop): the reply streaming ends with what it has written so far
+        # set by another thread (the page's ■ Stop): the reply streaming ends with what it has written so far
         self.halt = threading.Event()
 
     # ------------------------------------------------------------ the engine and the store

@@ -25,7 +25,7 @@ from ..chat.transcript import Branch, ReplyMeta, Transcript, dump_chat, load_cha
 from ..chat.when import shown
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError, Stopped
-from ..i18n import _, ngettext
+from ..i18n import N_, _, ngettext
 from ..roles.card_extras import regex_scripts
 from ..roles.lorebook import Fired
 from ..roles.placeholders import fill
@@ -391,7 +391,7 @@ def _failed(turn: _Turn, reply: str, exc: Exception) -> TurnUpdate:
     if isinstance(exc, InputError):
         return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True)
     if isinstance(exc, Stopped):  # before a word: the chat as it was, the message back in the box
-        return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, "⏹ " + str(exc))
+        return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, "■ " + str(exc))
     if isinstance(exc, ChatHaruhiError):
         if turn.how == CONTINUE:  # the reply stays as it was; why it could not go on is said under the chat
             return TurnUpdate(chat_messages(conv, role, user_role), conv, str(exc), True, WARNING_MARK + str(exc))
@@ -472,6 +472,9 @@ def _record(conv: Conversation, role: Role, k: int, event: str, settings: Settin
     return record_feedback(settings, conv.meta[k], ex.reply, answered, event)
 
 
+RATE_WHEN_COMPLETE = N_("Rate this reply once it is complete.")  # a thumb on a reply still streaming
+
+
 def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings,
                streaming: bool = False) -> tuple[Conversation, str]:
     """A thumb on a reply: remember it and append it to the feedback file. `streaming`: a reply is being written
@@ -482,7 +485,7 @@ def rate_reply(conv: Conversation, index: int, liked: object, settings: Settings
     if k is None:
         at = message_index(index)
         if streaming and at is not None and at >= len(chat_messages(conv, role, "")):
-            return conv, _("Rate this reply once it is complete.")
+            return conv, _(RATE_WHEN_COMPLETE)
         return conv, _("Only the character's replies can be rated.")
     rating = rate(conv.meta[k], liked)
     failed = _record(conv, role, k, "rating", settings)

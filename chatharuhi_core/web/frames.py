@@ -3,11 +3,11 @@
 SillyTavern cards often draw a status panel with a display-only regex script whose replacement is a fenced
 ```` ```html ```` block (a whole page of HTML, CSS and JavaScript); SillyTavern renders such a block as a frame. Here
 the block leaves the message: its HTML is kept as a file beside the card's saved package, and the message holds a
-`<div class="card-frame">` naming it. The page's script (CARD_FRAME_JS) draws each as an iframe sandboxed without the
+`<div class="card-frame">` naming it. The page's script (card_frame_head) draws each as an iframe sandboxed without the
 page's origin, whose content policy blocks every network request, sized to its content; the block's own scripts run
 only when the visitor who sees it has allowed them for that card, in their browser (off by default), so a card one
 visitor adds never runs script in another's page. The prompt never holds the block (display scripts are the page's
-alone), and text without it is what the library, the command line and the engines see.
+alone, so the library, the command line and the engines never see it).
 """
 
 from __future__ import annotations
@@ -38,11 +38,6 @@ def framed(role: Role, text: str) -> str:
     if "```" not in text or role.root is None:
         return text
     return FENCE.sub(lambda m: _tag(role, m.group(1)), text)
-
-
-def without_frames(text: str) -> str:
-    """The text with its ```html blocks left out (what a reader without a page gets)."""
-    return FENCE.sub("", text).strip() if "```" in text else text
 
 
 def _tag(role: Role, block: str) -> str:

@@ -55,7 +55,7 @@ class TurnGate(VisitGate):
     started: Conversation | None = None  # the page's conversation the streaming reply started from
     edited: Conversation | None = None  # that conversation as the visitor's changes since have left it
     line: int = 0  # the ✍ My line writing into the message box now (`line_begin`); another number stops it
-    stopping: int = 0  # the ticket of a reply the visitor stopped (⏹ Stop): it ends with what it has written
+    stopping: int = 0  # the ticket of a reply the visitor stopped (■ Stop): it ends with what it has written
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -134,7 +134,7 @@ class TurnGate(VisitGate):
                 self._hand_over(self.edited)
 
     def halt(self) -> bool:
-        """⏹ Stop: the reply streaming now ends with what it has written (kept, as a cut reply); False when none
+        """■ Stop: the reply streaming now ends with what it has written (kept, as a cut reply); False when none
         streams."""
         with self._lock:
             if not self._live():

@@ -301,7 +301,7 @@ def test_my_line_stops_when_the_visitor_types_or_sends(browser, app_server):
 
 
 def test_while_a_reply_streams_the_buttons_wait_and_stop_keeps_what_it_wrote(browser, app_server):
-    """Issue 66: while a reply streams, Send, Regenerate, Continue and ▶ are unavailable and ⏹ Stop is offered (as
+    """Issue 66: while a reply streams, Send, Regenerate, Continue and ▶ are unavailable and ■ Stop is offered (as
     in Gradio's ChatInterface); Stop ends the reply with what it has written, kept and marked cut, and the buttons
     come back. Issue 67: Send mid-reply said nothing for 120 s; now it cannot be pressed, and says why when it is."""
     from support.browser import use_server

@@ -1,4 +1,4 @@
-"""⏹ Stop in the library: a reply halted while it streams is kept as far as it got (the page's Stop button sets the
+"""■ Stop in the library: a reply halted while it streams is kept as far as it got (the page's Stop button sets the
 same event from another thread; tests/browser/test_controls_browser.py presses it)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from chatharuhi_core.chat.chatbot import ChatHaruhi
 
 
 def test_stop_ends_a_reply_with_what_it_wrote_and_the_next_reply_is_whole(env):
-    """⏹ Stop (issue 66): `halt` set while a reply streams ends it with what it has written, marked cut, and the
+    """■ Stop (issue 66): `halt` set while a reply streams ends it with what it has written, marked cut, and the
     engine's stream is closed; the next reply starts clear."""
     settings, _inbox = env
 
