@@ -343,10 +343,12 @@ def test_a_reload_mid_reply_gives_the_message_back_and_says_the_reply_was_cut(br
         page.wait_for_selector("#engine-note strong", timeout=60_000)
         _sherlock(page)
         use_server(page, slow.base_url, GOOD_KEY)
+        kept = page.evaluate("() => localStorage.getItem('chatharuhi-pending')")
         say(page, asked)
         page.wait_for_function("() => [...document.querySelectorAll('#chat .message.bot')].pop()"
                                "?.innerText.includes('Echo')", timeout=20_000)  # the reply is streaming
-        page.wait_for_timeout(1500)  # what this browser keeps has caught up
+        page.wait_for_function("(kept) => localStorage.getItem('chatharuhi-pending') !== kept", arg=kept,
+                               timeout=20_000)  # this browser has kept the message in flight
         page.reload()
         page.wait_for_function("(asked) => document.querySelector('#message textarea')?.value === asked",
                                arg=asked, timeout=60_000)
