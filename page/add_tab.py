@@ -14,6 +14,7 @@ from chatharuhi_core.web.chat import reopen
 from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import add_character, added_status, picker_choices, picker_entries
 
+from .door import Later
 from .language import L
 from .visit import VIEW_SIZE, SwitchSeat, progress_cb, role_view, tiles
 
@@ -62,7 +63,7 @@ class AddTab:
 
     def add_role(self, hub_id: str, upload: str | None, name: str, added: list[str] | None, progress=gr.Progress(), *seat):
         """Import, then show the new role in this visitor's picker and open its chat (`seat`: Visit.seat())."""
-        at = SwitchSeat(*seat).stop()
+        at = SwitchSeat(*seat)
         added = list(added or [])
         try:
             role = add_character(hub_id, upload, name, self.settings, progress_cb(progress),
@@ -70,12 +71,14 @@ class AddTab:
         except ChatHaruhiError as exc:
             return (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), added, WARNING_MARK + str(exc), gr.skip(), "",
                     gr.skip())
-        at.stop()  # as after a slow switch (Switches._switch): the chat as the visitor left it while this ran
         if role.id not in added and role.id not in bundled_ids():
             added.append(role.id)
         entries = picker_entries(added)
         status = "✓ " + added_status(role)
         chooser = gr.Dropdown(choices=picker_choices(entries), value=role.id)
-        new, chats = reopen(at.conv, at.chats, role.id)
-        return (*role_view(new, chats, at.visitor), chooser, tiles(entries), added, status, gr.Tabs(selected="chat-tab"),
-                status, None)  # the upload box is emptied for the next file
+
+        def step(conv, chats):  # as after a slow switch (Switches._switch): the chat as the visitor left it meanwhile
+            new, chats = reopen(conv, chats, role.id)
+            return (*role_view(new, chats, at.visitor), chooser, tiles(entries), added, status,
+                    gr.Tabs(selected="chat-tab"), status, None)  # the upload box is emptied for the next file
+        return Later(step)

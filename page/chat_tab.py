@@ -24,14 +24,13 @@ from chatharuhi_core.web.chat import (
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, message_text, portrait_of
 from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings, local_choice
-from chatharuhi_core.web.turn_gate import TurnGate
 
 from .controls_panel import PlayerControls
 from .language import L, warn
 from .memory_panel import MemoryPanel
 from .settings_panel import SettingsPanel
 from .turns import scene_picture, spoken
-from .visit import current, quick, scene_name, tiles
+from .visit import current, scene_name, tiles
 
 FEEDBACK_HINT = N_("Rate a reply with the thumbs, or correct it with the pencil: your feedback is saved on this "
                    "server to improve the character.")
@@ -164,7 +163,7 @@ class ChatTab:
         self.chat.select(self.speak_clicked, v.conv, [self.voice_audio, self.voice_note], api_name=False).then(
             *page.reveal, api_name=False, show_progress="hidden")
         v.conv.change(refresh_export, [v.conv, self.user_role], self.export_btn, api_name=False)
-        self.chat.like(self.rate, [v.gate, v.conv], [v.conv, self.feedback_note, self.chat], api_name=False)
+        v.door.on(self.chat.like, self.rate, v.conv, [v.conv, self.feedback_note, self.chat], api_name=False)
 
     def _wire_names(self, page) -> None:
         """The name in the story: typed, pasted or filled in by the browser, it is the visitor's from then on
@@ -216,18 +215,16 @@ class ChatTab:
         chat = gr.Chatbot(avatar_images=(conv.face or None, portrait_of(role)), feedback_value=feedback_values(conv, role))
         return chat, scene_picture(role, reply, self.settings)
 
-    def rate(self, gate: TurnGate | None, conv: Conversation | None, evt: gr.LikeData):
-        """A thumb on a reply, kept even while another reply streams (visit.quick); the chat's thumbs are drawn
-        from the conversation (a reply streaming redraws them from it on every frame)."""
-        def change(conv: Conversation | None):
-            if conv is None:
-                return gr.skip(), gr.skip(), gr.skip()
-            streaming = gate is not None and gate.streams()
-            rated, said = rate_reply(conv, evt.index, evt.liked, self.settings, streaming)
-            if streaming and said == _(RATE_WHEN_COMPLETE):  # in sight, not only under the chat
-                warn(said)
-            return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
-        return quick(gate, conv, change)
+    def rate(self, conv: Conversation | None, evt: gr.LikeData):
+        """A thumb on a reply, kept even while another reply streams (page/door.py); the chat's thumbs are drawn
+        from the conversation (a reply streaming redraws them from it on every frame). A thumb past the chat's
+        exchanges is on the reply still streaming (not yet one the conversation holds)."""
+        if conv is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        rated, said = rate_reply(conv, evt.index, evt.liked, self.settings, streaming=True)
+        if said == _(RATE_WHEN_COMPLETE):  # in sight, not only under the chat
+            warn(said)
+        return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
 
     def speak_last(self, conv: Conversation | None, user_name: str = ""):
         """The speak button: read the newest reply (or the greeting) aloud."""

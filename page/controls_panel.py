@@ -3,6 +3,8 @@ and the Story panel (whom the visitor plays, the author's note, the lines of the
 
 from __future__ import annotations
 
+from functools import partial
+
 import gradio as gr
 
 from chatharuhi_core.chat.persona import DEFAULT_DEPTH, MAX_DEPTH, MAX_DESCRIPTION_CHARS, MAX_NOTE_CHARS
@@ -27,12 +29,12 @@ from chatharuhi_core.web.controls import (
     with_note,
     with_persona,
 )
-from chatharuhi_core.web.turn_gate import TurnGate
+from chatharuhi_core.web.visit_state import Stream
 
 from .language import L
 from .reply_buttons import cut_short
 from .settings_panel import choice
-from .visit import clicked, close, current, quick
+from .visit import clicked, current
 
 
 class PlayerControls:
@@ -87,52 +89,55 @@ class PlayerControls:
         c.chat.select(clicked, None, v.selected, api_name=False, show_progress="hidden")
         v.selected.change(_count, [v.conv, v.selected], self.count, api_name=False, show_progress="hidden")
         # ◀ flips back; ▶ is a turn of its own (turns.wire): past the latest reply's last alternative it writes one
-        self.prev.click(self.flip_back, [v.gate, v.conv, v.selected, c.user_role], drawn, api_name=False,
-                        show_progress="hidden", cancels=turns)
-        self.branch.click(_branch, [v.gate, v.conv, v.selected, c.user_role], [*drawn, c.text, v.selected],
-                          api_name=False, cancels=turns)
-        self.lines.input(_switch_line, [v.gate, v.conv, self.lines, c.user_role], [*drawn, v.selected],
-                         api_name=False, cancels=turns)
-        self.parent.click(_parent, [v.gate, v.conv, c.user_role], [*drawn, v.selected], api_name=False,
-                          cancels=turns)
-        # each of those cancels a reply streaming: it lets go of the visit's gate too (a cancelled stream may never
-        # end its own hold, and the next Send would be refused as if it still streamed)
-        gr.on([self.prev.click, self.branch.click, self.lines.input, self.parent.click], cut_short, v.gate,
-              page.turns.reply_buttons(page), queue=False, api_name=False, show_progress="hidden")
+        door = v.door
+        # each of these cancels a reply streaming, and its hold on the visit goes too (stops: a cancelled stream may
+        # never end its own hold, and the next Send would be refused as if it still streamed)
+        door.on(self.prev.click, self.flip_back, [v.conv, v.selected, c.user_role], drawn, api_name=False,
+                show_progress="hidden", cancels=turns, stops="chat")
+        door.on(self.branch.click, _branch, [v.conv, v.selected, c.user_role], [*drawn, c.text, v.selected],
+                api_name=False, cancels=turns, stops="chat")
+        door.on(self.lines.input, _switch_line, [v.conv, self.lines, c.user_role], [*drawn, v.selected],
+                api_name=False, cancels=turns, stops="chat")
+        door.on(self.parent.click, _parent, [v.conv, c.user_role], [*drawn, v.selected], api_name=False,
+                cancels=turns, stops="chat")
+        door.on(partial(gr.on, [self.prev.click, self.branch.click, self.lines.input, self.parent.click]), cut_short,
+                None, page.turns.reply_buttons(page), queue=False, api_name=False, show_progress="hidden",
+                stops="chat", hands_visit=True)
         boxes = [self.persona, self.note, self.depth]  # what a handler writing the conversation back carries
-        self.face.change(_face, [v.gate, v.conv, self.face, *boxes], [v.conv, c.chat], api_name=False,
-                         show_progress="hidden")
+        door.on(self.face.change, _face, [v.conv, self.face, *boxes], [v.conv, c.chat], api_name=False,
+                show_progress="hidden")
         # the text left, or the default ticked: a field left while the box was being ticked reads it unticked, so
         # only the box itself clears this browser's default
         kept = [v.conv, page.session.saved_persona, c.feedback_note]
-        persona_in = [v.gate, v.conv, self.persona, self.persona_default, self.note, self.depth]
-        gr.on([self.persona.blur, self.persona.submit], _persona(False), persona_in, kept, api_name=False,
-              show_progress="hidden")
-        self.persona_default.input(_persona(True), persona_in, kept, api_name=False, show_progress="hidden")
+        persona_in = [v.conv, self.persona, self.persona_default, self.note, self.depth]
+        door.on(partial(gr.on, [self.persona.blur, self.persona.submit]), _persona(False), persona_in, kept,
+                api_name=False, show_progress="hidden")
+        door.on(self.persona_default.input, _persona(True), persona_in, kept, api_name=False, show_progress="hidden")
         # the note as it is typed and the depth as it is moved, one event for both (the latest values win: a field
         # left while the depth was set must not bring back the old depth)
-        gr.on([self.note.change, self.depth.change], _note, [v.gate, v.conv, self.note, self.depth, self.persona],
-              [v.conv, c.feedback_note], api_name=False, show_progress="hidden")
-        v.conv.change(_view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
+        door.on(partial(gr.on, [self.note.change, self.depth.change]), _note,
+                [v.conv, self.note, self.depth, self.persona], [v.conv, c.feedback_note], api_name=False,
+                show_progress="hidden")
+        door.on(v.conv.change, _view, [v.conv, v.selected, c.user_role, v.story_key, page.session.saved_persona],
                       [self.count, self.lines, self.state, v.story_key, self.persona, self.persona_default, self.note,
                        self.depth, self.face, v.conv], api_name=False, show_progress="hidden")
-        self.my_line.click(self.write_my_line, [v.gate, v.conv, c.user_role], [c.text, c.feedback_note],
-                           api_name=False, inputs_kwargs=page.chat.panel.fields())
+        door.on(self.my_line.click, self.write_my_line, [v.conv, c.user_role], [c.text, c.feedback_note],
+                api_name=False, inputs_kwargs=page.chat.panel.fields(), stream="line")
         # the line stops once the visitor goes into the box (a Send stops it too: Turns._turn). Not Gradio's cancels
         # on every key: two cancels of one event at once raise in Gradio's server (KeyError in cancel_event)
-        c.text.focus(_stop_line, v.gate, None, queue=False, api_name=False, show_progress="hidden")
+        door.on(c.text.focus, _stop_line, None, None, queue=False, api_name=False, show_progress="hidden",
+                stops="line")
 
-    def flip_back(self, gate: TurnGate | None, conv: Conversation | None, selected, user: str):
+    def flip_back(self, conv: Conversation | None, selected, user: str):
         """◀: the selected reply's previous alternative (a reply streaming stops)."""
-        return flipped_to(close(gate, conv), selected, -1, user, self.settings)
+        return flipped_to(conv, selected, -1, user, self.settings)
 
-    def write_my_line(self, gate: TurnGate | None, conv: Conversation | None, user: str, **panel):
+    def write_my_line(self, line: Stream, conv: Conversation | None, user: str, **panel):
         """The engine writes the visitor's next line into the box, as it comes, until the box is theirs again
-        (TurnGate.line_stop); never sent by itself (`panel`: the settings panel's fields, by name)."""
-        gate = gate if gate is not None else TurnGate()
-        mine = gate.line_begin()
+        (its hold goes when they go into the box, or send); never sent by itself (`panel`: the settings panel's
+        fields, by name)."""
         for text, error in impersonate(current(conv), user, choice(panel), self.settings):
-            if not gate.line_open(mine):  # a last frame that writes nothing: Gradio puts an event's last frame in the
+            if not line.open():  # a last frame that writes nothing: Gradio puts an event's last frame in the
                 yield gr.skip(), gr.skip()  # page once more as it completes, over what the visitor typed since
                 return
             if error:
@@ -142,9 +147,9 @@ class PlayerControls:
         yield gr.skip(), _("✍ Your next line is in the box: edit it, then send.")
 
 
-def _stop_line(gate: TurnGate | None) -> None:
-    if gate is not None:
-        gate.line_stop()
+def _stop_line() -> None:
+    """The box is the visitor's again (they went into it to type): ✍ My line stops (its door `stops` it), or its
+    next words would overwrite what they type."""
 
 
 def redrawn(conv: Conversation, user: str):
@@ -162,26 +167,26 @@ def flipped_to(conv: Conversation | None, selected, step: int, user: str, settin
     return conv, redrawn(conv, user), said
 
 
-def _branch(gate: TurnGate | None, conv: Conversation | None, selected, user: str):
+def _branch(conv: Conversation | None, selected, user: str):
     try:
-        new, box, said = branch_from(current(close(gate, conv)), selected)
+        new, box, said = branch_from(current(conv), selected)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip(), gr.skip()
     return new, redrawn(new, user), said, box if box else gr.skip(), None
 
 
-def _switch_line(gate: TurnGate | None, conv: Conversation | None, line_id: str | None, user: str):
+def _switch_line(conv: Conversation | None, line_id: str | None, user: str):
     try:
-        new = switch_line(current(close(gate, conv)), line_id)
+        new = switch_line(current(conv), line_id)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
     said = "↳ " + ngettext("{line} · {n} exchange", "{line} · {n} exchanges", len(new.history), line=new.line.name)
     return new, redrawn(new, user), said, None
 
 
-def _parent(gate: TurnGate | None, conv: Conversation | None, user: str):
+def _parent(conv: Conversation | None, user: str):
     try:
-        new = back_to_parent(current(close(gate, conv)))
+        new = back_to_parent(current(conv))
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
     return new, redrawn(new, user), _("↩ Back to {line}.", line=new.line.name), None
@@ -190,46 +195,38 @@ def _parent(gate: TurnGate | None, conv: Conversation | None, user: str):
 def _persona(ticked: bool):
     """The description for this chat, and this browser's default for new chats when the box is ticked (`ticked`:
     the box itself changed, so an unticked box clears the default)."""
-    def run(gate: TurnGate | None, conv: Conversation | None, text: str, default: bool, note: str | None = None,
-            depth=None):
-        def change(conv: Conversation | None):
-            conv, said = set_persona(current(with_note(conv, note, depth)), text)
-            if said:
-                return gr.skip(), gr.skip(), WARNING_MARK + said
-            saved = conv.persona if default else ("" if ticked else gr.skip())
-            return conv, saved, _("✓ Saved whom you play.")
-        return quick(gate, conv, change)
+    def run(conv: Conversation | None, text: str, default: bool, note: str | None = None, depth=None):
+        conv, said = set_persona(current(with_note(conv, note, depth)), text)
+        if said:
+            return gr.skip(), gr.skip(), WARNING_MARK + said
+        saved = conv.persona if default else ("" if ticked else gr.skip())
+        return conv, saved, _("✓ Saved whom you play.")
     return run
 
 
-def _face(gate: TurnGate | None, conv: Conversation | None, path: str | None, persona: str, note: str | None = None,
-          depth=None):
+def _face(conv: Conversation | None, path: str | None, persona: str, note: str | None = None, depth=None):
     """The visitor's portrait beside their messages, for this visit (an image removed: none). It writes the
     conversation back, so it carries the Story panel's boxes too (their own saves may be running beside this)."""
-    def change(conv: Conversation | None):
-        conv = current(conv)
-        if (path or "") == conv.face:
-            return gr.skip(), gr.skip()
-        conv = (with_boxes(conv, persona, note, depth) or conv).copy()
-        conv.face = path or ""
-        return conv, gr.Chatbot(avatar_images=(conv.face or None, portrait_of(load_role(conv.role_id))))
-    return quick(gate, conv, change)
+    conv = current(conv)
+    if (path or "") == conv.face:
+        return gr.skip(), gr.skip()
+    conv = (with_boxes(conv, persona, note, depth) or conv).copy()
+    conv.face = path or ""
+    return conv, gr.Chatbot(avatar_images=(conv.face or None, portrait_of(load_role(conv.role_id))))
 
 
-def _note(gate: TurnGate | None, conv: Conversation | None, text: str, depth, persona: str | None = None):
+def _note(conv: Conversation | None, text: str, depth, persona: str | None = None):
     """The author's note as written (a field left, the depth moved); nothing when it is as it was (the panel
     filled in for another chat or line). It carries the persona box (its own save may be running beside this)."""
-    def change(conv: Conversation | None):
-        before = current(conv).note
-        conv, said = set_note(current(with_persona(conv, persona)), text, depth)
-        if not said and conv.note == before:
-            return gr.skip(), gr.skip()
-        if said:
-            return gr.skip(), WARNING_MARK + said
-        if conv.note:
-            return conv, _("✎ Author's note at depth {depth}.", depth=conv.note.depth)
-        return conv, _("✎ Author's note off.")
-    return quick(gate, conv, change)
+    before = current(conv).note
+    conv, said = set_note(current(with_persona(conv, persona)), text, depth)
+    if not said and conv.note == before:
+        return gr.skip(), gr.skip()
+    if said:
+        return gr.skip(), WARNING_MARK + said
+    if conv.note:
+        return conv, _("✎ Author's note at depth {depth}.", depth=conv.note.depth)
+    return conv, _("✎ Author's note off.")
 
 
 def _view(conv: Conversation | None, selected, user: str, key: str | None, default: str | None):

@@ -7,6 +7,8 @@ sent with each event like the chat's own.
 
 from __future__ import annotations
 
+import copy
+
 import gradio as gr
 
 from chatharuhi_core.chat.voice import speak
@@ -17,6 +19,7 @@ from chatharuhi_core.roles.sources import load_role, open_role
 from chatharuhi_core.scene.cast import DEFAULT_TALKATIVENESS, MAX_MEMBERS, SceneState
 from chatharuhi_core.scene.order import ORDERS
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir
+from chatharuhi_core.web.landing import scene_landed
 from chatharuhi_core.web.picker import picker_choices, picker_entries
 from chatharuhi_core.web.scene import (
     PLACEHOLDER,
@@ -37,12 +40,13 @@ from chatharuhi_core.web.scene import (
     target_choices,
     writes_new_line,
 )
-from chatharuhi_core.web.scene_gate import SceneGate
 from chatharuhi_core.web.signin import language_warnings
+from chatharuhi_core.web.visit_state import Stream
 
+from .door import Later, quick_step
 from .language import L, warn
 from .settings_panel import choice
-from .visit import clicked, conversation_buttons, quick, scene_name
+from .visit import clicked, conversation_buttons, scene_name
 
 SLOTS = MAX_MEMBERS
 BUSY = N_("⏳ The scene goes on…")
@@ -92,28 +96,23 @@ def whisper_hint(to: str | None, state: SceneState | None):
 
 
 def set_talk(k: int):
-    def handler(value: float, state: SceneState | None, gate: SceneGate | None = None):
-        def change(state: SceneState):
-            state = state.copy()
-            present = [m for m in state.members if m.present]
-            if k < len(present):
-                present[k].talkativeness = max(0.0, min(1.0, float(value)))
-            return (state,)
-        return quick(gate, _state(state), change)[0]
+    def handler(value: float, state: SceneState | None):
+        state = _state(state).copy()
+        present = [m for m in state.members if m.present]
+        if k < len(present):
+            present[k].talkativeness = max(0.0, min(1.0, float(value)))
+        return state
     return handler
 
 
 def set_mute(k: int):
-    def handler(value: bool, state: SceneState | None, gate: SceneGate | None = None):
-        def change(state: SceneState):
-            state = state.copy()
-            present = [m for m in state.members if m.present]
-            if k < len(present):
-                present[k].set_muted(bool(value), len(state.lines))
-            # the chat shows the mute as a quiet line at once
-            return state, present_html(state), gr.Chatbot(value=scene_messages(state),
-                                                          feedback_value=feedback_values(state))
-        return quick(gate, _state(state), change)
+    def handler(value: bool, state: SceneState | None):
+        state = _state(state).copy()
+        present = [m for m in state.members if m.present]
+        if k < len(present):
+            present[k].set_muted(bool(value), len(state.lines))
+        # the chat shows the mute as a quiet line at once
+        return state, present_html(state), gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state))
     return handler
 
 
@@ -125,12 +124,10 @@ def set_options(user_role: str, order: str, allow_self: bool, state: SceneState 
     return state
 
 
-def show_state(state: SceneState | None, gate: SceneGate | None = None):
-    """After Stop: the scene with what the visitor changed while it ran (a mute, a thumb), and the chat as it holds
-    it (a line cut off by Stop was never added)."""
+def show_state(state: SceneState | None):
+    """After Stop: the scene as it is (with what the visitor changed while it ran: a mute, a thumb), and the chat
+    as it holds it (a line cut off by Stop was never added)."""
     state = _state(state)
-    if gate is not None:
-        state = gate.stop(state)
     return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), _("Stopped.")
 
 
@@ -138,10 +135,8 @@ def _count(state: SceneState | None, selected):
     return alternatives_label(state, selected)
 
 
-def clear_scene(state: SceneState | None, gate: SceneGate | None = None):
+def clear_scene(state: SceneState | None):
     """The same cast, present from a fresh start; the transcript is gone (a run still going stops drawing)."""
-    if gate is not None:
-        gate.close()
     state = _state(state)
     fresh = SceneState([m for m in state.copy().members if m.present], [], state.user_role, state.order,
                        state.allow_self)
@@ -156,9 +151,7 @@ def refresh_export(state: SceneState | None):
     return gr.DownloadButton(value=str(export_scene(state, export_dir())), interactive=True)
 
 
-def import_file(path: str | None, state: SceneState | None, gate: SceneGate | None = None):
-    if gate is not None:
-        gate.close()
+def import_file(path: str | None, state: SceneState | None):
     if not path:
         return (*(gr.skip(),) * (7 + 3 * SLOTS), "", gr.skip())
     try:
@@ -177,17 +170,41 @@ def cast_choices(added: list[str] | None, chosen: list[str] | None):
     return gr.Dropdown(choices=picker_choices(picker_entries(added)), value=chosen or [])
 
 
-def _play(state: SceneState | None, play: dict, signed_in: gr.OAuthToken | None,
-          gate: SceneGate | None = None) -> tuple[SceneState, EnginePanel]:
+def _play(state: SceneState | None, play: dict, signed_in: gr.OAuthToken | None) -> tuple[SceneState, EnginePanel]:
     """The one place a scene event's inputs are read: the scene's options and the engine choice, from what
     `GroupSceneTab.play()` named (the visitor's name, the order and whether a character may answer itself, then
-    the settings panel's fields); the scene with the changes made after the last run's last line (`gate`)."""
+    the settings panel's fields)."""
     panel = dict(play)
     options = (panel.pop("user_role", ""), panel.pop("order", "natural"), panel.pop("allow_self", False))
-    if gate is not None:
-        state = gate.latest(_state(state))
     return set_options(*options, state), choice(panel, signed_in)
 
+
+
+class Landing:
+    """A run's lines landing on the visit's scene: after each line (`between`, handed the run's own scene) the new
+    line goes on the scene as it is now, and the run goes on from that (a member muted meanwhile is not picked)."""
+
+    def __init__(self, hold: Stream, state: SceneState) -> None:
+        self.hold, self.base = hold, state.copy()
+
+    def land(self, run: SceneState, last: bool = False) -> SceneState | None:
+        """The run's lines on the scene as it is now (None: the run may land no more); `last` lets go of its hold
+        in the same step."""
+        now = self.hold.land("scene", lambda now: scene_landed(now or self.base, self.base, run), last)
+        if now is not None:
+            self.base = run.copy()
+        return now
+
+    def between(self, run: SceneState) -> None:
+        now = self.land(run)
+        if now is not None:  # the run goes on from the scene as it is
+            members = {m.role_id: m for m in now.members}
+            for m in run.members:
+                if m.role_id in members:
+                    was = members[m.role_id]
+                    m.talkativeness, m.muted, m.mutes = was.talkativeness, was.muted, list(was.mutes)
+            run.lines[:] = [copy.copy(ln) for ln in now.lines]
+            self.base = run.copy()
 
 
 class GroupSceneTab:
@@ -200,7 +217,6 @@ class GroupSceneTab:
 
     def render(self) -> GroupSceneTab:
         self.state = gr.State(None)
-        self.gate = gr.State(SceneGate())  # which run may draw; the visitor's changes while it runs
         self.handled = gr.State(None)
         with gr.Row(elem_id="scene-row"):
             self._side()
@@ -286,6 +302,8 @@ class GroupSceneTab:
         return {"user_role": self.user_role, "order": self.order, "allow_self": self.allow_self, **panel.fields()}
 
     def wire(self, page) -> None:
+        door = self.door = page.visit.door
+        door.track("scene", self.state)
         panel = page.chat.panel
         view = self.view()
         where = [panel.engine, panel.model, panel.base_url]  # the cast, or the engine chosen in Chat
@@ -294,25 +312,26 @@ class GroupSceneTab:
                     show_progress="hidden")
         self.to.change(whisper_hint, [self.to, self.state], self.text, api_name=False)
         for k in range(SLOTS):
-            self.sliders[k].input(set_talk(k), [self.sliders[k], self.state, self.gate], self.state, api_name=False)
-            self.mutes[k].input(set_mute(k), [self.mutes[k], self.state, self.gate],
-                                [self.state, self.present, self.chat], api_name=False)
+            door.on(self.sliders[k].input, set_talk(k), [self.sliders[k], self.state], self.state, api_name=False)
+            door.on(self.mutes[k].input, set_mute(k), [self.mutes[k], self.state], [self.state, self.present, self.chat],
+                    api_name=False)
         runs = self._wire_runs(self.play(panel))
-        self.cast.change(self.change_cast, [self.cast, self.state, self.user_role, self.to, self.gate], view,
-                         api_name="scene_cast", cancels=runs)
-        self.clear_btn.click(clear_scene, [self.state, self.gate], view, api_name="scene_clear", cancels=runs)
-        self.chat.clear(clear_scene, [self.state, self.gate], view, api_name=False, cancels=runs)
-        self.chat.like(self.rate, [self.state, self.gate], [self.state, self.status], api_name=False)
-        self.chat.edit(self.edit, [self.state, self.gate], [self.state, self.chat, self.status], api_name=False)
+        stops = {"cancels": runs, "stops": "scene"}
+        door.on(self.cast.change, self.change_cast, [self.cast, self.state, self.user_role, self.to], view,
+                api_name="scene_cast", slow=True, **stops)
+        door.on(self.clear_btn.click, clear_scene, self.state, view, api_name="scene_clear", **stops)
+        door.on(self.chat.clear, clear_scene, self.state, view, api_name=False, **stops)
+        door.on(self.chat.like, self.rate, self.state, [self.state, self.status], api_name=False)
+        door.on(self.chat.edit, self.edit, self.state, [self.state, self.chat, self.status], api_name=False)
         self.chat.select(self.speak_clicked, self.state, [self.voice, self.voice_note], api_name=False)
         self.chat.select(clicked, None, self.selected, api_name=False, show_progress="hidden")
         gr.on([self.state.change, self.selected.change], _count, [self.state, self.selected], self.count,
               api_name=False, show_progress="hidden")
-        self.prev.click(self._flip(-1), [self.state, self.selected, self.gate], [self.state, self.chat, self.status],
-                        api_name=False, show_progress="hidden")  # ▶ is a run of its own (_wire_runs)
+        door.on(self.prev.click, self._flip(-1), [self.state, self.selected], [self.state, self.chat, self.status],
+                api_name=False, show_progress="hidden")  # ▶ is a run of its own (_wire_runs)
         self.state.change(refresh_export, self.state, self.export_btn, api_name=False)
-        self.import_btn.upload(import_file, [self.import_btn, self.state, self.gate], [self.cast, *view],
-                               api_name="scene_import", cancels=runs)
+        door.on(self.import_btn.upload, import_file, [self.import_btn, self.state], [self.cast, *view],
+                api_name="scene_import", **stops)
         page.visit.added.change(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False)
         page.scene_tab.select(cast_choices, [page.visit.added, self.cast], self.cast, api_name=False,
                               show_progress="hidden")
@@ -323,20 +342,18 @@ class GroupSceneTab:
         out = [self.chat, self.text, self.state, self.status]
         after = (self.after_scene, [self.state, self.speak_on, self.handled],
                  [self.scenes, self.voice, self.voice_note, self.handled])
-        line = [self.state, self.text, self.to, self.gate]
+        line, door = [self.state, self.text, self.to], self.door
+        run = {"stream": "scene", "inputs_kwargs": play}  # a run takes over from the one before (cancelled below)
         events = [
-            self.text.submit(self.send_line, line, out, api_name="scene_send", inputs_kwargs=play),
-            self.send_btn.click(self.send_line, line, out, api_name=False, inputs_kwargs=play),
-            self.talk_btn.click(self.let_them_talk, [self.state, self.turns, self.gate], out, api_name="scene_talk",
-                                inputs_kwargs=play),
-            self.regen_btn.click(self.regenerate_line, [self.state, self.gate], out, api_name="scene_regenerate",
-                                 inputs_kwargs=play),
-            self.next.click(self.next_text, [self.state, self.selected, self.gate], out, api_name=False,
-                            inputs_kwargs=play),
+            door.on(self.text.submit, self.send_line, line, out, api_name="scene_send", **run),
+            door.on(self.send_btn.click, self.send_line, line, out, api_name=False, **run),
+            door.on(self.talk_btn.click, self.let_them_talk, [self.state, self.turns], out, api_name="scene_talk",
+                    **run),
+            door.on(self.regen_btn.click, self.regenerate_line, self.state, out, api_name="scene_regenerate", **run),
+            door.on(self.next.click, self.next_text, [self.state, self.selected], out, api_name=False, **run),
         ]
-        events += [b.click(self.speak_now(k), [self.state, self.gate], out,
-                           api_name="scene_speak" if k == 0 else False, inputs_kwargs=play)
-                   for k, b in enumerate(self.buttons)]
+        events += [door.on(b.click, self.speak_now(k), self.state, out, api_name="scene_speak" if k == 0 else False,
+                           **run) for k, b in enumerate(self.buttons)]
         for ev in events:
             ev.then(*after, api_name=False)
         # a new line, a forced speaker or another run cuts in: whatever is still running stops first
@@ -346,47 +363,50 @@ class GroupSceneTab:
         for trigger, own in zip(triggers, events):
             trigger(None, None, None, cancels=[e for e in events if e is not own], queue=False, api_name=False)
         # Stop: cancel first, then redraw from the state, so a frame still in flight cannot leave a half line
-        self.stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False).then(
-            show_state, [self.state, self.gate], [self.state, self.chat, self.status], api_name="scene_stop").then(
-            *after, api_name=False)
+        stopped = self.stop_btn.click(None, None, None, cancels=events, queue=False, api_name=False)
+        door.on(stopped.then, show_state, self.state, [self.state, self.chat, self.status], api_name="scene_stop",
+                stops="scene").then(*after, api_name=False)
         return events
 
     def change_cast(self, refs: list[str] | None, state: SceneState | None, user_role: str, to: str | None = "",
-                    gate: SceneGate | None = None, progress=gr.Progress()):
+                    progress=gr.Progress()):
         """The cast list changed: new characters join now (a Hub one may download), removed ones leave (a run
-        still going stops: it would write the old cast back)."""
-        state = _state(state)
-        if gate is not None:
-            gate.close()
+        still going stops: it would write the old cast back). The cast is set on the scene as it is once every
+        character is open (Later: the visitor may have muted one meanwhile)."""
         settings = self.settings
         ids = []
         try:
             for ref in refs or []:
                 ids.append(open_role(ref, settings, lambda d, t: progress((d, t), desc=_("Embedding scenes"),
                                                                        unit=_("scenes"))).id)
-            new = set_cast(state, ids, settings)
         except ChatHaruhiError as exc:
             warn(str(exc))
-            return _view(state, WARNING_MARK + str(exc), to)
-        # the visitor is who they say they are (the chat's name field and this tab's), never a character's
-        # usual partner: Holmes must not call a visitor "Watson" because he was cast first
-        new.user_role = scene_name(user_role)
-        return _view(new, "", to)
+            return _view(_state(state), WARNING_MARK + str(exc), to)
 
-    def _run(self, state: SceneState, engine: EnginePanel, event: SceneEvent, gate: SceneGate | None = None):
-        """Stream a group-scene event: chat every frame; state, box and status when they change. The visitor's
-        changes meanwhile are taken in before each line (SceneGate.take); a clear or an import stops its frames."""
-        gate = gate if gate is not None else SceneGate()
-        ticket = gate.begin()
-        try:
-            yield from self._frames(_state(state), engine, event, gate, ticket)
-        finally:
-            gate.end(ticket)
+        def step(now: SceneState | None):
+            try:
+                new = set_cast(_state(now), ids, settings)
+            except ChatHaruhiError as exc:
+                warn(str(exc))
+                return _view(_state(now), WARNING_MARK + str(exc), to)
+            # the visitor is who they say they are (the chat's name field and this tab's), never a character's
+            # usual partner: Holmes must not call a visitor "Watson" because he was cast first
+            new.user_role = scene_name(user_role)
+            return _view(new, "", to)
+        return Later(step)
 
-    def _frames(self, state: SceneState, engine: EnginePanel, event: SceneEvent, gate: SceneGate, ticket: int):
+    def _run(self, hold: Stream, state: SceneState, engine: EnginePanel, event: SceneEvent):
+        """Stream a group-scene event: chat every frame; state, box and status when they change. Each line lands
+        on the scene as it is, and the run goes on from there (the visitor's mutes and thumbs meanwhile: `landing`);
+        a clear or an import stops its frames."""
+        state = _state(state)
+        landing = Landing(hold, state)
         first, spoke = True, -1
-        for up in stream_scene(state, engine, self.settings, event, lambda now: gate.take(ticket, now)):
-            if not gate.is_open(ticket):
+        for up in stream_scene(state, engine, self.settings, event, landing.between):
+            if up.done or first or up.spoke != spoke:  # a frame that draws the scene: its lines land first
+                if landing.land(up.state, last=up.done) is None:
+                    return
+            elif not hold.open():
                 return
             if up.error:
                 warn(up.error)
@@ -406,28 +426,28 @@ class GroupSceneTab:
             first = False
             yield up.messages, box, new_state, status
 
-    def send_line(self, signed_in: gr.OAuthToken | None, state, text, to, gate=None, **play):
+    def send_line(self, hold: Stream, signed_in: gr.OAuthToken | None, state, text, to, **play):
         """The visitor's line to everyone, or whispered `to` one character (a role id; "" for everyone)."""
-        state, engine = _play(state, play, signed_in, gate)
-        yield from self._run(state, engine, SceneEvent(text=text or "", to=to or None), gate)
+        state, engine = _play(state, play, signed_in)
+        yield from self._run(hold, state, engine, SceneEvent(text=text or "", to=to or None))
 
     def speak_now(self, k: int):
-        def handler(signed_in: gr.OAuthToken | None, state, gate=None, **play):
-            state, engine = _play(state, play, signed_in, gate)
+        def handler(hold: Stream, signed_in: gr.OAuthToken | None, state, **play):
+            state, engine = _play(state, play, signed_in)
             present = [m for m in state.members if m.present]
             if k >= len(present):
                 yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
                 return
-            yield from self._run(state, engine, SceneEvent(who=present[k].role_id), gate)
+            yield from self._run(hold, state, engine, SceneEvent(who=present[k].role_id))
         return handler
 
-    def let_them_talk(self, signed_in: gr.OAuthToken | None, state, turns, gate=None, **play):
-        state, engine = _play(state, play, signed_in, gate)
-        yield from self._run(state, engine, SceneEvent(turns=max(1, min(20, int(turns or 3)))), gate)
+    def let_them_talk(self, hold: Stream, signed_in: gr.OAuthToken | None, state, turns, **play):
+        state, engine = _play(state, play, signed_in)
+        yield from self._run(hold, state, engine, SceneEvent(turns=max(1, min(20, int(turns or 3)))))
 
-    def regenerate_line(self, signed_in: gr.OAuthToken | None, state, gate=None, **play):
-        state, engine = _play(state, play, signed_in, gate)
-        yield from self._run(state, engine, SceneEvent(regenerate=True), gate)
+    def regenerate_line(self, hold: Stream, signed_in: gr.OAuthToken | None, state, **play):
+        state, engine = _play(state, play, signed_in)
+        yield from self._run(hold, state, engine, SceneEvent(regenerate=True))
 
     def scene_language(self, state: SceneState | None, engine: str, model: str | None, base_url: str | None,
                        profile: gr.OAuthProfile | None = None):
@@ -480,28 +500,25 @@ class GroupSceneTab:
         ln = state.lines[k]
         return self._voice(ln.role_id, ln.text)
 
-    def rate(self, state: SceneState | None, gate: SceneGate | None, evt: gr.LikeData):
-        return quick(gate, _state(state), lambda state: rate_line(state, evt.index, evt.liked, self.settings))
+    def rate(self, state: SceneState | None, evt: gr.LikeData):
+        return rate_line(_state(state), evt.index, evt.liked, self.settings)
 
     def _flip(self, step: int):
         """◀ or ▶: the selected character line (the last by default) shows its previous or next text, kept."""
-        def run(state: SceneState | None, selected, gate: SceneGate | None = None):
-            def change(state: SceneState):
-                state, note = flip_line(state, selected, step, self.settings)
-                return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
-            return quick(gate, _state(state), change)
+        def run(state: SceneState | None, selected):
+            state, note = flip_line(_state(state), selected, step, self.settings)
+            return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
         return run
 
-    def next_text(self, signed_in: gr.OAuthToken | None, state, selected, gate=None, **play):
+    def next_text(self, hold: Stream, signed_in: gr.OAuthToken | None, state, selected, **play):
         """▶: the selected line's next text; past the latest line's last one, a new one written as Regenerate does."""
         if writes_new_line(_state(state), selected, 1):
-            yield from self.regenerate_line(signed_in, state, gate, **play)
+            yield from self.regenerate_line(hold, signed_in, state, **play)
             return
-        state, chat, note = self._flip(1)(state, selected, gate)
+        hold.end()  # a flip is a quick step
+        state, chat, note = quick_step(hold.visit, "scene", lambda now: self._flip(1)(now, selected))
         yield chat, gr.skip(), state, note
 
-    def edit(self, state: SceneState | None, gate: SceneGate | None, evt: gr.EditData):
-        def change(state: SceneState):
-            state, note = edit_line(state, evt.index, evt.value, self.settings)
-            return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note
-        return quick(gate, _state(state), change)
+    def edit(self, state: SceneState | None, evt: gr.EditData):
+        state, note = edit_line(_state(state), evt.index, evt.value, self.settings)
+        return state, gr.Chatbot(value=scene_messages(state), feedback_value=feedback_values(state)), note

@@ -16,7 +16,6 @@ from chatharuhi_core.web.memory import (
 )
 
 from .language import L
-from .visit import quick
 
 
 class MemoryPanel:
@@ -37,13 +36,14 @@ class MemoryPanel:
 
     def wire(self, page) -> None:
         """The buttons, and the list following the conversation (a switch, an import, a reply)."""
-        conv, gate, user_role = page.visit.conv, page.visit.gate, page.chat.user_role
+        conv, door, user_role = page.visit.conv, page.visit.door, page.chat.user_role
         out = [conv, self.listed, self.pick, self.note, self.text]
-        self.remember.click(_event(remember_fact), [gate, conv, self.text], out, api_name="remember")
-        self.text.submit(_event(remember_fact), [gate, conv, self.text], out, api_name=False)
-        self.pin.click(_event(pin_last_message), [gate, conv, user_role], out, api_name="pin_last")
-        self.forget.click(_event(forget_memory), [gate, conv, self.pick], out, api_name="forget_memory")
-        self.rewrite.click(_event(rewrite_memory), [gate, conv, self.pick, self.text], out, api_name="rewrite_memory")
+        door.on(self.remember.click, _event(remember_fact), [conv, self.text], out, api_name="remember")
+        door.on(self.text.submit, _event(remember_fact), [conv, self.text], out, api_name=False)
+        door.on(self.pin.click, _event(pin_last_message), [conv, user_role], out, api_name="pin_last")
+        door.on(self.forget.click, _event(forget_memory), [conv, self.pick], out, api_name="forget_memory")
+        door.on(self.rewrite.click, _event(rewrite_memory), [conv, self.pick, self.text], out,
+                api_name="rewrite_memory")
         conv.change(_view, conv, [self.listed, self.pick], api_name=False, show_progress="hidden")
 
 
@@ -53,11 +53,9 @@ def _view(conv: Conversation | None):
 
 def _event(change):
     """A memory change as the page runs it: the new conversation, the list, the sentence; the text box is
-    emptied only when the change was made. Kept even while a reply streams (visit.quick)."""
-    def run(gate, conv, *args):
-        def made(conv):
-            new, said = change(conv, *args)
-            done = new is not conv
-            return (new if done else gr.skip(), *_view(new), said, "" if done else gr.skip())
-        return quick(gate, conv, made)
+    emptied only when the change was made. Kept even while a reply streams (page/door.py)."""
+    def run(conv, *args):
+        new, said = change(conv, *args)
+        done = new is not conv
+        return (new if done else gr.skip(), *_view(new), said, "" if done else gr.skip())
     return run

@@ -16,11 +16,10 @@ from chatharuhi_core.web.browser_store import browser_secret, in_flight, pack, u
 from chatharuhi_core.web.chat import Conversation, chat_messages
 from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import engine_for, sign_in_note
-from chatharuhi_core.web.turn_gate import TurnGate
 from chatharuhi_core.web.user_store import account_id, forget_user, read_user, welcome_back, write_user
 
 from .settings_panel import choice, engine_view
-from .visit import VIEW_SIZE, close, role_name, role_view, scene_name, tiles
+from .visit import VIEW_SIZE, role_name, role_view, scene_name, tiles
 
 log = logging.getLogger("chatharuhi.app")
 
@@ -71,10 +70,11 @@ class Session:
         v, c, s = page.visit, page.chat, page.chat.panel
         view = c.view(v)
         # the visit's start fills every panel at once: no "processing" veil over them (the page is usable meanwhile)
-        page.demo.load(self.start_session, [self.last_role, self.saved_name, self.saved_chats, self.saved_pending],
-                       view + [c.chooser, c.picker, v.added, s.engine, *s.view(), s.fold, page.group.user_role,
-                               c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me, v.drafts],
-                       show_progress="hidden").then(
+        kept = [self.last_role, self.saved_name, self.saved_chats, self.saved_pending]
+        v.door.on(page.demo.load, self.start_session, kept,
+                  view + [c.chooser, c.picker, v.added, s.engine, *s.view(), s.fold, page.group.user_role,
+                          c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me, v.drafts],
+                  show_progress="hidden").then(
             lambda name: (name or "").strip(), self.saved_name, v.visitor, api_name=False,
             show_progress="hidden").then(cut_by_reload, [v.conv, c.user_role, v.drafts, c.text],
                                          [c.text, c.chat, v.drafts], api_name=False, show_progress="hidden").then(
@@ -90,9 +90,9 @@ class Session:
               show_progress="hidden")
         v.pending.change(lambda pending: in_flight(pending) or "", v.pending, self.saved_pending, queue=False,
                          api_name=False, show_progress="hidden")
-        s.forget_me.click(self.forget_me, [v.conv, v.visitor, v.gate],
-                          view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status],
-                          api_name="forget_me")
+        v.door.on(s.forget_me.click, self.forget_me, [v.conv, v.visitor],
+                  view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status], api_name="forget_me",
+                  stops="chat")
 
     def start_session(self, last_role: str | None = None, visitor: str | None = None, saved: dict | None = None,
                       pending: object = None, profile: gr.OAuthProfile | None = None):
@@ -143,8 +143,7 @@ class Session:
             return record
         return {}
 
-    def forget_me(self, conv: Conversation | None, visitor: str | None, gate: TurnGate | None,
-                  profile: gr.OAuthProfile | None = None):
+    def forget_me(self, conv: Conversation | None, visitor: str | None, profile: gr.OAuthProfile | None = None):
         """"Forget me": everything this Space kept for the signed-in visitor is deleted, and the session starts over
         on the first character with no chats and no added characters."""
         settings = self.settings
@@ -152,7 +151,6 @@ class Session:
         if account is None:
             return (*(gr.skip(),) * (VIEW_SIZE + 4), _("Sign in with Hugging Face first: only then does this Space keep "
                                                               "chats for you."))
-        close(gate)
         gone = forget_user(settings.user_chats, account)
         conv = Conversation(bundled_ids()[0])
         entries = picker_entries([])

@@ -15,13 +15,14 @@ from chatharuhi_core.web.chat import Conversation, chat_messages, import_chat, r
 from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.picker import after_start_js, picker_choices, picker_entries
 
+from .door import Later
 from .reply_buttons import settled
-from .visit import VIEW_SIZE, SwitchSeat, close, current, progress_cb, role_name, role_view, tiles
+from .visit import VIEW_SIZE, SwitchSeat, current, progress_cb, role_name, role_view, tiles
 
 
-def clear_chat(conv: Conversation | None, visitor: str | None = None, gate=None):
+def clear_chat(conv: Conversation | None, visitor: str | None = None):
     """Back to the greeting with the same character."""
-    now = current(close(gate, conv))  # whom the visitor plays and their note stay; the lines of the story go
+    now = current(conv)  # whom the visitor plays and their note stay; the lines of the story go
     view = role_view(Conversation(now.role_id, persona=now.persona, face=now.face, note=now.note), None, visitor)
     return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
 
@@ -58,25 +59,24 @@ class Switches:
 
     def _switch(self, ref: str, at: SwitchSeat, progress: gr.Progress):
         """Open any role (a Hub one may download); on failure keep the current one, say why once, in the
-        page, and put the search list back on the character still on screen."""
-        at.stop()
+        page, and put the search list back on the character still on screen. A Hub character can take a minute to
+        fetch, and the visitor may chat on meanwhile: the switch then puts away the chat as it is (Later)."""
         try:
             role = open_role(ref, self.settings, progress_cb(progress))
         except ChatHaruhiError as exc:
             back = gr.Dropdown(value=at.conv.role_id) if at.conv is not None else gr.skip()
             return (*(gr.skip(),) * VIEW_SIZE, back, WARNING_MARK + str(exc))
-        # a Hub character can take a minute to fetch, and the visitor may have gone on chatting meanwhile: a reply
-        # done since is kept with the old chat, one still streaming stops (it would go on in the new chat)
-        at.stop()
-        new, chats = reopen(at.conv, at.chats, role.id)
-        return (*role_view(new, chats, at.visitor), ref, "")
+
+        def step(conv: Conversation | None, chats: dict | None):
+            new, chats = reopen(conv, chats, role.id)
+            return (*role_view(new, chats, at.visitor), ref, "")
+        return Later(step)
 
     def pick_role(self, evt: gr.EventData, added: list[str] | None, progress=gr.Progress(), *seat):
         """A click on a tile in the picker: bundled, or added by this visitor (the tile sends its ref)."""
         data = getattr(evt, "_data", None)  # what the tile's click sent: {"ref": ...}
         ref = data.get("ref") if isinstance(data, dict) else None
         if ref not in {e.ref for e in picker_entries(added) if not e.online}:
-            close(SwitchSeat(*seat).gate)
             return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
         return self._switch(ref, SwitchSeat(*seat), progress)
 
@@ -84,7 +84,6 @@ class Switches:
         """A row of the folded Hub list (ChatHaruhi's catalogue): fetched on first use, from the cache after."""
         listed = hub_roles()
         if not isinstance(index, int) or not 0 <= index < len(listed):
-            close(SwitchSeat(*seat).gate)
             return (*(gr.skip(),) * (VIEW_SIZE + 1), "")
         return self._switch(listed[index].ref, SwitchSeat(*seat), progress)
 
@@ -97,8 +96,8 @@ class Switches:
         """An exported chat, back exactly as it was: the character, every exchange, the visitor's name.
 
         A character imported earlier (not bundled) joins this visitor's picker, as if just added; the chat
-        on screen is kept for when the visitor comes back to its character."""
-        at = SwitchSeat(*seat).stop()
+        on screen is kept for when the visitor comes back to its character (`seat`: read as it is once the file
+        is read, Later)."""
         skip = (*(gr.skip(),) * VIEW_SIZE, gr.skip(), gr.skip(), gr.skip())
         if not path:
             return (*skip, "")
@@ -106,7 +105,6 @@ class Switches:
             conv, user_name = import_chat(path, self.settings)
         except ChatHaruhiError as exc:
             return (*skip, WARNING_MARK + str(exc))
-        _same, chats = reopen(at.conv, at.chats, conv.role_id)
         added = list(added or [])
         if conv.role_id not in bundled_ids() and conv.role_id not in added:
             added.append(conv.role_id)
@@ -116,7 +114,11 @@ class Switches:
         note = "✓ " + ngettext("Imported a chat of {n} exchange.", "Imported a chat of {n} exchanges.", turns)
         if turns > 50:
             note += " " + _("Its memory is indexed in the background; the Memories panel shows how far it has got.")
-        return (*role_view(conv, chats, user_name), chooser, tiles(entries), added, note)
+
+        def step(now: Conversation | None, chats: dict | None):
+            _same, chats = reopen(now, chats, conv.role_id)
+            return (*role_view(conv, chats, user_name), chooser, tiles(entries), added, note)
+        return Later(step)
 
     def wire(self, page, turns: list) -> None:
         v, c, a = page.visit, page.chat, page.add
@@ -124,23 +126,25 @@ class Switches:
         cleared = [v.conv, c.portrait, c.about, c.chat, c.scenes, c.reply_stats]
         after_switch = (give_back, [v.pending, c.text, v.conv, c.user_role, v.drafts],
                         [c.text, v.pending, c.chat, v.drafts])
-        stops = {"cancels": turns}
+        stops, slow, door = {"cancels": turns, "stops": "chat"}, {"slow": True}, v.door
         switched = [
-            c.hub_list.click(self.pick_hub_role, [c.hub_list, *v.seat()], view + [c.chooser, c.role_status], api_name=False,
-                             **stops),
-            c.picker.click(self.pick_role, [v.added, *v.seat()], view + [c.chooser, c.role_status], api_name=False, **stops),
-            c.chooser.input(self.switch_role, [c.chooser, *v.seat()], view + [c.chooser, c.role_status],
-                            api_name="switch_role", js=after_start_js(1 + len(v.seat())), **stops),
-            a.add_btn.click(a.add_role, [*a.inputs(), v.added, *v.seat()],
-                            view + [c.chooser, c.picker, v.added, a.add_status, page.tabs, c.role_status, a.upload],
-                            api_name="add_character", **stops),
-            c.import_btn.upload(self.import_chat_file, [c.import_btn, v.added, *v.seat()],
-                                view + [c.chooser, c.picker, v.added, c.feedback_note], api_name="import_chat", **stops),
-            c.clear_btn.click(clear_chat, [v.conv, v.visitor, v.gate], cleared, **stops),
-            c.chat.clear(clear_chat, [v.conv, v.visitor, v.gate], cleared, api_name=False, **stops),
+            door.on(c.hub_list.click, self.pick_hub_role, [c.hub_list, *v.seat()], view + [c.chooser, c.role_status],
+                    api_name=False, **stops, **slow),
+            door.on(c.picker.click, self.pick_role, [v.added, *v.seat()], view + [c.chooser, c.role_status],
+                    api_name=False, **stops, **slow),
+            door.on(c.chooser.input, self.switch_role, [c.chooser, *v.seat()], view + [c.chooser, c.role_status],
+                    api_name="switch_role", js=after_start_js(2 + len(v.seat())), **stops, **slow),  # door, list, seat
+            door.on(a.add_btn.click, a.add_role, [*a.inputs(), v.added, *v.seat()],
+                    view + [c.chooser, c.picker, v.added, a.add_status, page.tabs, c.role_status, a.upload],
+                    api_name="add_character", **stops, **slow),
+            door.on(c.import_btn.upload, self.import_chat_file, [c.import_btn, v.added, *v.seat()],
+                    view + [c.chooser, c.picker, v.added, c.feedback_note], api_name="import_chat", **stops, **slow),
+            door.on(c.clear_btn.click, clear_chat, [v.conv, v.visitor], cleared, **stops),
+            door.on(c.chat.clear, clear_chat, [v.conv, v.visitor], cleared, api_name=False, **stops),
         ]
         avatar = (c.set_avatar, v.conv, [c.chat, c.scene_picture])
         buttons = page.turns.reply_buttons(page)
         for ev in switched:
             ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)
-            ev.then(settled, v.gate, buttons, queue=False, api_name=False, show_progress="hidden")
+            door.on(ev.then, settled, None, buttons, queue=False, api_name=False, show_progress="hidden",
+                    hands_visit=True)

@@ -28,23 +28,23 @@ from chatharuhi_core.web.chat import (
 )
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
 from chatharuhi_core.web.controls import with_boxes, writes_new
-from chatharuhi_core.web.turn_gate import TurnGate
+from chatharuhi_core.web.landing import conv_landed
+from chatharuhi_core.web.visit_state import Stream
 
 from .controls_panel import flipped_to
+from .door import quick_step
 from .language import warn
 from .reply_buttons import busy, settled, stop_reply
 from .settings_panel import choice
-from .visit import current, quick
+from .visit import current
 
 
 @dataclass
 class Sent:
-    """One turn as the page sent it, read once (`asked`): the visit's gate and chat (with whom the visitor plays,
-    from the Story panel), the message, the name in the story and the engine; `state`, the conversation as the
-    page held it, or what followed it that has not reached the page yet (TurnGate.latest): what the gate merges
-    the visitor's changes meanwhile against."""
+    """One turn as the page sent it, read once (`asked`): the visit's chat (with whom the visitor plays, from the
+    Story panel), the message, the name in the story and the engine; `state`, the visit's chat as the turn found
+    it (page/door.py): what the reply's own changes are told from when they land."""
 
-    gate: TurnGate
     conv: Conversation
     text: str
     user_role: str
@@ -62,16 +62,13 @@ def turn_fields(page) -> dict:
             "note": c.controls.note, "depth": c.controls.depth}
 
 
-def asked(gate: TurnGate | None, conv: Conversation | None, sent: dict, signed_in: gr.OAuthToken | None) -> Sent:
+def asked(conv: Conversation | None, sent: dict, signed_in: gr.OAuthToken | None) -> Sent:
     """The one place a turn's inputs are read: `sent` is what `turn_fields` named; `signed_in` the visitor's
     Hugging Face sign-in, handed in by Gradio from their session (None when signed out)."""
     panel = dict(sent)
     text, user_role = panel.pop("text", ""), panel.pop("user_role", "")
     boxes = {name: panel.pop(name, None) for name in ("persona", "note", "depth")}
-    gate = gate if gate is not None else TurnGate()
-    state = gate.latest(conv)  # a reply's last write may not have reached the page yet
-    return Sent(gate, current(with_boxes(state, **boxes)), text or "", user_role or "", choice(panel, signed_in),
-               state)
+    return Sent(current(with_boxes(conv, **boxes)), text or "", user_role or "", choice(panel, signed_in), conv)
 
 
 class Turns:
@@ -81,27 +78,24 @@ class Turns:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def _turn(self, ask: Sent, how: str):
+    def _turn(self, hold: Stream, ask: Sent, how: str):
         """Stream one reply (`how`: SEND, REGENERATE or CONTINUE): the chat, the message box, the conversation and
-        the stats line only; refused with a sentence while another reply of this visit streams (TurnGate.begin)."""
+        the stats line only; refused with a sentence while another reply of this visit streams (its door gave
+        it no hold)."""
         conv, sent = ask.conv, how == SEND
         if sent:  # the message leaves the box: a line being written for the visitor must not fill it again
-            ask.gate.line_stop()
-        ticket = ask.gate.begin(ask.state)
-        if ticket is None:  # a reply of this visit is streaming: this one would write the chat back without it
+            hold.visit.close("line")
+        if not hold.ticket:  # a reply of this visit is streaming: this one would write the chat back without it
             name = load_role(conv.role_id).name
             warn(_("{name} is still answering. Your message stays in the box: send it when the reply is done.",
                          name=name) if sent else _("{name} is still answering: try again when the reply is done.",
                                                    name=name))
             yield (gr.skip(),) * 5
             return
-        try:
-            yield from self._frames(ask, how, ticket)
-        finally:
-            ask.gate.end(ticket)
+        yield from self._frames(hold, ask, how)
 
-    def _frames(self, ask: Sent, how: str, ticket: int):
-        """_turn's frames, while its reply holds the visit's gate.
+    def _frames(self, hold: Stream, ask: Sent, how: str):
+        """_turn's frames, while its reply holds the visit.
 
         Mid-stream frames carry the chat alone. Gradio rebuilds a component (and its API schema) for
         every `gr.skip()` it is given, so per-frame skips of the other outputs were most of the app's
@@ -109,10 +103,10 @@ class Turns:
         """
         conv, text, sent = ask.conv, ask.text, how == SEND
         first = True
-        halted = lambda: ask.gate.halted(ticket)  # noqa: E731 - ■ Stop: the reply ends with what it has
-        frames = turn_frames(TurnAsk(conv, text, ask.user_role, how), ask.engine, self.settings, halted)
+        start = current(ask.state)
+        frames = turn_frames(TurnAsk(conv, text, ask.user_role, how), ask.engine, self.settings, hold.halted)
         for up in frames:
-            if not ask.gate.is_open(ticket):  # the visitor switched character or cleared the chat meanwhile
+            if not hold.open():  # the visitor switched character or cleared the chat meanwhile
                 return
             if up.error:
                 warn(up.error)
@@ -126,8 +120,9 @@ class Turns:
             else:
                 box = "" if first else gr.skip()
             state, messages = gr.skip(), up.messages
-            if up.done:  # with what the visitor changed while it streamed (a thumb, a pin, the Story panel)
-                state = ask.gate.settle(ticket, up.conversation)
+            if up.done:  # landed on the chat as the visitor's changes meanwhile left it (a thumb, a pin, a note)
+                state = hold.land("conv", lambda now, made=up.conversation: conv_landed(now or start, start, made),
+                                  last=True)
                 if state is None:
                     return
                 if not up.error and state.history != up.conversation.history:  # a reply corrected meanwhile
@@ -138,48 +133,48 @@ class Turns:
             first = False
             yield messages, box, state, status, pending
 
-    def send(self, signed_in: gr.OAuthToken | None, gate, conv, **sent):
+    def send(self, hold: Stream, signed_in: gr.OAuthToken | None, conv, **sent):
         """`sent`: the turn's inputs by name (turn_fields); `signed_in` is the visitor's Hugging Face sign-in."""
-        yield from self._turn(asked(gate, conv, sent, signed_in), SEND)
+        yield from self._turn(hold, asked(conv, sent, signed_in), SEND)
 
-    def regenerate(self, signed_in: gr.OAuthToken | None, gate, conv, **sent):
-        yield from self._turn(asked(gate, conv, sent, signed_in), REGENERATE)
+    def regenerate(self, hold: Stream, signed_in: gr.OAuthToken | None, conv, **sent):
+        yield from self._turn(hold, asked(conv, sent, signed_in), REGENERATE)
 
-    def go_on(self, signed_in: gr.OAuthToken | None, gate, conv, **sent):
+    def go_on(self, hold: Stream, signed_in: gr.OAuthToken | None, conv, **sent):
         """Continue: the last reply goes on from where it stopped, streamed after it."""
-        yield from self._turn(asked(gate, conv, sent, signed_in), CONTINUE)
+        yield from self._turn(hold, asked(conv, sent, signed_in), CONTINUE)
 
-    def answer_again(self, signed_in: gr.OAuthToken | None, again: bool, gate, conv, **sent):
+    def answer_again(self, hold: Stream, signed_in: gr.OAuthToken | None, again: bool, conv, **sent):
         """After the visitor edited their last message: a new reply to it, streamed like Regenerate."""
         if not again:  # an edit that changed nothing the character must answer: the chat stays as it is
             yield (gr.skip(),) * 5
             return
-        yield from self._turn(asked(gate, conv, sent, signed_in), REGENERATE)
+        yield from self._turn(hold, asked(conv, sent, signed_in), REGENERATE)
 
-    def swipe_next(self, signed_in: gr.OAuthToken | None, selected, gate, conv, **sent):
+    def swipe_next(self, hold: Stream, signed_in: gr.OAuthToken | None, selected, conv, **sent):
         """▶: the selected reply's next alternative; past the latest reply's last one, a new one written as
         Regenerate writes it (streamed). Outputs: a turn's, then the note under the chat."""
-        ask = asked(gate, conv, sent, signed_in)
+        ask = asked(conv, sent, signed_in)
         if writes_new(current(ask.state), selected, 1):
-            for frame in self._turn(ask, REGENERATE):
+            for frame in self._turn(hold, ask, REGENERATE):
                 yield (*frame, gr.skip())
             return
-        # a flip is a quick change: while a reply streams, that reply's last frame writes it (visit.quick)
-        conv, chat, said = quick(gate, conv, lambda now: flipped_to(now, selected, 1, ask.user_role, self.settings))
+        # a flip is a quick step: while another reply streams, that reply's last frame draws it
+        hold.end()
+        conv, chat, said = quick_step(hold.visit, "conv",
+                                      lambda now: flipped_to(now, selected, 1, ask.user_role, self.settings))
         yield chat, gr.skip(), conv, gr.skip(), gr.skip(), said
 
-    def edit(self, gate: TurnGate | None, conv: Conversation | None, user_name: str, evt: gr.EditData):
+    def edit(self, conv: Conversation | None, user_name: str, evt: gr.EditData):
         """A corrected reply replaces the old one (and is saved as feedback); an edited message of the visitor's
         replaces their words, and when it is their last one the character answers it again (`answer_again`).
-        Kept even while another reply streams (visit.quick)."""
-        def change(conv: Conversation | None):
-            conv = current(conv)
-            asked_before = conv.history[-1].text if conv.history else None
-            conv, note = edit_message(conv, evt.index, evt.value, self.settings)
-            role = load_role(conv.role_id)
-            chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
-            return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked_before
-        return quick(gate, conv, change)
+        Kept even while another reply streams (page/door.py)."""
+        conv = current(conv)
+        asked_before = conv.history[-1].text if conv.history else None
+        conv, note = edit_message(conv, evt.index, evt.value, self.settings)
+        role = load_role(conv.role_id)
+        chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+        return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked_before
 
     def thumbs(self, conv: Conversation | None):
         """The chat's thumbs as the conversation has them, once a reply is complete: the chat draws them from its
@@ -221,10 +216,10 @@ class Turns:
     def wire(self, page) -> list:
         """Send, Regenerate and an edited last message: each streams a turn into the chat (`pending` holds its
         message until the reply is complete). Returns the turn events, for switches to cancel."""
-        v, c = page.visit, page.chat
+        v, c, door = page.visit, page.chat, page.visit.door
         buttons = self.reply_buttons(page)
         quiet = {"api_name": False, "show_progress": "hidden"}
-        settle = (settled, v.gate, buttons)  # after a turn: the buttons back, unless another reply streams
+        settle = (settled, None, buttons)  # after a turn: the buttons back, unless another reply streams
         # while a reply streams the buttons that would start another are unavailable and Stop is offered, as in
         # Gradio's ChatInterface (a caller of the API, or Enter in the box, is still refused with a sentence).
         # Registered before the turns: Gradio 6.31's page applies a trigger's listeners in order, and one listed
@@ -232,36 +227,37 @@ class Turns:
         gr.on([c.text.submit, c.send_btn.click, c.regen_btn.click, c.controls.next.click, c.controls.go_on.click],
               busy, None, buttons, queue=False, **quiet)
         turn_out = [c.chat, c.text, v.conv, c.reply_stats, v.pending]
-        turn_in, sent = [v.gate, v.conv], turn_fields(page)
+        turn_in, sent = [v.conv], turn_fields(page)
+        reply = {"stream": "chat", "refuse": True, "inputs_kwargs": sent}  # one reply of a visit at a time
         after = (self.after_turn, [v.conv, c.speak_on, v.handled],
                  [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
         thumbs = (self.thumbs, v.conv, c.chat)
         focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
         reveal = page.reveal
         turns = []
-        for ev in (c.text.submit(self.send, turn_in, turn_out, api_name="submit", inputs_kwargs=sent),
-                   c.send_btn.click(self.send, turn_in, turn_out, api_name="send", inputs_kwargs=sent)):
+        for ev in (door.on(c.text.submit, self.send, turn_in, turn_out, api_name="submit", **reply),
+                   door.on(c.send_btn.click, self.send, turn_in, turn_out, api_name="send", **reply)):
             turns.append(ev)
-            ev.then(*settle, queue=False, **quiet)
+            door.on(ev.then, *settle, queue=False, hands_visit=True, **quiet)
             ev.then(*thumbs, api_name=False, queue=False, show_progress="hidden")
             ev.then(*after, api_name="after_turn" if len(turns) == 1 else False).then(
                 None, js=focus_box, api_name=False).then(*reveal, api_name=False, show_progress="hidden")
         tail = (after, (*reveal,), thumbs)
-        turns.append(c.regen_btn.click(self.regenerate, turn_in, turn_out, api_name="regenerate", inputs_kwargs=sent))
+        turns.append(door.on(c.regen_btn.click, self.regenerate, turn_in, turn_out, api_name="regenerate", **reply))
         _then(turns[-1], *tail)
-        turns.append(c.controls.next.click(self.swipe_next, [v.selected, *turn_in], [*turn_out, c.feedback_note],
-                                        api_name=False, inputs_kwargs=sent))
+        turns.append(door.on(c.controls.next.click, self.swipe_next, [v.selected, *turn_in],
+                             [*turn_out, c.feedback_note], api_name=False, **reply))
         _then(turns[-1], *tail)
-        turns.append(c.controls.go_on.click(self.go_on, turn_in, turn_out, api_name=False, inputs_kwargs=sent))
+        turns.append(door.on(c.controls.go_on.click, self.go_on, turn_in, turn_out, api_name=False, **reply))
         _then(turns[-1], *tail)
         again = gr.State(False)  # the visitor edited their last message: it is answered again
-        edited = c.chat.edit(self.edit, [v.gate, v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again],
-                             api_name=False)
-        turns.append(edited.then(self.answer_again, [again, *turn_in], turn_out, api_name=False, inputs_kwargs=sent))
+        edited = door.on(c.chat.edit, self.edit, [v.conv, c.user_role], [v.conv, c.chat, c.feedback_note, again],
+                         api_name=False)
+        turns.append(door.on(edited.then, self.answer_again, [again, *turn_in], turn_out, api_name=False, **reply))
         _then(turns[-1], *tail)
         for ev in turns[2:]:
-            ev.then(*settle, queue=False, **quiet)
-        c.stop_btn.click(stop_reply, v.gate, buttons, queue=False, **quiet)
+            door.on(ev.then, *settle, queue=False, hands_visit=True, **quiet)
+        door.on(c.stop_btn.click, stop_reply, None, buttons, queue=False, hands_visit=True, **quiet)
         return turns
 
 

@@ -12,9 +12,8 @@ from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.chat import Conversation, chat_messages, describe_role, scenes_markdown
 from chatharuhi_core.web.common import portrait_html
 from chatharuhi_core.web.picker import tiles_html
-from chatharuhi_core.web.scene_gate import SceneGate
-from chatharuhi_core.web.turn_gate import TurnGate
 
+from .door import Door
 from .language import L
 
 VIEW_SIZE = 9  # role_view's outputs
@@ -31,29 +30,25 @@ class Visit:
         self.visitor = gr.State("")  # the name the visitor gave themselves in the story ("": none yet)
         self.pending = gr.State("")  # the message whose reply is streaming, and whose it is
         self.drafts = gr.State({})  # messages whose reply a switch stopped, by character: back in its box on return
-        self.gate = gr.State(TurnGate())  # which reply may still draw in the chat
+        self.door = Door()  # the one way an event writes the chat, the other chats or the group scene
+        self.door.track("conv", self.conv)
+        self.door.track("chats", self.chats)
         self.selected = gr.State(None)  # the chat message the visitor clicked: the story controls act on it
         self.story_key = gr.State(None)  # which chat and line the Story panel's fields were last filled from
 
     def seat(self) -> list:
         """Where the visitor sits, as a switch reads it (Seat's fields, in order)."""
-        return [self.conv, self.chats, self.visitor, self.gate]
+        return [self.conv, self.chats, self.visitor]
 
 
 @dataclass
 class SwitchSeat:
-    """Where the visitor sits when they switch: the chat on screen, their other chats, their name, and the
-    gate of the reply in flight (Visit.seat gives the states in this order)."""
+    """Where the visitor sits when they switch: the chat on screen, their other chats and their name (Visit.seat
+    gives the states in this order)."""
 
     conv: Conversation | None = None
     chats: dict | None = None
     visitor: str | None = None
-    gate: TurnGate | None = None
-
-    def stop(self) -> SwitchSeat:
-        """The reply streaming stops (close), and the seat goes on from the conversation it leaves."""
-        self.conv = close(self.gate, self.conv)
-        return self
 
 
 def role_view(conv: Conversation, chats: dict | None = None, visitor: str | None = None):
@@ -97,28 +92,6 @@ def role_name(role_id: str) -> str:
 def clicked(evt: gr.SelectData):
     """The chat message the visitor clicked (its index): the story controls and the arrows act on it."""
     return evt.index if isinstance(evt.index, int) else (evt.index[0] if evt.index else None)
-
-
-def close(gate: TurnGate | None, conv: Conversation | None = None) -> Conversation | None:
-    """A switch, a cleared chat or a control that cancels the reply: the reply still streaming may not draw in the
-    chat any more. Returns the conversation to go on from instead of `conv` as the page read it: with what the
-    visitor changed while the reply streamed, or with the reply's last write (TurnGate.latest)."""
-    if gate is None:
-        return conv
-    gate.close()
-    return gate.latest(conv)
-
-
-def quick(gate: TurnGate | SceneGate | None, value, change) -> tuple:
-    """A quick change of the visitor's conversation (a thumb, a pin, their portrait, the Story panel's boxes) or
-    group scene (a mute, a talkativeness, a thumb, a correction, a flip): `change(value)` returns the new value (or
-    gr.skip()) and the handler's other outputs. While a reply streams or the characters talk, the gate keeps the
-    change and the stream writes it (TurnGate.edit, SceneGate.edit): the page writes nothing now, or the stream's
-    next write would undo it (or, for a reply's last frame, it would drop the new exchange)."""
-    if gate is None:  # a caller of the API
-        return change(value)
-    out, write = gate.edit(value, change)
-    return out if write else (gr.skip(), *out[1:])
 
 
 def progress_cb(progress: gr.Progress):

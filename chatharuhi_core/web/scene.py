@@ -307,8 +307,9 @@ def _closing_status(event: SceneEvent, planned: bool, spoke: int, last: Reply | 
 def stream_scene(state: SceneState, engine: EnginePanel, settings: Settings, event: SceneEvent = SceneEvent(),
                  between: Callable[[SceneState], None] | None = None) -> Iterator[SceneUpdate]:
     """One event of the group-scene tab (SceneEvent), streamed: planned, generated line by line, then presented.
-    A failure stops the event with a sentence; the lines completed before it stay. `between` takes in, after each
-    line (before the next speaker is picked), what the visitor changed meanwhile (web/scene_gate.py)."""
+    A failure stops the event with a sentence; the lines completed before it stay. `between` is handed the scene
+    after each line, before the next speaker is picked: the page lands the line on the visit's scene there and
+    sets the run's scene to it as it is now (page/group_scene.Landing)."""
     take = between or (lambda _state: None)
     try:
         scene = make_scene(state, engine, settings, event.seed)

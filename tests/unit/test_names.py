@@ -115,7 +115,7 @@ def test_the_scene_tab_calls_the_visitor_by_their_own_name(monkeypatch):
     from page.group_scene import GroupSceneTab
 
     tab = GroupSceneTab(Settings.from_env())  # the app's one Settings, as app.py hands it to the tab
-    view = tab.change_cast(["sunwukong", "zhugeliang"], None, "", progress=lambda *a, **k: None)
+    view = tab.change_cast(["sunwukong", "zhugeliang"], None, "", progress=lambda *a, **k: None).step(None)
     assert view[0].user_role == "You"  # not 唐僧, the first character's partner
-    view = tab.change_cast(["sherlock", "elizabeth"], None, "Sam", progress=lambda *a, **k: None)
+    view = tab.change_cast(["sherlock", "elizabeth"], None, "Sam", progress=lambda *a, **k: None).step(None)
     assert view[0].user_role == "Sam"

@@ -143,12 +143,12 @@ def test_a_turn_reads_the_note_boxes_even_when_their_save_has_not_landed(setting
     assert with_note(noted, "", 2).note is None  # the box emptied: the note is off
     both = with_boxes(conv, "A retired army doctor.", "Answer in one sentence.", 2)
     assert both.persona == "A retired army doctor." and both.note.depth == 2
-    ask = asked(None, conv, {"text": "Who are you?", "user_role": "Watson", "persona": "A retired army doctor.",
-                             "note": "Answer in one sentence.", "depth": 2}, None)
+    ask = asked(conv, {"text": "Who are you?", "user_role": "Watson", "persona": "A retired army doctor.",
+                       "note": "Answer in one sentence.", "depth": 2}, None)
     assert ask.conv.note == AuthorsNote("Answer in one sentence.", 2) and ask.conv.persona == "A retired army doctor."
     ups = list(stream_turn(ask.conv, ask.text, ask.user_role, EnginePanel(), settings))
     assert ups[-1].conversation.note == AuthorsNote("Answer in one sentence.", 2)
-    assert asked(None, noted, {"text": "Hi"}, None).conv is noted  # a caller of the API that leaves the boxes out
+    assert asked(noted, {"text": "Hi"}, None).conv is noted  # a caller of the API that leaves the boxes out
 
 
 # ------------------------------------------------------------ continue and impersonate
