@@ -3,7 +3,7 @@
 The house, by floor (every import points down; `python tools/import_graph.py` checks it):
 ground (config, errors, tokens, embedding, jsonl) → roles/ (what a character is) → chat/ (one character
 answering) → scene/ (group scenes) → data/ (eval, synthesis, fine-tuning, feedback) → web/ (the page's
-functions) → cli. A visitor's message goes web/chat → chat/chatbot → chat/engines (the engine) and back
+functions) → cli. A visitor's message goes web/turn → chat/chatbot → chat/engines (the engine) and back
 as one Reply record.
 """
 

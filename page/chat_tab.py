@@ -11,17 +11,11 @@ from chatharuhi_core.i18n import N_, _, both_spans, in_both
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.placeholders import has_placeholder
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import (
-    RATE_WHEN_COMPLETE,
-    Conversation,
-    chat_messages,
-    describe_role,
-    export_chat,
-    feedback_values,
-    greeting_messages,
-    rate_reply,
-)
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.chat_files import export_chat
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, message_text, portrait_of
+from chatharuhi_core.web.drawing import chat_messages, describe_role, feedback_values, greeting_messages
+from chatharuhi_core.web.feedback import RATE_WHEN_COMPLETE, rate_reply
 from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings, local_choice
 

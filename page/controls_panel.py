@@ -12,7 +12,7 @@ from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import Conversation, chat_messages, feedback_values
+from chatharuhi_core.web.chat import Conversation
 from chatharuhi_core.web.common import WARNING_MARK, portrait_of
 from chatharuhi_core.web.controls import (
     alternatives_label,
@@ -29,6 +29,7 @@ from chatharuhi_core.web.controls import (
     with_note,
     with_persona,
 )
+from chatharuhi_core.web.drawing import chat_messages, feedback_values
 from chatharuhi_core.web.visit_state import Stream
 
 from .language import L

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 from dataclasses import dataclass
 
 import gradio as gr
-from gradio.helpers import special_args
-from gradio.utils import is_prop_update
+from gradio.events import EventData
+from gradio.helpers import Cache
+from gradio.utils import get_type_hints, is_prop_update
 
 from chatharuhi_core.web.visit_state import Stream, VisitState
 
@@ -26,14 +26,25 @@ def _parameters(fn, stream: bool) -> list[inspect.Parameter]:
     return params[1:] if stream else params
 
 
+def _special(param: inspect.Parameter, hint) -> bool:
+    """Whether Gradio fills this parameter itself (a progress bar, a request, a sign-in, an event's data)."""
+    if isinstance(param.default, (gr.Progress, Cache)):
+        return True
+    hints = (gr.Request, gr.OAuthProfile, gr.OAuthToken)
+    if hint in hints or any(hint == (h | None) for h in hints):
+        return True
+    return inspect.isclass(hint) and issubclass(hint, EventData)
+
+
 def _positions(fn, count: int) -> list[int]:
     """Where each of `count` components lands among `fn`'s arguments (Gradio puts its own, a sign-in, an event's
-    data, a progress bar, between them by their type)."""
-    marks = [object() for _unused in range(count)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        filled = special_args(fn, inputs=list(marks))[0]
-    return [filled.index(m) for m in marks]
+    data, a progress bar, between them)."""
+    hints = get_type_hints(fn)
+    named = [p for p in inspect.signature(fn).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    free = [k for k, param in enumerate(named) if not _special(param, hints.get(param.name))]
+    free += range(len(named), len(named) + count)  # the rest go to *args, after every named one
+    return free[:count]
 
 
 def _listed(blocks) -> list:

@@ -13,7 +13,8 @@ from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.browser_store import browser_secret, in_flight, pack, unpack
-from chatharuhi_core.web.chat import Conversation, chat_messages
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.drawing import chat_messages
 from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import engine_for, sign_in_note
 from chatharuhi_core.web.user_store import account_id, forget_user, read_user, welcome_back, write_user

@@ -11,8 +11,10 @@ from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.i18n import _, ngettext
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.sources import bundled_ids, load_role, open_role
-from chatharuhi_core.web.chat import Conversation, chat_messages, import_chat, reopen
+from chatharuhi_core.web.chat import Conversation, reopen
+from chatharuhi_core.web.chat_files import import_chat
 from chatharuhi_core.web.common import WARNING_MARK
+from chatharuhi_core.web.drawing import chat_messages
 from chatharuhi_core.web.picker import after_start_js, picker_choices, picker_entries
 
 from .door import Later

@@ -11,24 +11,13 @@ from chatharuhi_core.chat.voice import speak
 from chatharuhi_core.config import Settings
 from chatharuhi_core.i18n import _
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import (
-    CONTINUE,
-    REGENERATE,
-    SEND,
-    Conversation,
-    TurnAsk,
-    answers_again,
-    chat_messages,
-    edit_message,
-    feedback_values,
-    read_ahead,
-    scene_image_for,
-    scenes_markdown,
-    turn_frames,
-)
+from chatharuhi_core.web.chat import Conversation
 from chatharuhi_core.web.common import EnginePanel, scene_picture_html
 from chatharuhi_core.web.controls import with_boxes, writes_new
+from chatharuhi_core.web.drawing import chat_messages, feedback_values, scene_image_for, scenes_markdown
+from chatharuhi_core.web.feedback import answers_again, edit_message
 from chatharuhi_core.web.landing import conv_landed
+from chatharuhi_core.web.turn import CONTINUE, REGENERATE, SEND, TurnAsk, read_ahead, turn_frames
 from chatharuhi_core.web.visit_state import Stream
 
 from .controls_panel import flipped_to

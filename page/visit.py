@@ -9,8 +9,9 @@ import gradio as gr
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.i18n import _, language
 from chatharuhi_core.roles.sources import bundled_ids, load_role
-from chatharuhi_core.web.chat import Conversation, chat_messages, describe_role, scenes_markdown
+from chatharuhi_core.web.chat import Conversation
 from chatharuhi_core.web.common import portrait_html
+from chatharuhi_core.web.drawing import chat_messages, describe_role, scenes_markdown
 from chatharuhi_core.web.picker import tiles_html
 
 from .door import Door

@@ -3,7 +3,7 @@ branches made and walked, a persona and an author's note set, and the visitor's 
 
 A chat is a tree of lines. The line on screen is the Conversation; its `others` are the chat's other lines, each a
 whole Conversation with its own history and memory, and its `line` says where it left its parent. Continue is a
-turn (web.chat.continue_turn).
+turn (web.turn.continue_turn).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import _, ngettext
 from ..roles.sources import load_role
-from .chat import Conversation, _exchange_at, engine_frames, make_bot
+from .chat import Conversation
 from .common import EnginePanel
-from .feedback import Answered, record_feedback
+from .feedback import Answered, _exchange_at, record_feedback
+from .turn import engine_frames, make_bot
 
 
 def selected_reply(conv: Conversation, index: object) -> int | None:

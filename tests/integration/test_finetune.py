@@ -293,9 +293,10 @@ def test_synthesized_rows_and_corrections_join_the_training(env, settings, tmp_p
 def test_alternatives_kept_in_the_page_train_with_dpo(env, settings, tmp_path):
     """Issue 44's loop: a visitor swipes through three replies in the page and keeps the first; `feedback export`
     writes the kept one against each passed over, and `finetune --dpo` trains on those pairs for a step."""
-    from chatharuhi_core.web.chat import Conversation, stream_turn
+    from chatharuhi_core.web.chat import Conversation
     from chatharuhi_core.web.common import EnginePanel
     from chatharuhi_core.web.controls import flip
+    from chatharuhi_core.web.turn import stream_turn
 
     settings = settings.with_(feedback_file=tmp_path / "feedback.jsonl")
     # (a question whose replies quote none of eval's held-out scenes: finetune refuses rows that do, test above)

@@ -226,8 +226,9 @@ def test_the_next_turns_start_is_read_while_the_visitor_types(settings, lm):
 def test_a_character_opened_on_the_page_is_read_before_the_first_message(settings, lm):
     """Picking a character (or the local engine) on the page loads the model and reads how the first message's
     prompt will start while the visitor types it; the offline engine reads nothing ahead."""
-    from chatharuhi_core.web.chat import Conversation, make_bot, read_ahead
+    from chatharuhi_core.web.chat import Conversation
     from chatharuhi_core.web.common import EnginePanel
+    from chatharuhi_core.web.turn import make_bot, read_ahead
 
     conv, panel = Conversation("sunwukong"), EnginePanel("local", "smollm2", story_tokens=256, history_tokens=192)
     assert read_ahead(conv, "", EnginePanel("script"), settings) is None

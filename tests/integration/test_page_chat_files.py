@@ -5,7 +5,9 @@ import json
 from support.app import page_turn
 
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import Conversation, chat_messages, export_chat
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.chat_files import export_chat
+from chatharuhi_core.web.drawing import chat_messages
 
 
 def test_import_through_the_api_restores_the_chat_and_it_goes_on(app_server, settings, tmp_path):

@@ -4,7 +4,7 @@
 
 from chatharuhi_core.chat.chatbot import ChatHaruhi, ends_sentence, reply_cap
 from chatharuhi_core.chat.engines import open_engine
-from chatharuhi_core.web.chat import stats_line
+from chatharuhi_core.web.drawing import stats_line
 
 
 def test_a_sentence_end_is_recognised():

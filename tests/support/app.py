@@ -43,8 +43,8 @@ def run_cli(*args: str, cache: Path, env_extra: dict[str, str] | None = None) ->
 
 def page_turn(settings: Any, conv: Any, text: str, user_role: str = "") -> Any:
     """One turn through the page's own function (no app): the conversation after the reply, which must not fail."""
-    from chatharuhi_core.web.chat import stream_turn
     from chatharuhi_core.web.common import EnginePanel
+    from chatharuhi_core.web.turn import stream_turn
 
     *_, last = stream_turn(conv, text, user_role, EnginePanel(), settings)
     assert last.error is None

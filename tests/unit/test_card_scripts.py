@@ -13,7 +13,8 @@ from chatharuhi_core.chat.chatbot import ChatHaruhi
 from chatharuhi_core.cli import main
 from chatharuhi_core.roles.card_extras import script_problems
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import Conversation, chat_messages
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.drawing import chat_messages
 from chatharuhi_core.web.picker import added_status
 from chatharuhi_core.web.scene import scene_messages
 

@@ -19,7 +19,8 @@ from chatharuhi_core.roles.placeholders import hold_partial
 from chatharuhi_core.roles.role import FORMAT_VERSION, load_role_package, write_role_package
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.tokens import count_tokens
-from chatharuhi_core.web.chat import Conversation, describe_role, greeting_messages, scenes_markdown
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.drawing import describe_role, greeting_messages, scenes_markdown
 
 
 @pytest.fixture()

@@ -19,15 +19,10 @@ from chatharuhi_core.data.training_data import openai_problems, sharegpt_problem
 from chatharuhi_core.errors import InputError
 from chatharuhi_core.jsonl import append_record, read_records
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import (
-    Conversation,
-    chat_messages,
-    edit_message,
-    export_chat,
-    import_chat,
-    rate_reply,
-)
-from chatharuhi_core.web.feedback import rating_of
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.chat_files import export_chat, import_chat
+from chatharuhi_core.web.drawing import chat_messages
+from chatharuhi_core.web.feedback import edit_message, rate_reply, rating_of
 
 # ------------------------------------------------------------ crash-safe JSON Lines
 

@@ -217,9 +217,11 @@ def test_memory_objects_start_empty():
 
 
 def test_the_pages_turn_sends_the_pins_and_keeps_them(settings):
-    from chatharuhi_core.web.chat import Conversation, export_chat, import_chat, stream_turn
+    from chatharuhi_core.web.chat import Conversation
+    from chatharuhi_core.web.chat_files import export_chat, import_chat
     from chatharuhi_core.web.common import EnginePanel
     from chatharuhi_core.web.memory import forget_memory, memory_markdown, remember_fact
+    from chatharuhi_core.web.turn import stream_turn
 
     conv, said = remember_fact(Conversation("sherlock"), "My sister is called Anna.")
     assert said == "Remembered: My sister is called Anna."

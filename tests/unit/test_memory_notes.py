@@ -181,7 +181,8 @@ def test_a_note_of_the_chat_file_without_text_is_a_sentence(settings):
 
 def test_the_panel_lists_the_notes_and_an_edit_drops_the_one_it_touches(settings):
     from chatharuhi_core.roles.sources import load_role
-    from chatharuhi_core.web.chat import edit_message, greeting_messages
+    from chatharuhi_core.web.drawing import greeting_messages
+    from chatharuhi_core.web.feedback import edit_message
 
     bot = _bot(_history(40))
     first, second = bot.write_notes(limit=2)

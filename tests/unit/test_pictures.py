@@ -9,7 +9,7 @@ import pytest
 from chatharuhi_core.errors import RoleFormatError
 from chatharuhi_core.roles.role import load_role_package
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import scene_image_for
+from chatharuhi_core.web.drawing import scene_image_for
 
 
 @pytest.mark.parametrize("role_id, reply, picture", [

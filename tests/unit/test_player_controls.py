@@ -17,7 +17,8 @@ from chatharuhi_core.data.feedback import build_training_data
 from chatharuhi_core.errors import EngineError, InputError
 from chatharuhi_core.roles.lines import parse_scene_lines
 from chatharuhi_core.web.browser_store import MAX_CHARS, pack, unpack
-from chatharuhi_core.web.chat import Conversation, continue_turn, export_chat, import_chat, stream_turn
+from chatharuhi_core.web.chat import Conversation
+from chatharuhi_core.web.chat_files import export_chat, import_chat
 from chatharuhi_core.web.common import EnginePanel
 from chatharuhi_core.web.controls import (
     back_to_parent,
@@ -30,6 +31,7 @@ from chatharuhi_core.web.controls import (
     with_note,
     with_persona,
 )
+from chatharuhi_core.web.turn import continue_turn, stream_turn
 
 VIOLIN = "Why do you play the violin at three in the morning?"
 

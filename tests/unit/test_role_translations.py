@@ -10,7 +10,7 @@ from chatharuhi_core.errors import RoleFormatError
 from chatharuhi_core.roles.names import is_cjk
 from chatharuhi_core.roles.role import Described, load_role_package, write_role_package
 from chatharuhi_core.roles.sources import bundled_ids, load_role
-from chatharuhi_core.web.chat import describe_role
+from chatharuhi_core.web.drawing import describe_role
 from chatharuhi_core.web.picker import picker_entries, tiles_html
 
 OTHER = {"en": "zh", "zh": "en"}

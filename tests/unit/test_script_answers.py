@@ -120,7 +120,7 @@ def _lines(text):
 
 
 def test_the_greeting_fits_the_visitor_who_named_themself():
-    from chatharuhi_core.web.chat import greeting_messages
+    from chatharuhi_core.web.drawing import greeting_messages
 
     wukong = load_role("sunwukong")
     assert greeting_messages(wukong)[0]["content"] == wukong.greeting  # to 唐僧: "师父！…"

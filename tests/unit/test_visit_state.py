@@ -375,3 +375,24 @@ def test_every_event_that_writes_a_visits_state_goes_through_its_one_door(settin
     gated = [fn.name for fn in page.demo.fns.values() if fn.fn is not None
              and "gate" in inspect.signature(fn.fn).parameters]
     assert not gated, gated
+
+
+def test_the_door_finds_each_component_among_the_arguments_gradio_fills_in():
+    """A handler may take an event's data, a sign-in and a progress bar between its components, and the seat as
+    *args (a tile's click): the door swaps the visit's values in where Gradio puts the page's."""
+    import functools
+    import inspect
+
+    from page.door import _positions
+
+    def pick(evt: gr.EventData, added: list | None, progress=gr.Progress(), *seat):
+        return None
+
+    def send(signed_in: gr.OAuthToken | None, selected, conv, **sent):
+        return None
+
+    for fn, count, want in ((pick, 5, [0, 2, 4, 5, 6]), (send, 3, [0, 2, 3])):
+        wrapped = functools.update_wrapper(lambda *a: None, fn)
+        first = inspect.Parameter("visit", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        wrapped.__signature__ = inspect.Signature([first, *inspect.signature(fn).parameters.values()])
+        assert _positions(wrapped, count) == want

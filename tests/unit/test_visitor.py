@@ -8,8 +8,10 @@ import pytest
 
 from chatharuhi_core.errors import ChatHaruhiError
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.chat import Conversation, answers_again, edit_message, stream_turn
+from chatharuhi_core.web.chat import Conversation
 from chatharuhi_core.web.common import EnginePanel, while_running
+from chatharuhi_core.web.feedback import answers_again, edit_message
+from chatharuhi_core.web.turn import stream_turn
 
 
 def _last(conv, text, settings, regenerate=False):

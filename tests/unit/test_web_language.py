@@ -33,9 +33,10 @@ def both(make, kept: set[str] = frozenset()) -> tuple[str, str]:
 
 
 def test_the_memory_panel_in_each_language(settings):
-    from chatharuhi_core.web.chat import Conversation, stream_turn
+    from chatharuhi_core.web.chat import Conversation
     from chatharuhi_core.web.common import EnginePanel
     from chatharuhi_core.web.memory import forget_memory, memory_markdown, pin_last_message, remember_fact
+    from chatharuhi_core.web.turn import stream_turn
 
     en, zh = both(lambda: memory_markdown(None))
     assert en.startswith("_No memories yet.") and zh.startswith("_还没有记忆。")
@@ -112,7 +113,7 @@ def test_the_stats_line_lore_reasons_and_a_bad_file_speak_the_visitors_language(
     from chatharuhi_core.errors import ImportProblem
     from chatharuhi_core.roles.lorebook import Lorebook, LoreEntry, activate
     from chatharuhi_core.roles.sources import import_file
-    from chatharuhi_core.web.chat import lore_markdown, stats_line
+    from chatharuhi_core.web.drawing import lore_markdown, stats_line
     from page.visit import scene_name
 
     stats = ReplyStats(engine="Offline: quote the script", model="", first_token_s=0.4, total_s=2.0, tokens=30)

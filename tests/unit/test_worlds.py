@@ -14,7 +14,7 @@ from chatharuhi_core.cli import main
 from chatharuhi_core.errors import ImportProblem
 from chatharuhi_core.roles.sources import ImportOptions, import_file, load_role
 from chatharuhi_core.roles.worlds import is_world_info, linked_world, saved_world, world_from_json
-from chatharuhi_core.web.chat import describe_role
+from chatharuhi_core.web.drawing import describe_role
 from chatharuhi_core.web.picker import add_character, added_status
 
 # a world-info file as SillyTavern's World Info panel exports one (written for the test)
