@@ -147,7 +147,7 @@ def _chat_loop(tree, stats: bool, session: _Session) -> int:
     else:
         print(f"{name}: {bot.fill(bot.role.fitting_greeting(bot.user_role) or bot.role.greeting)}"
               if bot.role.greeting else _("Talking to {name}.", name=name))
-    print(_("(Ctrl-D or /quit to leave; /swipe, /continue, /impersonate, /branch, /persona, /note, /remember: "
+    print(_("(Ctrl-D or /quit to leave; /swipe, /continue, /myline, /branch, /persona, /note, /remember: "
             "/help lists them)"))
     # while the first message is typed: the local model reads the prompt's start, the scenes' store opens
     bot.read_ahead_now()

@@ -1,4 +1,4 @@
-"""The player's controls in `chat`'s loop: /swipe, /continue, /impersonate, /branch, /lines, /line, /persona, /note.
+"""The player's controls in `chat`'s loop: /swipe, /continue, /myline, /branch, /lines, /line, /persona, /note.
 
 Each acts on the chat's tree (chat/tree.py) and the session file is written after it, as after a reply.
 """
@@ -20,7 +20,7 @@ from .i18n import N_, _
 HELP = N_("""  /swipe           another reply to your last message, kept beside the others (/swipes lists them)
   /swipe N         keep reply N of the last message: the story goes on from it
   /continue        the last reply goes on from where it stopped
-  /impersonate     your next line written for you, to edit and send (your persona's voice)
+  /myline          your next line written for you, to edit and send (your persona's voice)
   /branch [N]      a new line of the story after exchange N (default: the last); the old one is kept
   /lines, /line X  the story's lines; go to line X (its number or name); /parent goes back
   /persona [FILE]  whom you play (a .json or .txt file: name, then description); /persona off
@@ -34,16 +34,21 @@ def story_command(tree: ChatTree, line: str, save: Callable[[object | None], Non
     (recording a reply's prompt when given); `prefill(text)` offers text as the next input."""
     command, _sep, rest = line.partition(" ")
     rest = rest.strip()
-    handlers = {"/swipe": _swipe, "/swipes": _swipes, "/continue": _continue, "/impersonate": _impersonate,
+    handlers = {"/swipe": _swipe, "/swipes": _swipes, "/continue": _continue, "/myline": _my_line,
                 "/branch": _branch, "/lines": _lines, "/line": _line, "/parent": _parent, "/persona": _persona,
                 "/note": _note, "/help": _help}
+    if command == "/impersonate":  # the old name (SillyTavern's), until the next release
+        from .deprecated import renamed
+
+        renamed("/impersonate", "/myline")
+        command = "/myline"
     handler = handlers.get(command)
     if handler is None:
         return False
     try:
         handler(tree, rest, save, prefill)
     except ChatHaruhiError as exc:
-        print(f"\n[{exc}]" if command in ("/swipe", "/continue", "/impersonate") and not rest else f"[{exc}]")
+        print(f"\n[{exc}]" if command in ("/swipe", "/continue", "/myline") and not rest else f"[{exc}]")
     return True
 
 
@@ -98,8 +103,8 @@ def _continue(tree: ChatTree, rest: str, save, prefill) -> None:
     save(None)
 
 
-def _impersonate(tree: ChatTree, rest: str, save, prefill) -> None:
-    streaming = tree.bot.impersonate()
+def _my_line(tree: ChatTree, rest: str, save, prefill) -> None:
+    streaming = tree.bot.my_line()
     for _piece in streaming:
         pass
     text = streaming.reply.text.strip()

@@ -220,11 +220,11 @@ class ChatTab:
             warn(said)
         return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
 
-    def speak_last(self, conv: Conversation | None, user_name: str = ""):
+    def speak_last(self, conv: Conversation | None, user_role: str = ""):
         """The speak button: read the newest reply (or the greeting) aloud."""
         conv = current(conv)
         role = load_role(conv.role_id)
-        greeting = greeting_messages(role, user_name)
+        greeting = greeting_messages(role, user_role)
         text = conv.history[-1].reply if conv.history else (greeting[0]["content"] if greeting else "")
         return spoken(conv, text, self.settings) if text else (gr.skip(), _("Nothing to read aloud yet."))
 
@@ -247,11 +247,11 @@ def _hub_list() -> gr.Dataset:
             elem_id="hub-list", label=L("Fetched from the Hugging Face Hub on first use"))
 
 
-def remember_name(user_name: str, in_scene: str, conv: Conversation | None):
+def remember_name(user_role: str, in_scene: str, conv: Conversation | None):
     """The name in the story changed (typed, pasted, filled in by the browser, or set by a switch): unless it
     is just the character's usual partner, it is the visitor's own and stays theirs when they switch
     character, in the group-scene tab, and after a reload (this browser's local storage)."""
-    name = (user_name or "").strip()
+    name = (user_role or "").strip()
     mine = "" if name == load_role(current(conv).role_id).visitor_name else name
     scene = scene_name(mine)
     return mine, (scene if scene != (in_scene or "").strip() else gr.skip())
@@ -264,15 +264,15 @@ def name_from_scene(in_scene: str, in_chat: str):
     return mine, (mine if mine and mine != (in_chat or "").strip() else gr.skip())
 
 
-def rename_visitor(conv: Conversation | None, user_name: str):
+def rename_visitor(conv: Conversation | None, user_role: str):
     """The visitor typed a name in the story: the greeting and description say it (a card's {{user}})."""
     if conv is None:
         return gr.skip(), gr.skip()
     role = load_role(conv.role_id)
     if not any(has_placeholder(t) for t in (role.greeting, role.description)):
         return gr.skip(), gr.skip()
-    chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
-    return describe_role(role, user_name), chat
+    chat = gr.Chatbot(value=chat_messages(conv, role, user_role), feedback_value=feedback_values(conv, role))
+    return describe_role(role, user_role), chat
 
 
 def refresh_export(conv: Conversation | None, user_role: str):

@@ -20,8 +20,8 @@ from chatharuhi_core.web.controls import (
     branch_from,
     controls_state,
     flip,
-    impersonate,
     line_choices,
+    my_line,
     set_note,
     set_persona,
     switch_line,
@@ -129,15 +129,15 @@ class PlayerControls:
         door.on(c.text.focus, _stop_line, None, None, queue=False, api_name=False, show_progress="hidden",
                 stops="line")
 
-    def flip_back(self, conv: Conversation | None, selected, user: str):
+    def flip_back(self, conv: Conversation | None, selected, user_role: str):
         """◀: the selected reply's previous alternative (a reply streaming stops)."""
-        return flipped_to(conv, selected, -1, user, self.settings)
+        return flipped_to(conv, selected, -1, user_role, self.settings)
 
-    def write_my_line(self, line: Stream, conv: Conversation | None, user: str, **panel):
+    def write_my_line(self, line: Stream, conv: Conversation | None, user_role: str, **panel):
         """The engine writes the visitor's next line into the box, as it comes, until the box is theirs again
         (its hold goes when they go into the box, or send); never sent by itself (`panel`: the settings panel's
         fields, by name)."""
-        for text, error in impersonate(current(conv), user, choice(panel), self.settings):
+        for text, error in my_line(current(conv), user_role, choice(panel), self.settings):
             if not line.open():  # a last frame that writes nothing: Gradio puts an event's last frame in the
                 yield gr.skip(), gr.skip()  # page once more as it completes, over what the visitor typed since
                 return
@@ -153,44 +153,44 @@ def _stop_line() -> None:
     next words would overwrite what they type."""
 
 
-def redrawn(conv: Conversation, user: str):
+def redrawn(conv: Conversation, user_role: str):
     role = load_role(conv.role_id)
-    return gr.Chatbot(value=chat_messages(conv, role, user), feedback_value=feedback_values(conv, role))
+    return gr.Chatbot(value=chat_messages(conv, role, user_role), feedback_value=feedback_values(conv, role))
 
 
 def _count(conv: Conversation | None, selected):
     return alternatives_label(conv, selected)
 
 
-def flipped_to(conv: Conversation | None, selected, step: int, user: str, settings: Settings):
+def flipped_to(conv: Conversation | None, selected, step: int, user_role: str, settings: Settings):
     """The selected reply's neighbouring alternative kept: the conversation, the chat and a sentence."""
     conv, said = flip(current(conv), selected, step, settings)
-    return conv, redrawn(conv, user), said
+    return conv, redrawn(conv, user_role), said
 
 
-def _branch(conv: Conversation | None, selected, user: str):
+def _branch(conv: Conversation | None, selected, user_role: str):
     try:
         new, box, said = branch_from(current(conv), selected)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip(), gr.skip()
-    return new, redrawn(new, user), said, box if box else gr.skip(), None
+    return new, redrawn(new, user_role), said, box if box else gr.skip(), None
 
 
-def _switch_line(conv: Conversation | None, line_id: str | None, user: str):
+def _switch_line(conv: Conversation | None, line_id: str | None, user_role: str):
     try:
         new = switch_line(current(conv), line_id)
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
     said = "↳ " + ngettext("{line} · {n} exchange", "{line} · {n} exchanges", len(new.history), line=new.line.name)
-    return new, redrawn(new, user), said, None
+    return new, redrawn(new, user_role), said, None
 
 
-def _parent(conv: Conversation | None, user: str):
+def _parent(conv: Conversation | None, user_role: str):
     try:
         new = back_to_parent(current(conv))
     except ChatHaruhiError as exc:
         return gr.skip(), gr.skip(), WARNING_MARK + str(exc), gr.skip()
-    return new, redrawn(new, user), _("↩ Back to {line}.", line=new.line.name), None
+    return new, redrawn(new, user_role), _("↩ Back to {line}.", line=new.line.name), None
 
 
 def _persona(ticked: bool):
@@ -230,7 +230,7 @@ def _note(conv: Conversation | None, text: str, depth, persona: str | None = Non
     return conv, _("✎ Author's note off.")
 
 
-def _view(conv: Conversation | None, selected, user: str, key: str | None, default: str | None):
+def _view(conv: Conversation | None, selected, user_role: str, key: str | None, default: str | None):
     """The row's count, the lines and the state line; and, when another chat or line came on screen, the panel's
     fields from it (a new chat without a persona takes this browser's default)."""
     if conv is None:
@@ -238,7 +238,7 @@ def _view(conv: Conversation | None, selected, user: str, key: str | None, defau
     choices, value = line_choices(conv)
     now = f"{conv.role_id}:{conv.line.id}"
     common = (alternatives_label(conv, selected), gr.Dropdown(choices=choices, value=value),
-              controls_state(conv, user or load_role(conv.role_id).visitor_name), now)
+              controls_state(conv, user_role or load_role(conv.role_id).visitor_name), now)
     if now == key:
         return (*common, *(gr.skip(),) * 6)
     adopt = not conv.persona and bool(default) and not conv.history

@@ -95,7 +95,7 @@ class Session:
                   view + [c.chooser, c.picker, v.added, self.saved_chats, c.role_status], api_name="forget_me",
                   stops="chat")
 
-    def start_session(self, last_role: str | None = None, visitor: str | None = None, saved: dict | None = None,
+    def start_session(self, last_role: str | None = None, user_role: str | None = None, saved: dict | None = None,
                       pending: object = None, profile: gr.OAuthProfile | None = None):
         """A new visitor, or one back after a reload: the chats this browser kept (local storage) with each
         character, the characters they added, the one they picked last (else the first bundled one), the name
@@ -116,8 +116,8 @@ class Session:
         chooser = gr.Dropdown(choices=picker_choices(entries), value=conv.role_id)
         engine = kept.engine or engine_for(settings, profile)
         panel = kept.settings  # the engine's settings as they were left (only with the engine they were for)
-        return (*role_view(conv, kept.chats, visitor), chooser, tiles(entries), added, engine,
-                *engine_view(engine, settings, panel), panel.get("fold", settings.fold_prompt), scene_name(visitor),
+        return (*role_view(conv, kept.chats, user_role), chooser, tiles(entries), added, engine,
+                *engine_view(engine, settings, panel), panel.get("fold", settings.fold_prompt), scene_name(user_role),
                 sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
                 gr.Button(visible=bool(account)), _cut_off(pending))
 
@@ -144,7 +144,7 @@ class Session:
             return record
         return {}
 
-    def forget_me(self, conv: Conversation | None, visitor: str | None, profile: gr.OAuthProfile | None = None):
+    def forget_me(self, conv: Conversation | None, user_role: str | None, profile: gr.OAuthProfile | None = None):
         """"Forget me": everything this Space kept for the signed-in visitor is deleted, and the session starts over
         on the first character with no chats and no added characters."""
         settings = self.settings
@@ -157,11 +157,11 @@ class Session:
         entries = picker_entries([])
         note = "✓ " + ngettext("Forgotten: this Space no longer keeps anything of yours ({n} chat deleted).",
                                "Forgotten: this Space no longer keeps anything of yours ({n} chats deleted).", gone)
-        return (*role_view(conv, {}, visitor), gr.Dropdown(choices=picker_choices(entries), value=conv.role_id),
+        return (*role_view(conv, {}, user_role), gr.Dropdown(choices=picker_choices(entries), value=conv.role_id),
                 tiles(entries), [], {}, note)
 
 
-def cut_by_reload(conv: Conversation | None, user_name: str, drafts: dict | None, box: str | None):
+def cut_by_reload(conv: Conversation | None, user_role: str, drafts: dict | None, box: str | None):
     """A reload while a reply streamed: the message is back in the box (the chat with its character on screen)
     and the chat says the reply was cut off; kept as that character's draft when another one is on screen."""
     drafts = dict(drafts or {})
@@ -170,7 +170,7 @@ def cut_by_reload(conv: Conversation | None, user_name: str, drafts: dict | None
     text = drafts.pop(conv.role_id)
     if conv.history and conv.history[-1].text == text:  # its reply was kept after all: nothing was cut off
         return gr.skip(), gr.skip(), drafts
-    shown = chat_messages(conv, load_role(conv.role_id), user_name)
+    shown = chat_messages(conv, load_role(conv.role_id), user_role)
     said = {"role": "assistant", "metadata": {"title": _("■ Cut off")},
             "content": _("The reply to your last message was cut off when the page reloaded. Your message is back "
                          "in the box: send it again.")}

@@ -22,21 +22,21 @@ from .reply_buttons import settled
 from .visit import VIEW_SIZE, SwitchSeat, current, progress_cb, role_name, role_view, tiles
 
 
-def clear_chat(conv: Conversation | None, visitor: str | None = None):
+def clear_chat(conv: Conversation | None, user_role: str | None = None):
     """Back to the greeting with the same character."""
     now = current(conv)  # whom the visitor plays and their note stay; the lines of the story go
-    view = role_view(Conversation(now.role_id, persona=now.persona, face=now.face, note=now.note), None, visitor)
+    view = role_view(Conversation(now.role_id, persona=now.persona, face=now.face, note=now.note), None, user_role)
     return view[:4] + view[6:8]  # conv, portrait, about, chat, scenes, stats
 
 
-def give_back(pending: dict | None, box: str | None, conv: Conversation | None, user_name: str,
+def give_back(pending: dict | None, box: str | None, conv: Conversation | None, user_role: str,
               drafts: dict | None):
     """After a switch or a clear: the chat on screen is drawn once more from the conversation, over any frame
     of a cut reply that reached the page after it. A message whose reply was cut off stays with its character:
     a clear puts it back in the box; a switch says in the new chat that the reply was stopped and keeps the
     message as that character's draft, back in the box when the visitor returns (never under someone else)."""
     conv = current(conv)
-    chat = chat_messages(conv, load_role(conv.role_id), user_name)
+    chat = chat_messages(conv, load_role(conv.role_id), user_role)
     drafts = dict(drafts or {})
     box_free = not (box or "").strip()
     if pending and pending.get("role") not in (None, conv.role_id):

@@ -154,7 +154,7 @@ class Turns:
                                       lambda now: flipped_to(now, selected, 1, ask.user_role, self.settings))
         yield chat, gr.skip(), conv, gr.skip(), gr.skip(), said
 
-    def edit(self, conv: Conversation | None, user_name: str, evt: gr.EditData):
+    def edit(self, conv: Conversation | None, user_role: str, evt: gr.EditData):
         """A corrected reply replaces the old one (and is saved as feedback); an edited message of the visitor's
         replaces their words, and when it is their last one the character answers it again (`answer_again`).
         Kept even while another reply streams (page/door.py)."""
@@ -162,7 +162,7 @@ class Turns:
         asked_before = conv.history[-1].text if conv.history else None
         conv, note = edit_message(conv, evt.index, evt.value, self.settings)
         role = load_role(conv.role_id)
-        chat = gr.Chatbot(value=chat_messages(conv, role, user_name), feedback_value=feedback_values(conv, role))
+        chat = gr.Chatbot(value=chat_messages(conv, role, user_role), feedback_value=feedback_values(conv, role))
         return conv, chat, note, answers_again(conv, role, evt.index) and conv.history[-1].text != asked_before
 
     def thumbs(self, conv: Conversation | None):

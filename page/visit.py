@@ -52,20 +52,20 @@ class SwitchSeat:
     visitor: str | None = None
 
 
-def role_view(conv: Conversation, chats: dict | None = None, visitor: str | None = None):
+def role_view(conv: Conversation, chats: dict | None = None, user_role: str | None = None):
     """Everything that changes with the character: portrait, text, chat, examples, name, and the
-    visitor's other chats (kept for when they come back to a character). `visitor` is the name the
+    visitor's other chats (kept for when they come back to a character). `user_role` is the name the
     visitor typed for themselves; without one, the character's usual partner (Watson for Holmes)."""
     role = load_role(conv.role_id)
-    user_name = (visitor or "").strip() or role.visitor_name
+    shown_name = (user_role or "").strip() or role.visitor_name
     asked = role.described(language()).examples  # the questions to try, in the visitor's language where written
     return (
         conv,
         portrait_html(role),
-        describe_role(role, user_name),
-        chat_messages(conv, role, user_name),
+        describe_role(role, shown_name),
+        chat_messages(conv, role, shown_name),
         gr.Dataset(samples=[[q] for q in asked], visible=bool(asked)),
-        user_name,
+        shown_name,
         scenes_markdown(conv),
         "",  # the last reply's engine and speed
         chats if chats is not None else gr.skip(),
@@ -99,10 +99,10 @@ def progress_cb(progress: gr.Progress):
     return lambda done, total: progress((done, total), desc=_("Embedding scenes"), unit=_("scenes"))
 
 
-def scene_name(visitor: str | None) -> str:
+def scene_name(user_role: str | None) -> str:
     """The visitor's name in a group scene: the one they gave themselves, never a character's usual partner; else
     "You" in the visitor's language."""
-    return (visitor or "").strip() or _("You")
+    return (user_role or "").strip() or _("You")
 
 
 def conversation_buttons(ids: tuple[str, str, str, str]) -> tuple:

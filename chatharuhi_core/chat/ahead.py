@@ -72,7 +72,7 @@ def next_prompt_start(conv: ChatCore) -> list[dict]:
     """How the next turn's messages begin when the scenes come last: the system prompt (lore called up
     by the conversation so far), the history within its budget and the post-history text."""
     user_role = conv.history[-1].user_role if conv.history else conv.user_role
-    system, after, _ = conv.persona(user_role, [t for ex in conv.history for t in (ex.text, ex.reply)])
+    system, after, _ = conv.system_message(user_role, [t for ex in conv.history for t in (ex.text, ex.reply)])
     return prompt_start(PromptParts(system, conv.history_part(), after))
 
 

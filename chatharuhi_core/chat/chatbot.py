@@ -148,8 +148,16 @@ class ChatHaruhi(ChatCore):
     def continue_reply(self) -> Streaming:
         return controls.continue_reply(self)
 
+    def my_line(self) -> Streaming:
+        """✍ My line: the visitor's next line written for them (in their persona's voice), never sent by itself."""
+        return controls.my_line(self)
+
     def impersonate(self) -> Streaming:
-        return controls.impersonate(self)
+        """The old name of `my_line` (SillyTavern's): works until the next release, and says its new name once."""
+        from ..deprecated import renamed
+
+        renamed("ChatHaruhi.impersonate()", "ChatHaruhi.my_line()")
+        return self.my_line()
 
     def reset(self) -> None:
         self.history.clear()

@@ -1,8 +1,8 @@
-"""The player's two writing aids: continue (the last reply goes on from where it stopped) and impersonate (the
+"""The player's two writing aids: continue (the last reply goes on from where it stopped) and my line (the
 engine writes the player's next line, for them to edit and send).
 
 A model is asked with the turn's own prompt: for continue, the reply so far as the character's last message and a
-nudge to go on without repeating it (SillyTavern's way with chat models); for impersonate, the conversation and
+nudge to go on without repeating it (SillyTavern's way with chat models); for my line, the conversation and
 the character's scenes with an instruction to write the player's line instead. The offline engine quotes: the
 next line of the same scene, or a line of the player's role (engines/script.py).
 """
@@ -51,7 +51,7 @@ def continue_messages(messages: Sequence[dict], character: str, reply: str, lang
     return fold_messages(out) if fold else out
 
 
-def impersonate_system(character: str, player: str, about_player: str, language: str) -> str:
+def my_line_system(character: str, player: str, about_player: str, language: str) -> str:
     """The system message when the player's line is asked for: whose line, and who the player is."""
     if _lang(language) == "zh":
         text = (f"你在为一段和{character}的角色扮演写{player}的台词。只写{player}接下来对{character}说的一句话，"
@@ -62,7 +62,7 @@ def impersonate_system(character: str, player: str, about_player: str, language:
     return "\n\n".join(p for p in (text, about_player) if p)
 
 
-def impersonate_request(player: str, language: str) -> str:
+def my_line_request(player: str, language: str) -> str:
     """The last message when the player's line is asked for."""
     if _lang(language) == "zh":
         return f"写出{player}的下一句话。"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import EmptyReply, InputError
 from ..i18n import _
-from .continuation import continue_messages, cut_mark_off, gap, impersonate_request, impersonate_system, joined
+from .continuation import continue_messages, cut_mark_off, gap, joined, my_line_request, my_line_system
 from .engines import ChatRequest
 from .prompt import Exchange, PromptParts, lay_out, unwrapped
 from .reply import Reply, Streaming
@@ -137,13 +137,13 @@ def _continue(conv: ChatCore, last: Exchange) -> Generator[str, None, Reply]:
     return replace(more, text=whole)
 
 
-def impersonate(conv: ChatCore) -> Streaming:
+def my_line(conv: ChatCore) -> Streaming:
     """The visitor's next line written for them, in their persona, for them to edit and send: nothing joins
     the history. The offline engine quotes a line of the visitor's role from the scenes, or says it cannot."""
-    return Streaming(_impersonate(conv))
+    return Streaming(_my_line(conv))
 
 
-def _impersonate(conv: ChatCore) -> Generator[str, None, Reply]:
+def _my_line(conv: ChatCore) -> Generator[str, None, Reply]:
     conv.load()
     started = time.perf_counter()
     user = conv.user_role
@@ -151,11 +151,11 @@ def _impersonate(conv: ChatCore) -> Generator[str, None, Reply]:
     query = last or conv.role.name
     vectors = conv.embed_turn([query], False)
     drawn = conv.draw(query, vectors, user, [t for ex in conv.history for t in (ex.text, ex.reply)])
-    system = impersonate_system(conv.role.name, user, conv.about_player(user), conv.role.language)
+    system = my_line_system(conv.role.name, user, conv.about_player(user), conv.role.language)
     parts = PromptParts(system, conv.history_part(), "", drawn.packed,
-                        message=impersonate_request(user, conv.role.language))
+                        message=my_line_request(user, conv.role.language))
     request = ChatRequest(messages=lay_out(parts, conv.layout), role=conv.role, user_role=user, text=query,
                           scenes=drawn.scenes, history=list(conv.history), embedder=conv.embedder,
-                          packed=len(drawn.packed), task="impersonate")
+                          packed=len(drawn.packed), task="my_line")
     line = yield from conv.respond(request, started, speaker=user)
     return replace(line, text=unwrapped(line.text))

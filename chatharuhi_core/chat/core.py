@@ -1,7 +1,7 @@
 """The conversation core: one character (a role), the engine chosen for it (an EngineChoice) and its memory; it
 draws a turn's scenes and persona, lays out the prompt and streams the reply. The chat (chatbot.ChatHaruhi, the
 paper's API) and every member of a group scene are built on it; what happens between turns is in ahead.py, the
-player's controls (another reply, continue, impersonate, branches) in controls.py."""
+player's controls (another reply, continue, ✍ my line, branches) in controls.py."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class Seat:
 @dataclass(frozen=True)
 class Drawn:
     """What a turn draws from the character, whoever asks (the chat or a group scene): the classic scenes
-    retrieved for it, those packed into the scene budget, and the persona (system message, post-history text
+    retrieved for it, those packed into the scene budget, and the system message (with the post-history text
     and the lore called up)."""
 
     scenes: list[Hit]
@@ -176,7 +176,7 @@ class ChatCore:
         """`{{user}}` as the visitor's name in the story, `{{char}}` as the character's."""
         return fill(text, self.role.name, user_role or self.user_role)
 
-    def persona(self, user_role: str, conversation: Sequence[str]) -> tuple[str, str, list[Fired]]:
+    def system_message(self, user_role: str, conversation: Sequence[str]) -> tuple[str, str, list[Fired]]:
         """(system message, post-history text, lore) for this turn: the system prompt with the lorebook
         entries the conversation's last messages call up, names filled in."""
         lore = activate(self.role.lorebook, conversation, self.count_tokens)
@@ -193,7 +193,7 @@ class ChatCore:
         return replace(note, text=self.fill(note.text, user_role)) if note else None
 
     def about_player(self, user_role: str) -> str:
-        """The persona's description as the system message carries it ("" without one)."""
+        """The visitor's persona (whom they play) as the system message carries it ("" without one)."""
         return self.fill(self.player.block(self.role.language), user_role) if self.player else ""
 
     def pinned(self) -> list[Pin]:
@@ -225,11 +225,12 @@ class ChatCore:
 
     def draw(self, query: str, vectors: np.ndarray | None, user_role: str, said: Sequence[str]) -> Drawn:
         """The classic scenes for `query` (its vector: the first of `vectors`), names filled in, packed to their
-        budget, and the persona for this turn (the lore that `said`, the conversation's last messages, calls up)."""
+        budget, and the system message for this turn (the lore that `said`, the conversation's last messages, calls
+        up)."""
         vector = vectors[0] if vectors is not None else None
         scenes = [replace(h, text=self.fill(h.text, user_role)) for h in self.retrieve(query, vector)]
         packed = pack_stories([h.text for h in scenes], self.budgets.story_tokens, self.count_tokens)
-        system, after, lore = self.persona(user_role, said)
+        system, after, lore = self.system_message(user_role, said)
         return Drawn(scenes, packed, system, after, lore)
 
     def visitor_names(self, user_role: str) -> list[str]:
@@ -321,7 +322,7 @@ class ChatCore:
 
         A scene with several characters prepares its own requests and calls this, so both paths
         share the clean-up of the `Name:「…」` wrapper and the timing. `speaker`: whose line it is when not the
-        character's (impersonate writes the visitor's).
+        character's (my_line writes the visitor's).
         """
         self.load()
         self.halt.clear()  # a Stop meant for an earlier reply

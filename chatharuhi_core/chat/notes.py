@@ -106,12 +106,12 @@ def due(notes: Sequence[Note], older: Sequence[Exchange]) -> list[Exchange] | No
     return None
 
 
-def note_prompt(stretch: Sequence[Exchange], name: str, user: str, language: str) -> list[dict]:
-    ask = ASK["zh" if language.startswith("zh") else "en"].format(name=name, user=user)
+def note_prompt(stretch: Sequence[Exchange], name: str, user_role: str, language: str) -> list[dict]:
+    ask = ASK["zh" if language.startswith("zh") else "en"].format(name=name, user=user_role)
     lines = []
     for ex in stretch:
         when = shown(ex.at)
-        lines.append((f"({when}) " if when else "") + format_query(ex.user_role or user, ex.text))
+        lines.append((f"({when}) " if when else "") + format_query(ex.user_role or user_role, ex.text))
         lines.append(format_reply(name, ex.reply))
     return [{"role": "system", "content": ask}, {"role": "user", "content": "\n".join(lines)}]
 
@@ -125,10 +125,10 @@ def written_note(text: str) -> str:
     return text
 
 
-def write_note(stream: Callable[[list[dict]], Iterator[str]], stretch: Sequence[Exchange], name: str, user: str,
+def write_note(stream: Callable[[list[dict]], Iterator[str]], stretch: Sequence[Exchange], name: str, user_role: str,
                language: str, engine: str) -> Note:
     """Ask an engine (`stream` takes the messages) for the note on one stretch."""
-    text = written_note("".join(stream(note_prompt(stretch, name, user, language))))
+    text = written_note("".join(stream(note_prompt(stretch, name, user_role, language))))
     if not text:
         raise InputError(_("The engine wrote an empty note."))
     return Note(text, tuple(exchange_id(ex) for ex in stretch), stretch[0].at, stretch[-1].at, engine)

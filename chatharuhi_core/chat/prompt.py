@@ -94,7 +94,7 @@ class PromptParts:
     """What one turn's prompt is made of, gathered by the chat (ChatHaruhi.prepare) or a group scene
     (Scene.prepare); `lay_out` is the one place that orders them."""
 
-    system: str  # the persona: system prompt, lore called up, pinned memories
+    system: str  # the system message: system prompt, lore called up, the visitor's persona, pinned memories
     history: Sequence[dict] = ()  # the recent messages kept within the history budget
     post_history: str = ""  # a card's post-history instructions
     scenes: Sequence[str] = ()  # the classic scenes, packed to their budget

@@ -8,7 +8,7 @@ Two sources of messages for each role:
   script engine cannot write, so with it the questions come from the scenes' later cues and the
   role's example questions instead.
 
-Each message is answered through ChatHaruhi (retrieval, persona, prompt) and the whole prompt
+Each message is answered through ChatHaruhi (retrieval, system message, prompt) and the whole prompt
 plus the reply becomes one training row. The work is a list of tasks with stable ids; every
 finished one is appended to `dialogues.jsonl` at once, so a re-run skips what is done. The
 OpenAI-chat and ShareGPT files are rewritten from it at the end of every run.

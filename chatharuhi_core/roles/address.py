@@ -70,36 +70,36 @@ class Addressing:
                 found.append((at, towards if towards in whos else whos[0]))
         return list(dict.fromkeys(who for _, who in sorted(found)))
 
-    def elsewhere(self, line: str, visitor: str) -> str:
+    def elsewhere(self, line: str, user_role: str) -> str:
         """The first speaker other than the visitor that a line calls; "" when it calls nobody else, or when it is
-        said to no one in particular (`visitor` "")."""
-        if not visitor:
+        said to no one in particular (`user_role` "")."""
+        if not user_role:
             return ""
-        visitor = self.speaker(visitor)
-        return next((who for who in self.called(line, visitor) if who != visitor), "")
+        user_role = self.speaker(user_role)
+        return next((who for who in self.called(line, user_role) if who != user_role), "")
 
-    def mentions(self, line: str, visitor: str) -> bool:
+    def mentions(self, line: str, user_role: str) -> bool:
         """Whether a line speaks of the visitor in the third person ("探明师父关在哪儿" said to 师父 himself): one of
         the words for them is in it without calling them."""
-        visitor = self.speaker(visitor)
-        if not visitor:
+        user_role = self.speaker(user_role)
+        if not user_role:
             return False
-        words = [t for t, w in self.terms.items() if w == visitor or self.people.get(w) == visitor]
+        words = [t for t, w in self.terms.items() if w == user_role or self.people.get(w) == user_role]
         return any(_named_at(line, t) and _vocative_at(line, t, t in self.learned) is None for t in words)
 
-    def wrong_for(self, line: str, visitor: str) -> bool:
-        """Whether a line is not to be said to `visitor`: it calls someone else, or speaks of them in the third
-        person; never for a line said to no one in particular (`visitor` "")."""
-        return bool(visitor) and bool(self.elsewhere(line, visitor) or self.mentions(line, visitor))
+    def wrong_for(self, line: str, user_role: str) -> bool:
+        """Whether a line is not to be said to `user_role`: it calls someone else, or speaks of them in the third
+        person; never for a line said to no one in particular (`user_role` "")."""
+        return bool(user_role) and bool(self.elsewhere(line, user_role) or self.mentions(line, user_role))
 
 
-def said_to(message: str, visitor: str) -> str:
+def said_to(message: str, user_role: str) -> str:
     """Who a reply to `message` is said to: the visitor, or, when the message is a bit of scene ("赵云:「军师，…」"),
     the last one speaking in it; "" when only a narrator spoke (a line may then be said to anyone)."""
     speakers = [s for s, _ in parse_scene_lines(message) if s and s.lower() not in NARRATOR_ROLES]
     if speakers:
         return speakers[-1]
-    return "" if (visitor or "").strip().lower() in NARRATOR_ROLES else (visitor or "").strip()
+    return "" if (user_role or "").strip().lower() in NARRATOR_ROLES else (user_role or "").strip()
 
 
 def _named_at(line: str, term: str) -> bool:

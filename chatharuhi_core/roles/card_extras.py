@@ -94,10 +94,10 @@ def script_problems(role: Role) -> list[str]:
               field="extensions.regex_scripts", problem=p) for p in problems]
 
 
-def scripted(role: Role, text: str, where: str, placement: int, depth: int | None = None, user: str = "User") -> str:
+def scripted(role: Role, text: str, where: str, placement: int, depth: int | None = None, user_role: str = "User") -> str:
     """`text` after the card's regex scripts for `where` (DISPLAY, PROMPT, STORED) and `placement` (USER_INPUT,
     AI_OUTPUT); the text itself for a character without scripts, so no other prompt changes by a byte."""
     scripts = regex_scripts(role)
     if not scripts or not text:
         return text
-    return run_scripts(scripts, text, RunContext(where, placement, depth, user=user))
+    return run_scripts(scripts, text, RunContext(where, placement, depth, user_role=user_role))

@@ -27,7 +27,7 @@ def natural_visitor(name: str, language: str) -> str:
     return "朋友" if (language or "").lower().startswith(("zh", "ja")) else "friend"
 
 
-def fill(text: str, char: str, user: str) -> str:
+def fill(text: str, char: str, user_role: str) -> str:
     """The text with the placeholders replaced by the character's and the visitor's names (a lower-case name
     opening a sentence gets its capital: "Friend, you came!")."""
     if "{" not in text and "<" not in text:
@@ -35,8 +35,8 @@ def fill(text: str, char: str, user: str) -> str:
     text = CHAR.sub(lambda _: char, text)
 
     def name_at(m: re.Match) -> str:
-        opens = user[:1].islower() and _OPENS.search(text[: m.start()])
-        return user[:1].upper() + user[1:] if opens else user
+        opens = user_role[:1].islower() and _OPENS.search(text[: m.start()])
+        return user_role[:1].upper() + user_role[1:] if opens else user_role
 
     return USER.sub(name_at, text)
 

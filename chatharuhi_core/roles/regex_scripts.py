@@ -76,7 +76,7 @@ class RunContext:
     placement: int
     depth: int | None = None
     edit: bool = False
-    user: str = "User"
+    user_role: str = "User"
 
     def __post_init__(self) -> None:
         if self.where not in WHERES:
@@ -102,12 +102,12 @@ class RegexScript:
     max_depth: int | None = None
     char: str = ""
 
-    def source(self, user: str) -> str:
+    def source(self, user_role: str) -> str:
         """findRegex with its macros filled as substituteRegex asks (before the literal is read, as SillyTavern)."""
         if self.substitute == 1:
-            return _fill(self.find, self.char, user)
+            return _fill(self.find, self.char, user_role)
         if self.substitute == 2:
-            return _fill(self.find, _js_escape(self.char), _js_escape(user))
+            return _fill(self.find, _js_escape(self.char), _js_escape(user_role))
         return self.find
 
     def applies(self, context: RunContext) -> bool:
@@ -134,7 +134,7 @@ class _Compiled:
     every: bool  # the g flag
 
 
-def read_scripts(raw: object, char: str, user: str = "{{user}}") -> tuple[list[RegexScript], list[str]]:
+def read_scripts(raw: object, char: str, user_role: str = "{{user}}") -> tuple[list[RegexScript], list[str]]:
     """The scripts of a card's `extensions.regex_scripts` that can run, and one sentence per script that cannot.
     Anything may come from a card, so nothing here raises; no field at all (None) is simply no scripts."""
     if raw is None:
@@ -147,7 +147,7 @@ def read_scripts(raw: object, char: str, user: str = "{{user}}") -> tuple[list[R
         name = _name(item, index)
         try:
             script = _parse(item, name, char)
-            _compile(script.source(user))
+            _compile(script.source(user_role))
         except _Skip as skip:
             problems.append(_sentence(name, skip.why))
             continue
@@ -167,17 +167,17 @@ def run_scripts(scripts: Sequence[RegexScript], text: str, context: RunContext) 
         return text
     for script in chosen:
         try:
-            text = _run_one(script, text, context.user)
+            text = _run_one(script, text, context.user_role)
         except _Skip as skip:
             logger.warning("%s", _sentence(script.name, skip.why))
     return text
 
 
-def _run_one(script: RegexScript, text: str, user: str) -> str:
+def _run_one(script: RegexScript, text: str, user_role: str) -> str:
     """One script over `text`, under the timeout and the size bound."""
-    compiled = _compile(script.source(user))
-    tokens = _template(script.replace, compiled.pattern.groups, script.char, user)
-    trims = tuple(trim for trim in (_fill(t, script.char, user) for t in script.trims) if trim)
+    compiled = _compile(script.source(user_role))
+    tokens = _template(script.replace, compiled.pattern.groups, script.char, user_role)
+    trims = tuple(trim for trim in (_fill(t, script.char, user_role) for t in script.trims) if trim)
     replacer = _Replacer(tokens, trims, MAX_RESULT_CHARS - len(text))
     try:
         return compiled.pattern.sub(replacer, text, count=0 if compiled.every else 1, timeout=TIMEOUT_S)
@@ -219,7 +219,7 @@ class _Replacer:
         return found
 
 
-def _template(replace: str, groups: int, char: str, user: str) -> list[tuple[str, object]]:
+def _template(replace: str, groups: int, char: str, user_role: str) -> list[tuple[str, object]]:
     """replaceString as text and group references: $& and {{match}} (and $0) the whole match, $1..$99, $<name>, $$ a
     dollar; {{char}} and {{user}} are text, so a name holding '$1' stays as it is."""
     tokens: list[tuple[str, object]] = []
@@ -241,7 +241,7 @@ def _template(replace: str, groups: int, char: str, user: str) -> list[tuple[str
                 tokens += [("group", int(digits[0])), ("text", digits[1:])]
         else:
             macro = macro.lower()
-            tokens.append(("group", 0) if macro == "match" else ("text", char if macro == "char" else user))
+            tokens.append(("group", 0) if macro == "match" else ("text", char if macro == "char" else user_role))
     tokens.append(("text", replace[last:]))
     return [token for token in tokens if token != ("text", "")]
 
@@ -435,9 +435,9 @@ def _bound(value: object) -> int | None:
     return number if number >= 0 else None
 
 
-def _fill(text: str, char: str, user: str) -> str:
+def _fill(text: str, char: str, user_role: str) -> str:
     """{{char}} and {{user}} (any case, as SillyTavern) replaced by the names."""
-    return _MACRO.sub(lambda found: char if found[1].lower() == "char" else user, text)
+    return _MACRO.sub(lambda found: char if found[1].lower() == "char" else user_role, text)
 
 
 def _js_escape(name: str) -> str:

@@ -190,10 +190,10 @@ class Role:
         """The greeting and the alternate ones, blanks left out."""
         return [g for g in (self.greeting, *self.alternate_greetings) if g]
 
-    def fitting_greeting(self, visitor: str) -> str:
-        """The first of the role's greetings that calls nobody but `visitor` ("师父！" is for 唐僧; 小明 gets the
+    def fitting_greeting(self, user_role: str) -> str:
+        """The first of the role's greetings that calls nobody but `user_role` ("师父！" is for 唐僧; 小明 gets the
         next one); "" when none does."""
-        return next((g for g in self.greetings if not self.addressing.elsewhere(g, visitor)), "")
+        return next((g for g in self.greetings if not self.addressing.elsewhere(g, user_role)), "")
 
     @property
     def visitor_name(self) -> str:

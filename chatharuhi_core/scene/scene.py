@@ -244,7 +244,7 @@ class Scene:
         index_lines(self.state, self.bot)
 
     def prepare(self, member: Member, avoid: Sequence[str] = ()) -> ChatRequest:
-        """The member's prompt (view.py): its persona and scenes, what it recalls of the lines it witnessed
+        """The member's prompt (view.py): its system message and scenes, what it recalls of the lines it witnessed
         beyond its history, the recent lines it saw, and the lines for it to answer."""
         return member_request(self.state, member, self.bot(member), avoid)
 

@@ -205,7 +205,7 @@ def with_boxes(conv: Conversation | None, persona: str | None = None, note: str 
     return with_note(with_persona(conv, persona), note, depth)
 
 
-def controls_state(conv: Conversation | None, user: str) -> str:
+def controls_state(conv: Conversation | None, user_role: str) -> str:
     """One line under the chat: which line of the story this is, whom the visitor plays, and the author's note."""
     if conv is None:
         return ""
@@ -214,14 +214,14 @@ def controls_state(conv: Conversation | None, user: str) -> str:
         parts.append(f"↳ {html.escape(line_name(conv.line))}")
     if conv.persona:
         about = html.escape(conv.persona[:60]) + "…" * (len(conv.persona) > 60)
-        parts.append(_("as {user}: {persona}", user=html.escape(user), persona=about))
+        parts.append(_("as {user}: {persona}", user=html.escape(user_role), persona=about))
     if conv.note:
         note = html.escape(conv.note.text[:60]) + "…" * (len(conv.note.text) > 60)
         parts.append("✎ " + _("note at depth {depth}: {note}", depth=conv.note.depth, note=note))
     return " · ".join(parts)
 
 
-def impersonate(conv: Conversation, user_role: str, engine: EnginePanel,
+def my_line(conv: Conversation, user_role: str, engine: EnginePanel,
                 settings: Settings) -> Iterator[tuple[str, str | None]]:
     """(the visitor's next line so far, None) as the engine writes it for them, then (line, error sentence or
     None) once; the chat is not changed, the line goes in the box and is never sent by itself."""
@@ -229,7 +229,7 @@ def impersonate(conv: Conversation, user_role: str, engine: EnginePanel,
     try:
         bot = make_bot(conv, engine, user_role, settings)
         persona(bot.user_role, conv.persona or "")  # a name too long is a sentence before any work
-        for text, _status, done in engine_frames(bot, bot.impersonate):
+        for text, _status, done in engine_frames(bot, bot.my_line):
             if done is None:
                 yield text, None
         yield done.text, None

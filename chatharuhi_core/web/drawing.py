@@ -25,41 +25,41 @@ from .frames import on_page
 log = logging.getLogger(__name__)
 
 
-def as_shown(role: Role, text: str, user: str | None = None) -> str:
+def as_shown(role: Role, text: str, user_role: str | None = None) -> str:
     """A role's text as the page shows it: `{{user}}` as the visitor's name in the story (the role's
     default name until one is typed)."""
-    return fill(text, role.name, (user or "").strip() or role.visitor_name)
+    return fill(text, role.name, (user_role or "").strip() or role.visitor_name)
 
 
-def greeting_messages(role: Role, user: str | None = None) -> list[dict]:
+def greeting_messages(role: Role, user_role: str | None = None) -> list[dict]:
     """The greeting, with `{{user}}` as the visitor's name in the story: the role's first one, or, when that one
     calls someone the visitor is not ("师父！" to a visitor who named themself 小明), the first of its other
     greetings that does not."""
-    greeting = role.fitting_greeting((user or "").strip() or role.visitor_name) or next(iter(role.greetings), "")
-    text = as_shown(role, greeting, user)
+    greeting = role.fitting_greeting((user_role or "").strip() or role.visitor_name) or next(iter(role.greetings), "")
+    text = as_shown(role, greeting, user_role)
     return [{"role": "assistant", "content": text}] if text else []
 
 
-def chat_messages(conv: Conversation, role: Role, user: str | None = None) -> list[dict]:
+def chat_messages(conv: Conversation, role: Role, user_role: str | None = None) -> list[dict]:
     """The chat as the page shows it: the greeting, then every finished exchange (through the card's display-only
     regex scripts, by each message's depth from the end, as SillyTavern draws them)."""
-    msgs = greeting_messages(role, user)
+    msgs = greeting_messages(role, user_role)
     for ex in conv.history:
         msgs.append({"role": "user", "content": ex.text})
         msgs.append({"role": "assistant", "content": ex.reply})
-    return shown_by_scripts(role, msgs, (user or "").strip() or role.visitor_name)
+    return shown_by_scripts(role, msgs, (user_role or "").strip() or role.visitor_name)
 
 
-def shown_by_scripts(role: Role, msgs: list[dict], user: str) -> list[dict]:
+def shown_by_scripts(role: Role, msgs: list[dict], user_role: str) -> list[dict]:
     """Messages with the card's display-only regex scripts applied (the messages themselves when it has none)."""
     if not regex_scripts(role):
         return msgs
     last = len(msgs) - 1
     return [{**m, "content": on_page(role, m["content"], USER_INPUT if m["role"] == "user" else AI_OUTPUT, last - i,
-                                     user)} for i, m in enumerate(msgs)]
+                                     user_role)} for i, m in enumerate(msgs)]
 
 
-def describe_role(role: Role, user: str | None = None) -> str:
+def describe_role(role: Role, user_role: str | None = None) -> str:
     """The name (a level-2 heading, under the page's title) and one line about the character and its work: in the
     visitor's language where the package gives them in it (role.json's translations), else in the role's own. The
     name stays as the character is called in its story."""
@@ -70,7 +70,7 @@ def describe_role(role: Role, user: str | None = None) -> str:
     if about != own:
         lang, name = language(), f'<span lang="{lang_of(role)}">{name}</span>'  # the name in the role's language
     series = f" · <em>{html.escape(about.series)}</em>" if about.series else ""
-    line = html.escape(as_shown(role, about.description, user))
+    line = html.escape(as_shown(role, about.description, user_role))
     return f'<div lang="{lang}">\n\n## {name}{series}\n{line}{world_line(role)}\n\n</div>'
 
 

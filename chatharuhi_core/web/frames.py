@@ -27,9 +27,9 @@ SCRIPTED = re.compile(r"<script\b|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
 FRAMES = "frames"  # inside the card's saved package (roles/<id>/frames/<hash>.html), a path the page may send
 
 
-def on_page(role: Role, text: str, placement: int, depth: int | None, user: str) -> str:
+def on_page(role: Role, text: str, placement: int, depth: int | None, user_role: str) -> str:
     """`text` as the page shows it: through the card's display-only scripts, each ```html block a frame."""
-    return framed(role, scripted(role, text, DISPLAY, placement, depth, user))
+    return framed(role, scripted(role, text, DISPLAY, placement, depth, user_role))
 
 
 def framed(role: Role, text: str) -> str:

@@ -124,13 +124,13 @@ def scene_messages(state: SceneState) -> list[dict]:
     return out
 
 
-def _shown_line(role_id: str, text: str, depth: int, user: str) -> str:
+def _shown_line(role_id: str, text: str, depth: int, user_role: str) -> str:
     """A character's line through its card's display-only regex scripts (the line itself without any)."""
     try:
         role = load_role(role_id)
     except ChatHaruhiError:
         return text
-    return on_page(role, text, AI_OUTPUT, depth, user)
+    return on_page(role, text, AI_OUTPUT, depth, user_role)
 
 
 def feedback_values(state: SceneState) -> list[str | None]:

@@ -120,7 +120,7 @@ def continue_story(role: str, history: list[dict], whose: str = "character", use
     if whose not in ("character", "player"):
         raise ToolError(_('whose is "character" (continue its last reply) or "player" (write your next line).'))
     request = ToolCall(role, "", history, user_name, persona)
-    start = (lambda bot: bot.continue_reply()) if whose == "character" else (lambda bot: bot.impersonate())
+    start = (lambda bot: bot.continue_reply()) if whose == "character" else (lambda bot: bot.my_line())
     out = _run(request, start, settings or Settings.from_env())
     added = out["reply"] if whose == "character" else out["whole"]
     return {"text": out["whole"], "added": added, "engine": out["engine"], "model": out["model"]}

@@ -71,6 +71,48 @@ def test_no_class_name_is_defined_twice():
     assert {name: places for name, places in where.items() if len(places) > 1} == {}
 
 
+def test_impersonate_is_now_my_line_and_warns_once(settings, embedder):
+    """✍ My line is `my_line` in the library and `/myline` in `chat`'s loop (README, Words); SillyTavern's word
+    still works for a release."""
+    from chatharuhi_core.chat.prompt import Exchange
+    from chatharuhi_core.cli_story import story_command
+
+    bot = ChatHaruhi(role_name="sherlock", engine="script", settings=settings, embedder=embedder,
+                     history=[Exchange("Watson", "Holmes, a client.", "Show him in, Watson.")])
+    with pytest.warns(FutureWarning, match=r"ChatHaruhi\.impersonate\(\) is now ChatHaruhi\.my_line\(\)"):
+        old = "".join(bot.impersonate())
+    assert old.strip() and "".join(bot.my_line()).strip()
+
+    class Tree:
+        pass
+
+    tree, offered = Tree(), []
+    tree.bot = bot
+    with pytest.warns(FutureWarning, match="/impersonate is now /myline"):
+        assert story_command(tree, "/impersonate", lambda reply: None, offered.append)
+    assert offered and offered[0].strip()
+
+
+def test_the_visitors_name_has_one_parameter_name():
+    """README, Words: the visitor's name is `user_role`. It was also `user`, `user_name` and `visitor` in the page's
+    and the library's functions. Left as they are: the MCP tools' documented `user_name`, and memory's `visitor`,
+    which is a list of the names the visitor goes by."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    kept = {("chatharuhi_core/web/tools.py", "user_name"), ("chatharuhi_core/chat/memory.py", "visitor")}
+    found = []
+    for path in [root / "app.py", *root.glob("page/*.py"), *(root / "chatharuhi_core").rglob("*.py")]:
+        rel = str(path.relative_to(root))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                found += [f"{rel}:{node.lineno} {node.name}({a.arg})" for a in args
+                          if a.arg in {"user", "user_name", "visitor"} and (rel, a.arg) not in kept]
+    assert found == []
+
+
 def test_backend_error_still_imports_and_says_its_new_name():
     from chatharuhi_core.errors import EngineError
 

@@ -170,11 +170,11 @@ def test_continue_quotes_the_next_line_of_the_scene_and_impersonate_a_line_of_th
     *_, last = continue_turn(conv, "Watson", EnginePanel(), settings)
     assert last.messages[-1]["content"].endswith("murderer.")  # the page's bubble keeps the reply's own words
     assert "finds no next line" in last.error and "finds no next line" in last.status  # said under the chat
-    line = "".join(bot.impersonate())
+    line = "".join(bot.my_line())
     watson = {t for s in bot.role.stories for spk, t in parse_scene_lines(s.text) if spk == "Watson"}
     assert line in watson and len(bot.history) == 1  # a line of Watson's, not sent
     with pytest.raises(EngineError, match="no line of Mary's"):
-        "".join(_bot(settings, user_role="Mary").impersonate())
+        "".join(_bot(settings, user_role="Mary").my_line())
 
 
 # ------------------------------------------------------------ branches

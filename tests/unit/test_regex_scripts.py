@@ -109,7 +109,7 @@ def test_flags(find, text, expected):
     ("{{char}} & {{user}}", "Haruhi & Kyon Haruhi & Kyon"), ("", " ")])
 def test_replacement_syntax(replace, expected):
     find = r"/<((?<first>\w)(?<second>\w))>/g"
-    assert run([script(find, replace)], "<ab> <cd>", user="Kyon") == expected
+    assert run([script(find, replace)], "<ab> <cd>", user_role="Kyon") == expected
 
 
 def test_a_group_that_took_no_part_is_empty():
@@ -122,7 +122,7 @@ def test_trim_strings_are_taken_out_of_the_match_and_its_groups_before_they_go_i
 
 
 def test_names_in_the_replacement_are_text_even_when_they_look_like_references():
-    assert run([script("/x/", "{{user}}")], "x", user="$1 $& {{match}}") == "$1 $& {{match}}"
+    assert run([script("/x/", "{{user}}")], "x", user_role="$1 $& {{match}}") == "$1 $& {{match}}"
 
 
 @pytest.mark.parametrize(("substitute", "text", "expected"), [
@@ -135,16 +135,16 @@ def test_substitute_regex_puts_the_names_into_the_pattern(substitute, text, expe
 def test_the_visitors_name_is_put_into_the_pattern_when_the_text_is_run():
     scripts, problems = read_scripts([script("/{{user}}/g", "<b>{{user}}</b>", substituteRegex=2)], "Haruhi")
     assert problems == []
-    assert run_scripts(scripts, "Hi K.O, not KxO", RunContext(STORED, AI_OUTPUT, user="K.O")) == \
+    assert run_scripts(scripts, "Hi K.O, not KxO", RunContext(STORED, AI_OUTPUT, user_role="K.O")) == \
         "Hi <b>K.O</b>, not KxO"
-    assert run_scripts(scripts, "Hi Kyon", RunContext(STORED, AI_OUTPUT, user="Kyon")) == "Hi <b>Kyon</b>"
+    assert run_scripts(scripts, "Hi Kyon", RunContext(STORED, AI_OUTPUT, user_role="Kyon")) == "Hi <b>Kyon</b>"
 
 
 def test_a_name_that_breaks_a_raw_pattern_at_run_time_leaves_the_text_and_is_logged(caplog):
     scripts, problems = read_scripts([script("/{{user}}/g", "x", substituteRegex=1, scriptName="raw")], "Haruhi")
     assert problems == []
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert run_scripts(scripts, "A(B", RunContext(STORED, AI_OUTPUT, user="A(B")) == "A(B"
+        assert run_scripts(scripts, "A(B", RunContext(STORED, AI_OUTPUT, user_role="A(B")) == "A(B"
     assert "The card's regex script 'raw' was skipped: its pattern does not compile" in caplog.text
 
 
@@ -262,7 +262,7 @@ def test_chinese_text():
     status = script(r"/【状态】([\s\S]*?)【\/状态】/g", '<div class="状态">{{char}}：$1</div>', markdownOnly=True)
     reply = "你好，阿虚。【状态】心情：好【/状态】"
     assert run([status], reply, DISPLAY, char="凉宫春日") == '你好，阿虚。<div class="状态">凉宫春日：心情：好</div>'
-    assert run([script("/春日/g", "{{user}}")], "春日说春日", user="阿虚") == "阿虚说阿虚"
+    assert run([script("/春日/g", "{{user}}")], "春日说春日", user_role="阿虚") == "阿虚说阿虚"
 
 
 @pytest.mark.parametrize(("find", "text", "expected"), [

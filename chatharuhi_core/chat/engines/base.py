@@ -44,7 +44,7 @@ class ChatRequest:
     window: int = 0  # how many of the last exchanges the history window holds in `messages`
     indexed: tuple[int, int] = (0, 0)  # (exchanges embedded, exchanges beyond the window) when memory was searched
     # what is asked: the character's next line (""), its last reply going on ("continue", from `continuing`), or
-    # the visitor's next line written for them ("impersonate"); the messages already say so, for a model
+    # the visitor's next line written for them (✍ My line, "my_line"); the messages already say so, for a model
     task: str = ""
     continuing: str = ""
 

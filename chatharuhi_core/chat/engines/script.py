@@ -333,12 +333,12 @@ class ScriptEngine(EngineBase):
         return None
 
     def stream(self, request: ChatRequest) -> Iterator[str]:
-        if request.plain and request.task not in ("continue", "impersonate"):
+        if request.plain and request.task not in ("continue", "my_line"):
             raise EngineError(_("The offline script engine only quotes the character's lines; it cannot write new "
                                 "text. Pick a model engine for this."))
         with foreground():  # a visitor's short work: a local model running beside it leaves it a core
             line = (next_line(request) if request.task == "continue" else
-                    visitor_line(request) if request.task == "impersonate" else choose_line(request))
+                    visitor_line(request) if request.task == "my_line" else choose_line(request))
         for i in range(0, len(line), CHUNK_CHARS):
             if i:
                 time.sleep(CHUNK_DELAY_S)  # paced like typing, so the page shows it arrive

@@ -416,7 +416,7 @@ class LocalModelEngine(EngineBase):
         if request.task == "continue" and request.continuing:
             messages = request.messages[:-2] if len(request.messages) > 2 else request.messages
             return messages, format_reply(request.role.name, request.continuing).removesuffix(LINE_END)
-        speaker = request.user_role if request.task == "impersonate" else request.role.name
+        speaker = request.user_role if request.task == "my_line" else request.role.name
         return request.messages, format_reply(speaker, "").removesuffix(LINE_END)
 
 
