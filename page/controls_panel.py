@@ -230,21 +230,33 @@ def _note(conv: Conversation | None, text: str, depth, persona: str | None = Non
     return conv, _("✎ Author's note off.")
 
 
+def story_key(conv: Conversation) -> str:
+    """Which chat and line the Story panel's fields were filled from (v.story_key)."""
+    return f"{conv.role_id}:{conv.line.id}"
+
+
+def story_fields(conv: Conversation, default: str | None) -> tuple[Conversation, tuple]:
+    """The Story panel's fields from `conv`: whom the visitor plays (a new chat without it takes this browser's
+    default: `conv` comes back with it), the default box, the note and its depth, the portrait."""
+    if not conv.persona and default and not conv.history:
+        conv = conv.copy()
+        conv.persona = default
+    note = conv.note
+    return conv, (conv.persona, bool(default) and conv.persona == default, note.text if note else "",
+                  note.depth if note else DEFAULT_DEPTH, conv.face or None)
+
+
 def _view(conv: Conversation | None, selected, user_role: str, key: str | None, default: str | None):
     """The row's count, the lines and the state line; and, when another chat or line came on screen, the panel's
-    fields from it (a new chat without a persona takes this browser's default)."""
+    fields from it (a new chat without a persona takes this browser's default). The session's start fills them
+    itself (Session.start_session), so that a field changed as soon as the page is usable is not filled over."""
     if conv is None:
         return (gr.skip(),) * 10
     choices, value = line_choices(conv)
-    now = f"{conv.role_id}:{conv.line.id}"
+    now = story_key(conv)
     common = (alternatives_label(conv, selected), gr.Dropdown(choices=choices, value=value),
               controls_state(conv, user_role or load_role(conv.role_id).visitor_name), now)
     if now == key:
         return (*common, *(gr.skip(),) * 6)
-    adopt = not conv.persona and bool(default) and not conv.history
-    if adopt:
-        conv = conv.copy()
-        conv.persona = default or ""
-    note = conv.note
-    return (*common, conv.persona, bool(default) and conv.persona == default, note.text if note else "",
-            note.depth if note else DEFAULT_DEPTH, conv.face or None, conv if adopt else gr.skip())
+    filled, fields = story_fields(conv, default)
+    return (*common, *fields, filled if filled is not conv else gr.skip())

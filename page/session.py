@@ -19,6 +19,7 @@ from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_
 from chatharuhi_core.web.signin import engine_for, sign_in_note
 from chatharuhi_core.web.user_store import account_id, forget_user, read_user, welcome_back, write_user
 
+from .controls_panel import story_fields, story_key
 from .settings_panel import choice, engine_view
 from .visit import VIEW_SIZE, role_name, role_view, scene_name, tiles
 
@@ -71,10 +72,12 @@ class Session:
         v, c, s = page.visit, page.chat, page.chat.panel
         view = c.view(v)
         # the visit's start fills every panel at once: no "processing" veil over them (the page is usable meanwhile)
-        kept = [self.last_role, self.saved_name, self.saved_chats, self.saved_pending]
+        kept = [self.last_role, self.saved_name, self.saved_chats, self.saved_pending, self.saved_persona]
+        story = c.controls
         v.door.on(page.demo.load, self.start_session, kept,
                   view + [c.chooser, c.picker, v.added, s.engine, *s.view(), s.fold, page.group.user_role,
-                          c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me, v.drafts],
+                          c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me, v.drafts, v.story_key,
+                          story.persona, story.persona_default, story.note, story.depth, story.face],
                   show_progress="hidden").then(
             lambda name: (name or "").strip(), self.saved_name, v.visitor, api_name=False,
             show_progress="hidden").then(cut_by_reload, [v.conv, c.user_role, v.drafts, c.text],
@@ -96,7 +99,7 @@ class Session:
                   stops="chat")
 
     def start_session(self, last_role: str | None = None, user_role: str | None = None, saved: dict | None = None,
-                      pending: object = None, profile: gr.OAuthProfile | None = None):
+                      pending: object = None, persona: str | None = None, profile: gr.OAuthProfile | None = None):
         """A new visitor, or one back after a reload: the chats this browser kept (local storage) with each
         character, the characters they added, the one they picked last (else the first bundled one), the name
         they gave themselves, and the engine they chose (else the deployment's; for a visitor signed in with
@@ -109,6 +112,8 @@ class Session:
         note = kept.note or (welcome_back(profile.name or profile.username, kept, role_name) if own else "")
         conv = kept.chats.pop(last_role, None) if last_role else None
         conv = conv or _remembered(last_role) or Conversation(bundled_ids()[0])
+        # the Story panel's fields come with the rest (its own fill, after, would undo a field changed meanwhile)
+        conv, story = story_fields(conv, persona)
         added = list(kept.added)
         if conv.role_id not in bundled_ids() and conv.role_id not in added:
             added.append(conv.role_id)
@@ -119,7 +124,7 @@ class Session:
         return (*role_view(conv, kept.chats, user_role), chooser, tiles(entries), added, engine,
                 *engine_view(engine, settings, panel), panel.get("fold", settings.fold_prompt), scene_name(user_role),
                 sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
-                gr.Button(visible=bool(account)), _cut_off(pending))
+                gr.Button(visible=bool(account)), _cut_off(pending), story_key(conv), *story)
 
     def keep_in_browser(self, profile: gr.OAuthProfile | None, conv: Conversation | None, chats: dict | None,
                         added: list[str] | None, speak: bool, **panel):
