@@ -40,6 +40,8 @@ _FOND = (r"(?:(?:[Mm]y|[Dd]ear(?:est)?|[Dd]arling|[Ss]weet|[Gg]ood|[Pp]oor|[Ll]i
 _TAIL = r"(?:\s+(?:de|van|von|of|the|[A-Z][\w'’-]+))*"  # "Lady Catherine de Bourgh", "Van Helsing"
 _CJK_BEFORE = rf"(?:^|(?<=[{_PUNCT}「“\"'\s]))"
 _CJK_AFTER = rf"(?=[{_PUNCT}」”\"']|$)"
+# a kin or rank word after a name, before the comma: "杨志兄弟，", "云长兄，", "宝玉哥哥，" call 杨志, 云长, 宝玉
+_CJK_KIN = r"(?:兄弟|贤弟|哥哥|大哥|兄长|兄|哥|贤侄|先生|将军|姑娘|妹妹|姐姐|师兄|师弟)?"
 
 
 @dataclass(frozen=True)
@@ -110,12 +112,15 @@ def _named_at(line: str, term: str) -> bool:
 
 
 def _vocative_at(line: str, term: str, learned: bool) -> int | None:
-    """Where `term` is used to call someone in `line`: set off by punctuation (", Watson." / "师父，"), or, for
-    a learned Chinese opening word, at the start of the line ("呆子听好了")."""
+    """Where `term` is used to call someone in `line`: set off by punctuation (", Watson." / "师父，", with a kin
+    or rank word: "杨志兄弟，"), after "你这" ("你这呆子"), or, for a learned Chinese opening word, at the start of the
+    line ("呆子听好了")."""
     if is_cjk(term):
         if learned and line.startswith(term):
             return 0
-        m = re.search(_CJK_BEFORE + re.escape(term) + _CJK_AFTER, line)
+        m = re.search(_CJK_BEFORE + re.escape(term) + _CJK_KIN + _CJK_AFTER, line)
+        if m is None:  # "你这呆子半夜打呼噜": "you, this …" calls whoever the word is, whatever follows it
+            m = re.search("你们?这(?:个|伙|帮|群|些)?" + re.escape(term), line)
         return m.start() if m else None
     name = re.escape(term)
     # an opening name asked back is an echo of what was said, not a call ("Mycroft? Officially he audits…")

@@ -1,14 +1,14 @@
 """Words that look like someone being called, whoever it is: the wide net a group scene needs.
 
-roles/address.py knows whom a line calls when the word is the name of someone in the character's scenes or a
-word said to one of them twice. That is precise, and enough for a chat with someone of the character's own book.
-A group scene puts characters of different books together, so every line of a member's scenes was said to
-someone who is not there, and a call the learned words miss ("嫂子过奖了", "三将军，…", "Your ladyship")
-reaches the visitor or another member by a name that is not theirs. Here the net is wide: a capitalised word
-set off by commas, a respectful form of address, a short Chinese word at the start of a sentence before a comma
-or before "你", "你这…", and the words Chinese uses to call kin and rank. A group scene leaves out a member's
-line holding such a word unless it names someone present; a chat does not use this (it would lose good lines
-to words that only look like calls).
+roles/address.py knows whom a line calls when the word is the name of someone in the character's scenes or a word
+said to one of them twice. That is precise, and enough for a chat with someone of the character's own book. A
+group scene puts characters of different books together, so every line of a member's scenes was said to someone
+who is not there, and a call the learned words miss ("嫂子过奖了", "三将军，…", "Your ladyship") reaches the visitor or
+another member by a name that is not theirs. Here the net is wide: a capitalised word set off by commas, a
+respectful form of address, kin called by what they are ("my dear sister"), a short Chinese word at the start of a
+sentence before a comma or before "你", "你这…", and the words Chinese uses to call kin and rank. A group scene
+leaves out a member's line holding such a word unless it names someone present; a chat does not use this (it would
+lose good lines to words that only look like calls).
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ _TITLED = r"(?:(?:[Mm]y |[Dd]ear(?:est)? |Mr\.? |Mrs\.? |Miss |Dr\.? |Lady |Lord
 _CALLED = re.compile(rf"[,;—]\s*({_TITLED})(?=\s*[,.!?;:—…]|\s*$)")  # "…, Jane." "…, your ladyship"
 _OPENS = re.compile(rf"(?:^|(?<=[.?!]\s))(?:Oh,?\s+|Ah,?\s+)?({_TITLED})(?=\s*,)")  # "Jane, he looks at you…"
 _YOU_ARE = re.compile(rf"\b[Yy]ou are ({_TITLED})")  # "I know you are Lady Catherine de Bourgh"
+# kin called by what they are to the speaker ("…, my dear sister.", "Mamma, …"): no one in a group of strangers is
+_KIN_EN = (r"(?:[Mm]y\s+)?(?:[Dd]ear(?:est)?\s+)?(?:[Ss]ister|[Bb]rother|[Cc]ousin|[Aa]unt|[Uu]ncle|[Mm]other|[Ff]ather|"
+           r"[Pp]apa|[Mm]amma|[Mm]ama|[Nn]iece|[Nn]ephew|[Dd]aughter|[Hh]usband|[Ww]ife)")
+_KIN_CALLED = re.compile(rf"(?:[,;—]\s*({_KIN_EN})(?=\s*[,.!?;:—…]|\s*$)|(?:^|(?<=[.?!]\s))({_KIN_EN})(?=\s*,))")
 _NOT_A_CALL_EN = frozenset({
     "Yes", "Yet", "Well", "Now", "Then", "Still", "Indeed", "Quite", "Certainly", "Perhaps", "Nothing", "Never",
     "Alas", "Oh", "Ah", "No", "Not", "And", "But", "Why", "What", "How", "Come", "Look", "Listen", "Please",
@@ -104,6 +108,9 @@ def vocatives(line: str, general: frozenset[str] = frozenset()) -> list[str]:
             found.append((m.start(), m.group(0)))
     for m in _RESPECT.finditer(line):
         found.append((m.start(), m.group(0)))
+    for m in _KIN_CALLED.finditer(line):
+        word = m.group(1) or m.group(2)
+        found.append((line.index(word, m.start()), word))
     for m in [*_CALLED.finditer(line), *_OPENS.finditer(line), *_YOU_ARE.finditer(line)]:
         word = m.group(1)
         if (word.split()[-1] not in _NOT_A_CALL_EN and word.split()[0] not in _NOT_A_CALL_EN

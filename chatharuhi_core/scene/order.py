@@ -66,6 +66,28 @@ def _natural(scene: Stage, rng: random.Random) -> list[Member]:
     return chosen or [rng.choice(pool)]
 
 
+def _natural_answer(scene: Stage, rng: random.Random) -> list[Member]:
+    """Natural order after the visitor's line: the named ones; then, of those who volunteer, the ones with
+    something to say to it when the engine can tell (the offline engine, which quotes: a character with no line
+    that answers stays quiet instead of saying an unrelated one). When no one is named and no volunteer has a line,
+    another who has one answers, else the first volunteer, who deflects in character; with no one willing, one
+    present character at random, as before."""
+    pool = candidates(scene)
+    if not pool:
+        return []
+    named = mentioned(scene, pool)
+    rest = [m for m in pool if m not in named]
+    rng.shuffle(rest)
+    volunteers = [m for m in rest if rng.random() < m.talkativeness]
+    can = getattr(scene, "can_answer", None)
+    if not volunteers or can is None:
+        return [*named, *volunteers] or [rng.choice(pool)]
+    able = [m for m in volunteers if can(m) is not False]
+    if named or able:
+        return [*named, *able]
+    return [next((m for m in rest if m not in volunteers and can(m)), volunteers[0])]
+
+
 def _natural_next(scene: Stage, rng: random.Random) -> Member | None:
     picked = _natural(scene, rng)
     return picked[0] if picked else None
@@ -154,7 +176,7 @@ class Order:
 ORDERS: dict[str, Order] = {
     o.name: o
     for o in (
-        Order("natural", N_("Natural: named ones answer, then the talkative"), _natural, _natural_next),
+        Order("natural", N_("Natural: named ones answer, then the talkative"), _natural_answer, _natural_next),
         Order("list", N_("List order: everyone in turn"), _list, _list_next),
         Order("pooled", N_("Pooled: everyone once before anyone twice"), _pooled, _pooled_next),
         Order("manual", N_("Manual: you pick who answers"), _manual, _pooled_next),

@@ -200,6 +200,12 @@ class Scene:
             return [to] if to.present and not to.muted and self.state.order != "manual" else []
         return get_order(self.state.order).responders(self, self.rng)
 
+    def can_answer(self, member: Member) -> bool | None:
+        """Whether the member has a line that answers the last one (None: the engine cannot tell, as a model that
+        writes its reply cannot before it writes it)."""
+        probe = getattr(self.engine, "answers", None)
+        return None if probe is None else bool(probe(self.prepare(member)))
+
     def pick_next(self) -> Member | None:
         """Who speaks next when the characters talk among themselves; None when nobody can, or the director ends it."""
         return get_order(self.state.order).next(self, self.rng)

@@ -233,25 +233,59 @@ def _opening(role, to: str) -> str:
     return said if said and sayable(said) else "……"
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    """The lines a message could be answered with, fresh ones first tried, their scores, the best, and whether it
+    answers (its score clears ANSWERS_AT, or it is the self-introduction a "who are you" asks for) and is fit to
+    say to whom it answers."""
+
+    fresh: list[Candidate]
+    scores: list[float]
+    best: int
+    answers: bool
+
+
+def _ranked(request: ChatRequest, recent: set[str]) -> _Ranked | None:
+    """The candidates' ranking (None without candidates or an embedder)."""
+    role, to = request.role, _said_to(request)
+    unfit = _unfit(request, to)
+    cands = _candidates(request)
+    fresh = [c for c in cands if c.line not in recent] or cands
+    if not fresh or request.embedder is None:
+        return None
+    if all(unfit(c.line) for c in fresh):
+        fresh += [c for c in _spare_lines(request, recent | {c.line for c in fresh}) if not unfit(c.line)]
+    scores = _rank(request, fresh, to)
+    best = max(range(len(fresh)), key=scores.__getitem__)
+    ask = asked(request.text)  # "who are you" is answered by the character saying who it is, whatever its score
+    shaped = ask.kind == "who" and fit(ask, fresh[best].line, role.speaker_names) == 1.0
+    return _Ranked(fresh, scores, best, not unfit(fresh[best].line) and (scores[best] >= ANSWERS_AT or shaped))
+
+
+def _recent(request: ChatRequest) -> tuple[list[str], set[str]]:
+    """The last few things it said, the greeting that opened the chat among them while the chat is short."""
+    said = [request.role.fitting_greeting(_said_to(request)), *(ex.reply for ex in request.history)]
+    return said, set(said[-4:]) | set(request.avoid)
+
+
+def answers(request: ChatRequest) -> bool:
+    """Whether one of the character's lines answers the message (else it would deflect): a group scene asks it
+    of each character who might speak up to a line said to everyone (scene/order.py)."""
+    ranked = _ranked(request, _recent(request)[1])
+    return ranked is not None and ranked.answers
+
+
 def choose_line(request: ChatRequest) -> str:
     """The role's line that best answers the query, avoiding the last few answers given; never one calling
     someone other than the one it answers, or speaking of them in the third person, while a line that does not
     is at hand; and when no line answers well enough (ANSWERS_AT), a deflection in character."""
     role, to = request.role, _said_to(request)
     unfit = _unfit(request, to)
-    cands = _candidates(request)
-    # the last few things it said, the greeting that opened the chat among them while the chat is short
-    said = [role.fitting_greeting(to), *(ex.reply for ex in request.history)]
-    recent = set(said[-4:]) | set(request.avoid)
-    fresh = [c for c in cands if c.line not in recent] or cands
-    if fresh and request.embedder is not None:
-        if all(unfit(c.line) for c in fresh):
-            fresh += [c for c in _spare_lines(request, recent | {c.line for c in fresh}) if not unfit(c.line)]
-        scores = _rank(request, fresh, to)
-        best = max(range(len(fresh)), key=scores.__getitem__)
-        ask = asked(request.text)  # "who are you" is answered by the character saying who it is, whatever its score
-        shaped = ask.kind == "who" and fit(ask, fresh[best].line, role.speaker_names) == 1.0
-        if unfit(fresh[best].line) or (scores[best] < ANSWERS_AT and not shaped):
+    _said, recent = _recent(request)
+    ranked = _ranked(request, recent)
+    if ranked is not None:
+        fresh, scores = ranked.fresh, ranked.scores
+        if not ranked.answers:
             # a deflection; once a regenerate has had them all, the best line that is fit to say to them
             if said_back := deflection(request, to, recent):
                 return said_back
@@ -259,7 +293,9 @@ def choose_line(request: ChatRequest) -> str:
             if fit_ones:
                 return fresh[max(fit_ones, key=scores.__getitem__)].line
             return _opening(role, to)
-        return fresh[best].line
+        return fresh[ranked.best].line
+    cands = _candidates(request)
+    fresh = [c for c in cands if c.line not in recent] or cands
     fit_for_visitor = [c for c in fresh if not unfit(c.line)]
     if fit_for_visitor or fresh:
         return (fit_for_visitor or fresh)[0].line
@@ -346,3 +382,7 @@ class ScriptEngine(EngineBase):
 
     def score(self, request: ChatRequest, lines: list[str]) -> list[float]:
         return score_lines(request, lines)
+
+    def answers(self, request: ChatRequest) -> bool:
+        with foreground():
+            return answers(request)
