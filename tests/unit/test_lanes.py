@@ -117,7 +117,11 @@ def test_many_threads_are_served_one_at_a_time_in_order():
     assert most[0] == 1 and order == list(range(8))
 
 
-def test_engines_that_serve_everyone_at_once_have_no_lane():
+def test_engines_that_serve_everyone_at_once_have_no_lane(monkeypatch):
+    from chatharuhi_core.chat.engines.local import model as local_model
+
+    # a model an earlier test of the session loaded in this process would give the lane its batch's slots
+    monkeypatch.setattr(local_model, "_LOADED", {})
     lanes = Lanes()
     assert lanes.for_engine(create_engine("script")) is None
     assert lanes.for_engine(create_engine("openai", EngineOptions(api_key="sk-x"))) is None  # OpenAI's own API
