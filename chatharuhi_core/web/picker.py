@@ -76,10 +76,15 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
 
 
 # A tile clicked before the visit's start has filled the page (SESSION_READY_JS) waits for it: run beside it, the
-# switch and the start each redraw the page, and whichever lands last would win, half of it or all.
+# switch and the start each redraw the page, and whichever lands last would win, half of it or all. A click that
+# lands on something drawn over the tiles (Gradio's loading overlay, for a moment while they are drawn again) acts
+# on the tile under the pointer: the tile looked clickable, so it is (issue 67).
 PICKER_JS = ("let held = null; const go = (ref) => trigger('click', {ref});"
              " document.addEventListener('chatharuhi-ready', () => { if (held) { go(held); held = null; } });"
-             " element.addEventListener('click', (e) => { const b = e.target.closest('button[data-ref]');"
+             " const box = element.closest('#picker') || element;"
+             " const under = (e) => (e.clientX || e.clientY) ? document.elementsFromPoint(e.clientX, e.clientY)"
+             ".find((x) => x.matches && x.matches('button[data-ref]') && box.contains(x)) : null;"
+             " box.addEventListener('click', (e) => { const b = e.target.closest('button[data-ref]') || under(e);"
              " if (!b) return; if (document.body.dataset.session === 'ready') go(b.dataset.ref);"
              " else { held = b.dataset.ref; b.setAttribute('aria-busy', 'true');"
              " setTimeout(() => { if (held) { go(held); held = null; } }, 8000); } });")  # a start that failed

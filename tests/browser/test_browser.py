@@ -99,6 +99,23 @@ def test_a_character_clicked_as_the_page_comes_up_is_the_whole_page(browser, app
     assert early, "every click came after the page had filled in: the test did not click early"
 
 
+def test_a_tile_clicked_through_something_drawn_over_it_acts(browser, app_server):
+    """Gradio's loading overlay covers the tiles for a moment while they are drawn again; a click that lands on it
+    went nowhere while the tile kept its highlight (issue 67). A layer drawn over the picker here stands for it."""
+    page = open_page(browser, app_server)
+    page.wait_for_function("() => document.body.dataset.session === 'ready'", timeout=60_000)
+    page.evaluate("""() => { const box = document.querySelector('#picker'); box.style.position = 'relative';
+        const veil = document.createElement('div'); veil.id = 'veil';
+        veil.style.cssText = 'position:absolute;inset:0;z-index:50;background:rgba(255,255,255,.4)';
+        box.appendChild(veil); }""")
+    tile = page.locator("#picker [data-ref=sherlock]").bounding_box()
+    assert page.evaluate(f"() => document.elementFromPoint({tile['x'] + tile['width'] / 2}, "
+                         f"{tile['y'] + tile['height'] / 2}).id") == "veil"  # the click lands on the layer
+    page.mouse.click(tile["x"] + tile["width"] / 2, tile["y"] + tile["height"] / 2)
+    page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')", timeout=30_000)
+    page.close()
+
+
 def test_two_browser_visitors_never_share_history(browser, app_server):
     ctx_a, ctx_b = browser.new_context(), browser.new_context()
     a, b = ctx_a.new_page(), ctx_b.new_page()
