@@ -79,15 +79,20 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
 # switch and the start each redraw the page, and whichever lands last would win, half of it or all. A click that
 # lands on something drawn over the tiles (Gradio's loading overlay, for a moment while they are drawn again) acts
 # on the tile under the pointer: the tile looked clickable, so it is (issue 67).
+# The tiles' script runs again each time they are drawn again, and the block stays: the block listens once and
+# hands each click to the newest drawing's handler (two listeners switched twice, and the second switch cancelled a
+# message sent meanwhile).
 PICKER_JS = ("let held = null; const go = (ref) => trigger('click', {ref});"
              " document.addEventListener('chatharuhi-ready', () => { if (held) { go(held); held = null; } });"
              " const box = element.closest('#picker') || element;"
              " const under = (e) => (e.clientX || e.clientY) ? document.elementsFromPoint(e.clientX, e.clientY)"
              ".find((x) => x.matches && x.matches('button[data-ref]') && box.contains(x)) : null;"
-             " box.addEventListener('click', (e) => { const b = e.target.closest('button[data-ref]') || under(e);"
+             " box.chatharuhiTiles = (e) => { const b = e.target.closest('button[data-ref]') || under(e);"
              " if (!b) return; if (document.body.dataset.session === 'ready') go(b.dataset.ref);"
              " else { held = b.dataset.ref; b.setAttribute('aria-busy', 'true');"
-             " setTimeout(() => { if (held) { go(held); held = null; } }, 8000); } });")  # a start that failed
+             " setTimeout(() => { if (held) { go(held); held = null; } }, 8000); } };"  # a start that failed
+             " if (!box.dataset.tilesListen) { box.dataset.tilesListen = '1';"
+             " box.addEventListener('click', (e) => box.chatharuhiTiles(e)); }")
 # The search box's pick waits the same way (the event's `js` runs before its function, and is awaited): `n` is
 # the number of the event's inputs, passed on unchanged.
 def after_start_js(n: int) -> str:
