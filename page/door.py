@@ -118,26 +118,24 @@ class _Walk:
             args[k] = visit.current(name, args[k])
         return args
 
-    def write(self, visit: VisitState, out):
-        """A quick handler's outputs: its new values become the visit's; drawn now unless a stream draws them."""
+    def _each(self, out, change):
+        """`out` (one value, or a row of them) with each visit value's output passed through `change`."""
         if not self.gives:
             return out
         row = list(out) if self.count > 1 else [out]
         for k, name in self.gives:
-            if not is_prop_update(row[k]) and not visit.write(name, row[k]):
-                row[k] = gr.skip()
+            if not is_prop_update(row[k]):
+                row[k] = change(name, row[k])
         return tuple(row) if self.count > 1 else row[0]
+
+    def write(self, visit: VisitState, out):
+        """A quick handler's outputs: its new values become the visit's; drawn now unless a stream draws them."""
+        return self._each(out, lambda name, value: value if visit.write(name, value) else gr.skip())
 
     def draw(self, visit: VisitState, frame):
         """A stream's frame: each value it draws is the visit's current one (never a copy it took when it
         started)."""
-        if not self.gives:
-            return frame
-        row = list(frame) if self.count > 1 else [frame]
-        for k, name in self.gives:
-            if not is_prop_update(row[k]):
-                row[k] = visit.current(name, row[k])
-        return tuple(row) if self.count > 1 else row[0]
+        return self._each(frame, visit.current)
 
 
 def _quick(fn, door: _Walk, hands_visit: bool, slow: bool):

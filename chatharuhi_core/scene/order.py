@@ -54,16 +54,22 @@ def mentioned(scene: Stage, pool: list[Member]) -> list[Member]:
     return [m for _at, _n, m in sorted(found, key=lambda t: (t[0], t[1]))]
 
 
+def _volunteers(scene: Stage, rng: random.Random) -> tuple[list[Member], list[Member], list[Member], list[Member]]:
+    """(pool, the named ones, the others in a shuffled order, those of them who roll under their talkativeness)."""
+    pool = candidates(scene)
+    named = mentioned(scene, pool) if pool else []
+    rest = [m for m in pool if m not in named]
+    if pool:
+        rng.shuffle(rest)
+    return pool, named, rest, [m for m in rest if rng.random() < m.talkativeness]
+
+
 def _natural(scene: Stage, rng: random.Random) -> list[Member]:
     """Named ones first; then each other member who rolls under its talkativeness; else one at random."""
-    pool = candidates(scene)
+    pool, named, _rest, volunteers = _volunteers(scene, rng)
     if not pool:
         return []
-    chosen = mentioned(scene, pool)
-    rest = [m for m in pool if m not in chosen]
-    rng.shuffle(rest)
-    chosen += [m for m in rest if rng.random() < m.talkativeness]
-    return chosen or [rng.choice(pool)]
+    return [*named, *volunteers] or [rng.choice(pool)]
 
 
 def _natural_answer(scene: Stage, rng: random.Random) -> list[Member]:
@@ -72,13 +78,9 @@ def _natural_answer(scene: Stage, rng: random.Random) -> list[Member]:
     that answers stays quiet instead of saying an unrelated one). When no one is named and no volunteer has a line,
     another who has one answers, else the first volunteer, who deflects in character; with no one willing, one
     present character at random, as before."""
-    pool = candidates(scene)
+    pool, named, rest, volunteers = _volunteers(scene, rng)
     if not pool:
         return []
-    named = mentioned(scene, pool)
-    rest = [m for m in pool if m not in named]
-    rng.shuffle(rest)
-    volunteers = [m for m in rest if rng.random() < m.talkativeness]
     can = getattr(scene, "can_answer", None)
     if not volunteers or can is None:
         return [*named, *volunteers] or [rng.choice(pool)]

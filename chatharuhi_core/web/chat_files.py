@@ -3,7 +3,6 @@ the background when it is long)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,11 +15,7 @@ from ..errors import ChatHaruhiError, InputError
 from ..i18n import _
 from ..roles.sources import load_role
 from .chat import Conversation
-from .common import (
-    export_file,
-)
-
-log = logging.getLogger(__name__)
+from .common import export_file
 
 
 def _line_of(conv: Conversation) -> Branch:

@@ -4,7 +4,6 @@ character's name and line, the reply's stats, the scenes and lore it drew on, it
 from __future__ import annotations
 
 import html
-import logging
 
 from ..chat.chatbot import Reply, ReplyStats
 from ..chat.when import shown
@@ -16,13 +15,8 @@ from ..roles.placeholders import fill
 from ..roles.regex_scripts import AI_OUTPUT, USER_INPUT
 from ..roles.role import Role
 from .chat import Conversation
-from .common import (
-    LIST_SEPARATOR,
-    lang_of,
-)
+from .common import LIST_SEPARATOR, lang_of
 from .frames import on_page
-
-log = logging.getLogger(__name__)
 
 
 def as_shown(role: Role, text: str, user_role: str | None = None) -> str:

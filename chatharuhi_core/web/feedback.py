@@ -15,9 +15,7 @@ from ..jsonl import append_record
 from ..roles.role import Role
 from ..roles.sources import load_role
 from .chat import Conversation
-from .common import (
-    message_text,
-)
+from .common import message_text
 from .drawing import chat_messages, greeting_messages
 
 log = logging.getLogger(__name__)

@@ -23,12 +23,7 @@ from ..roles.regex_scripts import AI_OUTPUT
 from ..roles.role import Role
 from ..roles.sources import load_role
 from .chat import Conversation
-from .common import (
-    WARNING_MARK,
-    EnginePanel,
-    Throttle,
-    while_running,
-)
+from .common import WARNING_MARK, EnginePanel, Throttle, while_running
 from .drawing import chat_messages, memory_line, stats_line
 from .frames import on_page
 
