@@ -157,7 +157,9 @@ def test_scenes_hear_the_names_visitors_use_and_say_who_will_not_answer(browser,
     page.fill("#scene-message textarea", said)
     page.click("#scene-send")
     got = wait_lines(page, 2)
-    assert got[1][0] == first, got  # the named one answers first
+    asked = [text for _, text in got].index(said)  # after any note of the casting
+    got = wait_lines(page, asked + 2)
+    assert got[asked + 1][0] == first, got  # the named one answers first
     page.click("#scene-talk button")  # the talkativeness and mute panel
     page.locator("#scene-mute-0 input").check()  # mute the first cast member
     page.wait_for_selector("#scene-chat .scene-note", timeout=10_000)

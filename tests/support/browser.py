@@ -221,6 +221,8 @@ def cast_scene(page: Page, names: list[str]) -> None:
     for name in names:
         present = page.locator(f"#scene-present li:has-text('{name}')").first
         for _ in range(3):  # on a busy machine the list's choices may still be arriving when Enter is pressed
+            if page.locator(f"#scene-cast .token:has-text('{name}')").count():
+                break  # picked by the last try after all: Enter again would take them out of the scene again
             box.click()
             box.fill(name)
             time.sleep(0.3)
