@@ -96,6 +96,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     engine = engine_choice(args, settings)
+    if args.audio:
+        args.text = [*args.text, _heard(args.audio, args.speech_language, settings)]
     if len(args.role) > 1 or args.order or args.to:
         from .scene.cli import run_scene
 
@@ -121,6 +123,24 @@ def cmd_chat(args: argparse.Namespace) -> int:
         _answer(tree, " ".join(args.text), args.stats, session)
         return 0
     return _chat_loop(tree, args.stats, session)
+
+
+def _heard(audio: str, speech: str | None, settings: Settings) -> str:
+    """The words of a recording (`chat --audio`), shown on stderr before the reply so a mishearing is plain."""
+    from .chat.speech import transcribe
+
+    heard = transcribe(audio, speech, settings=settings,
+                       waiting=lambda place: print(_("(waiting to be heard: {n} ahead)", n=place), file=sys.stderr))
+    print(_("(heard: {text})", text=heard.text), file=sys.stderr, flush=True)
+    return heard.text
+
+
+def cmd_transcribe(args: argparse.Namespace) -> int:
+    """Print the words of a recording."""
+    from .chat.speech import transcribe
+
+    print(transcribe(args.audio, args.speech_language, settings=Settings.from_env()).text)
+    return 0
 
 
 def _answer(tree, text: str, stats: bool, session: _Session) -> None:
@@ -614,6 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_chat_command(sub) -> None:
     """`chat`: one message or a loop, with one character or a group scene."""
+    from .chat.speech.transcription import LIMIT_S
+
     p = _command(sub, "chat", cmd_chat, help=_("talk to a character (or a group scene of several): one message, or a loop"),
                  description=_("Answer one message (TEXT) in character, or open an interactive loop. "
                                "Give --role two to six times for a group scene with several characters; in its "
@@ -638,11 +660,21 @@ def _add_chat_command(sub) -> None:
     p.add_argument("--session", metavar="FILE",
                    help=_("a chat or group-scene file (.jsonl, the page's export format): go on from it if it exists, "
                           "and save it after every reply"))
+    _add_speech_args(p, _("send speech: a recording (WAV, MP3, OGG, WEBM, M4A; at most {limit} s) whose words "
+                          "are the message, after any TEXT", limit=LIMIT_S))
     p.add_argument("text", nargs="*", metavar="TEXT", help=_("the message; leave out for a conversation"))
 
 
+def _add_speech_args(p, audio_help: str) -> None:
+    p.add_argument("--audio", metavar="FILE", help=audio_help)
+    p.add_argument("--speech-language", choices=["zh", "en"],
+                   help=_("the language spoken in the recording (default: the language of your locale)"))
+
+
 def _add_lookup_commands(sub) -> None:
-    """`roles`, `speak`, `engines` and `validate`: what is here, and a quick check."""
+    """`roles`, `speak`, `transcribe`, `engines` and `validate`: what is here, and a quick check."""
+    from .chat.speech.transcription import LIMIT_S
+
     p = _command(sub, "roles", cmd_roles, help=_("list the bundled characters"),
                  description=_("List the bundled characters."))
     p.add_argument("--hub", action="store_true", help=_("also list the ChatHaruhi roles offered from the Hub"))
@@ -653,6 +685,13 @@ def _add_lookup_commands(sub) -> None:
     p.add_argument("-o", "--output", required=True, help=_("audio file to write (.mp3 from edge-tts, .wav from espeak-ng)"))
     p.add_argument("--engine", choices=["edge-tts", "espeak-ng"], help=_("use only this voice engine"))
     p.add_argument("text", nargs="+", metavar="TEXT", help=_("what to say"))
+
+    p = _command(sub, "transcribe", cmd_transcribe, help=_("print the words of a recording"),
+                 description=_("Transcribe a recording of speech offline (Whisper base on the CPU) and print its words."))
+    p.add_argument("audio", metavar="FILE", help=_("a recording: WAV, MP3, OGG, WEBM or M4A, at most {limit} s",
+                                                   limit=LIMIT_S))
+    p.add_argument("--speech-language", choices=["zh", "en"],
+                   help=_("the language spoken in the recording (default: the language of your locale)"))
 
     p = _command(sub, "engines", cmd_engines, help=_("list the reply engines"), description=_("List the reply engines."))
     p.add_argument("--gguf", action="store_true", help=_("print the path of the bundled SmolLM2 GGUF file instead"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gradio as gr
 
 from chatharuhi_core.chat.engines.local.packaged import DEFAULT
+from chatharuhi_core.chat.speech import NOT_INSTALLED
+from chatharuhi_core.chat.speech import installed as speech_installed
 from chatharuhi_core.config import Settings
 from chatharuhi_core.i18n import N_, _, both_spans, in_both
 from chatharuhi_core.roles.hub import hub_roles
@@ -16,6 +18,7 @@ from chatharuhi_core.web.chat_files import export_chat
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, message_text, portrait_of
 from chatharuhi_core.web.drawing import chat_messages, describe_role, feedback_values, greeting_messages
 from chatharuhi_core.web.feedback import RATE_WHEN_COMPLETE, rate_reply
+from chatharuhi_core.web.hearing import hear
 from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings, local_choice
 
@@ -86,9 +89,13 @@ class ChatTab:
             with gr.Row(elem_id="message-row"):
                 self.text = gr.Textbox("", label=L("Message"), show_label=False, placeholder=L("Say something…"), scale=6,
                                        elem_id="message", max_lines=6)
+                self._mic()
                 self.send_btn = gr.Button(L("Send"), variant="primary", scale=1, elem_id="send")
                 # offered while a reply streams (reply_buttons.busy): the reply ends with what it has written
                 self.stop_btn = gr.Button(L("■ Stop"), variant="stop", scale=1, elem_id="stop", visible=False)
+            # what the microphone heard, or why it could not (or why there is none on this server)
+            self.speech_note = gr.Markdown(both_spans(NOT_INSTALLED) if not self.hears else "", elem_id="speech-note",
+                                           elem_classes=["reply-stats"])
             # the player's controls, under the box (above it they pushed the box off a laptop's first screen)
             self.controls = PlayerControls(self.settings).render_row(more=self._reply_actions)
             self._buttons()
@@ -103,6 +110,16 @@ class ChatTab:
             self.memory = MemoryPanel().render()
             self.controls.render_panel()
 
+    def _mic(self) -> None:
+        """Speak instead of typing: a recording (or an uploaded one) is heard into the box. Offered only where the
+        speech model is installed (the note under the box says why not)."""
+        self.hears = speech_installed()
+        self.mic = gr.Audio(sources=["microphone"], type="filepath", label=L("Speak your message"),
+                            show_label=False, elem_id="mic", visible=self.hears, scale=2, min_width=120,
+                            editable=False, buttons=[], recording=False,
+                            waveform_options=gr.WaveformOptions(show_recording_waveform=False,
+                                                                sample_rate=16000))
+
     def _reply_actions(self) -> None:
         """In the row under the box, beside the alternatives: a new reply, the last one read aloud, the chat saved."""
         self.regen_btn = gr.Button(L("↻ Regenerate"), size="sm", elem_id="regenerate", scale=1)
@@ -116,6 +133,9 @@ class ChatTab:
             self.clear_btn = gr.Button(L("Clear"), size="sm", elem_id="clear", scale=1)
             self.import_btn = gr.UploadButton(L("Import chat"), size="sm", elem_id="import-chat",
                                               file_types=[".jsonl"], type="filepath", scale=1)
+            # a recording made elsewhere, heard into the box like the microphone's
+            self.audio_file = gr.UploadButton(L("Send a recording"), size="sm", elem_id="audio-file",
+                                              file_types=["audio"], type="filepath", scale=1, visible=self.hears)
 
     def _voice(self) -> None:
         self.voice_audio = gr.Audio(visible=False, label=L("Voice"), type="filepath", autoplay=True,
@@ -146,6 +166,12 @@ class ChatTab:
         self.use_offline.click(lambda: "script", None, s.engine, api_name=False).then(
             s.change_engine, s.engine, s.view(), api_name=False)
         self.examples.click(lambda sample: sample[0], self.examples, self.text)
+        # one transcription at a time in the whole app: Gradio's queue shows each visitor's place on the box
+        heard = dict(api_name=False, concurrency_limit=1, concurrency_id="speech", show_progress="minimal")
+        self.mic.stop_recording(self.heard, [self.mic, self.text, s.speech_language],
+                                [self.text, self.mic, self.speech_note], **heard)
+        self.audio_file.upload(self.heard, [self.audio_file, self.text, s.speech_language],
+                               [self.text, self.audio_file, self.speech_note], **heard)
         self._wire_voice_feedback(page)
         self._wire_names(page)
         self.memory.wire(page)
@@ -219,6 +245,12 @@ class ChatTab:
         if said == _(RATE_WHEN_COMPLETE):  # in sight, not only under the chat
             warn(said)
         return rated, said, gr.Chatbot(feedback_value=feedback_values(rated, load_role(rated.role_id)))
+
+    def heard(self, audio: str | None, box: str, speech: str | None):
+        """A recording stopped or a file uploaded: its words after the box's text, the player emptied for the next
+        one; a sentence under the box when no words came of it (the box is left as it was)."""
+        text, said = hear(audio, box or "", speech, self.settings)
+        return (gr.skip() if text is None else text), None, said
 
     def speak_last(self, conv: Conversation | None, user_role: str = ""):
         """The speak button: read the newest reply (or the greeting) aloud."""

@@ -49,6 +49,9 @@ class SettingsPanel:
                                           elem_id="api-key")
                 self.fold = gr.Checkbox(label=L("Fold the prompt: no system message, no two user messages in a "
                                           "row (for servers that reject them)"), elem_id="fold")
+            # what the microphone hears: the page's language unless the visitor speaks another
+            self.speech_language = gr.Dropdown([(L("The page's language"), ""), ("中文", "zh"), ("English", "en")],
+                                               value="", label=L("Speech language"), elem_id="speech-language")
             self.story_tokens = gr.Slider(0, 4000, value=budgets.story_tokens, step=16,
                                           label=L("Classic scenes budget (tokens)"), elem_id="story-tokens")
             self.history_tokens = gr.Slider(0, 4000, value=budgets.history_tokens, step=16,

@@ -68,7 +68,8 @@ class PackagedModel:
             from ....config import Settings
 
             cache = Settings.from_env().cache_dir / "models"
-        made_once(cache / self.file, lambda partial: _join(pieces, partial, self))
+        made_once(cache / self.file, lambda partial: join_checked(pieces, partial, self.sha256, self.file,
+                                                                   self.requirement))
         return cache
 
 
@@ -80,7 +81,9 @@ def package_folder(package: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _join(pieces: list[Path], out: Path, model: PackagedModel) -> None:
+def join_checked(pieces: list[Path], out: Path, sha256: str, file: str, requirement: str) -> None:
+    """`pieces` written end to end into `out`, hashed on the way: an EngineError naming `requirement` when the
+    joined bytes are not the published file's (`sha256`)."""
     digest = hashlib.sha256()
     with out.open("wb") as sink:
         for piece in pieces:
@@ -88,10 +91,10 @@ def _join(pieces: list[Path], out: Path, model: PackagedModel) -> None:
                 while block := source.read(1 << 20):
                     digest.update(block)
                     sink.write(block)
-    if digest.hexdigest() != model.sha256:
+    if digest.hexdigest() != sha256:
         raise EngineError(_("The pieces of {file} in the installed packages do not add up to the published file "
                             "(its checksum differs): reinstall them with `pip install --force-reinstall {requirement}`.",
-                            file=model.file, requirement=model.requirement))
+                            file=file, requirement=requirement))
     log.info("joined %d packaged parts into %s", len(pieces), out)
 
 
