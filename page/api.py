@@ -10,9 +10,11 @@ import gradio as gr
 from gradio.data_classes import FileData
 
 from chatharuhi_core.config import Settings
+from chatharuhi_core.i18n import _
 from chatharuhi_core.web.tools import (
     ToolCall,
     ToolError,
+    chat_by_voice,
     chat_with_character,
     continue_story,
     list_characters,
@@ -52,15 +54,45 @@ def as_tool(fn: Callable, settings: Settings, serve: Callable = _json, returns: 
 
 
 def tools(settings: Settings) -> tuple[Callable, ...]:
-    """The five tools, each answering with the app's settings."""
+    """The six tools, each answering with the app's settings."""
     return (as_tool(list_characters, settings), as_tool(chat_with_character, settings, takes=ToolCall),
-            as_tool(continue_story, settings), as_tool(search_scenes, settings),
+            by_voice(settings), as_tool(continue_story, settings), as_tool(search_scenes, settings),
             as_tool(speak_line, settings, lambda path: FileData(path=path), FileData))
 
 
+def by_voice(settings: Settings) -> Callable:
+    """chat_by_voice as served: its recording arrives as a file Gradio received (an API client's upload, an MCP
+    client's URL or base64 data), never a path on the server a caller names."""
+    served = as_tool(chat_by_voice, settings)
+
+    def tool(role: str, audio: FileData, history: list[dict] | None = None, user_name: str = "",
+             speech_language: str = ""):
+        return served(role, _received(audio), history, user_name, speech_language)
+
+    tool.__name__ = tool.__qualname__ = "chat_by_voice"
+    tool.__doc__ = chat_by_voice.__doc__
+    tool.__annotations__ = {**served.__annotations__, "audio": FileData}
+    return tool
+
+
+def _received(audio: FileData | dict | None) -> str:
+    """The path of a file Gradio received for this call; an error sentence for none, or for a path outside the
+    folder Gradio keeps received files in (a caller naming a file already on the server)."""
+    from pathlib import Path
+
+    from gradio.utils import get_upload_folder
+
+    path = (audio.get("path") if isinstance(audio, dict) else getattr(audio, "path", None)) or ""
+    folder = Path(get_upload_folder()).resolve()
+    if not path or not Path(path).resolve().is_relative_to(folder):
+        raise gr.Error(_("Send the recording as a file (an upload, or a URL an MCP client gives)."),
+                       print_exception=False)
+    return path
+
+
 def wire(demo: gr.Blocks, settings: Settings) -> None:
-    """The five tools, documented. The page's own events stay callable (the page and its tests use them) but
-    undocumented, so an agent sees five tools with described parameters, not the page's state and sliders."""
+    """The six tools, documented. The page's own events stay callable (the page and its tests use them) but
+    undocumented, so an agent sees six tools with described parameters, not the page's state and sliders."""
     served = tools(settings)
     for tool in served:
         gr.api(tool, api_name=tool.__name__)

@@ -1,11 +1,12 @@
 """The app's tools for agents (MCP) and API clients: list and search characters, chat with one (as a persona, with an
-author's note), continue its reply or write the player's line, search its classic scenes, speak a line. Each is a
-plain typed function with an `Args:` docstring, which Gradio turns into the tool's schema and description. They
+author's note, or by voice), continue its reply or write the player's line, search its classic scenes, speak a line.
+Each is a plain typed function with an `Args:` docstring, which Gradio turns into the tool's schema and description. They
 answer with the deployment's default engine and the operator's settings; their results carry the engine's label and
 the model's name, never a key or token. A failure is a ToolError with the sentence a visitor would read.
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..chat.lanes import ticket_for
 from ..config import Settings
@@ -99,6 +100,39 @@ def chat_with_character(request: ToolCall, settings: Settings | None = None) -> 
                           most=MAX_MESSAGE_CHARS))
     out = _run(request, lambda bot: bot.stream(text), settings or Settings.from_env())
     return {k: out[k] for k in ("reply", "scenes", "engine", "model")}
+
+
+def chat_by_voice(role: str, audio: str, history: list[dict] | None = None, user_name: str = "",
+                  speech_language: str = "", settings: Settings | None = None) -> dict:
+    """Speak to a character: a recording of what you say is transcribed on this server (offline, Whisper base)
+    and the character answers it, in character, as chat_with_character would.
+
+    Args:
+        role: the character's id or Hub id, as list_characters gives it (e.g. "sherlock", "sunwukong").
+        audio: the recording of your message (WAV, MP3, OGG, WEBM or M4A; at most 60 s). It is deleted once heard.
+        history: the conversation so far, as for chat_with_character; [] or omitted for a new one.
+        user_name: who you are in the story (blank: the character's usual partner).
+        speech_language: "zh" or "en", the language spoken in the recording (blank: English).
+
+    Returns:
+        JSON: "transcript" (the words heard, which were sent), "reply" (the character's line), "scenes", "engine" and
+        "model", as chat_with_character gives them.
+    """
+    from ..chat.speech import SpeechError, SpeechUnavailable, transcribe
+
+    settings = settings or Settings.from_env()
+    spoken = (speech_language or "en").strip().lower()
+    try:
+        if spoken not in ("zh", "en"):
+            raise ToolError(_('speech_language is "zh" or "en".'))
+        _role(role, settings)  # an unknown character is said before the recording is heard
+        heard = transcribe(audio, spoken, settings=settings)
+    except (SpeechError, SpeechUnavailable) as exc:
+        raise ToolError(str(exc)) from None
+    finally:
+        Path(audio).unlink(missing_ok=True)
+    answer = chat_with_character(ToolCall(role, heard.text, history, user_name), settings=settings)
+    return {"transcript": heard.text, **answer}
 
 
 def continue_story(role: str, history: list[dict], whose: str = "character", user_name: str = "",

@@ -49,7 +49,8 @@ def test_the_tools_are_listed_with_their_parameters(mcp_app):
     url, _, _ = mcp_app
     tools, _ = call(url)
     by_name = {t.name: t for t in tools}
-    assert set(by_name) == {"list_characters", "chat_with_character", "continue_story", "search_scenes", "speak_line"}
+    assert set(by_name) == {"list_characters", "chat_with_character", "chat_by_voice", "continue_story",
+                            "search_scenes", "speak_line"}
     chat = by_name["chat_with_character"]
     assert chat.description.startswith("Send a message to a character")
     props = chat.inputSchema["properties"]
@@ -57,6 +58,8 @@ def test_the_tools_are_listed_with_their_parameters(mcp_app):
     assert "list_characters" in props["role"]["description"]
     assert set(by_name["continue_story"].inputSchema["properties"]) == {"role", "history", "whose", "user_name",
                                                                          "persona"}
+    assert set(by_name["chat_by_voice"].inputSchema["properties"]) == {"role", "audio", "history", "user_name",
+                                                                        "speech_language"}
     assert not any(name.startswith("param_") for t in tools for name in t.inputSchema["properties"])
 
 
@@ -124,6 +127,50 @@ def test_speak_line_gives_an_audio_file(mcp_app):
     with urllib.request.urlopen(link, timeout=10) as r:
         assert r.read(4) == b"RIFF"
     assert empty.isError and "nothing to read aloud" in text(empty)
+
+
+def test_an_agent_and_an_api_client_speak_to_a_character(mcp_app):
+    """chat_by_voice (issue 68): a recording in (MCP: base64 data; the API: an upload), its transcript and the
+    character's answer to it out; a path on the server named in its place is refused."""
+    import base64
+    import urllib.request
+
+    from gradio_client import Client, handle_file
+    from support.speech import PERSON_EN
+
+    url, _, log = mcp_app
+    data = "data:audio/wav;base64," + base64.b64encode(PERSON_EN.read_bytes()).decode()
+    _, (heard, bad_language, not_audio) = call(
+        url,
+        ("chat_by_voice", {"role": "sherlock", "audio": data, "speech_language": "en"}),
+        ("chat_by_voice", {"role": "sherlock", "audio": data, "speech_language": "fr"}),
+        ("chat_by_voice", {"role": "sherlock", "audio": "data:audio/wav;base64," + base64.b64encode(b"hello").decode()}),
+    )
+    said = payload(heard)
+    assert said["transcript"] == "He was not an ill-disposed young man."
+    assert said["reply"] == "Echo: Watson:「He was not an ill-disposed young man.」" and said["engine"]
+    assert bad_language.isError and '"zh" or "en"' in text(bad_language)
+    assert not_audio.isError and "cannot be read" in text(not_audio) or "not a recording" in text(not_audio)
+    client = Client(url.removesuffix("gradio_api/mcp/"), verbose=False)
+    answer = json.loads(client.predict("sunwukong", handle_file(str(PERSON_EN)), [], "", "en",
+                                       api_name="/chat_by_voice"))
+    assert answer["transcript"].startswith("He was not") and answer["reply"]
+    # over plain HTTP, as any client could: a path on the server where the recording should be (Gradio logs its
+    # refusal with a traceback: the only one allowed in this log)
+    base = url.removesuffix("gradio_api/mcp/")
+    named = {"path": str(PERSON_EN), "meta": {"_type": "gradio.FileData"}}
+    request = urllib.request.Request(base + "gradio_api/call/chat_by_voice", method="POST",
+                                     data=json.dumps({"data": ["sunwukong", named, [], "", "en"]}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        event = json.loads(r.read())["event_id"]
+    with urllib.request.urlopen(f"{base}gradio_api/call/chat_by_voice/{event}", timeout=60) as r:
+        stream = r.read().decode()
+    assert "event: error" in stream and "ill-disposed" not in stream, stream  # Gradio refuses it before the tool
+    logged = log.read_text()
+    before_forgery, _, forgery = logged.partition("Traceback")
+    assert "ill-disposed" not in logged  # nor the visitor's words in the log
+    assert "InvalidPathError" in forgery and "Traceback" not in before_forgery
 
 
 def test_gradios_own_switch_turns_mcp_on_as_well(tmp_path):

@@ -112,3 +112,18 @@ def test_without_the_model_packages_the_microphone_is_hidden_with_a_sentence(mon
     text, said = hear(str(take), "typed", "", settings=None)
     assert text is None and "not installed" in said
     assert not take.exists()  # the visitor's recording is not kept, heard or not
+
+
+def test_the_voice_tool_hears_only_files_gradio_received(tmp_path):
+    """A second guard behind Gradio's own: a recording named by a path outside Gradio's upload folder is refused."""
+    import gradio as gr
+    from gradio.utils import get_upload_folder
+
+    from page.api import _received
+
+    with pytest.raises(gr.Error, match="Send the recording as a file"):
+        _received({"path": str(PERSON_EN), "meta": {"_type": "gradio.FileData"}})
+    with pytest.raises(gr.Error):
+        _received(None)
+    inside = f"{get_upload_folder()}/abc/take.wav"
+    assert _received({"path": inside}) == inside
