@@ -16,7 +16,6 @@ from ..i18n import N_, _
 
 log = logging.getLogger(__name__)
 
-WAITING = N_("Waiting to be heard: {n} ahead of you.")
 HEARD = N_("Heard {seconds} s of speech in {took} s: edit the words or send them.")
 
 
@@ -32,7 +31,7 @@ def hear(audio: str | None, box: str, speech: str | None, settings: Settings,
     finally:
         forget(audio)
     text = f"{box.rstrip()} {heard.text}" if (box or "").strip() else heard.text
-    return text, _(HEARD, seconds=f"{heard.seconds:.1f}", took=f"{heard.took:.1f}")
+    return text, _(HEARD, seconds=round(heard.seconds, 1), took=round(heard.took, 1))
 
 
 def forget(audio: str) -> None:

@@ -1,0 +1,59 @@
+"""Speaking instead of typing (issue 68), in Chromium with a recording as its microphone: the round microphone
+button beside the box at laptop and phone sizes, in English and in Chinese; the words land in the box to be edited
+or sent; speech in another language than the page's is named, and the box is left alone."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from support.browser import ARTIFACTS, LAPTOP, PHONE, bot_texts, chromium, inside_viewport, open_at, wait_reply
+from support.speech import PERSON_EN, SYNTHETIC_ZH
+
+HEARD = {"en-US": "edit the words or send them", "zh-CN": "可以修改文字"}
+
+
+def speak(page, seconds: float) -> str:
+    """Record `seconds` of the microphone, stop, and wait for the note under the box (what was heard, or why
+    nothing was): its text."""
+    page.click("#mic .record-button")
+    time.sleep(seconds)
+    page.click("#mic .stop-button")
+    page.wait_for_function("() => /[.。!！]$/.test(document.querySelector('#speech-note').innerText.trim())",
+                           timeout=60_000)
+    return page.locator("#speech-note").inner_text()
+
+
+@pytest.mark.parametrize("size, viewport, locale, clip, seconds, words", [
+    ("laptop", LAPTOP, "en-US", PERSON_EN, 3.4, r"ill.disposed young man"),
+    ("phone", PHONE, "zh-CN", SYNTHETIC_ZH, 7.4, r"你好.*天气"),
+])
+def test_a_visitor_speaks_and_the_words_land_in_the_box(app_server, size, viewport, locale, clip, seconds, words):
+    with chromium(microphone=clip) as browser:
+        page = open_at(browser.new_context(locale=locale, viewport=viewport), app_server, viewport)
+        assert inside_viewport(page, "#mic .record-button"), f"the microphone is out of sight on a {size}"
+        box = page.locator("#message textarea")
+        assert box.bounding_box()["width"] > 140  # the box keeps room to read what was heard
+        said = speak(page, seconds)
+        heard = box.input_value()
+        assert re.search(words, heard), (heard, said)
+        assert HEARD[locale] in said
+        if locale == "zh-CN":
+            assert not set("們氣還") & set(heard)  # simplified
+        page.screenshot(path=str(ARTIFACTS / f"speech-{size}-{locale}.png"))
+        before = len(bot_texts(page))
+        page.click("#send")
+        wait_reply(page, before + 1)
+        assert page.locator("#chat .message.user").last.inner_text().strip() == heard.strip()
+        assert box.input_value() == ""
+
+
+def test_speech_in_another_language_than_the_pages_is_named_and_the_box_kept(app_server):
+    with chromium(microphone=PERSON_EN) as browser:
+        page = open_at(browser.new_context(locale="zh-CN", viewport=LAPTOP), app_server, LAPTOP)
+        page.fill("#message textarea", "我想说")
+        said = speak(page, 3.4)
+        assert "英语" in said and "中文" in said, said
+        assert page.locator("#message textarea").input_value() == "我想说"
+        page.screenshot(path=str(ARTIFACTS / "speech-other-language.png"))
