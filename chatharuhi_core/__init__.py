@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .chat.chatbot import ChatHaruhi
     from .chat.persona import AuthorsNote, Persona, read_persona
     from .chat.prompt import Exchange
+    from .chat.speech import SpeechError, Transcript, transcribe
     from .chat.tree import ChatTree
     from .config import Budgets, Settings
     from .errors import BackendError, ChatHaruhiError, EngineError, InputError, RoleFormatError, RoleNotFoundError
@@ -28,6 +29,7 @@ _HOME = {
     "ChatHaruhi": ".chat.chatbot",
     "AuthorsNote": ".chat.persona", "Persona": ".chat.persona", "read_persona": ".chat.persona",
     "Exchange": ".chat.prompt",
+    "SpeechError": ".chat.speech", "Transcript": ".chat.speech", "transcribe": ".chat.speech",
     "ChatTree": ".chat.tree",
     "Budgets": ".config", "Settings": ".config",
     "BackendError": ".errors", "ChatHaruhiError": ".errors", "EngineError": ".errors", "InputError": ".errors",
@@ -54,11 +56,11 @@ def __dir__() -> list[str]:
 __all__ = [
     "AuthorsNote",
     "BackendError",
-    "ChatTree",
-    "EngineError",
     "Budgets",
     "ChatHaruhi",
     "ChatHaruhiError",
+    "ChatTree",
+    "EngineError",
     "Exchange",
     "InputError",
     "Persona",
@@ -66,11 +68,14 @@ __all__ = [
     "RoleFormatError",
     "RoleNotFoundError",
     "Settings",
+    "SpeechError",
     "Story",
+    "Transcript",
     "bundled_ids",
     "load_role",
     "load_role_package",
     "read_persona",
+    "transcribe",
     "write_role_package",
 ]
 __version__ = "0.1.0"

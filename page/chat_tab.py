@@ -22,6 +22,7 @@ from chatharuhi_core.web.hearing import hear
 from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings, local_choice
 
+from .call import CallControls
 from .controls_panel import PlayerControls
 from .language import L, warn
 from .memory_panel import MemoryPanel
@@ -109,6 +110,7 @@ class ChatTab:
                 self.scenes = gr.Markdown(elem_id="scenes")
             self.memory = MemoryPanel().render()
             self.controls.render_panel()
+            self.call.render_hidden()
 
     def _mic(self) -> None:
         """Speak instead of typing: a recording (or an uploaded one) is heard into the box. Offered only where the
@@ -136,6 +138,7 @@ class ChatTab:
             # a recording made elsewhere, heard into the box like the microphone's
             self.audio_file = gr.UploadButton(L("Send a recording"), size="sm", elem_id="audio-file",
                                               file_types=["audio"], type="filepath", scale=1, visible=self.hears)
+            self.call = CallControls(self.settings).render(self.hears)
 
     def _voice(self) -> None:
         self.voice_audio = gr.Audio(visible=False, label=L("Voice"), type="filepath", autoplay=True,
@@ -173,6 +176,7 @@ class ChatTab:
         self.audio_file.upload(self.heard, [self.audio_file, self.text, s.speech_language],
                                [self.text, self.audio_file, self.speech_note], **heard)
         self._wire_voice_feedback(page)
+        self.call.wire(page, self)
         self._wire_names(page)
         self.memory.wire(page)
 

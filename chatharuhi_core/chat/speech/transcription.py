@@ -26,6 +26,7 @@ RATE = 16_000  # what Whisper hears
 LIMIT_S = 60  # one message's speech: a minute is a long turn, and 2 cores transcribe it in about 10 s
 SILENT_PEAK = 0.01  # under -40 dBFS everywhere: nothing was picked up
 LANGUAGES = ("zh", "en")  # what the speech language may be set to (the page's languages)
+BEAM = 5  # beam 1 is as fast here and once heard nothing (REFERENCE.md); bench/speech.py measures both
 DOUBTFUL_LOGPROB = -0.6  # below this, what was heard may be another language forced into the chosen one
 SURE = 0.6  # a detected language this likely is named to the visitor
 AUDIO_SUFFIXES = {".wav", ".mp3", ".ogg", ".oga", ".opus", ".webm", ".m4a", ".mp4", ".aac", ".flac", ".wma"}
@@ -99,13 +100,15 @@ def decode(audio: str | Path, name: str | None = None):
     return samples
 
 
-def transcribe(audio: str | Path, speech: str | None = None, *, settings: Settings | None = None,
+def transcribe(audio, speech: str | None = None, *, settings: Settings | None = None,
                waiting: Callable[[int], None] | None = None, name: str | None = None) -> Transcript:
-    """The words in a recording file, in `speech` (zh or en; None: the page's language). `waiting(place)` hears
-    the caller's place while others are transcribed. Raises SpeechError with the visitor's sentence, and
-    SpeechUnavailable when the model is not installed."""
+    """The words in a recording (a file, or 16 kHz mono float samples: a call's utterance), in `speech` (zh or en;
+    None: the page's language). `waiting(place)` hears the caller's place while others are transcribed. Raises
+    SpeechError with the visitor's sentence, and SpeechUnavailable when the model is not installed."""
     chosen = speech_language(speech)
-    samples = decode(audio, name)
+    samples = audio if hasattr(audio, "dtype") else decode(audio, name)
+    if not len(samples):
+        raise SpeechError(_(EMPTY))
     seconds = len(samples) / RATE
     if seconds > LIMIT_S:
         raise SpeechError(_(TOO_LONG, seconds=round(seconds), limit=LIMIT_S))
@@ -116,7 +119,7 @@ def transcribe(audio: str | Path, speech: str | None = None, *, settings: Settin
     with TURNSTILE.turn(waiting):
         start = time.perf_counter()
         try:
-            text, logprob = _hear(whisper, samples, chosen)
+            text, logprob = hear(whisper, samples, chosen)
             heard = _other_language(whisper, samples, chosen, text, logprob)
         except Exception as error:  # the model failed on this input: the visitor hears it, the app goes on
             log.warning("transcription failed: %s", type(error).__name__)
@@ -133,10 +136,11 @@ def transcribe(audio: str | Path, speech: str | None = None, *, settings: Settin
     return Transcript(simplified(text) if chosen == "zh" else text, chosen, seconds, took)
 
 
-def _hear(whisper, samples, chosen: str) -> tuple[str, float]:
-    """The words Whisper hears in `chosen`, and their mean log-probability; the segments it finds no speech in
-    (the VAD's leftovers, Whisper's "Thank you." on noise) are left out."""
-    segments, _info = whisper.transcribe(samples, language=chosen, beam_size=5, vad_filter=True,
+def hear(whisper, samples, chosen: str, beam: int = BEAM) -> tuple[str, float]:
+    """The words a loaded Whisper hears in `chosen`, and their mean log-probability; the segments it finds no speech
+    in (the VAD's leftovers, Whisper's "Thank you." on noise) are left out. (The bench runs other models and beams
+    through this, the app the shared model through `transcribe`.)"""
+    segments, _info = whisper.transcribe(samples, language=chosen, beam_size=beam, vad_filter=True,
                                          condition_on_previous_text=False)
     kept = [s for s in segments if not (s.no_speech_prob > 0.6 and s.avg_logprob < -1.0)]
     joiner = "" if chosen == "zh" else " "

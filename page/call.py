@@ -1,0 +1,158 @@
+"""The call: one button turns the chat into a spoken conversation (web/call.py holds its logic).
+
+The browser's side (CALL_JS) keeps the microphone streaming while the call listens, pauses it when the visitor's
+words are sent, plays the reply's sentences as they are voiced, and listens again when the last one has been
+played. Stop, a switch of character or the page's end ends the call; so does its button.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from chatharuhi_core.i18n import _
+from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.web.call import Call, hear_turn, voice_turn
+
+from .language import L
+from .visit import current
+
+TICK_S = 0.3  # how often the reply is looked at for finished sentences
+CHUNK_S = 0.4  # how much microphone each chunk carries
+
+CALL_JS = r"""
+  if (window.chCall) return;
+  const q = (sel) => document.querySelector(sel);
+  const call = window.chCall = {on: false, listening: false, turn: 0, played: new Set(), queue: [],
+                                audio: new Audio(), playing: false, timings: []};
+  call.listen = () => {
+    if (!call.on || call.listening) return;
+    const button = q('#call-mic .record-button');
+    if (button) { button.click(); call.listening = true; }
+  };
+  call.mute = () => {
+    const button = q('#call-mic .stop-button');
+    if (call.listening && button) button.click();
+    call.listening = false;
+  };
+  call.begin = () => { call.on = true; call.turn = 0; call.queue = []; call.listen(); };
+  call.end = () => { call.mute(); call.on = false; call.queue = []; call.audio.pause(); call.playing = false; };
+  call.audio.addEventListener('ended', () => { call.playing = false; });
+  call.audio.addEventListener('error', () => { call.playing = false; });
+  call.audio.addEventListener('playing', () => {
+    const t = call.timings[call.timings.length - 1];
+    if (t && t.firstSound === undefined) t.firstSound = performance.now() - t.sent;
+  });
+  // Stop, another character or the search list end the call, as its own button does
+  document.addEventListener('click', (e) => {
+    if (call.on && e.target.closest('#stop, #picker .thumbnail-item, #role-choice, #clear')) q('#call')?.click();
+  }, true);
+  setInterval(() => {
+    if (!call.on) return;
+    const said = Number(q('#call-said textarea')?.value || 0);
+    if (said > call.turn) {  // the visitor's turn has ended: their words are in the box
+      call.turn = said;
+      call.mute();
+      call.timings.push({turn: said, sent: performance.now()});
+      setTimeout(() => q('#send')?.click(), 50);
+    }
+    let voiced = {};
+    try { voiced = JSON.parse(q('#call-voice textarea')?.value || '{}'); } catch (e) {}
+    for (const [turn, url] of voiced.clips || []) {
+      if (!call.played.has(url)) { call.played.add(url); if (turn === call.turn) call.queue.push(url); }
+    }
+    if (!call.playing && call.queue.length) {
+      call.playing = true;
+      call.audio.src = call.queue.shift();
+      call.audio.play().catch(() => { call.playing = false; });
+    }
+    if (!call.playing && !call.queue.length && (voiced.done || 0) >= call.turn) call.listen();
+  }, 150);
+"""  # the body of js_on_load's function, run once when the page is drawn
+
+
+class CallControls:
+    """The call's button, its streaming microphone and the two fields the browser's side reads."""
+
+    def __init__(self, settings) -> None:
+        self.settings = settings
+
+    def render(self, hears: bool) -> CallControls:
+        self.button = gr.Button(L("Start a call"), size="sm", elem_id="call", visible=hears, scale=1)
+        return self
+
+    def render_hidden(self) -> None:
+        """The parts the visitor does not see: drawn (the browser's side clicks and reads them), styled away."""
+        self.state = gr.State(Call())
+        self.mic = gr.Audio(sources=["microphone"], streaming=True, type="numpy", elem_id="call-mic",
+                            elem_classes=["call-hidden"], show_label=False)
+        self.said = gr.Textbox("0", elem_id="call-said", elem_classes=["call-hidden"], show_label=False)
+        self.voiced = gr.Textbox("{}", elem_id="call-voice", elem_classes=["call-hidden"], show_label=False)
+        self.timer = gr.Timer(TICK_S, active=False)
+        gr.HTML("", js_on_load=CALL_JS, elem_id="call-js", elem_classes=["call-hidden"])
+
+    def wire(self, page, tab) -> None:
+        v = page.visit
+        js_toggle = "(call) => { const c = window.chCall; if (c) { c.on ? c.end() : c.begin(); } return call; }"
+        self.button.click(self.toggle, self.state, [self.button, self.timer, tab.speech_note, self.voiced,
+                                                    self.said], js=js_toggle, api_name=False,
+                          show_progress="hidden")
+        self.mic.stream(self.heard, [self.mic, self.state, tab.panel.speech_language, tab.chat],
+                        [tab.text, self.said, tab.speech_note], stream_every=CHUNK_S, time_limit=None,
+                        concurrency_limit=None, api_name=False, show_progress="hidden")
+        self.timer.tick(self.tick, [self.state, v.door.visit, tab.chat, v.conv], self.voiced, api_name=False,
+                        show_progress="hidden")
+
+    def toggle(self, call: Call):
+        """The call's button: on (listening at once) or off (the microphone paused, nothing more voiced)."""
+        if call.on:
+            call.end()
+            return _("Start a call"), gr.Timer(active=False), "", "{}", "0"
+        call.begin()
+        return (_("End the call"), gr.Timer(active=True), _("In a call: speak, and pause when you are done."),
+                "{}", "0")
+
+    def heard(self, chunk, call: Call, speech: str | None, chat: list | None):
+        """A chunk of the call's microphone: when the visitor's turn has ended, their words in the box and the
+        turn's number for the browser's side, which sends them."""
+        if chunk is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        rate, data = chunk
+        words, said = hear_turn(call, rate, data, speech, self.settings, len(chat or []))
+        if words is None:
+            return gr.skip(), gr.skip(), (said or gr.skip())
+        return words, str(call.turns), ""
+
+    def tick(self, call: Call, visit, chat: list | None, conv):
+        """The reply as the page shows it: each sentence finished since the last look is voiced."""
+        if not call.on or call.listening:
+            return gr.skip()
+        chat = chat or []
+        streaming = visit.live("chat")
+        reply = None
+        if len(chat) >= call.messages + 2 and chat[-1].get("role") == "assistant":
+            reply = _text(chat[-1].get("content"))
+        elif not streaming and len(chat) >= call.messages + 1 and call.turns > call.done:
+            reply = ""  # no reply came (an engine's failure, said in the chat): listen again
+        if reply is None:
+            return gr.skip()
+        role = load_role(current(conv).role_id)
+        voice_turn(call, reply, streaming, role, self.settings, _file_url)
+        return json.dumps({"clips": call.clips[-20:], "done": call.done, "first_sound_s": call.first_sound_s})
+
+
+def _text(content) -> str:
+    """A chat message's text, whatever shape Gradio gives it in."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(_text(c) for c in content)
+    if isinstance(content, dict):
+        return str(content.get("text") or content.get("content") or "")
+    return ""
+
+
+def _file_url(path) -> str:
+    """Where the browser fetches a spoken file (the audio folder is among the app's allowed paths)."""
+    return f"/gradio_api/file={path}"
