@@ -36,8 +36,13 @@ CALL_JS = r"""
     if (call.listening && button) button.click();
     call.listening = false;
   };
-  call.begin = () => { call.on = true; call.turn = 0; call.queue = []; call.listen(); };
-  call.end = () => { call.mute(); call.on = false; call.queue = []; call.audio.pause(); call.playing = false; };
+  call.begin = () => {
+    call.on = true; call.turn = 0; call.queue = []; document.body.classList.add('in-call'); call.listen();
+  };
+  call.end = () => {
+    call.mute(); call.on = false; call.queue = []; call.audio.pause(); call.playing = false;
+    document.body.classList.remove('in-call');
+  };
   call.audio.addEventListener('ended', () => { call.playing = false; });
   call.audio.addEventListener('error', () => { call.playing = false; });
   call.audio.addEventListener('playing', () => {

@@ -59,11 +59,10 @@ class Call:
 def resampled(rate: int, data: np.ndarray) -> np.ndarray:
     """A chunk from the browser (int16 or float, mono or stereo, any rate) as 16 kHz mono floats."""
     samples = np.asarray(data)
+    scale = float(np.iinfo(samples.dtype).max) if samples.dtype.kind == "i" else 1.0
+    samples = samples.astype(np.float32) / scale
     if samples.ndim > 1:
         samples = samples.mean(axis=1)
-    if samples.dtype.kind == "i":
-        samples = samples.astype(np.float32) / np.iinfo(data.dtype).max
-    samples = samples.astype(np.float32)
     if rate != RATE and len(samples):
         count = int(round(len(samples) * RATE / rate))
         samples = np.interp(np.linspace(0, len(samples) - 1, count), np.arange(len(samples)), samples)
@@ -123,10 +122,16 @@ def hear_turn(call: Call, rate: int, data: np.ndarray, speech: str | None, setti
     return words, ""
 
 
+_ABBREVIATIONS = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof|Sr|Jr|vs|etc|e\.g|i\.e)|\b[A-Z])\.$")
+
+
 def sentences(text: str, finished: bool) -> list[tuple[int, str]]:
-    """(end, sentence) for each whole sentence of `text`; the rest too when the text is finished."""
+    """(end, sentence) for each whole sentence of `text`; the rest too when the text is finished. "Mr." and an
+    initial end no sentence."""
     found, begin = [], 0
     for m in _SENTENCE.finditer(text):
+        if text[m.start()] == "." and _ABBREVIATIONS.search(text[:m.start() + 1]):
+            continue
         if text[begin:m.end()].strip():
             found.append((m.end(), text[begin:m.end()]))
         begin = m.end()

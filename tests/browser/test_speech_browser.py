@@ -57,3 +57,46 @@ def test_speech_in_another_language_than_the_pages_is_named_and_the_box_kept(app
         assert "英语" in said and "中文" in said, said
         assert page.locator("#message textarea").input_value() == "我想说"
         page.screenshot(path=str(ARTIFACTS / "speech-other-language.png"))
+
+
+CALL_STATE = """() => { const c = window.chCall;
+  return c && {on: c.on, listening: c.listening, turn: c.turn, playing: c.playing, queued: c.queue.length,
+               timings: c.timings}; }"""
+
+
+def test_a_call_of_two_turns_ends_when_the_visitor_picks_another_character(app_server, tmp_path):
+    """The offline engine on a laptop: each turn ends at the visitor's pause, is sent, is answered aloud sentence by
+    sentence, and the character listens again; a click on another character ends the call."""
+    import numpy as np
+    from faster_whisper.audio import decode_audio
+    from support.speech import write_wav
+
+    speech = decode_audio(str(PERSON_EN), sampling_rate=16_000)
+    turn = write_wav(tmp_path / "turn.wav", np.concatenate([np.zeros(8000), speech, np.zeros(16_000 * 3)]))
+    with chromium(microphone=turn) as browser:
+        page = open_at(browser.new_context(locale="en-US", viewport=LAPTOP), app_server, LAPTOP)
+        page.click("#call")
+        page.wait_for_function("() => window.chCall?.turn >= 2 && window.chCall.listening && !window.chCall.playing"
+                               " && !window.chCall.queue.length", timeout=120_000, polling=250)
+        state = page.evaluate(CALL_STATE)
+        said = [t.strip() for t in page.locator("#chat .message.user").all_inner_texts()]
+        # the fake microphone loops the clip from wherever it is when the call listens: a turn may start late
+        assert len(said) == 2 and all(re.search(r"(was not|not an|young man)", t) for t in said), said
+        assert all(t.get("firstSound") is not None for t in state["timings"]), state  # each reply was heard
+        voiced = page.input_value("#call-voice textarea")
+        assert '"done": 2' in voiced and ".wav" in voiced
+        assert page.locator("#call").inner_text() == "End the call"
+        page.screenshot(path=str(ARTIFACTS / "call-laptop.png"))
+        page.locator("#picker button[data-ref='sherlock']").click()
+        page.wait_for_function("() => !window.chCall.on && !window.chCall.listening", timeout=10_000)
+        page.wait_for_function("() => document.querySelector('#call').innerText.trim() === 'Start a call'",
+                               timeout=10_000)
+
+
+def test_the_call_button_is_there_on_a_phone_in_chinese(app_server):
+    with chromium(microphone=SYNTHETIC_ZH) as browser:
+        page = open_at(browser.new_context(locale="zh-CN", viewport=PHONE), app_server, PHONE)
+        button = page.locator("#call")
+        button.scroll_into_view_if_needed()
+        assert button.is_visible() and button.inner_text().strip() == "开始通话"
+        page.screenshot(path=str(ARTIFACTS / "call-phone-zh.png"), full_page=True)

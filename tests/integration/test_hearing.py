@@ -69,3 +69,44 @@ def test_chat_sends_speech_from_the_command_line(cache_dir):
     done = run_cli("chat", "--role", "sunwukong", "--engine", "script", "--audio", "README.md", cache=cache_dir)
     assert done.returncode == 1 and "README.md is not a recording" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def browser_chunks(samples, seconds: float = 0.4, rate: int = 48_000):
+    """16 kHz floats as the browser streams them: 48 kHz int16 chunks."""
+    up = np.interp(np.linspace(0, len(samples) - 1, len(samples) * 3), np.arange(len(samples)), samples)
+    pcm = (np.clip(up, -1, 1) * 32767).astype(np.int16)
+    step = int(rate * seconds)
+    return [pcm[i:i + step] for i in range(0, len(pcm), step)]
+
+
+def test_a_call_ends_the_visitors_turn_at_the_pause_after_their_speech(settings):
+    """Silero VAD (faster-whisper's wheel): silence before, the words, then a pause; the turn ends within a second
+    of the pause, and its words are the message."""
+    from faster_whisper.audio import decode_audio
+
+    from chatharuhi_core.web.call import PAUSE_S, Call, hear_turn
+
+    speech = decode_audio(str(PERSON_EN), sampling_rate=16_000)
+    stream = np.concatenate([np.zeros(16_000), speech, np.zeros(16_000 * 2)])
+    call = Call()
+    call.begin()
+    heard_at = 0.0
+    for chunk in browser_chunks(stream):
+        heard_at += 0.4
+        words, said = hear_turn(call, 48_000, chunk, "en", settings, chat_length=1)
+        if words is not None:
+            break
+    assert words == "He was not an ill-disposed young man." and said == ""
+    assert 1 + len(speech) / 16_000 + PAUSE_S - 0.1 <= heard_at <= 1 + len(speech) / 16_000 + PAUSE_S + 1.0
+    assert not call.listening and call.turns == 1 and call.messages == 1
+
+
+def test_a_silent_call_keeps_listening_and_holds_no_growing_buffer(settings):
+    from chatharuhi_core.web.call import KEEP_S, Call, hear_turn
+
+    call = Call()
+    call.begin()
+    quiet = np.random.default_rng(1).standard_normal(16_000 * 20) * 0.002
+    for chunk in browser_chunks(quiet):
+        assert hear_turn(call, 48_000, chunk, "en", settings, chat_length=1) == (None, "")
+    assert sum(len(c) for c in call.heard) <= (KEEP_S + 0.5) * 16_000 and call.listening
