@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .chat.chatbot import ChatHaruhi
     from .chat.persona import AuthorsNote, Persona, read_persona
     from .chat.prompt import Exchange
-    from .chat.speech import SpeechError, Transcript, transcribe
+    from .chat.speech import Heard, SpeechError, transcribe
     from .chat.tree import ChatTree
     from .config import Budgets, Settings
     from .errors import BackendError, ChatHaruhiError, EngineError, InputError, RoleFormatError, RoleNotFoundError
@@ -29,7 +29,7 @@ _HOME = {
     "ChatHaruhi": ".chat.chatbot",
     "AuthorsNote": ".chat.persona", "Persona": ".chat.persona", "read_persona": ".chat.persona",
     "Exchange": ".chat.prompt",
-    "SpeechError": ".chat.speech", "Transcript": ".chat.speech", "transcribe": ".chat.speech",
+    "Heard": ".chat.speech", "SpeechError": ".chat.speech", "transcribe": ".chat.speech",
     "ChatTree": ".chat.tree",
     "Budgets": ".config", "Settings": ".config",
     "BackendError": ".errors", "ChatHaruhiError": ".errors", "EngineError": ".errors", "InputError": ".errors",
@@ -62,6 +62,7 @@ __all__ = [
     "ChatTree",
     "EngineError",
     "Exchange",
+    "Heard",
     "InputError",
     "Persona",
     "Role",
@@ -70,7 +71,6 @@ __all__ = [
     "Settings",
     "SpeechError",
     "Story",
-    "Transcript",
     "bundled_ids",
     "load_role",
     "load_role_package",

@@ -20,6 +20,7 @@ from .visit import current
 
 TICK_S = 0.3  # how often the reply is looked at for finished sentences
 CHUNK_S = 0.4  # how much microphone each chunk carries
+STILL_S = 8.0  # a reply whose exchange never lands (the engine failed) counts as ended once the chat is this still
 
 CALL_JS = r"""
   if (window.chCall) return;
@@ -103,10 +104,10 @@ class CallControls:
         self.button.click(self.toggle, self.state, [self.button, self.timer, tab.speech_note, self.voiced,
                                                     self.said], js=js_toggle, api_name=False,
                           show_progress="hidden")
-        self.mic.stream(self.heard, [self.mic, self.state, tab.panel.speech_language, tab.chat],
+        self.mic.stream(self.heard, [self.mic, self.state, tab.panel.speech_language, tab.chat, v.conv],
                         [tab.text, self.said, tab.speech_note], stream_every=CHUNK_S, time_limit=None,
                         concurrency_limit=None, api_name=False, show_progress="hidden")
-        self.timer.tick(self.tick, [self.state, v.door.visit, tab.chat, v.conv], self.voiced, api_name=False,
+        self.timer.tick(self.tick, [self.state, tab.chat, v.conv], self.voiced, api_name=False,
                         show_progress="hidden")
 
     def toggle(self, call: Call):
@@ -118,7 +119,7 @@ class CallControls:
         return (_("End the call"), gr.Timer(active=True), _("In a call: speak, and pause when you are done."),
                 "{}", "0")
 
-    def heard(self, chunk, call: Call, speech: str | None, chat: list | None):
+    def heard(self, chunk, call: Call, speech: str | None, chat: list | None, conv):
         """A chunk of the call's microphone: when the visitor's turn has ended, their words in the box and the
         turn's number for the browser's side, which sends them."""
         if chunk is None:
@@ -127,23 +128,26 @@ class CallControls:
         words, said = hear_turn(call, rate, data, speech, self.settings, len(chat or []))
         if words is None:
             return gr.skip(), gr.skip(), (said or gr.skip())
+        call.exchanges = len(current(conv).history)
         return words, str(call.turns), ""
 
-    def tick(self, call: Call, visit, chat: list | None, conv):
-        """The reply as the page shows it: each sentence finished since the last look is voiced."""
-        if not call.on or call.listening:
+    def tick(self, call: Call, chat: list | None, conv):
+        """The reply as the page shows it: each sentence finished since the last look is voiced. The reply has
+        ended once the chat holds its exchange (or, when none comes, an engine's failure said in the chat, once
+        the page has been still for a while)."""
+        if not call.on or call.listening or call.done >= call.turns:
             return gr.skip()
         chat = chat or []
-        streaming = visit.live("chat")
-        reply = None
-        if len(chat) >= call.messages + 2 and chat[-1].get("role") == "assistant":
-            reply = _text(chat[-1].get("content"))
-        elif not streaming and len(chat) >= call.messages + 1 and call.turns > call.done:
-            reply = ""  # no reply came (an engine's failure, said in the chat): listen again
-        if reply is None:
+        reply = _text(chat[-1].get("content")) if len(chat) >= call.messages + 2 \
+            and chat[-1].get("role") == "assistant" else None
+        call.still = call.still + 1 if reply == call.seen else 0
+        call.seen = reply
+        landed = len(current(conv).history) > call.exchanges
+        ended = landed or call.still * TICK_S >= STILL_S
+        if reply is None and not ended:
             return gr.skip()
         role = load_role(current(conv).role_id)
-        voice_turn(call, reply, streaming, role, self.settings, _file_url)
+        voice_turn(call, reply or "", not ended, role, self.settings, _file_url)
         return json.dumps({"clips": call.clips[-20:], "done": call.done, "first_sound_s": call.first_sound_s})
 
 

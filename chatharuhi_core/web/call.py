@@ -45,6 +45,9 @@ class Call:
     voiced: int = 0  # characters of that reply already spoken
     clips: list = field(default_factory=list)  # (turn, url) of each spoken sentence, in order
     done: int = 0  # the last turn whose reply has been spoken to its end
+    exchanges: int = 0  # the conversation's exchanges when the last turn was sent: one more means it was answered
+    seen: str | None = None  # the reply as last looked at, and for how many looks it has not changed
+    still: int = 0
     ended_at: float = 0.0  # when the last turn's speech ended (monotonic), for the latency figure
     first_sound_s: float | None = None  # end of speech to the first sentence's audio, for the last turn
 
@@ -146,7 +149,7 @@ def voice_turn(call: Call, reply: str | None, streaming: bool, role: Role, setti
     file into what the browser plays); True once the whole reply has been voiced."""
     from ..chat.voice import speak
 
-    if not call.on or call.listening or call.done >= call.turns or reply is None:
+    if not call.on or call.listening or call.done >= call.turns:
         return False
     for end, sentence in sentences(reply, finished=not streaming):
         if end <= call.voiced:

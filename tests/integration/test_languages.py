@@ -75,7 +75,11 @@ def test_a_fine_tuned_model_speaks_what_its_eval_measured(tmp_path):
     assert spec_languages(spec) == EN
 
 
-def test_the_command_line_warns_before_the_first_message(cache_dir):
+def test_the_command_line_warns_before_the_first_message(cache_dir, settings, capsys):
+    """The warning as the command line prints it, from a real run; then, in this process (the same function the
+    command line calls, without three more model loads), no warning where the model speaks the language."""
+    from chatharuhi_core.chat.languages import warn_language
+
     out = run_cli("chat", "--role", "sunwukong", "--engine", "local", "--model", "smollm2", "你是谁？", cache=cache_dir)
     assert out.returncode == 0, out.stderr
     warning = out.stderr.splitlines()[0]
@@ -83,13 +87,13 @@ def test_the_command_line_warns_before_the_first_message(cache_dir):
     assert "--engine script" in warning and "--engine hf" in warning
     # the fine-tune the repository ships on the Gemma the local extra installs
     assert "Use --model gemma-3-270m-chatharuhi (a local model that speaks Chinese)." in warning
-    quiet = run_cli("chat", "--role", "sherlock", "--engine", "local", "--model", "smollm2", "Who are you?",
-                    cache=cache_dir)
-    assert "warning" not in quiet.stderr
-    blank = run_cli("chat", "--role", "sunwukong", "--engine", "local", "你是谁？", cache=cache_dir)
-    assert blank.returncode == 0 and "warning" not in blank.stderr, blank.stderr  # the default speaks Chinese
-    scene = run_cli("chat", "--role", "sherlock", "--role", "sunwukong", "--engine", "script", "hello", cache=cache_dir)
-    assert "warning" not in scene.stderr  # the script engine speaks every character's language
+    capsys.readouterr()
+    sherlock, wukong = load_role("sherlock"), load_role("sunwukong")
+    warn_language(ChatHaruhi(role=sherlock, engine="local", model="smollm2", settings=settings).engine, sherlock)
+    warn_language(ChatHaruhi(role=wukong, engine="local", settings=settings).engine, wukong)  # the default: Chinese
+    for role in (sherlock, wukong):  # the script engine speaks every character's language
+        warn_language(ChatHaruhi(role=role, engine="script", settings=settings).engine, role)
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_the_page_offers_the_packaged_model_that_speaks_the_language(settings):

@@ -166,6 +166,11 @@ MEASURED = [
 ]
 
 NOT_MEASURED = [
+    ("about 190 MB of wheels, and the joined 145 MB model in the cache on first use",
+     "package and file sizes, as PyPI's index lists the wheels and the two model parts add up"),
+    ("(about 190 MB of wheels in `requirements.txt`", "the speech packages' sizes, as PyPI's index lists them"),
+    ("one over 60 s (the limit is said)", "the speech limit (chat/speech/transcription.LIMIT_S)"),
+    ("at a pause of 0.8 s", "a design setting: the pause that ends a turn in a call (web/call.PAUSE_S)"),
     ("under 60% distinct word pairs", "the loop test's definition (data/loops.py, issue 65)"),
     ("Gemma 3 270M, the base model (Q4_K_M, 250 MB)", "the file's size, as its packages list it"),
     ("roughly 7 minutes on 2 cores** (an approximate time from when the build was added, not a committed measurement)",

@@ -52,7 +52,7 @@ FAILED = N_("Transcribing failed ({reason}); nothing was sent. Try again.")
 
 
 @dataclass(frozen=True)
-class Transcript:
+class Heard:
     """What a recording said: the text, its language, how long the speech was and how long hearing it took."""
 
     text: str
@@ -101,7 +101,7 @@ def decode(audio: str | Path, name: str | None = None):
 
 
 def transcribe(audio, speech: str | None = None, *, settings: Settings | None = None,
-               waiting: Callable[[int], None] | None = None, name: str | None = None) -> Transcript:
+               waiting: Callable[[int], None] | None = None, name: str | None = None) -> Heard:
     """The words in a recording (a file, or 16 kHz mono float samples: a call's utterance), in `speech` (zh or en;
     None: the page's language). `waiting(place)` hears the caller's place while others are transcribed. Raises
     SpeechError with the visitor's sentence, and SpeechUnavailable when the model is not installed."""
@@ -133,7 +133,7 @@ def transcribe(audio, speech: str | None = None, *, settings: Settings | None = 
     if not text:
         raise SpeechError(_(NOISE))
     log.info("transcribed %.1f s of speech in %.1f s", seconds, took)  # never the words: they are the visitor's
-    return Transcript(simplified(text) if chosen == "zh" else text, chosen, seconds, took)
+    return Heard(simplified(text) if chosen == "zh" else text, chosen, seconds, took)
 
 
 def hear(whisper, samples, chosen: str, beam: int = BEAM) -> tuple[str, float]:
