@@ -106,20 +106,22 @@ def hear_turn(call: Call, rate: int, data: np.ndarray, speech: str | None, setti
     said = utterance(call, rate, data)
     if said is None:
         return None, ""
+    call.listening = False  # chunks that come while these words are heard make no second turn
     try:
         words = transcribe(said, speech or None, settings=settings).text
     except SpeechError as error:  # noise, another language: said, and the call listens on
+        call.listening, call.heard = True, []
         return None, str(error)
     except SpeechUnavailable as error:
-        call.on = call.listening = False
+        call.on = False
         return None, str(error)
     except Exception as error:  # the model failed mid-call: said once, and the call listens on
         log.warning("a call's transcription failed: %s", type(error).__name__)
         from ..chat.speech.transcription import FAILED
         from ..i18n import _
 
+        call.listening, call.heard = True, []
         return None, _(FAILED, reason=type(error).__name__)
-    call.listening = False
     call.turns += 1
     call.messages, call.voiced, call.first_sound_s = chat_length, 0, None
     return words, ""
@@ -143,7 +145,7 @@ def sentences(text: str, finished: bool) -> list[tuple[int, str]]:
     return found
 
 
-def voice_turn(call: Call, reply: str | None, streaming: bool, role: Role, settings: Settings,
+def voice_turn(call: Call, reply: str, streaming: bool, role: Role, settings: Settings,
                spoken_url) -> bool:
     """Voice the sentences of the current reply finished since the last look (`spoken_url(path)` turns a spoken
     file into what the browser plays); True once the whole reply has been voiced."""
@@ -162,6 +164,6 @@ def voice_turn(call: Call, reply: str | None, streaming: bool, role: Role, setti
                 call.first_sound_s = time.monotonic() - call.ended_at
     if not streaming and call.voiced >= len(reply.rstrip()):
         call.done = call.turns
-        call.listening = True
+        call.listening, call.heard = True, []  # what the microphone sent meanwhile is not the next turn
         return True
     return False

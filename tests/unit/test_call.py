@@ -62,3 +62,16 @@ def test_each_finished_sentence_is_voiced_once_and_the_call_listens_after_the_la
     assert len(said) == 3
     call.end()
     assert not call.on and call.clips == [] and call.turns == 0
+
+
+def test_a_transcription_that_fails_mid_call_is_one_sentence_and_the_call_listens_on(monkeypatch, settings):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the model's worker died")
+
+    monkeypatch.setattr("chatharuhi_core.web.call.utterance", lambda call, rate, data: np.zeros(16_000, np.float32))
+    monkeypatch.setattr("chatharuhi_core.web.call.transcribe", broken)
+    call = Call()
+    call.begin()
+    words, said = hear_turn(call, 48_000, np.zeros(19_200, np.int16), "en", settings, 1)
+    assert words is None and said == "Transcribing failed (RuntimeError); nothing was sent. Try again."
+    assert call.on and call.listening and call.turns == 0
