@@ -57,7 +57,10 @@ def test_the_keyboard_path_enter_sends_and_focus_comes_back_to_the_box(browser, 
     wait_reply(page, 2)
     page.wait_for_function("() => document.activeElement === document.querySelector('#message textarea')",
                            timeout=10_000)
-    page.keyboard.press("Tab")  # the next stop after the box is its Send button
+    page.keyboard.press("Tab")  # the next stop after the box is the microphone beside it, named for a reader
+    focused = page.evaluate("[document.activeElement.closest('#mic') !== null, document.activeElement.textContent]")
+    assert focused[0] and focused[1].strip() in ("Record", "录音"), focused
+    page.keyboard.press("Tab")  # then the box's Send button
     assert page.evaluate("document.activeElement.id") == "send"
     assert "Portrait of 孙悟空" in page.locator("#portrait img").get_attribute("alt")
     ARTIFACTS.mkdir(exist_ok=True)

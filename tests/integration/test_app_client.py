@@ -15,8 +15,8 @@ def test_page_serves_and_lists_endpoints(app_server):
     documented: they take the page's state and sliders."""
     client = Client(app_server, verbose=False)
     names = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-    assert set(names) == {"/list_characters", "/chat_with_character", "/continue_story", "/search_scenes",
-                          "/speak_line"}
+    assert set(names) == {"/list_characters", "/chat_with_character", "/chat_by_voice", "/continue_story",
+                          "/search_scenes", "/speak_line"}
     assert client.predict("sherlock", api_name="/switch_role")  # undocumented, still there
 
 
