@@ -37,6 +37,7 @@ from common import app_process, machine  # noqa: E402
 OUT = ROOT / "docs" / "eval" / "speech-call.md"
 ENGINES = {"script": "offline engine (quotes the script)", "local": "local model (Gemma 3 270M ChatHaruhi)"}
 TURNS = 5
+LOAD = [0.0]  # the load average before the bench's own work
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -82,7 +83,7 @@ def call(engine: str, recording: Path, folder: Path) -> list[dict]:
 
 def report(found: dict[str, list[dict]]) -> str:
     out = [f"# A call: end of speech to the first sound of the reply ({datetime.date.today()})", "",
-           f"`python bench/call_latency.py` on {machine()}; load average {os.getloadavg()[0]:.1f} when written.", "",
+           f"`python bench/call_latency.py` on {machine()}; load average {LOAD[0]:.1f} as it began.", "",
            f"{TURNS} turns per engine, 孙悟空 called with a LibriVox clip as the microphone (3.0 s of speech, then a",
            "pause). *Server*: from the end of the speech (where the VAD put it) to the first sentence's audio being",
            "ready: the pause that ends the turn (0.8 s), hearing the words, the reply's first sentence and its voice",
@@ -104,6 +105,7 @@ def main() -> None:
     ap.add_argument("--engine", choices=list(ENGINES), action="append")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
+    LOAD[0] = os.getloadavg()[0]
     folder = Path(tempfile.mkdtemp(prefix="call-bench-"))
     recording = turn_recording(folder)
     found = {engine: call(engine, recording, folder) for engine in (args.engine or list(ENGINES))}

@@ -296,17 +296,14 @@ def table(results: dict[str, dict], group: list[Clip], language: str) -> list[st
     return lines
 
 
-def report(all_clips: list[Clip], results: dict, busy: float | None, queue: list[tuple[int, float]]) -> str:
+def report(all_clips: list[Clip], results: dict, busy: float | None, queue: list[tuple[int, float]],
+           load: float) -> str:
     groups = [("People speaking English", "en", "person"), ("A person speaking Chinese (source not stated)", "zh",
                                                              "person (source not stated)"),
               ("Synthetic Chinese (Kokoro)", "zh", "synthetic"), ("Synthetic English (Kokoro)", "en", "synthetic")]
-    import os
-
-    load = os.getloadavg()[0]
     out = [f"# Speech in: how well and how fast ({datetime.date.today()}, commit {commit()})", "",
-           f"Written by `python bench/speech.py` on this machine (2 cores, no GPU; load average {load:.1f} when the",
-           "report was written: above 1, something else was running and the speeds are slower than alone). The",
-           "recordings ship inside PyPI",
+           f"Written by `python bench/speech.py` on this machine (2 cores, no GPU; the 1-minute load average was",
+           f"{load:.1f} as it began, which counts a run just before it). The recordings ship inside PyPI",
            "packages and are fetched by the bench; bench/data/speech-clips.json names each one's package, file, words",
            "and licence. Error rates are pooled over the clips (edits over reference words or characters); the",
            "interval is a 95% paired bootstrap over clips. Few clips make wide intervals: a difference whose interval",
@@ -346,6 +343,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="the shipped setting only, no busy core, no crowd")
     ap.add_argument("--no-write", action="store_true", help=f"print only, do not write {OUT.relative_to(ROOT)}")
     args = ap.parse_args()
+    import os
+
+    load = os.getloadavg()[0]  # before the bench's own work: what else the machine was doing
     cache = Settings.from_env().cache_dir / "bench-speech"
     all_clips = clips()
     found = [(c, decode(fetch(c, cache))) for c in all_clips]
@@ -355,7 +355,7 @@ def main() -> None:
         results[setting.label] = run_setting(setting, found, cache)
     busy = None if args.quick else busy_core_speed(SETTINGS[0], found, cache)
     queue = [] if args.quick else crowd(ROOT / "tests" / "data" / "speech" / "librivox-0880.wav", cache)
-    text = report(all_clips, results, busy, queue)
+    text = report(all_clips, results, busy, queue, load)
     print(text)
     if not args.no_write:
         OUT.write_text(text + "\n", encoding="utf-8")
