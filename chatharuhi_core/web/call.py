@@ -72,6 +72,30 @@ def resampled(rate: int, data: np.ndarray) -> np.ndarray:
     return samples.astype(np.float32)
 
 
+def taken(path: str) -> tuple[int, np.ndarray]:
+    """A chunk Gradio wrote to its cache as a WAV file: (rate, samples), the file deleted at once (the visitor's
+    voice is not kept; Gradio would keep every chunk of a call)."""
+    import wave
+    from pathlib import Path
+
+    from .hearing import forget
+
+    try:
+        with wave.open(path, "rb") as chunk:
+            rate, width, channels = chunk.getframerate(), chunk.getsampwidth(), chunk.getnchannels()
+            raw = chunk.readframes(chunk.getnframes())
+        samples = np.frombuffer(raw, dtype={1: np.int8, 2: np.int16, 4: np.int32}.get(width, np.int16))
+        return rate, samples.reshape(-1, channels) if channels > 1 else samples
+    except (OSError, EOFError, wave.Error):
+        return RATE, np.zeros(0, np.float32)
+    finally:
+        forget(path)
+        try:
+            Path(path).parent.rmdir()  # Gradio's folder for this one file
+        except OSError:
+            pass
+
+
 def utterance(call: Call, rate: int, data: np.ndarray) -> np.ndarray | None:
     """Add a chunk; the speech so far when it has ended (a pause after it, or the length limit), else None. The
     moment the speech ended is kept (`ended_at`): the call's latency is counted from it."""

@@ -75,3 +75,18 @@ def test_a_transcription_that_fails_mid_call_is_one_sentence_and_the_call_listen
     words, said = hear_turn(call, 48_000, np.zeros(19_200, np.int16), "en", settings, 1)
     assert words is None and said == "Transcribing failed (RuntimeError); nothing was sent. Try again."
     assert call.on and call.listening and call.turns == 0
+
+
+def test_a_streamed_chunk_is_read_and_its_file_deleted(tmp_path):
+    """Gradio writes each chunk of a call's microphone to its cache: read, then gone (the voice is not kept)."""
+    from support.speech import write_wav
+
+    from chatharuhi_core.web.call import taken
+
+    folder = tmp_path / "3f2a"
+    folder.mkdir()
+    chunk = write_wav(folder / "audio.wav", np.full(19_200, 0.25), rate=48_000)
+    rate, samples = taken(str(chunk))
+    assert rate == 48_000 and len(samples) == 19_200 and samples.dtype == np.int16
+    assert not chunk.exists() and not folder.exists()
+    assert len(taken(str(tmp_path / "gone.wav"))[1]) == 0  # a chunk already gone is an empty one
