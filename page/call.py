@@ -11,7 +11,7 @@ import json
 
 import gradio as gr
 
-from chatharuhi_core.i18n import _
+from chatharuhi_core.i18n import N_, _, in_language
 from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.call import Call, hear_turn, taken, voice_turn
 
@@ -50,6 +50,28 @@ CALL_JS = r"""
     const t = call.timings[call.timings.length - 1];
     if (t && t.firstSound === undefined) t.firstSound = performance.now() - t.sent;
   });
+  // a microphone the browser refuses (or cannot offer, on a page that is not https) is said under the box, in the
+  // page's language; a call waiting on it ends
+  const sayUnderBox = (sentences) => {
+    const note = q('#speech-note');
+    if (!note) return;
+    const zh = (document.documentElement.lang || '').startsWith('zh');
+    (note.querySelector('.prose') || note).textContent = zh ? sentences.zh : sentences.en;
+  };
+  const refused = {en: MIC_REFUSED_EN, zh: MIC_REFUSED_ZH};
+  const insecure = {en: MIC_INSECURE_EN, zh: MIC_INSECURE_ZH};
+  document.addEventListener('click', (e) => {
+    if (!e.target.closest('#mic .record-button, #call')) return;
+    setTimeout(async () => {
+      let denied = !navigator.mediaDevices;
+      if (!denied) {
+        try { denied = (await navigator.permissions.query({name: 'microphone'})).state === 'denied'; } catch (err) {}
+      }
+      if (!denied) return;
+      sayUnderBox(navigator.mediaDevices ? refused : insecure);
+      if (call.on) q('#call')?.click();
+    }, 1200);
+  }, true);
   // Stop, another character or the search list end the call, as its own button does
   document.addEventListener('click', (e) => {
     if (call.on && e.target.closest('#stop, #picker .thumbnail-item, #role-choice, #clear')) q('#call')?.click();
@@ -78,6 +100,21 @@ CALL_JS = r"""
 """  # the body of js_on_load's function, run once when the page is drawn
 
 
+MIC_REFUSED = N_("The browser refused the microphone: allow it for this site (the icon in the address bar), then "
+                 "press the microphone again.")
+MIC_INSECURE = N_("This page cannot use a microphone: browsers offer one only to https pages and to this computer's "
+                  "own address.")
+
+
+def call_js() -> str:
+    """CALL_JS with its two sentences in both languages (the page's language picks one as they are shown)."""
+    script = CALL_JS
+    for name, message in (("MIC_REFUSED", MIC_REFUSED), ("MIC_INSECURE", MIC_INSECURE)):
+        for lang in ("en", "zh"):
+            script = script.replace(f"{name}_{lang.upper()}", json.dumps(in_language(lang, message)))
+    return script
+
+
 class CallControls:
     """The call's button, its streaming microphone and the two fields the browser's side reads."""
 
@@ -96,7 +133,7 @@ class CallControls:
         self.said = gr.Textbox("0", elem_id="call-said", elem_classes=["call-hidden"], show_label=False)
         self.voiced = gr.Textbox("{}", elem_id="call-voice", elem_classes=["call-hidden"], show_label=False)
         self.timer = gr.Timer(TICK_S, active=False)
-        gr.HTML("", js_on_load=CALL_JS, elem_id="call-js", elem_classes=["call-hidden"])
+        gr.HTML("", js_on_load=call_js(), elem_id="call-js", elem_classes=["call-hidden"])
 
     def wire(self, page, tab) -> None:
         v = page.visit

@@ -93,3 +93,15 @@ def test_a_call_of_two_turns_ends_when_the_visitor_picks_another_character(app_s
         page.wait_for_function("() => !window.chCall.on && !window.chCall.listening", timeout=10_000)
         page.wait_for_function("() => document.querySelector('#call').innerText.trim() === 'Start a call'",
                                timeout=10_000)
+
+
+def test_a_refused_microphone_is_one_sentence_and_a_call_waiting_on_it_ends(app_server):
+    with chromium(refuse_microphone=True) as browser:
+        page = open_at(browser.new_context(locale="zh-CN", viewport=LAPTOP), app_server, LAPTOP)
+        page.click("#mic .record-button")
+        page.wait_for_function("() => document.querySelector('#speech-note').innerText.includes('浏览器拒绝了麦克风')",
+                               timeout=10_000)
+        page.click("#call")
+        page.wait_for_function("() => !window.chCall.on && document.querySelector('#call').innerText.trim() === "
+                               "'开始通话'", timeout=15_000)
+        assert page.locator("#message textarea").is_enabled()  # the chat goes on typed

@@ -26,16 +26,17 @@ Page = Any  # playwright.sync_api.Page: imported only where the browser lane run
 
 
 @contextmanager
-def chromium(microphone: Path | None = None) -> Iterator[Any]:
+def chromium(microphone: Path | None = None, refuse_microphone: bool = False) -> Iterator[Any]:
     """Debian's Chromium launched by Playwright (skipped without Playwright; a failure without Chromium, which
     scripts/test.sh installs). With `microphone`, a WAV file is the microphone (played in a loop), allowed
-    without asking."""
+    without asking; with `refuse_microphone`, a microphone the browser refuses to the page."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not shutil.which("chromium") and not shutil.which(CHROMIUM):
         pytest.fail("Debian's chromium is missing: run scripts/test.sh, which installs it")
     with sync_api.sync_playwright() as p:
         mic = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                f"--use-file-for-fake-audio-capture={microphone}"] if microphone else []
+        mic += ["--use-fake-device-for-media-stream", "--deny-permission-prompts"] if refuse_microphone else []
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS + mic)
         yield b
         b.close()
