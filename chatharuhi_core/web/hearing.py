@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from ..chat.speech import SpeechError, SpeechUnavailable, installed, transcribe
+from ..chat.speech import SpeechError, SpeechUnavailable, transcribe
 from ..config import Settings
 from ..i18n import N_, _
 
@@ -40,10 +40,3 @@ def forget(audio: str) -> None:
         Path(audio).unlink(missing_ok=True)
     except OSError:
         log.warning("a recording could not be deleted after transcribing")
-
-
-def can_hear() -> str:
-    """'' when the microphone can be offered; else the sentence that stands where it would be."""
-    from ..chat.speech.model import NOT_INSTALLED
-
-    return "" if installed() else _(NOT_INSTALLED)

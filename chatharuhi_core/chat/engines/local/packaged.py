@@ -47,13 +47,7 @@ class PackagedModel:
 
     def pieces(self) -> list[Path] | None:
         """The installed file or its pieces; None when a package is missing."""
-        found = []
-        for package, inside in self.parts:
-            folder = package_folder(package)
-            if folder is None or not (folder / inside).is_file():
-                return None
-            found.append(folder / inside)
-        return found
+        return installed_pieces(self.parts)
 
     def folder(self, cache: Path | None = None) -> Path | None:
         """The folder holding the GGUF file. A file PyPI could only take in pieces (a package holds at most
@@ -71,6 +65,18 @@ class PackagedModel:
         made_once(cache / self.file, lambda partial: join_checked(pieces, partial, self.sha256, self.file,
                                                                    self.requirement))
         return cache
+
+
+def installed_pieces(parts: tuple[tuple[str, str], ...]) -> list[Path] | None:
+    """Each (package, path inside it) as an installed file, in order; None when a package or a file is missing
+    (nothing is imported)."""
+    found = []
+    for package, inside in parts:
+        folder = package_folder(package)
+        if folder is None or not (folder / inside).is_file():
+            return None
+        found.append(folder / inside)
+    return found
 
 
 def package_folder(package: str) -> Path | None:
