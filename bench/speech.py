@@ -25,7 +25,6 @@ import argparse
 import datetime
 import json
 import multiprocessing
-import random
 import re
 import sys
 import tarfile
@@ -41,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from bench.questions import commit  # noqa: E402
 from chatharuhi_core.chat.speech.transcription import RATE, hear, simplified  # noqa: E402
 from chatharuhi_core.config import Settings  # noqa: E402
+from chatharuhi_core.data.metrics import bootstrap  # noqa: E402
 
 CLIPS = ROOT / "bench" / "data" / "speech-clips.json"
 OUT = ROOT / "docs" / "eval" / "speech.md"
@@ -188,15 +188,11 @@ def pooled(rows: list[tuple[int, int]]) -> float:
     return sum(e for e, _ in rows) / total if total else float("nan")
 
 
-def paired_interval(base: list[tuple[int, int]], other: list[tuple[int, int]], draws: int = 2000) -> tuple[float, float]:
+def paired_interval(base: list[tuple[int, int]], other: list[tuple[int, int]]) -> tuple[float, float]:
     """95% bootstrap interval of pooled(other) - pooled(base), resampling clips (the same ones for both)."""
-    rng = random.Random(0)
-    n, diffs = len(base), []
-    for _ in range(draws):
-        pick = [rng.randrange(n) for _ in range(n)]
-        diffs.append(pooled([other[i] for i in pick]) - pooled([base[i] for i in pick]))
-    diffs.sort()
-    return diffs[int(0.025 * draws)], diffs[int(0.975 * draws) - 1]
+    pairs = list(zip(base, other))
+    found = bootstrap(pairs, lambda picked: pooled([o for _, o in picked]) - pooled([b for b, _ in picked]))
+    return found.low, found.high
 
 
 # ---------------------------------------------------------------- runs
@@ -331,7 +327,7 @@ def report(all_clips: list[Clip], results: dict, busy: float | None, queue: list
         fits = max((k for k, wait in queue if wait <= WAIT_LIMIT_S), default=0)
         out += ["## Visitors asking at once", "",
                 "Each visitor sends the same 3 s English clip at the same moment; the app hears one at a time",
-                "(`Turnstile`), so each waits for those before it.", "",
+                "(the speech lane, chat/lanes.py), so each waits for those before it.", "",
                 "| visitors at once | longest wait in line (s) |", "|---|---|"]
         out += [f"| {k} | {wait:.1f} |" for k, wait in queue]
         out += ["", f"**{fits} visitors** can ask at once before the last waits more than {WAIT_LIMIT_S:.0f} s.", ""]
