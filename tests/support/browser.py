@@ -218,25 +218,28 @@ def throwaway_settings(tmp_path: Path) -> Any:
 
 
 def cast_scene(page: Page, names: list[str]) -> None:
-    """Add characters to the scene by typing their names in the cast picker (the Scene tab is open)."""
+    """Add characters to the scene by typing their names in the cast picker (the Scene tab is open) and clicking
+    the first choice that names them and is not picked yet (the bundled role; a Hub role of the same name comes
+    later). Enter was pressed before: on a busy machine the list had not filtered yet, and Enter toggled the first
+    choice of the old list, which took an already cast character out of the scene again (CI, twice)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     box = page.locator("#scene-cast input")
     for name in names:
         present = page.locator(f"#scene-present li:has-text('{name}')").first
-        for _ in range(3):  # on a busy machine the list's choices may still be arriving when Enter is pressed
+        choice = page.locator(f"#scene-cast li[role=option][aria-selected=false][aria-label^='{name} ']").first
+        for _ in range(3):
             if page.locator(f"#scene-cast .token:has-text('{name}')").count():
-                break  # picked by the last try after all: Enter again would take them out of the scene again
+                break  # picked by the last try after all: another click would take them out again
+            box.evaluate("e => e.blur()")  # a click on the box while it has focus closes its list: open it afresh
             box.click()
             box.fill(name)
-            time.sleep(0.3)
-            page.keyboard.press("Enter")  # the first match: the bundled role
             try:
+                choice.wait_for(state="visible", timeout=10_000)
+                choice.click()
                 present.wait_for(timeout=10_000)
                 break
             except PlaywrightTimeout:
-                if page.locator(f"#scene-cast .token:has-text('{name}')").count():
-                    break  # picked, the cast line is slow: pressing Enter again would take it out
                 page.keyboard.press("Escape")
         present.wait_for(timeout=30_000)
     page.keyboard.press("Escape")
