@@ -80,7 +80,7 @@ class _Session:
         from .jsonl import replace_text
 
         if reply is not None:
-            tree.line.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
+            tree.meta.append(ReplyMeta(uuid.uuid4().hex, reply.messages, reply.stats.engine, reply.stats.model))
         if self.path is None:
             return
         replace_text(self.path, dump_chat(tree.transcript()))

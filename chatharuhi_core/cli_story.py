@@ -60,7 +60,7 @@ def _stream(streaming) -> None:
 
 def _slot(tree: ChatTree, reply) -> None:
     """The last exchange's metadata after a new reply to the same message: its id kept, the new prompt."""
-    meta = tree.line.meta
+    meta = tree.meta
     if meta and len(meta) >= len(tree.bot.history):
         meta[-1] = replace(meta[-1], messages=reply.messages, engine=reply.stats.engine, model=reply.stats.model)
     else:
@@ -115,14 +115,14 @@ def _my_line(tree: ChatTree, rest: str, save, prefill) -> None:
 def _branch(tree: ChatTree, rest: str, save, prefill) -> None:
     if rest and not rest.isdigit():
         raise InputError(_("Say after which exchange the branch starts: /branch 2 (0: from the greeting)."))
-    before = tree.line.place.name
+    before = tree.place.name
     bot = tree.branch(int(rest) if rest else None)
     if bot.history:
         print(_("[{line}: a new line of the story after exchange {n} of {before}; /lines lists them]",
-                line=tree.line.place.name, n=len(bot.history), before=before))
+                line=tree.place.name, n=len(bot.history), before=before))
     else:
         print(_("[{line}: a new line of the story from the greeting of {before}; /lines lists them]",
-                line=tree.line.place.name, before=before))
+                line=tree.place.name, before=before))
     save(None)
 
 
@@ -139,14 +139,14 @@ def _show_last(tree: ChatTree) -> None:
 
 def _line(tree: ChatTree, rest: str, save, prefill) -> None:
     tree.switch(rest)
-    print(_("[now on {line}, {n} exchanges]", line=tree.line.place.name, n=len(tree.bot.history)))
+    print(_("[now on {line}, {n} exchanges]", line=tree.place.name, n=len(tree.bot.history)))
     _show_last(tree)
     save(None)
 
 
 def _parent(tree: ChatTree, rest: str, save, prefill) -> None:
     tree.parent()
-    print(_("[back on {line}, {n} exchanges]", line=tree.line.place.name, n=len(tree.bot.history)))
+    print(_("[back on {line}, {n} exchanges]", line=tree.place.name, n=len(tree.bot.history)))
     _show_last(tree)
     save(None)
 
@@ -159,10 +159,9 @@ def _persona(tree: ChatTree, rest: str, save, prefill) -> None:
               if p and p.description else _("[you play {name}; no persona set]", name=bot.user_role))
         return
     player = None if rest == "off" else read_persona(rest)
-    for x in tree.lines:
-        x.bot.player = player
-        if player:
-            x.bot.user_role = player.name
+    tree.bot.player = player  # one visitor for every line of the chat
+    if player:
+        tree.bot.user_role = player.name
     print(_("[you play {name}: {description}]", name=player.name, description=player.description)
           if player else _("[persona off]"))
     save(None)
@@ -180,8 +179,8 @@ def _note(tree: ChatTree, rest: str, save, prefill) -> None:
         return
     depth, _sep, text = rest.partition(" ")
     note = None if rest == "off" else (authors_note(text, depth) if depth.isdigit() and text else authors_note(rest))
-    for x in tree.lines:
-        x.bot.note = note
+    for line in (tree.conversation, *tree.conversation.others):
+        line.note = note
     print(_said(note, _("[author's note off]")))
     save(None)
 

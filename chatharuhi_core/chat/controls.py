@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import EmptyReply, InputError
 from ..i18n import _
 from .continuation import continue_messages, cut_mark_off, gap, joined, my_line_request, my_line_system
+from .conversation import branched
 from .engines import ChatRequest
 from .prompt import Exchange, PromptParts, lay_out, unwrapped
 from .reply import Reply, Streaming
@@ -85,13 +86,8 @@ def _turn_index(conv: ChatCore, turn: int | None) -> int:
 def branch(conv: ChatCore, at: int | None = None) -> ChatCore:
     """A new conversation that shares the first `at` exchanges (all by default) and goes its own way from
     there; its memory keeps what belongs to those exchanges (Memory.branched). This one is left as it is."""
-    at = len(conv.history) if at is None else at
-    if not 0 <= at <= len(conv.history):
-        raise InputError(_("A branch starts after one of the {count} exchanges, not after {at}.",
-                           count=len(conv.history), at=at))
-    other = copy.copy(conv)
-    other.history = list(conv.history[:at])
-    other.memory = conv.memory.branched(other.history)
+    other = copy.copy(conv)  # the same role, engine and seat, on a conversation of its own
+    other.conversation = branched(conv.conversation, len(conv.history) if at is None else at)
     return other
 
 

@@ -24,6 +24,7 @@ from ..roles.regex_scripts import AI_OUTPUT, PROMPT, STORED, USER_INPUT
 from ..roles.role import Role
 from ..roles.store import Hit, open_store
 from ..tokens import count_tokens
+from .conversation import Conversation
 from .engines import ChatRequest, Engine, EngineChoice, default_budgets, layout_of, registered
 from .engines.cpu_share import foreground
 from .memory import Ask, Memory, Pin, Recalled, ask_deep, pinned_block, query_forms, recall_block, recall_query
@@ -79,14 +80,16 @@ class Drawn:
 
 
 class ChatCore:
-    """A role, an engine choice and a memory, with the history they build. Not shared between visitors."""
+    """A role and an engine choice answering on a Conversation (conversation.py), which holds the history and the
+    memory: the core keeps none of its own, so the library, the command line, the page and the tools share one
+    conversation value. Not shared between visitors."""
 
     def __init__(self, role: Role, choice: EngineChoice, memory: Memory | None = None,
                  history: Sequence[Exchange] = (), *, settings: Settings | None = None, seat: Seat | None = None):
         seat = seat or Seat()
         self.settings = settings or Settings.from_env()
         self.role = role
-        self.player, self.note = seat.persona, seat.note
+        self.player = seat.persona
         self.user_role = seat.user_role or (seat.persona.name if seat.persona else "") or role.visitor_name
         self.embedder = seat.embedder or get_embedder(self.settings.embedder)
         # memory searches a long chat by this one's meaning too (None: the role's embedder and words alone)
@@ -97,15 +100,43 @@ class ChatCore:
         self.fold_prompt = self.settings.fold_prompt if choice.fold_prompt is None else choice.fold_prompt
         # training rows are laid out as the local model reads them, without one: hence a layout may be given
         self._scenes_last = (seat.layout or layout_of(self.engine)).scenes_last
-        self.history: list[Exchange] = list(history)
+        # the conversation it answers on (conversation.py): its history and memory are that value's, not its own
+        self.conversation = Conversation(role.id, list(history), memory=memory if memory is not None else Memory(),
+                                         note=seat.note)
         self.exclude_scenes = frozenset(seat.exclude_scenes)
         self.ruler = seat.ruler
-        self.memory = memory if memory is not None else Memory()
         self.read_ahead = seat.read_ahead
         # when each new exchange is said (ISO 8601): memory finds "what did I say yesterday" by it
         self.clock: Callable[[], str] = now_iso
         # set by another thread (the page's ■ Stop): the reply streaming ends with what it has written so far
         self.halt = threading.Event()
+
+    # ------------------------------------------------------------ the conversation it answers on
+
+    @property
+    def history(self) -> list[Exchange]:
+        return self.conversation.history
+
+    @history.setter
+    def history(self, exchanges: list[Exchange]) -> None:
+        self.conversation.history = exchanges
+
+    @property
+    def memory(self) -> Memory:
+        return self.conversation.memory
+
+    @memory.setter
+    def memory(self, memory: Memory) -> None:
+        self.conversation.memory = memory
+
+    @property
+    def note(self) -> AuthorsNote | None:
+        """The author's note of the line in use."""
+        return self.conversation.note
+
+    @note.setter
+    def note(self, note: AuthorsNote | None) -> None:
+        self.conversation.note = note
 
     # ------------------------------------------------------------ the engine and the store
 

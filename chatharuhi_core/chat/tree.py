@@ -1,111 +1,89 @@
-"""A chat as a tree of lines, for the library and the command line: the conversation in use and the others, each
-a ChatHaruhi with its own history and memory, and where each left its parent (transcript.Branch).
+"""A chat as a tree of lines, for the library and the command line: one ChatHaruhi answering on the line in use, a
+Conversation whose `others` are the chat's other lines (conversation.py, the same value the page keeps).
 
     tree = ChatTree(ChatHaruhi(role_name="sherlock"))
     tree.bot.chat("What is your method?")
     tree.branch(0)            # a new line from the greeting; the first one is kept
     tree.switch("Main")       # and back
 
-The page keeps the same tree in its Conversation values (web/controls.py); both write it to the chat file the same
-way (transcript.py, version 3).
+Branching, switching and the chat file (transcript.py, version 3) are conversation.py's, shared with the page.
 """
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ..errors import InputError
 from ..i18n import _
 from .chatbot import ChatHaruhi
-from .notes import valid_notes
-from .transcript import MAX_BRANCHES, Branch, ReplyMeta, Transcript
-
-
-@dataclass
-class ChatLine:
-    """One line of the tree: its place (id, name, parent, fork point), its conversation and the metadata of its
-    replies (the prompt each was given, for the chat file and feedback)."""
-
-    place: Branch
-    bot: ChatHaruhi
-    meta: list[ReplyMeta] = field(default_factory=list)
+from .conversation import Conversation, branched, from_transcript, lines_of, parent_of, switched, transcript_of
+from .transcript import Branch, ReplyMeta, Transcript
 
 
 class ChatTree:
-    """The lines of one chat with one character; `bot` is the conversation in use."""
+    """The lines of one chat with one character; `bot` answers on the line in use (`conversation`)."""
 
     def __init__(self, bot: ChatHaruhi, place: Branch | None = None, meta: list[ReplyMeta] | None = None):
-        self.lines = [ChatLine(place or Branch(), bot, list(meta or []))]
-        self.at = 0
+        self.bot = bot
+        if place is not None:
+            bot.conversation.line = replace(place, history=[], meta=[], pins=[], notes=[])
+        if meta is not None:
+            bot.conversation.meta = list(meta)
 
     @property
-    def line(self) -> ChatLine:
-        return self.lines[self.at]
+    def conversation(self) -> Conversation:
+        return self.bot.conversation
 
     @property
-    def bot(self) -> ChatHaruhi:
-        return self.line.bot
+    def place(self) -> Branch:
+        """The line in use: its id, name, parent and where it left it."""
+        return self.conversation.line
+
+    @property
+    def meta(self) -> list[ReplyMeta]:
+        """The records of the replies of the line in use (the prompt each was given), for the chat file."""
+        return self.conversation.meta
+
+    def _use(self, conv: Conversation) -> ChatHaruhi:
+        self.bot.conversation = conv
+        return self.bot
 
     def branch(self, at: int | None = None, name: str | None = None) -> ChatHaruhi:
         """A new line that shares the first `at` exchanges of the line in use (all by default), now in use."""
-        if len(self.lines) > MAX_BRANCHES:
-            raise InputError(_("This chat has {count} lines, the most it keeps.", count=len(self.lines)))
-        bot = self.bot.branch(at)
-        keep = len(bot.history)
-        place = Branch(uuid.uuid4().hex[:8], name or f"Branch {len(self.lines) + 1}", self.line.place.id, keep)
-        self.lines.append(ChatLine(place, bot, self.line.meta[:keep]))
-        self.at = len(self.lines) - 1
-        return bot
+        conv = self.conversation
+        return self._use(branched(conv, len(conv.history) if at is None else at, name))
 
-    def find(self, ref: str) -> int:
+    def find(self, ref: str) -> Conversation:
         """A line by its id, its name or its number in `listing` (1-based); a sentence when there is none."""
         ref = (ref or "").strip()
-        for i, line in enumerate(self.lines):
-            if ref in (line.place.id, line.place.name) or ref.lower() == line.place.name.lower() or ref == str(i + 1):
-                return i
+        for i, line in enumerate(lines_of(self.conversation)):
+            place = line.line
+            if ref in (place.id, place.name) or ref.lower() == place.name.lower() or ref == str(i + 1):
+                return line
         raise InputError(_("There is no line '{ref}' in this chat; /lines lists them.", ref=ref))
 
     def switch(self, ref: str) -> ChatHaruhi:
-        self.at = self.find(ref)
-        return self.bot
+        return self._use(switched(self.conversation, self.find(ref).line.id))
 
     def parent(self) -> ChatHaruhi:
-        if self.line.place.parent is None:
-            raise InputError(_("This is the first line of the story; it has no parent to go back to."))
-        return self.switch(self.line.place.parent)
+        return self._use(parent_of(self.conversation))
 
     def listing(self) -> list[str]:
         """One line of text per line of the story, the one in use marked."""
-        names = {x.place.id: x.place.name for x in self.lines}
+        lines = lines_of(self.conversation)
+        names = {x.line.id: x.line.name for x in lines}
         out = []
-        for i, x in enumerate(self.lines):
-            where = (f" (from {names.get(x.place.parent, '?')} after {x.place.at})" if x.place.parent else "")
-            mark = "*" if i == self.at else " "
-            out.append(f"{mark} {i + 1}. {x.place.name}{where}: {len(x.bot.history)} exchanges")
+        for i, x in enumerate(lines):
+            where = f" (from {names.get(x.line.parent, '?')} after {x.line.at})" if x.line.parent else ""
+            mark = "*" if x.line.id == self.place.id else " "
+            out.append(f"{mark} {i + 1}. {x.line.name}{where}: {len(x.history)} exchanges")
         return out
 
     def transcript(self) -> Transcript:
         """The whole tree as a chat file holds it, the line in use first."""
-        def whole(x: ChatLine) -> Branch:
-            h = x.bot.history
-            meta = (x.meta + [ReplyMeta(uuid.uuid4().hex, []) for _n in range(len(h) - len(x.meta))])[-len(h):] \
-                if h else []
-            return replace(x.place, history=list(h), meta=meta, pins=list(x.bot.memory.pins),
-                           notes=valid_notes(x.bot.memory.notes, h))
-        now = whole(self.line)
         bot = self.bot
-        return Transcript(bot.role.id, bot.role.name, bot.user_role, now.history, now.meta, now.pins, now.notes,
-                          replace(now, history=[], meta=[], pins=[], notes=[]),
-                          [whole(x) for i, x in enumerate(self.lines) if i != self.at], bot.player, bot.note)
+        return transcript_of(self.conversation, bot.role.name, bot.user_role, bot.player)
 
     def add_lines(self, t: Transcript) -> None:
-        """The other lines of a chat file read back, each a branch of the conversation in use with its own
-        history and memory."""
-        from .memory import Memory
-
-        for b in t.branches:
-            bot = self.bot.branch(0)
-            bot.history = list(b.history)
-            bot.memory = Memory(list(b.pins), notes=list(b.notes))
-            self.lines.append(ChatLine(replace(b, history=[], meta=[], pins=[], notes=[]), bot, list(b.meta)))
+        """The other lines of a chat file read back, each with its own history and memory."""
+        self.conversation.others = from_transcript(t).others

@@ -3,13 +3,12 @@ the background when it is long)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
-from ..chat.memory import Memory, in_background
-from ..chat.notes import valid_notes
+from ..chat.conversation import from_transcript, transcript_of
+from ..chat.memory import in_background
 from ..chat.persona import persona
-from ..chat.transcript import Branch, Transcript, dump_chat, load_chat
+from ..chat.transcript import dump_chat, load_chat
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import _
@@ -18,22 +17,11 @@ from .chat import Conversation
 from .common import export_file
 
 
-def _line_of(conv: Conversation) -> Branch:
-    """A conversation as a line of the chat file (its exchanges, metadata and memory with its place in the tree)."""
-    full = conv.copy()
-    return Branch(conv.line.id, conv.line.name, conv.line.parent, conv.line.at, full.history, full.meta,
-                  list(conv.memory.pins), valid_notes(conv.memory.notes, full.history))
-
-
 def export_chat(conv: Conversation, user_role: str, folder: Path | None = None) -> Path:
     """The conversation, with its other lines, as a .jsonl file for download."""
     role = load_role(conv.role_id)
     name = user_role or role.visitor_name
-    line = _line_of(conv)
-    text = dump_chat(Transcript(conv.role_id, role.name, name, line.history, line.meta, line.pins, line.notes,
-                                replace(line, history=[], meta=[], pins=[], notes=[]),
-                                [_line_of(o) for o in conv.others], persona(name, conv.persona) if conv.persona
-                                else None, conv.note))
+    text = dump_chat(transcript_of(conv, role.name, name, persona(name, conv.persona) if conv.persona else None))
     return export_file(text, f"chat-{conv.role_id}", folder)
 
 
@@ -47,13 +35,7 @@ def import_chat(path: str | Path, settings: Settings | None = None) -> tuple[Con
         raise InputError(_("This chat is with '{name}', who is not available here. Add the character in the "
                            "'Add a character' tab first, then import the chat again.",
                            name=t.role_name or t.role_id)) from None
-    about = t.persona.description if t.persona else ""
-
-    def conversation(b: Branch) -> Conversation:
-        return Conversation(t.role_id, b.history, b.meta, memory=Memory(b.pins, notes=b.notes), persona=about,
-                            note=t.note, line=replace(b, history=[], meta=[], pins=[], notes=[]))
-    conv = conversation(replace(t.line, history=t.history, meta=t.meta, pins=t.pins, notes=t.notes))
-    conv.others = [conversation(b) for b in t.branches]
+    conv = from_transcript(t)
     index_in_background(conv, settings or Settings.from_env())
     return conv, t.user_role
 

@@ -9,13 +9,12 @@ turn (web.turn.continue_turn).
 from __future__ import annotations
 
 import html
-import uuid
 from collections.abc import Iterator
-from dataclasses import replace
 
+from ..chat.conversation import branched, lines_of, parent_of, switched
 from ..chat.persona import DEFAULT_DEPTH, MAX_DESCRIPTION_CHARS, authors_note, persona
 from ..chat.swipes import flipped, passed_over, position, replies_of
-from ..chat.transcript import MAX_BRANCHES, Branch
+from ..chat.transcript import Branch
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import _, ngettext
@@ -24,6 +23,8 @@ from .chat import Conversation
 from .common import EnginePanel
 from .feedback import Answered, _exchange_at, record_feedback
 from .turn import engine_frames, make_bot
+
+switch_line, back_to_parent = switched, parent_of  # the page's words for a line walked to and its parent
 
 
 def selected_reply(conv: Conversation, index: object) -> int | None:
@@ -80,10 +81,6 @@ def line_name(line: Branch) -> str:
     return _("Main") if line.name == Branch().name else line.name
 
 
-def _bare(conv: Conversation) -> Conversation:
-    return replace(conv, others=[])
-
-
 def branch_from(conv: Conversation, index: object) -> tuple[Conversation, str, str]:
     """(the new line, text for the message box, a sentence): a branch that shares everything up to the selected
     message. From a reply, the branch goes on after it; from the visitor's own message, the branch stops before it
@@ -94,39 +91,13 @@ def branch_from(conv: Conversation, index: object) -> tuple[Conversation, str, s
         keep, box = len(conv.history), ""
     else:
         keep, box = (at[0] + 1, "") if at[1] == 1 else (at[0], conv.history[at[0]].text)
-    if len(conv.others) >= MAX_BRANCHES:
-        raise InputError(_("This chat has {n} lines, the most it keeps; go to one you no longer need and clear it "
-                           "first.", n=len(conv.others) + 1))
-    full = conv.copy()
-    used = {conv.line.id, *(o.line.id for o in conv.others)}
-    n = len(used) + 1
-    line = Branch(uuid.uuid4().hex[:8], _("Branch {n}", n=n), conv.line.id, keep)
-    history = full.history[:keep]
-    new = Conversation(conv.role_id, history, full.meta[:keep], memory=conv.memory.branched(history),
-                       persona=conv.persona, face=conv.face, note=conv.note, line=line,
-                       others=[_bare(full), *conv.others])
+    new = branched(conv, keep)
+    line = new.line
     said = (_("{name}: a new line of the story after exchange {n} of {parent}.", name=line.name, n=keep,
               parent=line_name(conv.line)) if keep
             else _("{name}: a new line of the story from the greeting of {parent}.", name=line.name,
                    parent=line_name(conv.line)))
     return new, box, "↳ " + said
-
-
-def switch_line(conv: Conversation, line_id: str | None) -> Conversation:
-    """The chat's line `line_id` on screen, the one before it kept among the others."""
-    if not line_id or line_id == conv.line.id:
-        return conv
-    target = next((o for o in conv.others if o.line.id == line_id), None)
-    if target is None:
-        raise InputError(_("That line of the story is not in this chat any more."))
-    rest = [o for o in conv.others if o.line.id != line_id]
-    return replace(target.copy(), others=[_bare(conv.copy()), *rest])
-
-
-def back_to_parent(conv: Conversation) -> Conversation:
-    if conv.line.parent is None:
-        raise InputError(_("This is the first line of the story; it has no parent to go back to."))
-    return switch_line(conv, conv.line.parent)
 
 
 def _label(conv: Conversation, names: dict[str, str]) -> str:
@@ -141,7 +112,7 @@ def line_choices(conv: Conversation | None) -> tuple[list[tuple[str, str]], str 
     """The chat's lines for the picker (label, id), in the order they were made, and the one on screen."""
     if conv is None:
         return [], None
-    lines = sorted([conv, *conv.others], key=lambda c: (c.line.parent is not None, c.line.name))
+    lines = lines_of(conv)
     names = {c.line.id: line_name(c.line) for c in lines}
     return [(_label(c, names), c.line.id) for c in lines], conv.line.id
 

@@ -172,6 +172,6 @@ def scene_image_for(role: Role, reply: str, settings: Settings) -> tuple[str, st
 def feedback_values(conv: Conversation, role: Role) -> list[str | None]:
     """The thumbs to show, one per assistant message (the greeting has none)."""
     values: list[str | None] = [None] * len(greeting_messages(role))
-    for meta in conv._full_meta():
+    for meta in conv.full_meta():
         values.append({"like": "Like", "dislike": "Dislike"}.get(meta.rating or ""))
     return values

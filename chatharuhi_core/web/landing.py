@@ -24,7 +24,7 @@ def conv_landed(now: Conversation, start: Conversation, reply: Conversation) -> 
     out.memory = Memory(out.memory.pins, reply.memory.index, list(notes), reply.memory.note_index)
     was = {m.id: (ex, m) for ex, m in zip(start.history, start.meta)}
     where = {m.id: k for k, m in enumerate(out.meta)}
-    for k, (ex, meta) in enumerate(zip(reply.history, reply._full_meta())):
+    for k, (ex, meta) in enumerate(zip(reply.history, reply.full_meta())):
         if len(start.meta) <= k < len(start.history):  # an exchange with no record (an older state): by its place
             if ex != start.history[k] and k < len(out.history) and out.history[k] == start.history[k]:
                 out.history[k], out.meta[k] = ex, replace(meta)
