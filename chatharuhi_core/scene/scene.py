@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from ..chat.chatbot import ChatHaruhi, Reply, check_input
 from ..chat.engines import ChatRequest, Engine, EngineChoice, as_choice, writes
 from ..chat.memory import Memory, in_background
-from ..chat.swipes import merged, stepped
+from ..chat.swipes import Choices
 from ..config import Settings
 from ..deprecated import renamed
 from ..embedding import Embedder, get_embedder
@@ -336,8 +336,7 @@ class Scene:
             self.lines.append(old)
             raise
         new = self.lines[-1]
-        texts = merged(old.alternatives or [old.text], new.text)
-        new.alternatives = list(texts) if len(texts) > 1 else []
+        new.alternatives = list(Choices.of(old.text, old.alternatives).added(new.text).stored)
         new.id = old.id  # the same line for feedback: its kept text against the ones passed over
         return reply
 
@@ -347,7 +346,7 @@ class Scene:
         if not 0 <= k < len(self.lines) or not self.lines[k].by_character:
             raise InputError(_("That is not a character's line."))
         ln = self.lines[k]
-        ln.text = stepped(ln.alternatives or [ln.text], ln.text, step)
+        ln.text = Choices.of(ln.text, ln.alternatives).flipped(step).kept
         return ln
 
     def dump(self) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from ..chat.conversation import branched, lines_of, parent_of, switched
 from ..chat.persona import DEFAULT_DEPTH, MAX_DESCRIPTION_CHARS, authors_note, persona
-from ..chat.swipes import flipped, passed_over, position, replies_of
+from ..chat.swipes import chosen, position, replies_of
 from ..chat.transcript import Branch
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
@@ -21,7 +21,8 @@ from ..i18n import _, ngettext
 from ..roles.sources import load_role
 from .chat import Conversation
 from .common import EnginePanel
-from .feedback import Answered, _exchange_at, record_feedback
+from .feedback import _exchange_at, reply_said
+from .said import flip_said
 from .turn import engine_frames, make_bot
 
 switch_line, back_to_parent = switched, parent_of  # the page's words for a line walked to and its parent
@@ -61,18 +62,12 @@ def flip(conv: Conversation, index: object, step: int, settings: Settings) -> tu
     k = selected_reply(conv, index)
     if k is None:
         return conv, _("There is no reply to flip through yet.")
-    ex = conv.history[k]
-    if len(replies_of(ex)) < 2:
-        return conv, _("This reply has no alternatives yet: ↻ Regenerate adds one.")
-    conv.history[k] = ex = flipped(ex, step)
-    if k == len(conv.history) - 1:
-        conv.tried = list(replies_of(ex))
-    meta = conv.meta[k]
-    meta.rating, meta.original = None, None  # a rating or correction was of the reply that was on screen
-    role = load_role(conv.role_id)
-    answered = Answered(conv.role_id, role.name, ex.user_role, ex.text, passed_over(ex))
-    failed = record_feedback(settings, meta, ex.reply, answered, "swipe")
-    return conv, failed or ""
+    kept, said = flip_said(reply_said(conv, load_role(conv.role_id), k), step, settings)
+    if kept is not None:
+        conv.history[k] = chosen(conv.history[k], kept)
+        if k == len(conv.history) - 1:
+            conv.tried = list(kept.texts)
+    return conv, said
 
 
 def line_name(line: Branch) -> str:

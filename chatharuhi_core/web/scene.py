@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..chat.chatbot import Reply, Streaming
 from ..chat.lanes import ticket_for, waiting_line
-from ..chat.swipes import stepped
+from ..chat.swipes import Choices
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
 from ..i18n import N_, _
@@ -35,8 +35,9 @@ from .common import (
     portrait_of,
     while_running,
 )
-from .feedback import Answered, correct, message_index, rate, record_feedback
+from .feedback import message_index
 from .frames import on_page
+from .said import Answered, Said, edit_said, flip_said, rate_said
 
 log = logging.getLogger(__name__)
 HEADER_RE = re.compile(r'^\s*<span class="speaker[^"]*"[^>]*>.*?</span>\s*', re.S)
@@ -381,11 +382,17 @@ def line_at(state: SceneState, index: object) -> int | None:
     return k if k is not None and state.lines[k].by_character else None
 
 
-def _record(state: SceneState, k: int, event: str, settings: Settings) -> str | None:
+def line_said(state: SceneState, k: int) -> Said:
+    """Character line `k` as the arrows, thumb and pencil see it (web/said.py): it answered the line it cued."""
     ln = state.lines[k]
     cue_speaker = next((p.speaker for p in reversed(state.lines[:k]) if p.text == ln.cue), state.user_role)
-    answered = Answered(ln.role_id or "", ln.speaker, cue_speaker, ln.cue, [t for t in ln.alternatives if t != ln.text])
-    return record_feedback(settings, ln, ln.text, answered, event)
+    return Said(Choices.of(ln.text, ln.alternatives), ln, Answered(ln.role_id or "", ln.speaker, cue_speaker, ln.cue),
+                ln.speaker)
+
+
+def _keep(state: SceneState, k: int, kept: Choices | None) -> None:
+    if kept is not None:
+        state.lines[k].text, state.lines[k].alternatives = kept.kept, list(kept.stored)
 
 
 def _picked(state: SceneState, index: object) -> int | None:
@@ -401,9 +408,8 @@ def writes_new_line(state: SceneState | None, index: object, step: int) -> bool:
     anywhere else it flips (as in the chat, web/controls.writes_new)."""
     if step <= 0 or state is None or (k := _picked(state, index)) is None or k != len(state.lines) - 1:
         return False
-    ln = state.lines[k]
-    texts = ln.alternatives or [ln.text]
-    return ln.text not in texts or texts.index(ln.text) == len(texts) - 1
+    texts = Choices.of(state.lines[k].text, state.lines[k].alternatives)
+    return texts.position == len(texts.texts) - 1
 
 
 def flip_line(state: SceneState, index: object, step: int, settings: Settings) -> tuple[SceneState, str]:
@@ -413,12 +419,9 @@ def flip_line(state: SceneState, index: object, step: int, settings: Settings) -
     k = _picked(state, index)
     if k is None:
         return state, _("There is no character's line to flip through yet.")
-    ln = state.lines[k]
-    if len(ln.alternatives) < 2:
-        return state, _("This line has no alternatives yet: ↻ Regenerate adds one.")
-    ln.text = stepped(ln.alternatives, ln.text, step)
-    ln.rating, ln.original = None, None  # a rating or correction was of the text that was on screen
-    return state, _record(state, k, "swipe", settings) or ""
+    kept, said = flip_said(line_said(state, k), step, settings)
+    _keep(state, k, kept)
+    return state, said
 
 
 def alternatives_label(state: SceneState | None, index: object = None) -> str:
@@ -426,10 +429,8 @@ def alternatives_label(state: SceneState | None, index: object = None) -> str:
     k = _picked(state, index) if state is not None else None
     if k is None:
         return "**0 / 0**"
-    ln = state.lines[k]
-    texts = ln.alternatives or [ln.text]
-    at = texts.index(ln.text) + 1 if ln.text in texts else 1
-    return f"**{at} / {len(texts)}**"
+    texts = Choices.of(state.lines[k].text, state.lines[k].alternatives)
+    return f"**{texts.position + 1} / {len(texts.texts)}**"
 
 
 def rate_line(state: SceneState, index: object, liked: object, settings: Settings) -> tuple[SceneState, str]:
@@ -437,16 +438,7 @@ def rate_line(state: SceneState, index: object, liked: object, settings: Setting
     k = line_at(state, index)
     if k is None:
         return state, _("Only the characters' lines can be rated.")
-    rating = rate(state.lines[k], liked)
-    failed = _record(state, k, "rating", settings)
-    name = state.lines[k].speaker
-    if rating == "like":
-        note = _("Thanks: noted that you liked {name}'s line.", name=name)
-    elif rating == "dislike":
-        note = _("Noted. Edit {name}'s line (the pencil) to show how it should have gone.", name=name)
-    else:
-        note = _("Rating removed.")
-    return state, failed or note
+    return state, rate_said(line_said(state, k), liked, settings)
 
 
 def edit_line(state: SceneState, index: object, new_text: object, settings: Settings) -> tuple[SceneState, str]:
@@ -456,20 +448,19 @@ def edit_line(state: SceneState, index: object, new_text: object, settings: Sett
     if k is None:
         return state, _("That line only says who joined, left or was muted; it cannot be edited.")
     text = strip_header(message_text(new_text)).strip()
+    ln = state.lines[k]
+    if ln.by_character:
+        kept, said = edit_said(line_said(state, k), text, settings)
+        _keep(state, k, kept)
+        return state, said
     if not text:
         return state, _("A line cannot be empty; the edit was undone.")
-    ln = state.lines[k]
     if text == ln.text:
         return state, ""
-    if not ln.by_character:  # the visitor rewrites their own words: the characters hear them from now on
-        ln.text = text
-        later = any(p.by_character for p in state.lines[k + 1:])
-        return state, (_("Your line was changed; the lines after it stay as they were.") if later
-                       else _("Your line was changed."))
-    correct(ln, ln.text, text)
-    ln.text = text
-    failed = _record(state, k, "edit", settings)
-    return state, failed or _("Saved your correction of {name}'s line.", name=ln.speaker)
+    ln.text = text  # the visitor rewrites their own words: the characters hear them from now on
+    later = any(p.by_character for p in state.lines[k + 1:])
+    return state, (_("Your line was changed; the lines after it stay as they were.") if later
+                   else _("Your line was changed."))
 
 
 def export_scene(state: SceneState, folder: Path | None = None) -> Path:

@@ -22,7 +22,8 @@ from chatharuhi_core.roles.sources import load_role
 from chatharuhi_core.web.chat import Conversation
 from chatharuhi_core.web.chat_files import export_chat, import_chat
 from chatharuhi_core.web.drawing import chat_messages
-from chatharuhi_core.web.feedback import edit_message, rate_reply, rating_of
+from chatharuhi_core.web.feedback import edit_message, rate_reply
+from chatharuhi_core.web.said import rating_of
 
 # ------------------------------------------------------------ crash-safe JSON Lines
 
