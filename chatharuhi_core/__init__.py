@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .chat.chatbot import ChatHaruhi
+    from .chat.conversation import Conversation
     from .chat.persona import AuthorsNote, Persona, read_persona
     from .chat.prompt import Exchange
     from .chat.speech import Heard, SpeechError, transcribe
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 # `--help` does not pay for the embedder, Chroma and numpy
 _HOME = {
     "ChatHaruhi": ".chat.chatbot",
+    "Conversation": ".chat.conversation",
     "AuthorsNote": ".chat.persona", "Persona": ".chat.persona", "read_persona": ".chat.persona",
     "Exchange": ".chat.prompt",
     "Heard": ".chat.speech", "SpeechError": ".chat.speech", "transcribe": ".chat.speech",
@@ -60,6 +62,7 @@ __all__ = [
     "ChatHaruhi",
     "ChatHaruhiError",
     "ChatTree",
+    "Conversation",
     "EngineError",
     "Exchange",
     "Heard",
