@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 from support.browser import ARTIFACTS, add_file, open_page, say, throwaway_settings, wait_reply
 from support.make_inputs import ASH_CARD
 
@@ -10,8 +9,6 @@ from chatharuhi_core.roles.cards import write_card_png
 from chatharuhi_core.roles.sources import load_role
 
 
-@pytest.mark.xfail(reason="since issue 65's default model: the character's heading shows the name as typed less its last "
-                          "letter ('owes Sa a favour'), twice in a row; open for the next session", strict=False)
 def test_upload_a_card_type_a_name_see_it_greeted_and_the_lore_marked(browser, app_server, tmp_path):
     (tmp_path / "ash.json").write_text(json.dumps(ASH_CARD), encoding="utf-8")
     card = write_card_png(load_role(tmp_path / "ash.json", settings=throwaway_settings(tmp_path)), tmp_path / "ash.png")
