@@ -31,14 +31,12 @@ log = logging.getLogger(__name__)
 
 
 def make_bot(conv: Conversation, engine: EnginePanel, user_role: str, settings: Settings) -> ChatHaruhi:
-    """A ChatHaruhi for this event, answering on the conversation (a history list of its own: the page's value
-    changes only through its door); ChatHaruhi fills blanks from the operator's settings."""
+    """A ChatHaruhi for this event, on a Conversation of its own with the page's history, memory and note (the
+    page's value changes only through its door); ChatHaruhi fills blanks from the operator's settings."""
     role = load_role(conv.role_id)
     player = persona(user_role or role.visitor_name, conv.persona) if conv.persona else None
-    bot = ChatHaruhi(role=role, user_role=user_role or None, engine=engine.choice(settings), settings=settings,
-                     persona=player)
-    bot.conversation = replace(conv, history=list(conv.history))
-    return bot
+    return ChatHaruhi(role=role, user_role=user_role or None, history=conv.history, memory=conv.memory,
+                      engine=engine.choice(settings), settings=settings, persona=player, note=conv.note)
 
 
 def read_ahead(conv: Conversation, user_role: str, engine: EnginePanel, settings: Settings) -> threading.Thread | None:
