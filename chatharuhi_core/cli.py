@@ -88,9 +88,9 @@ class _Session:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from .chat.chatbot import ChatHaruhi
+    from .chat.conversation import from_transcript
     from .chat.engines.local.model import local_offer
     from .chat.languages import warn_language
-    from .chat.memory import Memory
     from .chat.persona import read_persona
     from .chat.tree import ChatTree
 
@@ -107,12 +107,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     saved = session.load(args.role)
     player = read_persona(args.persona) if args.persona else (saved.persona if saved else None)
     user_role = args.user_role or (saved.user_role if saved else None) or (player.name if player else None)
-    bot = ChatHaruhi(role_name=args.role, engine=engine, user_role=user_role, settings=settings,
-                     history=saved.history if saved else [], persona=player, note=saved.note if saved else None,
-                     memory=Memory(list(saved.pins), notes=list(saved.notes)) if saved else None)
-    tree = ChatTree(bot, saved.line if saved else None, saved.meta if saved else None)
-    if saved:
-        tree.add_lines(saved)
+    bot = ChatHaruhi(role_name=args.role, engine=engine, user_role=user_role, settings=settings, persona=player)
+    if saved:  # the whole tree as the file holds it: the line in use, its records and memory, the other lines
+        bot.conversation = from_transcript(saved)
+    tree = ChatTree(bot)
     offer = local_offer(bot.engine, bot.role)
     warn_language(bot.engine, bot.role, offer.name if offer else "")  # before the first message
     loading = bot.loading_message()
