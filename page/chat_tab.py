@@ -12,7 +12,7 @@ from chatharuhi_core.config import Settings
 from chatharuhi_core.i18n import N_, _, both_spans, in_both
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.placeholders import has_placeholder
-from chatharuhi_core.roles.sources import load_role
+from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.chat import Conversation
 from chatharuhi_core.web.chat_files import export_chat
 from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, message_text, portrait_of
@@ -292,9 +292,17 @@ def remember_name(user_role: str, in_scene: str, conv: Conversation | None):
     is just the character's usual partner, it is the visitor's own and stays theirs when they switch
     character, in the group-scene tab, and after a reload (this browser's local storage)."""
     name = (user_role or "").strip()
-    mine = "" if name == load_role(current(conv).role_id).visitor_name else name
+    mine = "" if name in usual_partners(conv) else name
     scene = scene_name(mine)
     return mine, (scene if scene != (in_scene or "").strip() else gr.skip())
+
+
+def usual_partners(conv: Conversation | None) -> set[str]:
+    """The names a switch puts in the field, which are never the visitor's own: the character's usual partner, and
+    every bundled character's. A change runs with the conversation as it is when it runs, so after quick switches
+    it may hold another character than the one whose partner filled the field (唐僧 was kept as an English page's
+    group-scene name so)."""
+    return {load_role(rid).visitor_name for rid in {current(conv).role_id, *bundled_ids()}}
 
 
 def name_from_scene(in_scene: str, in_chat: str):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ChatHaruhiError, InputError
@@ -15,6 +16,9 @@ from ..roles.role import Role
 from ..roles.sources import ImportOptions, bundled_ids, load_role, open_role
 from ..roles.store import Progress
 from .common import ASSETS, WARNING_MARK, file_url, portrait_of
+
+if TYPE_CHECKING:
+    from ..roles.hub import HubRole
 
 ONLINE_MARK = "☁"
 ONLINE_IMAGE = ASSETS / "online.png"
@@ -33,15 +37,25 @@ class PickerEntry:
     subtitle: str = ""  # the work, in the visitor's language where the package gives it: the tile's tooltip
 
 
+def in_script_of(lang: str):
+    """Whether a name or title is written in `lang`'s script (Chinese characters for zh, else not): the picker's
+    list shows one language at a time, as the rest of the page does (issue 67)."""
+    chinese = lang.startswith("zh")
+    return lambda text: is_cjk(text) == chinese
+
+
 def search_label(role: Role, lang: str | None = None) -> str:
-    """The role's line in the searchable list, which the search box matches anywhere in it: its name and its name
-    in the other script, its work in `lang` (the visitor's) and in every language the package gives, then its
-    other names ("Monkey King", "美猴王"), so typing "Alice", "爱丽丝", "西游记" or "Journey to the West" finds it.
-    A name found inside a longer one already there is left out (the search finds it in that one)."""
-    other = next((a for a in role.aliases if is_cjk(a) != is_cjk(role.name)), "")
-    works = [role.described(lang).series, role.series, *(d.series for d in role.translations.values())]
-    head = list(dict.fromkeys(t.strip() for t in [role.name, other, *works] if t.strip()))
-    aliases = list(dict.fromkeys(a.strip() for a in role.aliases if a.strip()))
+    """The role's line in the searchable list, in the page's language: its name as written, its name in the
+    page's language where the package gives one, its work in that language, then its other names written in that
+    language ("美猴王" on a Chinese page, "Monkey King" on an English one). The search box matches anywhere in it,
+    and the selected line is what the box shows, so the other language's names come with the English | 中文
+    switch, not beside these. A name found inside a longer one already there is left out."""
+    lang = lang or language()
+    fits = in_script_of(lang)
+    written = [a for a in role.aliases if fits(a)]  # a full name in Chinese is written with "·": 夏洛克·福尔摩斯
+    named = "" if fits(role.name) or not written else max(written, key=lambda a: "·" in a)
+    head = list(dict.fromkeys(t.strip() for t in [role.name, named, role.described(lang).series] if t.strip()))
+    aliases = list(dict.fromkeys(a.strip() for a in role.aliases if a.strip() and fits(a)))
     rest: list[str] = []
     for alias in sorted(aliases, key=len, reverse=True):
         if not any(alias.casefold() in kept.casefold() for kept in [*head, *rest]):
@@ -50,13 +64,25 @@ def search_label(role: Role, lang: str | None = None) -> str:
     return " · ".join(head) + (f" ({', '.join(rest)})" if rest else "")
 
 
-def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
+def hub_label(hub_role: HubRole, lang: str) -> tuple[str, str]:
+    """A Hub role's caption (its name as its scenes have it, and in the page's language) and its work in the
+    page's language: the catalogue writes each work as "凉宫春日的忧郁 · The Melancholy of Haruhi Suzumiya"."""
+    fits = in_script_of(lang)
+    other = hub_role.name_zh if lang.startswith("zh") else hub_role.name_en
+    names = [hub_role.name] + ([other] if other and other != hub_role.name and not fits(hub_role.name) else [])
+    works = [w.strip() for w in hub_role.series.split(" · ") if w.strip()]
+    work = next((w for w in works if fits(w)), hub_role.series)
+    return " · ".join(names), work
+
+
+def picker_entries(added: list[str] | None = None, lang: str | None = None) -> list[PickerEntry]:
     """Bundled roles first, then the ones this visitor added, then ChatHaruhi's catalogue on the Hub
-    (online), grouped by source. A list label holds the names and the work in both languages, so a search finds a
-    role by any of them (search_label); the work the tiles name is in the visitor's language."""
+    (online), grouped by source. A list label holds the names and the work in `lang` (the visitor's language at
+    the time of the event), so a search finds a role by any of them (search_label); the tiles name the work in
+    that language too."""
     from ..roles.hub import hub_roles
 
-    lang = language()  # the visitor's, at the time of the event
+    lang = lang or language()
     entries = []
     bundled = bundled_ids()
     for rid in [*bundled, *(added or [])]:
@@ -68,10 +94,11 @@ def picker_entries(added: list[str] | None = None) -> list[PickerEntry]:
         entries.append(PickerEntry(rid, role.name, search_label(role, lang), portrait_of(role), group=group,
                                    subtitle=role.described(lang).series))
     for hub_role in hub_roles():
-        caption = f"{hub_role.label} {ONLINE_MARK}"
-        label = f"{caption} · {hub_role.series} · Hub: {hub_role.source}"
+        names, work = hub_label(hub_role, lang)
+        caption = f"{names} {ONLINE_MARK}"
+        label = f"{caption} · {work} · Hub: {hub_role.source}"
         entries.append(PickerEntry(hub_role.ref, caption, label, str(ONLINE_IMAGE), online=True,
-                                   group=f"Hub · {hub_role.group}", subtitle=hub_role.series))
+                                   group=f"Hub · {hub_role.group}", subtitle=work))
     return entries
 
 

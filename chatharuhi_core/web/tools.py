@@ -11,7 +11,7 @@ from pathlib import Path
 from ..chat.lanes import ticket_for
 from ..config import Settings
 from ..errors import ChatHaruhiError
-from ..i18n import _
+from ..i18n import _, language
 from ..roles.sources import open_role
 from .picker import picker_entries
 
@@ -44,9 +44,12 @@ def list_characters(query: str = "", settings: Settings | None = None) -> list[d
         and "source" ("bundled", "added" or "hub").
     """
     words = [w.lower() for w in (query or "").split()]
+    added = _imported(settings or Settings.from_env())
+    entries = picker_entries(added)  # named in the caller's language, found by either language's names
+    other = {e.ref: e.label for e in picker_entries(added, "en" if language().startswith("zh") else "zh")}
     found = []
-    for entry in picker_entries(_imported(settings or Settings.from_env())):
-        text = f"{entry.ref} {entry.label}".lower()
+    for entry in entries:
+        text = f"{entry.ref} {entry.label} {other.get(entry.ref, '')}".lower()
         if all(w in text for w in words):
             source = "hub" if entry.online else ("bundled" if entry.group.startswith("Bundled") else "added")
             found.append({"role": entry.ref, "name": entry.label, "source": source})

@@ -134,6 +134,9 @@ def test_the_switch_is_remembered_by_the_browser_and_events_answer_in_its_langua
     # a sentence an event writes follows the choice too: the engine's note, written by the page's load event
     page.wait_for_selector("#engine-note strong", timeout=60_000)
     assert re.search(r"[\u4e00-\u9fff]", page.locator("#engine-note").inner_text())
+    # the search box shows the character in the page's language only (issue 67: English works and aliases)
+    page.wait_for_function("() => document.querySelector('#role-choice input').value.includes('西游记')")
+    assert "Journey" not in page.locator("#role-choice input").input_value()
     # a new page of the same browser opens in Chinese; back to English the same way
     again = open_at(context, app_server, LAPTOP)
     again.get_by_role("tab", name="聊天").wait_for(timeout=30_000)
@@ -141,6 +144,8 @@ def test_the_switch_is_remembered_by_the_browser_and_events_answer_in_its_langua
     again.get_by_role("tab", name="Chat").wait_for(timeout=60_000)
     assert again.evaluate("document.documentElement.lang") == "en"
     again.get_by_role("tab", name="Add a character").wait_for(timeout=10_000)
+    again.wait_for_function("() => document.querySelector('#role-choice input').value.includes('Journey to the West')")
+    assert "西游记" not in again.locator("#role-choice input").input_value()
     context.close()
 
 

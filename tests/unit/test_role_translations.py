@@ -1,5 +1,5 @@
 """A character described in the visitor's language: role.json's `translations` (the description, the work and the
-questions to try in other languages), the About text and the picker's search in either language."""
+questions to try in other languages), the About text and the picker's search in the page's language."""
 
 import json
 
@@ -7,6 +7,7 @@ import pytest
 
 from chatharuhi_core import i18n
 from chatharuhi_core.errors import RoleFormatError
+from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.names import is_cjk
 from chatharuhi_core.roles.role import Described, load_role_package, write_role_package
 from chatharuhi_core.roles.sources import bundled_ids, load_role
@@ -107,16 +108,52 @@ def test_the_about_text_is_in_the_visitors_language_the_name_as_the_story_has_it
         assert wukong.description in describe_role(wukong) and "西游记" in describe_role(wukong)
 
 
+SEARCHED = {  # what a visitor types on each page, and the character it finds
+    "zh": [("Alice", "alice"), ("爱丽丝", "alice"), ("爱丽丝梦游仙境", "alice"), ("西游记", "sunwukong"),
+           ("美猴王", "sunwukong"), ("孙悟空", "sunwukong"), ("福尔摩斯探案集", "sherlock"), ("Holmes", "sherlock"),
+           ("红楼梦", "lindaiyu"), ("水浒", "luzhishen"), ("三国演义", "zhugeliang"), ("傲慢与偏见", "elizabeth"),
+           ("德古拉", "dracula"), ("孔明", "zhugeliang")],
+    "en": [("Alice", "alice"), ("Journey to the West", "sunwukong"), ("monkey king", "sunwukong"),
+           ("孙悟空", "sunwukong"), ("Holmes", "sherlock"), ("Dream of the Red Chamber", "lindaiyu"),
+           ("林黛玉", "lindaiyu"), ("Water Margin", "luzhishen"), ("Romance of the Three Kingdoms", "zhugeliang"),
+           ("Kongming", "zhugeliang"), ("Pride and Prejudice", "elizabeth"), ("Dracula", "dracula")],
+}
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_picker_finds_a_character_by_name_alias_or_work_in_either_language(lang):
+def test_the_picker_finds_a_character_by_name_alias_or_work_in_the_pages_language(lang):
     with i18n.speaking(lang):
-        for words, rid in [("Alice", "alice"), ("爱丽丝", "alice"), ("爱丽丝梦游仙境", "alice"),
-                           ("Journey to the West", "sunwukong"), ("西游记", "sunwukong"), ("monkey king", "sunwukong"),
-                           ("美猴王", "sunwukong"), ("福尔摩斯探案集", "sherlock"), ("Holmes", "sherlock"),
-                           ("Dream of the Red Chamber", "lindaiyu"), ("红楼梦", "lindaiyu"), ("Water Margin", "luzhishen"),
-                           ("Romance of the Three Kingdoms", "zhugeliang"), ("傲慢与偏见", "elizabeth"),
-                           ("德古拉", "dracula"), ("孔明", "zhugeliang")]:
+        for words, rid in SEARCHED[lang]:
             assert found(words) == [rid], (words, found(words))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_picker_lists_one_language_at_a_time_the_names_as_written_kept(lang):
+    """The list line is what the search box shows once picked: on a Chinese page no English work or alias beside
+    the Chinese, and the other way round (issue 67). A character's own name stays as its story writes it."""
+    elsewhere = {"zh": ["Journey to the West", "monkey king", "Dream of the Red Chamber", "Kongming",
+                        "Pride and Prejudice", "Sun Wukong", "Melancholy of Haruhi"],
+                 "en": ["西游记", "美猴王", "红楼梦", "孔明", "傲慢与偏见", "爱丽丝", "夏洛克", "凉宫春日的忧郁"]}[lang]
+    with i18n.speaking(lang):
+        for words in elsewhere:
+            assert not found(words) and not found(words, online=True), (lang, words)
+        entries = picker_entries()
+    by_ref = {e.ref: e.label for e in entries}
+    names = {load_role(rid).name for rid in bundled_ids()} | {r.name for r in hub_roles()}  # as written
+    for label in (e.label for e in entries):
+        parts = label.replace(" ☁", "").split(" · ")
+        shown = [p for p in parts[1:] if not p.startswith("Hub: ")] + [parts[0]] * (parts[0] not in names)
+        for part in shown:
+            words = part.split(" (")
+            for w in [words[0], *(words[1].rstrip(")").split(", ") if len(words) > 1 else [])]:
+                if w in names:
+                    continue
+                assert is_cjk(w) == (lang == "zh") or not any(c.isalpha() for c in w), (lang, label, w)
+    if lang == "zh":
+        assert by_ref["sunwukong"] == "孙悟空 · 西游记 (孙行者, 美猴王, 齐天大圣, 猴哥)"
+        assert by_ref["sherlock"].startswith("Sherlock Holmes · 夏洛克·福尔摩斯 · ")
+    else:
+        assert by_ref["sunwukong"] == "孙悟空 · Sun Wukong · Journey to the West (the Monkey King, Great Sage)"
 
 
 def test_the_tiles_name_the_work_in_the_visitors_language():
@@ -124,17 +161,23 @@ def test_the_tiles_name_the_work_in_the_visitors_language():
         tiles = tiles_html(picker_entries())
         entries = {e.ref: e for e in picker_entries()}
     assert 'title="孙悟空 · 西游记"' in tiles and 'title="Alice · 刘易斯·卡罗尔《爱丽丝梦游仙境》"' in tiles
-    assert entries["alice"].label.startswith("Alice · 爱丽丝 · 刘易斯·卡罗尔《爱丽丝梦游仙境》 · Alice's Adventures")
+    assert entries["alice"].label == "Alice · 爱丽丝 · 刘易斯·卡罗尔《爱丽丝梦游仙境》 (艾丽丝)"
     with i18n.speaking("en"):
         tiles = tiles_html(picker_entries())
     assert 'title="孙悟空 · Journey to the West"' in tiles
 
 
-def test_the_hub_catalogue_is_searched_by_both_names_and_both_titles():
-    for words in ("Haruhi Suzumiya", "凉宫春日", "The Melancholy of Haruhi", "凉宫春日的忧郁"):
-        assert "silk-road/ChatHaruhi-RolePlaying/haruhi" in found(words, online=True), words
-    hermione = "silk-road/ChatHaruhi-RolePlaying/Hermione"
-    for words in ("Hermione Granger", "赫敏", "Harry Potter", "哈利·波特"):
-        assert hermione in found(words, online=True), words
-    for words in ("Jack Sparrow", "杰克·斯派洛", "Pirates of the Caribbean"):
-        assert found(words, online=True), words
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_hub_catalogue_is_searched_by_its_names_and_titles_in_the_pages_language(lang):
+    searched = {"zh": [("凉宫春日", "凉宫春日的忧郁"), ("赫敏", "哈利·波特"), ("杰克·斯派洛", "加勒比海盗")],
+                "en": [("Haruhi Suzumiya", "The Melancholy of Haruhi"), ("Hermione Granger", "Harry Potter"),
+                       ("Jack Sparrow", "Pirates of the Caribbean")]}[lang]
+    refs = ["silk-road/ChatHaruhi-RolePlaying/haruhi", "silk-road/ChatHaruhi-RolePlaying/Hermione",
+            "silk-road/ChatHaruhi-from-RoleLLM/Jack Sparrow"]
+    with i18n.speaking(lang):
+        for ref, words in zip(refs, searched, strict=True):
+            for w in words:
+                assert ref in found(w, online=True), (lang, w)
+        assert "silk-road/ChatHaruhi-RolePlaying/haruhi" in found("凉宫春日", online=True)  # her name as written
+        wrong = "The Melancholy of Haruhi" if lang == "zh" else "凉宫春日的忧郁"
+        assert not found(wrong, online=True)

@@ -353,10 +353,12 @@ def test_the_catalogue_lists_chatharuhis_142_roles_by_source():
         assert parsed is not None and parsed.label == r.ref, r.ref
     hal = parse_hub_id("silk-road/ChatHaruhi-from-RoleLLM/HAL 9000")
     assert (hal.repo_id, hal.filename) == ("silk-road/ChatHaruhi-from-RoleLLM", "HAL 9000.jsonl")
-    labels = [e.label for e in picker_entries() if e.online]
+    labels = [e.label for e in picker_entries(lang="zh") if e.online]
     assert len(labels) == 142
-    assert any("杰克·斯派洛船长" in x and "Pirates of the Caribbean" in x for x in labels)  # Chinese name and work
+    assert any("杰克·斯派洛船长" in x and "加勒比海盗" in x for x in labels)  # the Chinese name and work
     assert any("令狐冲" in x and "笑傲江湖" in x and "community" in x for x in labels)
+    assert any(x.startswith("Jack Sparrow") and "Pirates of the Caribbean" in x
+               for x in (e.label for e in picker_entries(lang="en") if e.online))
 
 
 def test_unreachable_hub_fails_fast_with_a_sentence_and_bundled_roles_still_work(env):

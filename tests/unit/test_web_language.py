@@ -136,3 +136,21 @@ def test_the_stats_line_lore_reasons_and_a_bad_file_speak_the_visitors_language(
     en, zh = both(bad_card, {"broken", "json", "JSON"})
     assert "Expecting" not in zh
     assert both(lambda: scene_name(""))[1] == "你"
+
+
+def test_a_partner_a_switch_put_in_the_name_field_never_becomes_the_visitors_name():
+    """Issue 67: an English page's group-scene name was 唐僧. The name field's change runs with the conversation as
+    it is by then, which after quick switches may hold another character than the one whose partner filled the
+    field; any bundled character's partner is a switch's doing, and a name the visitor wrote is kept."""
+    import gradio as gr
+
+    from chatharuhi_core.web.chat import Conversation
+    from page.chat_tab import remember_name
+
+    sherlock = Conversation("sherlock")
+    with i18n.speaking("en"):
+        assert remember_name("唐僧", "You", sherlock) == ("", gr.skip())  # Wukong's partner, Holmes on screen
+        assert remember_name("Watson", "You", Conversation("sunwukong")) == ("", gr.skip())
+        assert remember_name("Sam", "You", sherlock) == ("Sam", "Sam")
+        assert remember_name("", "Sam", sherlock) == ("", "You")
+
