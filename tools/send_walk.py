@@ -3,9 +3,13 @@ this process, one message sent to the offline engine with gradio_client, every P
 recorded while it runs. A measure of how far a Send travels through the code (issue 66's figure), not a test.
 
     .venv/bin/python tools/send_walk.py            # files crossed, then entries per file, most first
+    .venv/bin/python tools/send_walk.py --browser  # the same for a Send clicked in Chromium
 
 Entries count calls into functions defined in a file from a function defined in another (a call within a file is
-not an entry); the walk covers /send and the /after_turn that follows it, as the page runs them.
+not an entry). The API walk covers /send and the /after_turn that follows it. The browser walk covers everything
+the server runs from the click on Send until the page has been quiet for two seconds after the reply: the send,
+its follow-ups and every listener a changed value sets off (the export file, the browser's record, the picture).
+Both print the count for the whole project and for the page's own layers (page/ and chatharuhi_core/web/).
 """
 
 from __future__ import annotations
@@ -25,12 +29,10 @@ def _ours(filename: str) -> str | None:
     return str(Path(filename).relative_to(ROOT)) if filename.startswith(OURS) else None
 
 
-def walk() -> Counter:
+def walk(browser: bool = False) -> Counter:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
-    from gradio_client import Client
-
     import app
 
     entries: Counter = Counter()
@@ -53,14 +55,8 @@ def walk() -> Counter:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    client = Client(demo.local_url, verbose=False)
-    args = ("", "script", "", "", "", 1500, 1200, False, 300, 400, "", "", 4)
-    client.predict("Who are you?", *args, api_name="/send")  # once unrecorded: the stores open, the imports run
-    client.predict(False, api_name="/after_turn")
-    recording.set()
     try:
-        client.predict("What is your method?", *args, api_name="/send")
-        client.predict(False, api_name="/after_turn")
+        (_in_browser if browser else _by_api)(demo.local_url, recording)
     finally:
         recording.clear()
         threading.setprofile(None)
@@ -68,9 +64,49 @@ def walk() -> Counter:
     return entries
 
 
+def _by_api(url: str, recording: threading.Event) -> None:
+    from gradio_client import Client
+
+    client = Client(url, verbose=False)
+    args = ("", "script", "", "", "", 1500, 1200, False, 300, 400, "", "", 4)
+    client.predict("Who are you?", *args, api_name="/send")  # once unrecorded: the stores open, the imports run
+    client.predict(False, api_name="/after_turn")
+    recording.set()
+    client.predict("What is your method?", *args, api_name="/send")
+    client.predict(False, api_name="/after_turn")
+
+
+def _in_browser(url: str, recording: threading.Event) -> None:
+    """Debian's Chromium: one message sent unrecorded (the stores open, the imports run), then one recorded."""
+    import time
+
+    from playwright.sync_api import sync_playwright
+
+    def send(page, text: str, replies: int) -> None:
+        page.fill("#message textarea", text)
+        page.click("#send")
+        page.wait_for_function("n => document.querySelectorAll('#chat .message.bot').length >= n", arg=replies,
+                               timeout=120_000)
+        page.wait_for_selector("#send:not([disabled])", timeout=120_000)
+        time.sleep(2)  # the follow-ups and listeners end
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        page = b.new_page(viewport={"width": 1366, "height": 768})
+        page.goto(url)
+        page.wait_for_selector("#engine-note strong", timeout=120_000)
+        time.sleep(2)
+        send(page, "Who are you?", 2)
+        recording.set()
+        send(page, "What is your method?", 3)
+        recording.clear()
+        b.close()
+
+
 def main() -> int:
-    entries = walk()
-    print(f"files a Send crosses: {len(entries)}")
+    entries = walk(browser="--browser" in sys.argv[1:])
+    page = [f for f in entries if f.startswith(("page/", "chatharuhi_core/web/", "app.py"))]
+    print(f"files a Send crosses: {len(entries)}; of them the page's own layers (page/, web/): {len(page)}")
     for path, n in entries.most_common():
         print(f"{n:6d}  {path}")
     return 0
