@@ -19,7 +19,7 @@ from chatharuhi_core.web.common import WARNING_MARK, EnginePanel, export_dir, me
 from chatharuhi_core.web.drawing import chat_messages, describe_role, feedback_values, greeting_messages
 from chatharuhi_core.web.feedback import RATE_WHEN_COMPLETE, rate_reply
 from chatharuhi_core.web.hearing import hear
-from chatharuhi_core.web.picker import PICKER_JS, picker_choices, picker_entries
+from chatharuhi_core.web.picker import PICKER_JS, hub_label, picker_choices, picker_entries
 from chatharuhi_core.web.signin import language_warnings, local_choice
 
 from .call import CallControls
@@ -282,9 +282,19 @@ def _hub_list() -> gr.Dataset:
     with gr.Accordion(L("☁ ChatHaruhi on the Hub · {n} characters", n=len(listed)), open=False, elem_id="hub-panel"):
         return gr.Dataset(
             components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
-            type="index",
-            samples=[[r.label, r.series, SOURCE_NAMES.get(r.source, r.source)] for r in listed], samples_per_page=12,
+            type="index", samples=hub_samples("en"), samples_per_page=12,
             elem_id="hub-list", label=L("Fetched from the Hugging Face Hub on first use"))
+
+
+def hub_samples(lang: str) -> list[list[str]]:
+    """The Hub list's rows in one language, as the search list names them (web/picker.hub_label): each name as its
+    scenes have it and in `lang`, and the work in `lang`."""
+    return [[*hub_label(r, lang), SOURCE_NAMES.get(r.source, r.source)] for r in hub_roles()]
+
+
+def hub_list_in(lang: str):
+    """The Hub list for a visit's start: drawn in English with the page, so redrawn only for another language."""
+    return gr.skip() if lang == "en" else gr.Dataset(samples=hub_samples(lang))
 
 
 def remember_name(user_role: str, in_scene: str, conv: Conversation | None):

@@ -10,7 +10,7 @@ import gradio as gr
 from chatharuhi_core.chat.engines import engine_names
 from chatharuhi_core.config import Settings
 from chatharuhi_core.errors import ChatHaruhiError
-from chatharuhi_core.i18n import _, ngettext
+from chatharuhi_core.i18n import _, language, ngettext
 from chatharuhi_core.roles.sources import bundled_ids, load_role
 from chatharuhi_core.web.browser_store import browser_secret, in_flight, pack, unpack
 from chatharuhi_core.web.chat import Conversation
@@ -19,6 +19,7 @@ from chatharuhi_core.web.picker import SESSION_READY_JS, picker_choices, picker_
 from chatharuhi_core.web.signin import engine_for, sign_in_note
 from chatharuhi_core.web.user_store import account_id, forget_user, read_user, welcome_back, write_user
 
+from .chat_tab import hub_list_in
 from .controls_panel import story_fields, story_key
 from .settings_panel import choice, engine_view
 from .visit import VIEW_SIZE, role_name, role_view, scene_name, tiles
@@ -77,7 +78,7 @@ class Session:
         v.door.on(page.demo.load, self.start_session, kept,
                   view + [c.chooser, c.picker, v.added, s.engine, *s.view(), s.fold, page.group.user_role,
                           c.sign_in, c.role_status, s.base_url, c.speak_on, s.forget_me, v.drafts, v.story_key,
-                          story.persona, story.persona_default, story.note, story.depth, story.face],
+                          story.persona, story.persona_default, story.note, story.depth, story.face, c.hub_list],
                   show_progress="hidden").then(
             lambda name: (name or "").strip(), self.saved_name, v.visitor, api_name=False,
             show_progress="hidden").then(cut_by_reload, [v.conv, c.user_role, v.drafts, c.text],
@@ -124,7 +125,7 @@ class Session:
         return (*role_view(conv, kept.chats, user_role), chooser, tiles(entries), added, engine,
                 *engine_view(engine, settings, panel), panel.get("fold", settings.fold_prompt), scene_name(user_role),
                 sign_in_note(settings, profile, engine), note, panel.get("base_url", ""), panel.get("speak", False),
-                gr.Button(visible=bool(account)), _cut_off(pending), story_key(conv), *story)
+                gr.Button(visible=bool(account)), _cut_off(pending), story_key(conv), *story, hub_list_in(language()))
 
     def keep_in_browser(self, profile: gr.OAuthProfile | None, conv: Conversation | None, chats: dict | None,
                         added: list[str] | None, speak: bool, **panel):

@@ -181,3 +181,16 @@ def test_the_hub_catalogue_is_searched_by_its_names_and_titles_in_the_pages_lang
         assert "silk-road/ChatHaruhi-RolePlaying/haruhi" in found("凉宫春日", online=True)  # her name as written
         wrong = "The Melancholy of Haruhi" if lang == "zh" else "凉宫春日的忧郁"
         assert not found(wrong, online=True)
+
+
+def test_the_hub_list_is_drawn_in_the_pages_language():
+    """The folded Hub list's rows, like the search list's lines: a Chinese page's had 'The Melancholy of Haruhi
+    Suzumiya' beside 凉宫春日的忧郁 in every row."""
+    from page.chat_tab import hub_list_in, hub_samples
+
+    zh, en = hub_samples("zh"), hub_samples("en")
+    assert zh[0] == ["凉宫春日", "凉宫春日的忧郁", "ChatHaruhi-54K"]
+    assert en[0] == ["凉宫春日 · Haruhi Suzumiya", "The Melancholy of Haruhi Suzumiya", "ChatHaruhi-54K"]
+    assert not any(is_cjk(work) for _name, work, _source in en)
+    assert hub_list_in("zh").constructor_args["samples"] == zh  # an update of the list drawn with the page
+    assert hub_list_in("en") == {"__type__": "update"}  # English: as drawn
