@@ -154,3 +154,13 @@ def test_a_partner_a_switch_put_in_the_name_field_never_becomes_the_visitors_nam
         assert remember_name("Sam", "You", sherlock) == ("Sam", "Sam")
         assert remember_name("", "Sam", sherlock) == ("", "You")
 
+
+
+def test_gradios_own_done_line_is_said_in_the_pages_language():
+    """Gradio 6.31 tells a screen reader an event is done with a key none of its languages defines: a zh-CN
+    walk's reader said "common.complete" (seen in the page's screen-reader text after any event)."""
+    from page.language import GRADIO_DONE, page_i18n
+
+    said = page_i18n().translations
+    assert said["en"][GRADIO_DONE] == "Complete"
+    assert said["zh-CN"][GRADIO_DONE] == said["zh-TW"][GRADIO_DONE] == "完成"
