@@ -9,6 +9,7 @@ from chatharuhi_core.chat.engines.local.packaged import DEFAULT
 from chatharuhi_core.chat.speech import NOT_INSTALLED
 from chatharuhi_core.chat.speech import installed as speech_installed
 from chatharuhi_core.config import Settings
+from chatharuhi_core.i18n import DEFAULT as DEFAULT_LANGUAGE
 from chatharuhi_core.i18n import N_, _, both_spans, in_both
 from chatharuhi_core.roles.hub import hub_roles
 from chatharuhi_core.roles.placeholders import has_placeholder
@@ -282,7 +283,7 @@ def _hub_list() -> gr.Dataset:
     with gr.Accordion(L("☁ ChatHaruhi on the Hub · {n} characters", n=len(listed)), open=False, elem_id="hub-panel"):
         return gr.Dataset(
             components=[gr.Textbox(visible=False), gr.Textbox(visible=False), gr.Textbox(visible=False)],
-            type="index", samples=hub_samples("en"), samples_per_page=12,
+            type="index", samples=hub_samples(DEFAULT_LANGUAGE), samples_per_page=12,
             elem_id="hub-list", label=L("Fetched from the Hugging Face Hub on first use"))
 
 
@@ -293,8 +294,9 @@ def hub_samples(lang: str) -> list[list[str]]:
 
 
 def hub_list_in(lang: str):
-    """The Hub list for a visit's start: drawn in English with the page, so redrawn only for another language."""
-    return gr.skip() if lang == "en" else gr.Dataset(samples=hub_samples(lang))
+    """The Hub list for a visit's start: drawn in the default language (English) with the page, so redrawn only
+    for another."""
+    return gr.skip() if lang == DEFAULT_LANGUAGE else gr.Dataset(samples=hub_samples(lang))
 
 
 def remember_name(user_role: str, in_scene: str, conv: Conversation | None):

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..chat.lanes import ticket_for
 from ..config import Settings
 from ..errors import ChatHaruhiError
-from ..i18n import _, language
+from ..i18n import LANGUAGES, _, language
 from ..roles.sources import open_role
 from .picker import picker_entries
 
@@ -45,11 +45,12 @@ def list_characters(query: str = "", settings: Settings | None = None) -> list[d
     """
     words = [w.lower() for w in (query or "").split()]
     added = _imported(settings or Settings.from_env())
-    entries = picker_entries(added)  # named in the caller's language, found by either language's names
-    other = {e.ref: e.label for e in picker_entries(added, "en" if language().startswith("zh") else "zh")}
+    here = language()
+    entries = picker_entries(added, here)  # named in the caller's language, found by every language's names
+    others = [{e.ref: e.label for e in picker_entries(added, lang)} for lang in LANGUAGES if lang != here]
     found = []
     for entry in entries:
-        text = f"{entry.ref} {entry.label} {other.get(entry.ref, '')}".lower()
+        text = " ".join([entry.ref, entry.label, *(other.get(entry.ref, "") for other in others)]).lower()
         if all(w in text for w in words):
             source = "hub" if entry.online else ("bundled" if entry.group.startswith("Bundled") else "added")
             found.append({"role": entry.ref, "name": entry.label, "source": source})
