@@ -343,7 +343,9 @@ class GroupSceneTab:
         after = (self.after_scene, [self.state, self.speak_on, self.handled],
                  [self.scenes, self.voice, self.voice_note, self.handled])
         line, door = [self.state, self.text, self.to], self.door
-        run = {"stream": "scene", "inputs_kwargs": play}  # a run takes over from the one before (cancelled below)
+        # a run takes over from the one before (cancelled below), its own kind too: Gradio's default for a click
+        # ("once") dropped a second Send made while the first still ran, and the first's end then emptied the box
+        run = {"stream": "scene", "inputs_kwargs": play, "trigger_mode": "multiple"}
         events = [
             door.on(self.text.submit, self.send_line, line, out, api_name="scene_send", **run),
             door.on(self.send_btn.click, self.send_line, line, out, api_name=False, **run),
@@ -410,9 +412,10 @@ class GroupSceneTab:
                 return
             if up.error:
                 warn(up.error)
-            # a sent line leaves the box; refused before it was said (no cast, empty, too long), it stays
+            # a sent line leaves the box as the run starts; refused before it was said (no cast, empty, too long),
+            # it stays. Later frames leave the box alone: the visitor may be typing the next line in it
             sent = event.text
-            if sent is None or not (first or up.done):
+            if sent is None or not first:
                 box = gr.skip()
             else:
                 refused = up.error is not None and up.state is state

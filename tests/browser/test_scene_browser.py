@@ -123,3 +123,33 @@ def test_a_character_muted_while_they_talk_is_not_picked_again(browser, app_serv
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "scene-muted-mid-run.png"), full_page=True)
         context.close()
+
+
+def test_a_line_sent_while_the_scene_answers_cuts_in_and_a_draft_stays_in_the_box(browser, app_server):
+    """Send a second line while the first one's answers still stream: Gradio's default for a click dropped it (the
+    event was still pending), and the first run's end then emptied the box, so the line was lost without a word (a
+    full CI run met it as a scene that never said who was muted). Now it cuts in: the answer being written is
+    dropped, the whole ones stay, the new line is answered. A line typed, not sent, while a run ends stays put."""
+    with FakeOpenAI(token_delay_s=0.15) as slow:
+        context = browser.new_context(viewport=LAPTOP)
+        page = open_at(context, app_server, LAPTOP)
+        use_server(page, slow.base_url, GOOD_KEY)
+        page.get_by_role("tab", name="Group").click()
+        cast_scene(page, ["Sherlock Holmes", "Elizabeth Bennet", "Count Dracula"])
+        page.fill("#scene-message textarea", "Good evening, all of you.")
+        page.click("#scene-send")
+        page.wait_for_function("() => document.querySelectorAll('#scene-chat .message .speaker').length >= 1",
+                               timeout=60_000)  # an answer is streaming
+        assert "⏳" in page.locator("#scene-status").inner_text()
+        page.fill("#scene-message textarea", "Wait, one question first.")
+        page.click("#scene-send")
+        page.wait_for_function("() => [...document.querySelectorAll('#scene-chat .message')]"
+                               ".some(m => m.innerText.includes('Wait, one question first.'))", timeout=30_000)
+        assert page.locator("#scene-message textarea").input_value() == ""
+        page.fill("#scene-message textarea", "my next line, not sent yet")  # typed while the answers stream
+        got = wait_lines(page, 3, timeout=120)  # one answer at least (who answers is the scene's pick)
+        said = [text for rid, text in got if rid is None]
+        assert said == ["Good evening, all of you.", "Wait, one question first."], got
+        assert got[-1][0] is not None, got  # the new line was answered
+        assert page.locator("#scene-message textarea").input_value() == "my next line, not sent yet"
+        context.close()

@@ -5,12 +5,14 @@ Every test here, like every test on the shared app, fails if the server logged a
 import time
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from support.browser import (
     ARTIFACTS,
     LAPTOP,
     PHONE,
     cast_scene,
     inside_viewport,
+    lines,
     open_at,
     open_page,
     say,
@@ -162,12 +164,17 @@ def test_scenes_hear_the_names_visitors_use_and_say_who_will_not_answer(browser,
     assert got[asked + 1][0] == first, got  # the named one answers first
     page.click("#scene-talk button")  # the talkativeness and mute panel
     page.locator("#scene-mute-0 input").check()  # mute the first cast member
-    page.wait_for_selector("#scene-chat .scene-note", timeout=10_000)
     muted = cast[0]
+    page.wait_for_function("(n) => [...document.querySelectorAll('#scene-chat .scene-note')]"
+                           ".some(e => e.innerText.includes(n + ' was muted'))", arg=muted, timeout=10_000)
     page.fill("#scene-message textarea", f"{muted}, and 鲁智深, come here")
     page.click("#scene-send")
-    page.wait_for_function("(n) => document.querySelector('#scene-status')?.innerText.includes(n + ' is muted')",
-                           arg=muted, timeout=30_000)
+    try:
+        page.wait_for_function("(n) => document.querySelector('#scene-status')?.innerText.includes(n + ' is muted')",
+                               arg=muted, timeout=30_000)
+    except PlaywrightTimeout as exc:
+        raise AssertionError(f"status: {page.locator('#scene-status').inner_text()!r}; box: "
+                             f"{page.locator('#scene-message textarea').input_value()!r}; lines: {lines(page)}") from exc
     assert "鲁智深 is not in this scene" in page.locator("#scene-status").inner_text()
     notes = page.locator("#scene-chat .scene-note").all_inner_texts()
     assert any(f"{muted} was muted" in n for n in notes)
