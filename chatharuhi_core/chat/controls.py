@@ -125,8 +125,11 @@ def _continue(conv: ChatCore, last: Exchange) -> Generator[str, None, Reply]:
             more = done.value
             break
         except EmptyReply:
-            if attempt or not first:  # the second empty one, or one that had shown something
+            if not first:  # one that had shown something
                 raise
+            if attempt:  # twice nothing: the model finds the reply whole, which is an answer, not a fault
+                raise EmptyReply(_("{name} has nothing to add: the model ends the reply here. Regenerate it, or "
+                                   "write your next line.", name=conv.role.name)) from None
     assert more is not None
     whole = joined(last.reply, more.text)
     conv.history[-1] = rewritten(last, whole)

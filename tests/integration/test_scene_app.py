@@ -12,7 +12,12 @@ def cast(client, ids, user_role="唐僧"):
 
 
 def send(client, text, user_role="唐僧", order="natural", engine=ENGINE, to=""):
-    return client.predict(text, to, user_role, order, False, *engine, api_name="/scene_send")
+    """The chat and status as the last frame leaves them, and the box as the page shows it after every frame (a
+    run empties it as it starts and leaves it alone after that: the visitor may be typing their next line)."""
+    job = client.submit(text, to, user_role, order, False, *engine, api_name="/scene_send")
+    chat, _, status = job.result()
+    boxes = [frame[1] for frame in job.outputs() if frame[1] != {"__type__": "update"}]
+    return chat, (boxes[-1] if boxes else None), status
 
 
 def roles_in(chat):

@@ -379,6 +379,6 @@ def test_continue_draws_once_more_when_the_model_stops_at_once(settings):
     bot.chat("Why the violin?")
     assert "".join(bot.continue_reply()).strip() == "And it helps."
     assert bot.history[-1].reply == "I play the violin when I think. And it helps." and engine.calls == 3
-    with pytest.raises(EngineError, match="empty reply"):  # twice nothing: said, the reply kept
+    with pytest.raises(EngineError, match="Sherlock Holmes has nothing to add"):  # twice nothing: said, kept
         "".join(bot.continue_reply())
     assert bot.history[-1].reply.endswith("And it helps.") and engine.calls == 5
