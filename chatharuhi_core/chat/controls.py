@@ -125,11 +125,12 @@ def _continue(conv: ChatCore, last: Exchange) -> Generator[str, None, Reply]:
             more = done.value
             break
         except EmptyReply:
-            if not first:  # one that had shown something
-                raise
-            if attempt:  # twice nothing: the model finds the reply whole, which is an answer, not a fault
-                raise EmptyReply(_("{name} has nothing to add: the model ends the reply here. Regenerate it, or "
-                                   "write your next line.", name=conv.role.name)) from None
+            if first and not attempt:
+                continue
+            # twice nothing (or what it showed cleaned away to nothing): the model finds the reply whole, which is
+            # an answer, not a fault
+            raise EmptyReply(_("{name} has nothing to add: the model ends the reply here. Regenerate it, or "
+                               "write your next line.", name=conv.role.name)) from None
     assert more is not None
     whole = joined(last.reply, more.text)
     conv.history[-1] = rewritten(last, whole)

@@ -6,7 +6,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from support.browser import ARTIFACTS, open_page, say, settled_bot_texts, use_server, wait_reply
 from support.fake_openai import GOOD_KEY, FakeOpenAI
@@ -205,9 +204,11 @@ def test_a_group_scene_line_has_alternatives_to_browse(browser, app_server):
     context.close()
 
 
-@pytest.mark.xfail(reason="issue 65's new default: in the page, Continue did not lengthen the local model's reply within "
-                          "120 s (the library's continue_reply does); open for the next session", strict=False)
 def test_continue_and_my_line_with_the_local_model(browser, app_server):
+    """Continue lengthens the local model's reply in the page. SmolLM2 sometimes finds its reply whole and, asked to
+    go on, stops at once, twice (1 in 8 tries of the library's continue_reply): the page then says the character has
+    nothing to add and keeps the reply as it was, and a visitor regenerates and tries again, as this test does (that
+    was the xfail that failed about one full run in three)."""
     from support.browser import choose_engine
 
     page = open_page(browser, app_server)
@@ -217,15 +218,25 @@ def test_continue_and_my_line_with_the_local_model(browser, app_server):
     model.fill("smollm2")  # the small model: a long continuation stays quick on a busy machine
     model.press("Enter")
     say(page, "What is your method?")
-    page.wait_for_function("() => document.querySelector('#reply-stats')?.innerText.includes('tokens/s')",
-                           timeout=180_000)
-    before = settled_bot_texts(page)[-1]
-    page.click("#continue")
-    page.wait_for_function("(n) => { const b = document.querySelectorAll('#chat .message.bot');"
-                           " return b.length === 2 && !document.querySelector('#chat .pending')"
-                           " && b[1].innerText.trim().length > n; }", arg=len(before.rstrip("…")), timeout=120_000)
+    stats = "() => document.querySelector('#reply-stats')?.innerText.includes('tokens/s')"
+    page.wait_for_function(stats, timeout=180_000)
+    tries = 0
+    while tries < 3:
+        tries += 1
+        before = settled_bot_texts(page)[-1]
+        page.click("#continue")
+        page.wait_for_function("(n) => { const b = document.querySelectorAll('#chat .message.bot');"
+                               " const longer = b.length === 2 && !document.querySelector('#chat .pending')"
+                               " && b[1].innerText.trim().length > n;"
+                               " return longer || document.body.innerText.includes('has nothing to add'); }",
+                               arg=len(before.rstrip("…")), timeout=120_000)
+        if "has nothing to add" not in page.locator("#reply-stats").inner_text():
+            break
+        assert settled_bot_texts(page)[-1] == before  # the reply as it was
+        page.click("#regenerate")
+        page.wait_for_function(stats, timeout=180_000)
     after = settled_bot_texts(page, timeout_ms=240_000)[-1]  # it goes on streaming: up to 300 tokens, slow on a busy machine
-    assert after.startswith(before.rstrip("…").rstrip()) and len(after) > len(before.rstrip("…"))
+    assert after.startswith(before.rstrip("…").rstrip()) and len(after) > len(before.rstrip("…")), (tries, after)
     page.click("#impersonate")
     page.wait_for_function("() => document.querySelector('#message textarea').value.trim().length > 3",
                            timeout=120_000)
