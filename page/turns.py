@@ -224,8 +224,11 @@ class Turns:
         focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
         reveal = page.reveal
         turns = []
-        for ev in (door.on(c.text.submit, self.send, turn_in, turn_out, api_name="submit", **reply),
-                   door.on(c.send_btn.click, self.send, turn_in, turn_out, api_name="send", **reply)):
+        # Enter pressed again while the reply it started streams must reach the door and be refused with the
+        # sentence: Gradio's default for a trigger ("once") dropped it in the browser, without a word
+        sends = {**reply, "trigger_mode": "multiple"}
+        for ev in (door.on(c.text.submit, self.send, turn_in, turn_out, api_name="submit", **sends),
+                   door.on(c.send_btn.click, self.send, turn_in, turn_out, api_name="send", **sends)):
             turns.append(ev)
             door.on(ev.then, *settle, queue=False, hands_visit=True, **quiet)
             ev.then(*thumbs, api_name=False, queue=False, show_progress="hidden")

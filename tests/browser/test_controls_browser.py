@@ -339,6 +339,33 @@ def test_while_a_reply_streams_the_buttons_wait_and_stop_keeps_what_it_wrote(bro
         page.close()
 
 
+def test_enter_pressed_again_while_its_reply_streams_is_refused_with_the_sentence(browser, app_server):
+    """Issue 67's Send mid-reply, by the keyboard: a message sent with Enter, then another line typed and Enter
+    pressed while the first reply streams. Gradio's default for a trigger dropped the second Enter in the browser (the
+    first was still pending): the line stayed in the box and nothing said why. Now it is refused with the sentence,
+    and the line stays in the box, unsent."""
+    from support.browser import use_server
+    from support.fake_openai import GOOD_KEY, FakeOpenAI
+
+    with FakeOpenAI(token_delay_s=0.3) as slow:
+        page = open_page(browser, app_server)
+        _sherlock(page)
+        use_server(page, slow.base_url, GOOD_KEY)
+        box = page.locator("#message textarea")
+        box.fill("Tell me the whole story of the hound of the Baskervilles, the moor, the night and the fog")
+        box.press("Enter")
+        page.wait_for_function("() => [...document.querySelectorAll('#chat .message.bot')].pop()"
+                               "?.innerText.includes('Echo')", timeout=20_000)  # the reply is streaming
+        box.fill("And the convict on the tor?")
+        box.press("Enter")
+        page.wait_for_selector(".toast-body:has-text('is still answering')", timeout=10_000)
+        assert page.locator("#stop").is_visible()  # said while the reply still streamed
+        settled_bot_texts(page, timeout_ms=90_000)
+        assert box.input_value() == "And the convict on the tor?"
+        assert page.locator("#chat .message.user").count() == 1
+        page.close()
+
+
 def test_a_reload_mid_reply_gives_the_message_back_and_says_the_reply_was_cut(browser, app_server):
     """Issue 67: reloading while a reply streamed lost the visitor's message from the chat and the box, with no
     note. The message is kept in this browser while its reply streams: after the reload it is back in the box, and
