@@ -22,7 +22,7 @@ from chatharuhi_core.web.frames import card_frame_head  # noqa: E402
 from page import api  # noqa: E402
 from page.add_tab import AddTab  # noqa: E402
 from page.chat_tab import ChatTab  # noqa: E402
-from page.events import keep_every_setting, run_every_change, set_up_queue  # noqa: E402
+from page.events import run_every_change, set_up_queue  # noqa: E402
 from page.group_scene import GroupSceneTab  # noqa: E402
 from page.language import L, language_js, language_switch, page_i18n, speak_the_visitors_language  # noqa: E402
 from page.session import Session  # noqa: E402
@@ -77,7 +77,6 @@ class Page:
         self.chat.controls.wire(self, stops)
         api.wire(self.demo, self.settings)
         run_every_change(self.demo)  # Gradio 6.31's always_last could run an event again without end
-        keep_every_setting(self.demo)  # and its once dropped a setting changed while the last one was saved
 
 
 def build_demo(settings: Settings | None = None) -> gr.Blocks:

@@ -99,7 +99,6 @@ class Door:
         first = inspect.Parameter("visit", inspect.Parameter.POSITIONAL_OR_KEYWORD)
         wrapped.__signature__ = inspect.Signature([first, *_parameters(fn, bool(stream) or hands_visit)])
         wrapped.door = True
-        wrapped.slow = slow  # a character opened: events.keep_every_setting leaves it as Gradio makes it
         at = [k - 1 for k in _positions(wrapped, len(inputs) + 1)[1:]]  # the visit's state comes first
         door.took = [(at[k], name) for k, name in took]
         return trigger(wrapped, [self.visit, *inputs], outputs, **kw)

@@ -1,5 +1,4 @@
-"""Two rules for every event of the page: none waits to run again as Gradio's `always_last` mode would, and no
-value the visitor sets is dropped as Gradio's `once` mode drops it.
+"""One rule for every event of the page: none waits to run again as Gradio's `always_last` mode would.
 
 In Gradio 6.31 an event listener in `always_last` mode (the default for `.change`) that is set off while it is
 still running runs again when it ends, and again after that, without end: typing a name, a model or a server's
@@ -19,39 +18,6 @@ def run_every_change(demo: gr.Blocks) -> int:
     changed = 0
     for fn in demo.fns.values():
         if fn.trigger_mode == "always_last":
-            fn.trigger_mode = "multiple"
-            changed += 1
-    return changed
-
-
-# a visitor's setting: a tick, a slider, a choice, a thumb or a message picked (Send and Enter, in the chat and the
-# group scene, say so where they are wired)
-SET_BY_VISITOR = {
-    (gr.Checkbox, "input"), (gr.Checkbox, "change"), (gr.Slider, "input"), (gr.Slider, "release"),
-    (gr.Dropdown, "input"), (gr.Dropdown, "select"), (gr.Radio, "input"), (gr.Chatbot, "like"),
-    (gr.Chatbot, "select"),
-}
-
-
-def keep_every_setting(demo: gr.Blocks) -> int:
-    """Every `once` listener of a value the visitor sets (SET_BY_VISITOR) runs each time instead (`multiple`);
-    returns how many there were.
-
-    In Gradio 6.31 a `once` listener set off while it still runs is dropped in the browser (seen with the group
-    scene's Send, Enter in the chat and the picker's tiles): a mute ticked and unticked at once would leave the box
-    clear and the character muted, a second thumb given while the first is saved would never be saved, while the
-    page shows each as set. `multiple` runs each as it comes, through the door (these handlers are quick).
-
-    A slow one (a character picked in the search list) is left alone: two of those run side by side, and the
-    server cannot tell which the visitor picked last (the order they reach it in is not the order of the clicks).
-    A second character picked within 0.1 s of the first is still dropped (2 of 4 pairs in Chromium)."""
-    changed = 0
-    for fn in demo.fns.values():
-        if fn.trigger_mode != "once" or getattr(fn.fn, "slow", False):
-            continue
-        kinds = {(type(demo.blocks.get(block)), event) for block, event in fn.targets}
-        if any(issubclass(kind, component) and event == on for kind, event in kinds
-               for component, on in SET_BY_VISITOR):
             fn.trigger_mode = "multiple"
             changed += 1
     return changed

@@ -147,8 +147,6 @@ class Switches:
         avatar = (c.set_avatar, v.conv, [c.chat, c.scene_picture])
         buttons = page.turns.reply_buttons(page)
         for ev in switched:
-            # drawn from the visit's chat as it is when it runs, not the page's copy of it (which may be a step behind)
-            back = door.on(ev.then, *after_switch, api_name=False, show_progress="hidden")
-            door.on(back.then, *avatar, api_name=False)
+            ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)
             door.on(ev.then, settled, None, buttons, queue=False, api_name=False, show_progress="hidden",
                     hands_visit=True)

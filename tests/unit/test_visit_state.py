@@ -396,30 +396,3 @@ def test_the_door_finds_each_component_among_the_arguments_gradio_fills_in():
         first = inspect.Parameter("visit", inspect.Parameter.POSITIONAL_OR_KEYWORD)
         wrapped.__signature__ = inspect.Signature([first, *inspect.signature(fn).parameters.values()])
         assert _positions(wrapped, count) == want
-
-
-def test_every_setting_a_visitor_makes_reaches_the_server_each_time(settings):
-    """Gradio's `once` drops a listener's event in the browser while its last one still runs. A tick, a slider, a
-    choice, a thumb, a message picked, Send and Enter must all run each time; buttons that start something
-    slow (Add, ✍ My line, Regenerate) keep `once`, a double click being one wish."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    import app
-
-    page = app.Page(settings)
-    modes: dict[tuple[str, str], set[str]] = {}
-    for fn in page.demo.fns.values():
-        if fn.fn is None or not fn.queue:
-            continue
-        for block, event in fn.targets:
-            component = page.demo.blocks.get(block)
-            where = (getattr(component, "elem_id", None) or type(component).__name__, event)
-            modes.setdefault(where, set()).add(fn.trigger_mode)
-    each_time = [("scene-mute-0", "input"), ("scene-talk-0", "input"), ("engine", "input"), ("model", "input"),
-                 ("chat", "like"), ("scene-chat", "like"), ("chat", "select"), ("send", "click"), ("message", "submit"),
-                 ("scene-send", "click"), ("scene-message", "submit"), ("persona-default", "input")]
-    assert {where: modes.get(where) for where in each_time} == {where: {"multiple"} for where in each_time}
-    assert modes[("add-role", "click")] == modes[("impersonate", "click")] == modes[("regenerate", "click")] == {"once"}
-    assert modes[("role-choice", "input")] == modes[("picker", "click")] == {"once"}  # see keep_every_setting
