@@ -221,7 +221,11 @@ class Turns:
         after = (self.after_turn, [v.conv, c.speak_on, v.handled],
                  [c.scenes, c.voice_audio, c.voice_note, c.scene_picture, v.handled])
         thumbs = (self.thumbs, v.conv, c.chat)
-        focus_box = "() => { document.querySelector('#message textarea')?.focus(); }"  # type the next line at once
+        # type the next line at once, unless the visitor has gone on to another field or list while the reply
+        # ran: a focus taken back then closed the engine list they had opened, and sent their typing elsewhere
+        focus_box = ("() => { const at = document.activeElement;"
+                     " if (!at || at === document.body || at.closest('#message, #send'))"
+                     " document.querySelector('#message textarea')?.focus(); }")
         reveal = page.reveal
         turns = []
         # Enter pressed again while the reply it started streams must reach the door and be refused with the

@@ -5,7 +5,8 @@ import time
 
 import pytest
 from support.axe import OPAQUE, blocking_violations, open_every_panel
-from support.browser import ARTIFACTS, cast_scene, wait_reply
+from support.browser import ARTIFACTS, LAPTOP, cast_scene, open_at, say, settled_bot_texts, use_server, wait_reply
+from support.fake_openai import GOOD_KEY, FakeOpenAI
 
 
 @pytest.mark.parametrize("viewport", [{"width": 1366, "height": 850}, {"width": 390, "height": 844}])
@@ -66,3 +67,30 @@ def test_the_keyboard_path_enter_sends_and_focus_comes_back_to_the_box(browser, 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "keyboard.png"))
     page.close()
+
+
+def test_a_field_the_visitor_went_to_while_the_reply_ran_keeps_the_focus(browser, app_server):
+    """The box takes the focus back when a reply ends, so the next line can be typed at once; but not from a field
+    the visitor moved to meanwhile: the page took it back from the memory box they were typing in (the rest of
+    their sentence went into the message box) and closed the engine list they had opened."""
+    with FakeOpenAI(token_delay_s=0.2) as slow:
+        page = open_at(browser, app_server, LAPTOP)
+        use_server(page, slow.base_url, GOOD_KEY)
+        page.click("#memory-panel button")
+        say(page, "Tell me the whole story of the hound of the Baskervilles and the moor at night")
+        page.wait_for_function("() => [...document.querySelectorAll('#chat .message.bot')].pop()"
+                               "?.innerText.includes('Echo')", timeout=20_000)
+        memory = page.locator("#memory-text textarea")
+        memory.click()
+        page.keyboard.type("My sister ")
+        wait_reply(page, 2, timeout=60)
+        settled_bot_texts(page)
+        time.sleep(1.5)  # the reply's follow-ups have run: the box would have taken the focus by now
+        page.keyboard.type("is called Anna.")
+        assert memory.input_value() == "My sister is called Anna."
+        assert page.locator("#message textarea").input_value() == ""
+        say(page, "And then?")  # the box itself keeps it, as before
+        wait_reply(page, 3, timeout=60)
+        page.wait_for_function("() => document.activeElement === document.querySelector('#message textarea')",
+                               timeout=15_000)
+        page.close()

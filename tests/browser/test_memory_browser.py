@@ -4,15 +4,14 @@ visitor's message are listed, and the scenes panel shows what the reply drew on.
 from __future__ import annotations
 
 import pytest
-from support.browser import ARTIFACTS, bot_texts, open_page, say, settled_bot_texts, use_server, wait_reply
+from support.browser import ARTIFACTS, bot_texts, open_at, say, settled_bot_texts, use_server, wait_reply
 from support.fake_openai import GOOD_KEY, FakeOpenAI
 
 
 @pytest.mark.parametrize("size, viewport", [("laptop", {"width": 1366, "height": 768}),
                                             ("phone", {"width": 390, "height": 844})])
 def test_write_pin_and_forget_a_memory(browser, app_server, size, viewport):
-    page = open_page(browser, app_server)
-    page.set_viewport_size(viewport)
+    page = open_at(browser, app_server, viewport)  # drawn at its size: not resized after it loaded
     page.click("#memory-panel button")  # open the panel
     page.wait_for_selector("#memory-text textarea")
     assert "No memories yet" in page.inner_text("#memories")
@@ -49,8 +48,7 @@ def test_a_fact_and_a_thumb_given_while_the_reply_streams_stay(browser, app_serv
     while it streamed was gone (from the panel, and from what a reload brings back); and a thumb showed unrated once
     the next reply was done."""
     with FakeOpenAI(token_delay_s=0.25) as slow:
-        page = open_page(browser, app_server)
-        page.set_viewport_size(viewport)
+        page = open_at(browser, app_server, viewport)
         page.locator("#picker [data-ref=sherlock]").click()
         page.wait_for_function("() => document.querySelector('#about')?.innerText.includes('Sherlock')")
         say(page, "What is your method?")  # one whole exchange with the script engine

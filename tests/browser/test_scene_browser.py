@@ -2,7 +2,7 @@
 
 import time
 
-from support.browser import ARTIFACTS, LAPTOP, cast_scene, lines, open_at, open_scene, use_server, wait_lines
+from support.browser import ARTIFACTS, LAPTOP, PHONE, cast_scene, lines, open_at, open_scene, resize, use_server, wait_lines
 from support.expect import lines_of
 from support.fake_openai import GOOD_KEY, FakeOpenAI
 
@@ -87,7 +87,7 @@ def test_a_whisper_to_one_character(browser, app_server):
     assert got[1][0] == "elizabeth" and "Only you heard this" in got[1][1]
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "scene-whisper.png"))
-    page.set_viewport_size({"width": 390, "height": 844})
+    resize(page, PHONE)
     time.sleep(0.5)
     page.locator("#scene-send").scroll_into_view_if_needed()
     box = page.locator("#scene-to").bounding_box()

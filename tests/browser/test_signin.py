@@ -236,7 +236,7 @@ def test_signed_out_visitor_is_told_what_signing_in_gives(browser, space_app):
 def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, app_server):
     """The app as README starts it: 孙悟空 on screen, the local engine chosen: its blank model, the shipped fine-tuned
     Gemma, speaks Chinese (no warning); SmolLM2 named, the warning before any message, offering the fine-tune back."""
-    from support.browser import ARTIFACTS, choose_engine, open_page
+    from support.browser import ARTIFACTS, LAPTOP, choose_engine, open_page, resize
 
     page = open_page(browser, app_server)
     warning = page.locator("#language-note")
@@ -258,7 +258,7 @@ def test_the_bundled_model_is_not_handed_to_a_chinese_role_unannounced(browser, 
     page.screenshot(path=str(ARTIFACTS / "language-guard.png"))
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(ARTIFACTS / "language-guard-phone.png"))
-    page.set_viewport_size({"width": 1366, "height": 768})
+    resize(page, LAPTOP)
     page.locator("#picker [data-ref=sherlock]").click()  # English: nothing to say
     page.wait_for_function("() => !document.querySelector('#language-note')?.checkVisibility()")
     assert not page.locator("#use-local-model").is_visible()

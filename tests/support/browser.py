@@ -51,6 +51,7 @@ def open_page(browser: Any, url: str) -> Page:
     page.goto(url)
     page.wait_for_selector("#chat .message", timeout=60_000)  # the greeting is shown
     page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
+    drawing(page)
     return page
 
 
@@ -61,8 +62,32 @@ def open_at(context_or_browser: Any, url: str, viewport: dict[str, int]) -> Page
     page.goto(url)
     page.wait_for_selector("#chat .message.bot", timeout=60_000)  # the greeting
     page.wait_for_selector("#engine-note strong", timeout=60_000)  # and the session has loaded
+    drawing(page)
     time.sleep(0.5)
     return page
+
+
+FRAMES = """(ms) => new Promise((done) => {
+  requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+  setTimeout(() => done(false), ms);
+})"""
+
+
+def drawing(page: Page, within_s: float = 10.0) -> None:
+    """Wait until the page draws frames. Playwright's click waits for two animation frames to see a button stand
+    still; once in CI a freshly opened page drew none for 30 s and the first click timed out with nothing said.
+    A page that draws nothing is brought to the front (which wakes its compositor) and, failing that, named."""
+    for _ in range(2):
+        if page.evaluate(FRAMES, within_s * 1000):
+            return
+        page.bring_to_front()
+    pytest.fail(f"the browser drew no frame in {2 * within_s:.0f} s for {page.url}: Chromium's compositor stalled")
+
+
+def resize(page: Page, viewport: dict[str, int]) -> None:
+    """Give an open page another size and wait until it draws at it (see `drawing`)."""
+    page.set_viewport_size(viewport)
+    drawing(page)
 
 
 def inside_viewport(page: Page, selector: str, settle_s: float = 5.0) -> bool:
