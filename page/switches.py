@@ -15,7 +15,7 @@ from chatharuhi_core.web.chat import Conversation, reopen
 from chatharuhi_core.web.chat_files import import_chat
 from chatharuhi_core.web.common import WARNING_MARK
 from chatharuhi_core.web.drawing import chat_messages
-from chatharuhi_core.web.picker import after_start_js, picker_choices, picker_entries
+from chatharuhi_core.web.picker import CATCH_UP_JS, after_start_js, picker_choices, picker_entries
 
 from .door import Later
 from .reply_buttons import settled
@@ -145,6 +145,7 @@ class Switches:
             door.on(c.chat.clear, clear_chat, [v.conv, v.visitor], cleared, api_name=False, **stops),
         ]
         avatar = (c.set_avatar, v.conv, [c.chat, c.scene_picture])
+        switched[1].then(None, None, None, js=CATCH_UP_JS, api_name=False, queue=False)  # the last tile clicked
         buttons = page.turns.reply_buttons(page)
         for ev in switched:
             ev.then(*after_switch, api_name=False, show_progress="hidden").then(*avatar, api_name=False)

@@ -110,16 +110,31 @@ def picker_entries(added: list[str] | None = None, lang: str | None = None) -> l
 # hands each click to the newest drawing's handler (two listeners switched twice, and the second switch cancelled a
 # message sent meanwhile).
 PICKER_JS = ("let held = null; const go = (ref) => trigger('click', {ref});"
-             " document.addEventListener('chatharuhi-ready', () => { if (held) { go(held); held = null; } });"
              " const box = element.closest('#picker') || element;"
+             " const send = (ref) => { box.dataset.busy = ref; box.dataset.busyAt = String(Date.now()); go(ref); };"
+             " box.chatharuhiSend = send;"
+             " const busy = () => box.dataset.busy && Date.now() - Number(box.dataset.busyAt || 0) < 30000;"
+             " document.addEventListener('chatharuhi-ready', () => { if (held) { send(held); held = null; } });"
              " const under = (e) => (e.clientX || e.clientY) ? document.elementsFromPoint(e.clientX, e.clientY)"
              ".find((x) => x.matches && x.matches('button[data-ref]') && box.contains(x)) : null;"
              " box.chatharuhiTiles = (e) => { const b = e.target.closest('button[data-ref]') || under(e);"
-             " if (!b) return; if (document.body.dataset.session === 'ready') go(b.dataset.ref);"
-             " else { held = b.dataset.ref; b.setAttribute('aria-busy', 'true');"
-             " setTimeout(() => { if (held) { go(held); held = null; } }, 8000); } };"  # a start that failed
+             " if (!b) return; if (document.body.dataset.session !== 'ready') { held = b.dataset.ref;"
+             " b.setAttribute('aria-busy', 'true');"
+             " setTimeout(() => { if (held) { send(held); held = null; } }, 8000); }"  # a start that failed
+             " else if (busy()) box.dataset.queued = b.dataset.ref; else send(b.dataset.ref); };"
              " if (!box.dataset.tilesListen) { box.dataset.tilesListen = '1';"
              " box.addEventListener('click', (e) => box.chatharuhiTiles(e)); }")
+# A tile clicked while another one's switch still runs waits for it (`queued` above): Gradio dropped such a click
+# (a trigger's "once" mode), and the page stayed on the first character; run side by side, the two switches land in
+# any order, and the server cannot tell which click came last. When a switch ends (however it ends), this opens the
+# last tile clicked meanwhile, if it is not the one just opened. A switch that never reports back frees the tiles
+# after 30 s.
+CATCH_UP_JS = ("() => { const box = document.querySelector('#picker'); if (!box) return;"
+               " const ran = box.dataset.busy; const next = box.dataset.queued;"
+               " box.dataset.busy = ''; box.dataset.queued = '';"
+               " if (next && next !== ran && box.chatharuhiSend) box.chatharuhiSend(next); }")
+
+
 # The search box's pick waits the same way (the event's `js` runs before its function, and is awaited): `n` is
 # the number of the event's inputs, passed on unchanged.
 def after_start_js(n: int) -> str:
