@@ -76,7 +76,8 @@ FRAMES = """(ms) => new Promise((done) => {
 def drawing(page: Page, within_s: float = 10.0) -> None:
     """Wait until the page draws frames. Playwright's click waits for two animation frames to see a button stand
     still; once in CI a freshly opened page drew none for 30 s and the first click timed out with nothing said.
-    A page that draws nothing is brought to the front (which wakes its compositor) and, failing that, named."""
+    A page that draws nothing is brought to the front once (untested guess: that may wake its compositor; the stall
+    was never reproduced here) and, failing that, named."""
     for _ in range(2):
         if page.evaluate(FRAMES, within_s * 1000):
             return
